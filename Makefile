@@ -1,0 +1,78 @@
+# placelab — developer entry points. Everything runs from the virtualenv at .venv/.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+REQ_STAMP := $(VENV)/.requirements.sha256
+PKG_STAMP := $(VENV)/.package.sha256
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: help setup browser-deps app test lint bench clean
+
+help:
+	@echo "make app    - set up .venv and serve the app on http://localhost:$${PORT:-8501}"
+	@echo "make test   - set up .venv, lint, and run the whole test suite (what CI runs)"
+	@echo "make lint   - ruff check"
+	@echo "make bench  - run the benchmarks (each prints its figures)"
+	@echo "make setup  - create/update .venv (quick when nothing changed)"
+	@echo "make clean  - remove caches and build output (keeps .venv and runs/)"
+
+# Idempotent: requirements are reinstalled only when requirements.txt changed since the
+# last successful install, the editable package only when pyproject.toml or the set of
+# top-level packages changed (an editable install maps the packages it found).
+setup:
+	@if [ ! -x $(PY) ]; then \
+	  echo "creating $(VENV) with $(PYTHON)"; \
+	  $(PYTHON) -m venv $(VENV); \
+	fi
+	@want=$$(sha256sum requirements.txt | cut -d' ' -f1); \
+	if [ "$$(cat $(REQ_STAMP) 2>/dev/null)" != "$$want" ]; then \
+	  echo "installing requirements.txt into $(VENV)"; \
+	  $(PY) -m pip install -r requirements.txt; \
+	  echo "$$want" > $(REQ_STAMP); \
+	fi
+	@want=$$({ cat pyproject.toml; echo $(wildcard */__init__.py); } | sha256sum | cut -d' ' -f1); \
+	if [ "$$(cat $(PKG_STAMP) 2>/dev/null)" != "$$want" ]; then \
+	  echo "installing placelab (editable) into $(VENV)"; \
+	  $(PY) -m pip install --quiet --no-deps -e .; \
+	  echo "$$want" > $(PKG_STAMP); \
+	fi
+
+# Chromium drives the browser end-to-end tests (marker `e2e`). When it cannot be
+# installed, those tests skip with a reason in pytest's summary; they never pass silently.
+browser-deps:
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO="sudo -n"; fi; \
+	  echo "installing chromium (for the browser tests) via apt-get"; \
+	  if ! { $$SUDO apt-get update -qq && \
+	         DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	           --no-install-recommends chromium fonts-liberation; }; then \
+	    echo "WARNING: could not install chromium; the browser (e2e) tests will be skipped." >&2; \
+	  fi; \
+	fi
+
+app: setup
+	$(VENV)/bin/streamlit run dashboard/app.py --server.headless true \
+	  --server.port $${PORT:-8501} --server.address $${ADDRESS:-127.0.0.1} \
+	  --browser.gatherUsageStats false
+
+test: setup browser-deps
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -n 2 -q
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+bench: setup
+	$(PY) benchmarks/run_all.py
+
+clean:
+	find . -path ./$(VENV) -prune -o -type d \
+	  \( -name __pycache__ -o -name .pytest_cache -o -name .ruff_cache -o -name .hypothesis \
+	     -o -name '*.egg-info' \) -print0 | xargs -0 rm -rf
+	find . -path ./$(VENV) -prune -o -type f \( -name '*.nbi' -o -name '*.nbc' \) -print0 \
+	  | xargs -0 rm -f
+	rm -rf build dist tests/artifacts

@@ -1,0 +1,336 @@
+"""The computation graph: an immutable, array-backed DAG of ops.
+
+Assumptions
+-----------
+* Units are **seconds** (compute) and **bytes** (memory, tensors), as in CONTRACTS §1.
+* Op order is the op's *index*; every deterministic tie-break in placelab uses it.
+* A compute time is given either for every device kind at once (``compute_any``) or per
+  kind (``compute_by_kind``); a kind absent from an op's map means the op cannot run there.
+* Edges are dependencies that carry ``bytes``; parallel edges between the same pair of ops
+  are merged on construction (their bytes add up: they are distinct tensors).
+
+The adjacency is stored twice in CSR form (successors and predecessors) so simulators,
+list schedulers and GNN feature builders read neighbours without Python loops; a networkx
+view is built on demand for interop (:meth:`CompGraph.to_networkx`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine.errors import GraphError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import networkx as nx
+
+__all__ = ["PHASES", "CompGraph"]
+
+#: Training-step phases an op may belong to (Mirhoseini et al. 2017, Fig. 8–9 split
+#: compute into forward / backward / update).
+PHASES: tuple[str, ...] = ("forward", "backward", "update")
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True)
+class _CSR:
+    ptr: np.ndarray  # int64 [n + 1]
+    idx: np.ndarray  # int64 [m] neighbour op index
+    edge: np.ndarray  # int64 [m] edge id
+
+
+def _csr(n: int, key: np.ndarray, other: np.ndarray) -> _CSR:
+    order = np.lexsort((other, key))
+    counts = np.bincount(key, minlength=n)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    return _CSR(_frozen(ptr), _frozen(other[order].astype(np.int64)), _frozen(order.astype(np.int64)))
+
+
+class CompGraph:
+    """An immutable DAG of ops with per-op costs, validated on construction.
+
+    Parameters
+    ----------
+    name : str
+        Graph name (shown in the app, stored with runs).
+    op_names : sequence of str
+        Unique, non-empty op names; position = op index.
+    compute_any : array of float, shape (n,)
+        Compute time (s) valid on every device kind, or NaN where the op has a per-kind map.
+    compute_by_kind : array of float, shape (n, len(kinds))
+        Per-kind compute time (s); NaN where the kind is absent from the op's map.
+    kinds : sequence of str
+        Device kinds named by per-kind compute maps (e.g. ``("gpu", "cpu")``).
+    output_bytes, persistent_bytes, temp_bytes : array of float, shape (n,)
+        Output tensor size, weights/optimizer state, scratch memory while running (bytes).
+    edge_src, edge_dst : array of int, shape (m,)
+        Producer and consumer op indices.
+    edge_bytes : array of float, shape (m,)
+        Bytes moved along each edge.
+    op_types, colocate, pin, phase, scope : sequences of length n, optional
+        Op type name; colocation group name or None; pinned device name or None;
+        one of :data:`PHASES` or None; layer path (``"encoder/layer1"``) or "".
+
+    Raises
+    ------
+    GraphError
+        On an empty graph, duplicate or empty names, negative / NaN / infinite numbers,
+        an op with no runnable kind, an edge out of range, a self-loop or a cycle. The
+        message names the offending op or edge.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        op_names: Sequence[str],
+        *,
+        compute_any: np.ndarray,
+        compute_by_kind: np.ndarray | None = None,
+        kinds: Sequence[str] = (),
+        output_bytes: np.ndarray | None = None,
+        persistent_bytes: np.ndarray | None = None,
+        temp_bytes: np.ndarray | None = None,
+        edge_src: np.ndarray | Sequence[int] = (),
+        edge_dst: np.ndarray | Sequence[int] = (),
+        edge_bytes: np.ndarray | None = None,
+        op_types: Sequence[str] | None = None,
+        colocate: Sequence[str | None] | None = None,
+        pin: Sequence[str | None] | None = None,
+        phase: Sequence[str | None] | None = None,
+        scope: Sequence[str] | None = None,
+    ) -> None:
+        self.name = str(name)
+        names = list(op_names)
+        n = len(names)
+        if n == 0:
+            raise GraphError(f"graph '{self.name}' has no ops")
+        self.op_names: tuple[str, ...] = tuple(names)
+        self.kinds: tuple[str, ...] = tuple(kinds)
+
+        def col(a, default=0.0) -> np.ndarray:
+            if a is None:
+                return np.full(n, default, dtype=np.float64)
+            return np.asarray(a, dtype=np.float64).reshape(n)
+
+        self.compute_any = col(compute_any, np.nan)
+        cbk = (
+            np.full((n, len(self.kinds)), np.nan)
+            if compute_by_kind is None
+            else np.asarray(compute_by_kind, dtype=np.float64).reshape(n, len(self.kinds))
+        )
+        self.compute_by_kind = cbk
+        self.output_bytes = col(output_bytes)
+        self.persistent_bytes = col(persistent_bytes)
+        self.temp_bytes = col(temp_bytes)
+        src = np.asarray(edge_src, dtype=np.int64).reshape(-1)
+        dst = np.asarray(edge_dst, dtype=np.int64).reshape(-1)
+        if src.shape != dst.shape:
+            raise GraphError(f"graph '{self.name}': edge source and destination lists differ in length")
+        ebytes = (
+            self.output_bytes[src] if edge_bytes is None and len(src) and _in_range(src, n)
+            else _col_e(edge_bytes, len(src))
+        )
+        self.op_types: tuple[str, ...] = tuple(op_types) if op_types is not None else ("",) * n
+        self.colocate: tuple[str | None, ...] = tuple(colocate) if colocate is not None else (None,) * n
+        self.pin: tuple[str | None, ...] = tuple(pin) if pin is not None else (None,) * n
+        self.phase: tuple[str | None, ...] = tuple(phase) if phase is not None else (None,) * n
+        self.scope: tuple[str, ...] = tuple(scope) if scope is not None else ("",) * n
+        for label, seq in (("op_types", self.op_types), ("colocate", self.colocate),
+                           ("pin", self.pin), ("phase", self.phase), ("scope", self.scope)):
+            if len(seq) != n:
+                raise GraphError(f"graph '{self.name}': {label} has {len(seq)} entries for {n} ops")
+        self._validate_ops()
+        src, dst, ebytes = self._validate_edges(src, dst, ebytes)
+        self.edge_src = _frozen(src)
+        self.edge_dst = _frozen(dst)
+        self.edge_bytes = _frozen(ebytes)
+        for a in (self.compute_any, self.compute_by_kind, self.output_bytes,
+                  self.persistent_bytes, self.temp_bytes):
+            _frozen(a)
+        self.succ = _csr(n, src, dst)
+        self.pred = _csr(n, dst, src)
+        self._topo = self._check_acyclic()
+
+    # ------------------------------------------------------------------ validation
+    def _validate_ops(self) -> None:
+        names = self.op_names
+        index: dict[str, int] = {}
+        for i, nm in enumerate(names):
+            if not isinstance(nm, str) or not nm:
+                raise GraphError(f"graph '{self.name}': op #{i} has an empty or non-string name")
+            if nm in index:
+                raise GraphError(f"graph '{self.name}': duplicate op name '{nm}' (ops #{index[nm]} and #{i})")
+            index[nm] = i
+        self.index: dict[str, int] = index
+        for label, arr in (("compute", self.compute_any), ("output_bytes", self.output_bytes),
+                           ("persistent_bytes", self.persistent_bytes), ("temp_bytes", self.temp_bytes)):
+            bad = ~(np.isfinite(arr) & (arr >= 0))
+            if label == "compute":
+                bad &= ~np.isnan(arr)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise GraphError(f"op '{names[i]}': {label} must be a finite number >= 0, got {arr[i]!r}")
+        cbk = self.compute_by_kind
+        bad = ~np.isnan(cbk) & ~(np.isfinite(cbk) & (cbk >= 0))
+        if bad.any():
+            i, k = (int(x) for x in np.argwhere(bad)[0])
+            raise GraphError(f"op '{names[i]}': compute on '{self.kinds[k]}' must be a finite number >= 0, "
+                             f"got {cbk[i, k]!r}")
+        runnable = ~np.isnan(self.compute_any)
+        if cbk.size:
+            runnable |= (~np.isnan(cbk)).any(axis=1)
+        if not runnable.all():
+            i = int(np.argmin(runnable))
+            raise GraphError(f"op '{names[i]}' has no compute time for any device kind")
+        for i, ph in enumerate(self.phase):
+            if ph is not None and ph not in PHASES:
+                raise GraphError(f"op '{names[i]}': phase must be one of {', '.join(PHASES)}, got '{ph}'")
+
+    def _validate_edges(self, src, dst, ebytes):
+        n = len(self.op_names)
+        if len(src) == 0:
+            return src, dst, ebytes
+        out = (src < 0) | (src >= n) | (dst < 0) | (dst >= n)
+        if out.any():
+            e = int(np.argmax(out))
+            raise GraphError(f"graph '{self.name}': edge #{e} ({src[e]} -> {dst[e]}) refers to an op index out of range")
+        loops = src == dst
+        if loops.any():
+            e = int(np.argmax(loops))
+            raise GraphError(f"edge '{self.op_names[src[e]]}' -> '{self.op_names[dst[e]]}' is a self-loop")
+        bad = ~(np.isfinite(ebytes) & (ebytes >= 0))
+        if bad.any():
+            e = int(np.argmax(bad))
+            raise GraphError(f"edge '{self.op_names[src[e]]}' -> '{self.op_names[dst[e]]}': bytes must be a "
+                             f"finite number >= 0, got {ebytes[e]!r}")
+        key = src * n + dst
+        uniq, inv = np.unique(key, return_inverse=True)
+        if len(uniq) != len(key):  # merge parallel edges: distinct tensors, bytes add up
+            ebytes = np.bincount(inv, weights=ebytes, minlength=len(uniq))
+        else:
+            order = np.argsort(key, kind="stable")
+            ebytes = ebytes[order]
+        return (uniq // n).astype(np.int64), (uniq % n).astype(np.int64), ebytes.astype(np.float64)
+
+    def _check_acyclic(self) -> np.ndarray:
+        from engine import _dagkernels
+
+        order = _dagkernels.topo_order(len(self.op_names), self.succ.ptr, self.succ.idx, self.pred.ptr)
+        if len(order) < len(self.op_names):
+            cyc = _dagkernels.find_cycle(len(self.op_names), self.succ.ptr, self.succ.idx, order)
+            path = " -> ".join(f"'{self.op_names[i]}'" for i in cyc)
+            raise GraphError(f"graph '{self.name}' has a cycle: {path}")
+        return _frozen(order)
+
+    # ------------------------------------------------------------------ basic views
+    @property
+    def num_ops(self) -> int:
+        return len(self.op_names)
+
+    @property
+    def num_edges(self) -> int:
+        return len(self.edge_src)
+
+    def __len__(self) -> int:
+        return self.num_ops
+
+    def __repr__(self) -> str:
+        return f"CompGraph({self.name!r}, ops={self.num_ops}, edges={self.num_edges})"
+
+    @property
+    def topo_order(self) -> np.ndarray:
+        """Op indices in a topological order (Kahn's algorithm, lowest index first)."""
+        return self._topo
+
+    def successors(self, i: int) -> np.ndarray:
+        return self.succ.idx[self.succ.ptr[i]:self.succ.ptr[i + 1]]
+
+    def predecessors(self, i: int) -> np.ndarray:
+        return self.pred.idx[self.pred.ptr[i]:self.pred.ptr[i + 1]]
+
+    def compute_for_kind(self, kind: str) -> np.ndarray:
+        """Compute time (s) of every op on a device of ``kind``; NaN where it cannot run."""
+        if kind in self.kinds:
+            by = self.compute_by_kind[:, self.kinds.index(kind)]
+            return np.where(np.isnan(self.compute_any), by, self.compute_any)
+        return self.compute_any.copy()
+
+    def can_run(self, kind: str) -> np.ndarray:
+        """Boolean mask of ops that have a compute time on ``kind``."""
+        return ~np.isnan(self.compute_for_kind(kind))
+
+    def min_compute(self) -> np.ndarray:
+        """Each op's compute time on its fastest kind (s), ignoring device speed factors."""
+        stacked = np.column_stack([self.compute_any, self.compute_by_kind])
+        return np.nanmin(stacked, axis=1)
+
+    @cached_property
+    def colocation_ids(self) -> np.ndarray:
+        """Int group id per op (-1 = no colocation group), numbered by first appearance."""
+        ids = np.full(self.num_ops, -1, dtype=np.int64)
+        seen: dict[str, int] = {}
+        for i, g in enumerate(self.colocate):
+            if g is not None:
+                ids[i] = seen.setdefault(g, len(seen))
+        return _frozen(ids)
+
+    @cached_property
+    def content_hash(self) -> str:
+        """SHA-256 (first 16 hex digits) of the graph's structure and numbers."""
+        h = hashlib.sha256()
+        h.update("\x00".join(self.op_names).encode())
+        h.update("\x00".join(self.kinds).encode())
+        for a in (self.compute_any, self.compute_by_kind, self.output_bytes, self.persistent_bytes,
+                  self.temp_bytes, self.edge_src, self.edge_dst, self.edge_bytes):
+            h.update(np.ascontiguousarray(a).tobytes())
+        for seq in (self.op_types, self.colocate, self.pin, self.phase, self.scope):
+            h.update("\x00".join("" if s is None else s for s in seq).encode())
+        return h.hexdigest()[:16]
+
+    def to_networkx(self) -> nx.DiGraph:
+        """A networkx view: nodes are op names with their attributes, edges carry ``bytes``."""
+        import networkx as nx
+
+        g = nx.DiGraph(name=self.name)
+        for i, nm in enumerate(self.op_names):
+            g.add_node(nm, index=i, type=self.op_types[i], compute=self.op_compute(i),
+                       output_bytes=float(self.output_bytes[i]),
+                       persistent_bytes=float(self.persistent_bytes[i]),
+                       temp_bytes=float(self.temp_bytes[i]), colocate=self.colocate[i],
+                       device=self.pin[i], phase=self.phase[i], scope=self.scope[i])
+        names = self.op_names
+        g.add_edges_from((names[s], names[d], {"bytes": float(b)})
+                         for s, d, b in zip(self.edge_src.tolist(), self.edge_dst.tolist(),
+                                            self.edge_bytes.tolist(), strict=True))
+        return g
+
+    def op_compute(self, i: int) -> float | dict[str, float]:
+        """The op's compute as written in a graph file: one number or a per-kind map."""
+        if not np.isnan(self.compute_any[i]):
+            return float(self.compute_any[i])
+        row = self.compute_by_kind[i]
+        return {k: float(row[j]) for j, k in enumerate(self.kinds) if not np.isnan(row[j])}
+
+
+def _in_range(idx: np.ndarray, n: int) -> bool:
+    return bool(len(idx) == 0 or (idx.min() >= 0 and idx.max() < n))
+
+
+def _col_e(a, m: int) -> np.ndarray:
+    """Edge bytes as float64 [m]; zeros when ``a`` is None (out-of-range edges are reported later)."""
+    if a is None:
+        return np.zeros(m, dtype=np.float64)
+    arr = np.asarray(a, dtype=np.float64).reshape(-1)
+    if len(arr) != m:
+        raise GraphError(f"edge bytes has {len(arr)} entries for {m} edges")
+    return arr

@@ -1,0 +1,168 @@
+"""A slow, plain reference simulator used to check :mod:`engine.simulator` and to measure it.
+
+It is written the way Placeto's published simulator is (App. A.5: Python dicts, one heap
+event per edge dependency, per-device FIFO queues of ``((time, counter), item)``, event
+ties broken by the event-type name — ``remove_dependency`` < ``run_bus`` < ``run_dev`` — and
+then by names), so it runs at the published simulator's speed and follows its order of
+events, but it shares no code with the compiled kernel. Memory is computed independently
+of the kernel too: from the finished intervals with a sorted sweep (CONTRACTS §4 rules).
+
+Not for production use: it is ~50x slower than :class:`engine.simulator.Simulator`.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.cluster import Cluster
+from engine.graph import CompGraph
+from engine.placement import Constraints
+
+__all__ = ["ReferenceResult", "reference_simulate"]
+
+
+@dataclass
+class ReferenceResult:
+    makespan: float
+    start: dict[int, float]
+    end: dict[int, float]
+    transfers: list[tuple[int, int, int, float, float, float]]  # op, src, dst, bytes, start, arrival
+    peak: list[float]
+
+
+def reference_simulate(graph: CompGraph, cluster: Cluster, devices, mode: str | None = None) -> ReferenceResult:
+    """Simulate with per-edge events; see the module docstring."""
+    mode = mode or cluster.simulation.mode
+    placeto = mode == "placeto"
+    dev = [int(x) for x in devices]
+    dur = Constraints(graph, cluster).check(np.asarray(dev)).tolist()
+    n = graph.num_ops
+    children: dict[int, list[int]] = defaultdict(list)
+    parents: dict[int, set[int]] = defaultdict(set)
+    ebytes: dict[tuple[int, int], float] = {}
+    for s, d, b in zip(graph.edge_src.tolist(), graph.edge_dst.tolist(), graph.edge_bytes.tolist(), strict=True):
+        children[s].append(d)
+        parents[d].add(s)
+        ebytes[(s, d)] = b
+    out = graph.output_bytes.tolist()
+    sim = cluster.simulation
+    delta1, delta2 = sim.op_overhead_s, sim.transfer_gap_s
+    bw = cluster.bandwidth
+    lat = cluster.latency
+    bw0 = cluster.link.bandwidth_bytes_per_s
+
+    events: list = []
+    counter = 0
+    dev_queue: dict[str, list] = defaultdict(list)
+    busy: dict[str, bool] = defaultdict(bool)
+    waiting = {c: set(ps) for c, ps in parents.items()}
+    start: dict[int, float] = {}
+    end: dict[int, float] = {}
+    transfers: list[tuple[int, int, int, float, float, float]] = []
+
+    def enqueue(t: float, kind: str, queue: str, prio: tuple, item) -> None:
+        nonlocal counter
+        counter += 1
+        heapq.heappush(dev_queue[queue], (prio, counter, item))
+        if not busy[queue]:
+            busy[queue] = True
+            heapq.heappush(events, (t, kind, queue))
+
+    def make_ready(t: float, child: int) -> None:
+        prio = (t, 0) if placeto else (t, child)
+        enqueue(t, "run_dev", f"dev{dev[child]:04d}", prio, child)
+
+    for i in range(n):
+        if not parents.get(i):
+            make_ready(0.0, i)
+
+    makespan = 0.0
+    while events:
+        t, kind, what = heapq.heappop(events)
+        makespan = max(makespan, t)
+        if kind == "remove_dependency":
+            parent, child = what
+            waiting[child].discard(parent)
+            if not waiting[child]:
+                make_ready(t, child)
+            continue
+        queue = dev_queue[what]
+        if not queue:
+            busy[what] = False
+            continue
+        if kind == "run_dev":
+            _, _, op = heapq.heappop(queue)
+            d = dev[op]
+            start[op], end[op] = t, t + dur[op]
+            heapq.heappush(events, (end[op] + (delta1 if dur[op] > 0 else 0.0), "run_dev", what))
+            remote: dict[int, list[int]] = defaultdict(list)
+            for c in children[op]:
+                if dev[c] == d:
+                    heapq.heappush(events, (end[op], "remove_dependency", (op, c)))
+                else:
+                    remote[dev[c]].append(c)
+            if remote and placeto:
+                kids = [c for dd in sorted(remote) for c in remote[dd]]
+                enqueue(end[op], "run_bus", f"bus{d:04d}", (end[op], 0), (op, out[op], sorted(kids), -1))
+            elif remote:
+                for dd in sorted(remote):
+                    size = max(ebytes[(op, c)] for c in remote[dd])
+                    enqueue(end[op], "run_bus", f"bus{d:04d}", (end[op], 0), (op, size, remote[dd], dd))
+        else:  # run_bus
+            prio, cnt, item = queue[0]
+            if prio[0] > t:
+                heapq.heappush(events, (prio[0], "run_bus", what))
+                continue
+            heapq.heappop(queue)
+            op, size, kids, dst = item
+            src = dev[op]
+            if placeto:
+                xfer = size / bw0
+                arrive = t + xfer
+                for dd in sorted({dev[c] for c in kids}):
+                    transfers.append((op, src, dd, size, t, arrive))
+            else:
+                xfer = size / bw[src, dst]
+                arrive = t + lat[src, dst] + xfer
+                transfers.append((op, src, dst, size, t, arrive))
+            for c in kids:
+                heapq.heappush(events, (arrive, "remove_dependency", (op, c)))
+            heapq.heappush(events, (t + xfer + delta2, "run_bus", what))
+    peak = _peak_memory(graph, cluster, dev, start, end, transfers, children)
+    return ReferenceResult(makespan, start, end, transfers, peak)
+
+
+def _peak_memory(graph, cluster, dev, start, end, transfers, children) -> list[float]:
+    """Peak bytes per device from the finished schedule: an interval sweep (frees first at ties)."""
+    D = cluster.num_devices
+    base = [0.0] * D
+    for i in range(graph.num_ops):
+        base[dev[i]] += float(graph.persistent_bytes[i])
+    intervals: list[tuple[int, float, float, float]] = []  # device, from, to, bytes
+    last_arrival: dict[int, float] = {}
+    for op, _s, _d, _b, _t, arrive in transfers:
+        last_arrival[op] = max(arrive, last_arrival.get(op, 0.0))
+    for i in range(graph.num_ops):
+        d = dev[i]
+        if graph.temp_bytes[i] > 0:
+            intervals.append((d, start[i], end[i], float(graph.temp_bytes[i])))
+        release = max([end[i], last_arrival.get(i, 0.0)] + [end[c] for c in children[i] if dev[c] == d])
+        if graph.output_bytes[i] > 0:
+            intervals.append((d, start[i], release, float(graph.output_bytes[i])))
+    for op, _src, dst, size, _t, arrive in transfers:
+        last = max(end[c] for c in children[op] if dev[c] == dst)
+        if size > 0:
+            intervals.append((dst, arrive, last, size))
+    peak = list(base)
+    for d in range(D):
+        pts = sorted([(a, 1, b) for (dd, a, _z, b) in intervals if dd == d]
+                     + [(z, 0, -b) for (dd, _a, z, b) in intervals if dd == d])
+        cur = base[d]
+        for _t, _kind, delta in pts:
+            cur += delta
+            peak[d] = max(peak[d], cur)
+    return peak

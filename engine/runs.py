@@ -1,0 +1,587 @@
+"""The run store: one directory per run under ``runs/<run_id>/`` (CONTRACTS §6).
+
+Each run directory holds ``run.json`` (schema ``placelab.run/1``) plus whatever the run
+produced: ``placement.json``, the schedule table, a learning curve, TensorBoard events.
+
+Assumptions
+-----------
+- Every file write is atomic (temp file in the same directory, ``fsync``, ``os.replace``),
+  so a crash never leaves a half-written file. The one exception is
+  :meth:`Run.append_row`, which streams a learning curve line by line; readers ignore a
+  torn last line.
+- A run whose ``run.json`` says ``running`` but whose process is gone reads as
+  ``interrupted``. On the recording host this is decided by the pid; from another host
+  by ``updated`` being older than 24 hours.
+- Tables are CSV with a header row and CRLF line ends (RFC 4180; with them the csv module
+  also quotes a lone carriage return). Cells read back as ``int``, else ``float``, else
+  ``str``, and the empty cell as ``None`` (so a string such as ``"12"`` reads back as 12).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import functools
+import importlib.metadata
+import io
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.errors import RunError
+
+__all__ = [
+    "RUN_SCHEMA",
+    "STATUSES",
+    "Run",
+    "RunStore",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "code_version",
+]
+
+RUN_SCHEMA = "placelab.run/1"
+STATUSES = ("running", "done", "failed", "interrupted")
+_RUN_JSON = "run.json"
+_STALE_AFTER = timedelta(hours=24)
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(
+    r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(nan|inf|infinity)", re.I
+)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Replace ``path`` (whose directory must exist) by ``data``; readers never see a mix."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> None:
+    """Atomically write ``text`` to ``path`` (see :func:`atomic_write_bytes`)."""
+    atomic_write_bytes(path, text.encode(encoding))
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Atomically write ``obj`` as JSON; numpy scalars and arrays become Python values.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``obj`` cannot be encoded (NaN and infinities are refused); ``path`` is untouched.
+    """
+    text = json.dumps(obj, indent=1, sort_keys=False, allow_nan=False, default=_json_default)
+    atomic_write_text(path, text + "\n")
+
+
+@functools.lru_cache(maxsize=1)
+def _code_version() -> tuple[str, str | None]:
+    try:
+        version = importlib.metadata.version("placelab")
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        version = "0+unknown"
+    commit = None
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=2,
+            check=False,
+        )
+        if out.returncode == 0:
+            commit = out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return version, commit
+
+
+def code_version() -> dict[str, str | None]:
+    """The placelab version and, when git can tell cheaply, the short commit hash.
+
+    Returns
+    -------
+    dict
+        ``{"placelab": "0.1.0", "git": "abc1234"}``; ``git`` is ``None`` when unknown.
+    """
+    version, commit = _code_version()
+    return {"placelab": version, "git": commit}
+
+
+class Run:
+    """One stored run: its directory and its ``run.json``.
+
+    Attributes
+    ----------
+    id : str
+        The run id (the directory name).
+    path : Path
+        The run directory.
+    """
+
+    def __init__(self, path: Path, meta: dict[str, Any]) -> None:
+        self.path = Path(path)
+        self.id = self.path.name
+        self._stored = meta
+
+    def __repr__(self) -> str:
+        return f"Run({self.id!r}, status={self.status!r})"
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """A copy of ``run.json`` whose ``status`` is the effective one (see :attr:`status`)."""
+        return {**self._stored, "status": self.status}
+
+    @property
+    def status(self) -> str:
+        """``running``, ``done``, ``failed`` or ``interrupted``.
+
+        A run stored as ``running`` reads as ``interrupted`` when its process is gone: on the
+        same host when its pid is not alive, on another host when ``updated`` is over 24 h old.
+        """
+        stored = self._stored.get("status")
+        if stored != "running":
+            return stored if stored in STATUSES else "failed"
+        if self._stored.get("host") == socket.gethostname():
+            return "running" if _pid_alive(self._stored.get("pid")) else "interrupted"
+        try:
+            updated = datetime.fromisoformat(self._stored["updated"])
+        except (KeyError, TypeError, ValueError):
+            return "interrupted"
+        return "running" if datetime.now(UTC) - updated < _STALE_AFTER else "interrupted"
+
+    def files(self) -> list[str]:
+        """Relative POSIX paths of the run's files, sorted (temp files left out)."""
+        return sorted(
+            p.relative_to(self.path).as_posix()
+            for p in self.path.rglob("*")
+            if p.is_file() and not (p.name.startswith(".") and p.name.endswith(".tmp"))
+        )
+
+    def write_json(self, name: str, obj: Any) -> Path:
+        """Atomically write ``obj`` as JSON to the run file ``name``; returns its path."""
+        if name == _RUN_JSON:
+            raise ValueError("run.json is managed by the run; use Run.update()")
+        path = self._file(name, create=True)
+        atomic_write_json(path, obj)
+        return path
+
+    def read_json(self, name: str) -> Any:
+        """Read the run's JSON file ``name``.
+
+        Raises
+        ------
+        RunError
+            The file is missing or not valid JSON.
+        """
+        path = self._existing(name)
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            raise RunError(f"run {self.id}: {name} is not valid JSON") from None
+
+    def write_table(self, name: str, columns: Mapping[str, Sequence]) -> Path:
+        """Atomically write ``columns`` as a CSV table (header = the keys); returns its path.
+
+        Floats are written with ``repr`` so they read back exactly; ``None`` becomes an
+        empty cell; strings are quoted as needed (commas, quotes, newlines).
+
+        Raises
+        ------
+        ValueError
+            The columns do not all have the same length.
+        """
+        lengths = {key: len(values) for key, values in columns.items()}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"table {name}: columns differ in length: {lengths}")
+        buf = io.StringIO()
+        writer = csv.writer(buf)
+        writer.writerow(columns.keys())
+        writer.writerows([_cell(v) for v in row] for row in zip(*columns.values(), strict=True))
+        path = self._file(name, create=True)
+        atomic_write_text(path, buf.getvalue())
+        return path
+
+    def append_row(self, name: str, row: Mapping[str, Any]) -> None:
+        """Append one row to the CSV table ``name`` and ``fsync`` it (for learning curves).
+
+        The header is written with the first row. A torn last line left by a crash is
+        dropped before appending.
+
+        Raises
+        ------
+        ValueError
+            ``row``'s keys differ from the existing header.
+        """
+        path = self._file(name, create=True)
+        header = list(row.keys())
+        if path.exists() and path.stat().st_size > 0:
+            _drop_torn_tail(path)
+        if path.exists() and path.stat().st_size > 0:
+            with path.open(newline="", encoding="utf-8") as f:
+                existing = next(csv.reader(f))
+            if set(existing) != set(header):
+                raise ValueError(f"table {name}: row keys {header} differ from header {existing}")
+            header, lines = existing, []
+        else:
+            lines = [header]
+        lines.append([_cell(row[key]) for key in header])
+        buf = io.StringIO()
+        csv.writer(buf).writerows(lines)
+        with path.open("a", newline="", encoding="utf-8") as f:
+            f.write(buf.getvalue())
+            f.flush()
+            os.fsync(f.fileno())
+
+    def read_table(self, name: str) -> dict[str, list]:
+        """Read a CSV table as ``{column: values}``, ignoring a torn last line.
+
+        Raises
+        ------
+        RunError
+            The file is missing, or a row other than the last has the wrong field count.
+        """
+        with self._existing(name).open(newline="", encoding="utf-8") as f:
+            text = f.read()
+        if text and not text.endswith("\n"):
+            text = text[: text.rfind("\n") + 1]
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+        if not rows:
+            return {}
+        header, body = rows[0], rows[1:]
+        if body and len(body[-1]) != len(header):
+            body.pop()
+        for i, values in enumerate(body, start=1):
+            if len(values) != len(header):
+                raise RunError(
+                    f"run {self.id}: {name} row {i} has {len(values)} fields, "
+                    f"expected {len(header)}"
+                )
+        return {key: [_parse(r[j]) for r in body] for j, key in enumerate(header)}
+
+    def update(self, **fields: Any) -> None:
+        """Merge ``fields`` into ``run.json`` atomically and bump ``updated``."""
+        for key in ("schema", "id", "created"):
+            if key in fields:
+                raise ValueError(f"run field {key!r} cannot be changed")
+        if "status" in fields and fields["status"] not in STATUSES:
+            raise ValueError(f"unknown run status {fields['status']!r}; expected {STATUSES}")
+        meta = {**_read_meta(self.path), **fields, "updated": _iso()}
+        atomic_write_json(self.path / _RUN_JSON, meta)
+        self._stored = meta
+
+    def set_metrics(self, metrics: Mapping[str, Any]) -> None:
+        """Merge ``metrics`` into the run's ``metrics``."""
+        self.update(metrics={**_read_meta(self.path).get("metrics", {}), **metrics})
+
+    def finish(self, status: str = "done", metrics: Mapping[str, Any] | None = None) -> None:
+        """End the run with ``status`` (``done``, ``failed`` or ``interrupted``)."""
+        if status not in STATUSES or status == "running":
+            raise ValueError(f"a run cannot finish as {status!r}")
+        merged = {**_read_meta(self.path).get("metrics", {}), **(metrics or {})}
+        self.update(status=status, metrics=merged)
+
+    def fail(self, message: str) -> None:
+        """End the run as ``failed`` and record ``message`` in its ``error`` field."""
+        self.update(status="failed", error=message)
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if _read_meta(self.path).get("status") != "running":
+            return False
+        if exc is None:
+            self.finish("done")
+        elif isinstance(exc, Exception):
+            self.fail(str(exc) or type(exc).__name__)
+        else:  # KeyboardInterrupt, SystemExit: stopped, not broken
+            self.finish("interrupted")
+        return False
+
+    def _file(self, name: str, *, create: bool = False) -> Path:
+        rel = Path(name)
+        if not name or rel.is_absolute() or ".." in rel.parts:
+            raise RunError(f"run {self.id}: {name!r} is not a file name inside the run")
+        if create:
+            (self.path / rel).parent.mkdir(parents=True, exist_ok=True)
+        return self.path / rel
+
+    def _existing(self, name: str) -> Path:
+        path = self._file(name)
+        if not path.is_file():
+            raise RunError(f"run {self.id} has no file {name!r}")
+        return path
+
+
+class RunStore:
+    """The directory of runs, one sub-directory per run.
+
+    Parameters
+    ----------
+    root : str or PathLike
+        The store's directory; created on the first :meth:`create`.
+
+    Attributes
+    ----------
+    problems : list of str
+        One line per directory the last :meth:`list` skipped because it is not a readable run.
+    """
+
+    def __init__(self, root: str | os.PathLike = "runs") -> None:
+        self.root = Path(root)
+        self.problems: list[str] = []
+
+    def create(
+        self,
+        kind: str,
+        *,
+        graph_name: str,
+        graph_hash: str,
+        cluster: str,
+        placer: str | None,
+        parameters: Mapping[str, Any],
+        seed: int | None,
+        tags: Sequence[str] = (),
+        name: str | None = None,
+    ) -> Run:
+        """Start a run: make ``root/<run_id>/`` and write its ``run.json`` (status ``running``).
+
+        The id is ``YYYYmmdd-HHMMSS-<kind>-<placer or none>-<4 hex>`` (UTC time), so ids
+        sort by creation time; a collision is retried with fresh hex digits.
+
+        Raises
+        ------
+        TypeError, ValueError
+            ``parameters`` cannot be encoded as JSON; nothing is left on disk.
+        """
+        self.root.mkdir(parents=True, exist_ok=True)
+        now = datetime.now(UTC)
+        stem = f"{now:%Y%m%d-%H%M%S}-{_slug(kind)}-{_slug(placer or 'none')}"
+        for _ in range(1000):
+            run_id = f"{stem}-{secrets.token_hex(2)}"
+            try:
+                (self.root / run_id).mkdir(exist_ok=False)
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise RunError(f"could not find a free run id for {stem} in {self.root}")
+        path = self.root / run_id
+        stamp = _iso(now)
+        meta = {
+            "schema": RUN_SCHEMA,
+            "id": run_id,
+            "name": name or run_id,
+            "created": stamp,
+            "updated": stamp,
+            "status": "running",
+            "kind": kind,
+            "graph": {"name": graph_name, "hash": graph_hash},
+            "cluster": cluster,
+            "placer": placer,
+            "parameters": dict(parameters),
+            "seed": seed,
+            "code_version": code_version(),
+            "metrics": {},
+            "tags": _clean_tags(tags),
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+        }
+        try:
+            atomic_write_json(path / _RUN_JSON, meta)
+        except BaseException:
+            shutil.rmtree(path, ignore_errors=True)
+            raise
+        return Run(path, meta)
+
+    def load(self, ref: str) -> Run:
+        """Load a run by its id or a unique prefix of it.
+
+        Raises
+        ------
+        RunError
+            No run matches, the prefix is ambiguous, or ``run.json`` is missing, corrupt or
+            of another schema.
+        """
+        if not ref or Path(ref).name != ref:
+            raise RunError(f"{ref!r} is not a run id")
+        if (self.root / ref).is_dir():
+            return Run(self.root / ref, _read_meta(self.root / ref))
+        matches = sorted(p.name for p in self._dirs() if p.name.startswith(ref))
+        if not matches:
+            raise RunError(f"no run matches {ref!r} in {self.root}")
+        if len(matches) > 1:
+            shown = ", ".join(matches[:5])
+            more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
+            raise RunError(f"run prefix {ref!r} is ambiguous: it matches {shown}{more}")
+        return Run(self.root / matches[0], _read_meta(self.root / matches[0]))
+
+    def delete(self, run_id: str) -> None:
+        """Remove the run directory ``run_id`` (an exact id) and everything in it.
+
+        Raises
+        ------
+        RunError
+            ``run_id`` resolves outside the store root, or no such run directory exists.
+        """
+        root = self.root.resolve()
+        path = (self.root / run_id).resolve()
+        if path == root or not path.is_relative_to(root) or Path(run_id).name != run_id:
+            raise RunError(f"refusing to delete {run_id!r}: it is not a run inside {self.root}")
+        if not path.is_dir():
+            raise RunError(f"no run {run_id!r} in {self.root}")
+        shutil.rmtree(path)
+
+    def rename(self, run_id: str, name: str) -> Run:
+        """Set the display name of a run (id or unique prefix); the id does not change."""
+        if not name.strip():
+            raise RunError("a run name cannot be empty")
+        run = self.load(run_id)
+        run.update(name=name.strip())
+        return run
+
+    def set_tags(self, run_id: str, tags: Iterable[str]) -> Run:
+        """Replace the tags of a run (id or unique prefix); blanks and duplicates are dropped."""
+        run = self.load(run_id)
+        run.update(tags=_clean_tags(tags))
+        return run
+
+    def list(
+        self, *, kind: str | None = None, status: str | None = None, tag: str | None = None
+    ) -> list[Run]:
+        """Readable runs, newest first, optionally filtered; skipped dirs go to ``problems``."""
+        self.problems, runs = [], []
+        for path in self._dirs():
+            try:
+                run = Run(path, _read_meta(path))
+            except RunError as err:
+                self.problems.append(str(err))
+                continue
+            meta = run.meta
+            if (
+                kind in (None, meta.get("kind"))
+                and status in (None, meta["status"])
+                and (tag is None or tag in meta.get("tags", []))
+            ):
+                runs.append(run)
+        runs.sort(key=lambda r: (str(r.meta.get("created", "")), r.id), reverse=True)
+        return runs
+
+    def _dirs(self) -> list[Path]:
+        if not self.root.is_dir():
+            return []
+        return [p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    run_id, file = path.name, path / _RUN_JSON
+    if not file.is_file():
+        raise RunError(f"run {run_id}: run.json is missing")
+    try:
+        meta = json.loads(file.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise RunError(f"run {run_id}: run.json is not valid JSON") from None
+    if not isinstance(meta, dict):
+        raise RunError(f"run {run_id}: run.json is not a JSON object")
+    if meta.get("schema") != RUN_SCHEMA:
+        raise RunError(
+            f"run {run_id} has schema {meta.get('schema')!r}; this placelab reads {RUN_SCHEMA!r}"
+        )
+    return meta
+
+
+def _pid_alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    if os.name != "posix":  # signal 0 is not a probe on Windows; assume alive
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: alive, owned by someone else
+        return True
+    return True
+
+
+def _drop_torn_tail(path: Path) -> None:
+    with path.open("rb+") as f:
+        f.seek(-1, os.SEEK_END)
+        if f.read(1) == b"\n":
+            return
+        f.seek(0)
+        f.truncate(f.read().rfind(b"\n") + 1)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _parse(text: str) -> int | float | str | None:
+    if text == "":
+        return None
+    if _INT.fullmatch(text):
+        return int(text)
+    if _FLOAT.fullmatch(text):
+        return float(text)
+    return text
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic | np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:32] or "none"
+
+
+def _clean_tags(tags: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(t.strip() for t in tags if t.strip()))
+
+
+def _iso(moment: datetime | None = None) -> str:
+    return (moment or datetime.now(UTC)).isoformat(timespec="microseconds")
+
+
+def _fsync_dir(directory: Path) -> None:
+    # Makes the rename itself durable; not possible on every OS, so best effort.
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -12,6 +12,9 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from engine.runs import RunStore
+from engine.summary import run_summary
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -21,31 +24,12 @@ def runs_dir() -> Path:
 
 
 def runs_table(root: Path) -> pd.DataFrame:
-    """One row per stored run under ``root``; empty when there are none (or no run store)."""
+    """One row per stored run under ``root``; empty when there are none."""
     if not root.is_dir():
         return pd.DataFrame()
-    try:
-        from engine.runs import RunStore
-    except ModuleNotFoundError as err:
-        if err.name not in ("engine", "engine.runs"):
-            raise
-        return pd.DataFrame()
-    rows = []
-    for run in RunStore(root).list():
-        meta = run.meta
-        rows.append(
-            {
-                "run": run.id,
-                "name": meta.get("name"),
-                "kind": meta.get("kind"),
-                "status": run.status,
-                "placer": meta.get("placer"),
-                "cluster": meta.get("cluster"),
-                "graph": (meta.get("graph") or {}).get("name"),
-                "makespan (s)": (meta.get("metrics") or {}).get("makespan_s"),
-            }
-        )
-    return pd.DataFrame(rows)
+    rows = [run_summary(r) for r in RunStore(root).list()]
+    columns = ["id", "name", "kind", "status", "placer", "cluster", "graph", "makespan_s"]
+    return pd.DataFrame(rows, columns=columns) if rows else pd.DataFrame()
 
 
 def home() -> None:

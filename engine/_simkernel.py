@@ -19,12 +19,18 @@ Event heap
 ----------
 Entries are ``(time, key)``, ordered by time, then key; ``key = kind << 56 | payload``.
 At equal time, arrivals (kind 0, payload ``producer * (D + 1) + slot``, slot = destination
-device, or D for "every device but the producer's") come before device starts (kind 2,
-payload = device), as CONTRACTS §4 asks. An op becomes ready at its latest input's time;
-in placeto mode ties between ops ready at the same time on one device go by (producer of
-that input, op index) — the order in which the published Placeto simulator's heap pops its
-per-edge ``remove_dependency`` events (it orders them by parent, then child name) and so
-the order it appends them to its FIFO device queues. In default mode ties go by op index.
+device, or D for "every device but the producer's") come before zero-byte placeto transfers
+landing as their bus runs (kind 1, payload ``device * rows + row``) and before device starts
+(kind 2, payload = device), as CONTRACTS §4 asks.
+
+An op becomes ready at its latest input's time. Ties between ops ready at the same time on
+one device: in default mode the lower op index (sources too). In placeto mode the order in
+which the published Placeto simulator appends them to its FIFO device queue: its heap pops
+the per-edge ``remove_dependency`` events of an instant by (parent, child) name, but an event
+*created* during that instant (by a zero-time op, or a zero-byte transfer) comes after every
+event queued before it. So the tie is (producer, op) for inputs that were on their way before
+the instant, and (n + processing counter, op) for inputs created within it; sources come
+first, in index order.
 
 Channels
 --------
@@ -49,6 +55,7 @@ import numpy as np
 from numba import njit
 
 ARRIVAL = 0
+BUS = 1  # placeto: a 0-byte transfer, landing when its bus runs it
 DEVICE = 2
 _SHIFT = 56
 _MASK = (1 << _SHIFT) - 1
@@ -287,10 +294,12 @@ def simulate_kernel(
         df[d, _PEAK] = df[d, _MEM]
     nrows = 0
     makespan = 0.0
+    seq = 0
+    n_row_cap = ri.shape[0]
     # ---------------------------------------------------------------- sources, in index order
     for i in range(n):
         if wi[i, _REMAINING] == 0:
-            wi[i, _TIE] = i - n
+            wi[i, _TIE] = i - n if placeto_mode else i
             _enqueue(i, dev[i], 0.0, wi, wf, di, df, ev_t, ev_k, counts)
     # ---------------------------------------------------------------- main loop
     while counts[_HS] > 0:
@@ -298,9 +307,14 @@ def simulate_kernel(
         if t > makespan:
             makespan = t
         payload = key & _MASK
-        if (key >> _SHIFT) == ARRIVAL:  # a transfer from p lands on one or all remote devices
-            p = payload // (D + 1)
-            slot = payload - p * (D + 1)
+        kind = key >> _SHIFT
+        if kind != DEVICE:  # a transfer from p lands on one or all remote devices
+            if kind == BUS:
+                p = ri[payload % n_row_cap, _R_OP]
+                slot = slot_all
+            else:
+                p = payload // (D + 1)
+                slot = payload - p * (D + 1)
             dp = dev[p]
             cq = di[dp, _CQ_OFF] + di[dp, _CQ_HEAD]
             if di[dp, _CQ_HEAD] < di[dp, _CQ_TAIL] and ri[cq, _CQ_KEY] == key:
@@ -317,7 +331,12 @@ def simulate_kernel(
                 dx = dev[x]
                 if dx == dp or (slot != slot_all and dx != slot):
                     continue
-                if _input_arrives(x, p, t, n, placeto_mode, wi, wf):
+                if kind == BUS:
+                    rkey = n + seq
+                    seq += 1
+                else:
+                    rkey = p
+                if _input_arrives(x, rkey, t, n, placeto_mode, wi, wf):
                     _enqueue(x, dx, t, wi, wf, di, df, ev_t, ev_k, counts)
             continue
         # ------------------------------------------------------------ a device starts its next op
@@ -364,7 +383,12 @@ def simulate_kernel(
             dx = dev[x]
             if dx == d:
                 local += 1
-                if _input_arrives(x, c, e, n, placeto_mode, wi, wf):
+                if e > t:  # its remove_dependency was queued before time e: ordered by producer
+                    rkey = c
+                else:  # created while time t is processed: after every earlier one
+                    rkey = n + seq
+                    seq += 1
+                if _input_arrives(x, rkey, e, n, placeto_mode, wi, wf):
                     _enqueue(x, d, t, wi, wf, di, df, ev_t, ev_k, counts)
             else:
                 if di[dx, _SEEN] != c:
@@ -416,7 +440,11 @@ def simulate_kernel(
                     rf[r, _R_END] = arrive
                 if arrive > wf[c, _OUT_ARRIVE]:
                     wf[c, _OUT_ARRIVE] = arrive
-                _arrival_later(d, arrive, (ARRIVAL << _SHIFT) | (c * (D + 1) + slot), ri, rf, di, ev_t, ev_k, counts)
+                if placeto_mode and arrive == ts:  # lands when its bus runs it, at ts
+                    akey = (BUS << _SHIFT) | (d * n_row_cap + row0)
+                else:
+                    akey = (ARRIVAL << _SHIFT) | (c * (D + 1) + slot)
+                _arrival_later(d, arrive, akey, ri, rf, di, ev_t, ev_k, counts)
         if local == 0:  # no local reader: the output lives until c ends or its last transfer lands
             if wf[c, _OUT_ARRIVE] > e:
                 _free_later(d, wf[c, _OUT_ARRIVE], out_bytes[c], wf, di)

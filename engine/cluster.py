@@ -167,13 +167,22 @@ class Cluster:
                 f"{self.link.bandwidth_bytes_per_s / 1e9:g} GB/s default link; {self.simulation.mode} mode")
 
 
+def _finite_number(x: Any) -> bool:
+    if not isinstance(x, int | float) or isinstance(x, bool):
+        return False
+    try:
+        return math.isfinite(x)
+    except OverflowError:  # an integer beyond float range (JSON allows any length)
+        return False
+
+
 def _positive(x: Any, what: str) -> None:
-    if not isinstance(x, int | float) or isinstance(x, bool) or not math.isfinite(x) or x <= 0:
+    if not _finite_number(x) or x <= 0:
         raise ClusterError(f"{what} must be a finite number > 0, got {x!r}")
 
 
 def _nonnegative(x: Any, what: str) -> None:
-    if not isinstance(x, int | float) or isinstance(x, bool) or not math.isfinite(x) or x < 0:
+    if not _finite_number(x) or x < 0:
         raise ClusterError(f"{what} must be a finite number >= 0, got {x!r}")
 
 

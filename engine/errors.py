@@ -8,12 +8,12 @@ the app can show it as-is (never a traceback).
 from __future__ import annotations
 
 __all__ = [
-    "PlacelabError",
-    "GraphError",
     "ClusterError",
+    "GraphError",
+    "PlacelabError",
     "PlacementError",
-    "SimulationError",
     "RunError",
+    "SimulationError",
     "SpecError",
 ]
 

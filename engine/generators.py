@@ -8,6 +8,7 @@ reports unknown names or parameters in one sentence.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import parse_qsl
@@ -88,10 +89,15 @@ def random_dag(ops: int = 1000, degree: float = 2.0, seed: int = 0, window: int 
     """
     if ops < 1:
         raise SpecError("gen:random: ops must be >= 1")
-    if degree < 0 or window < 1:
-        raise SpecError("gen:random: degree must be >= 0 and window >= 1")
+    if not (math.isfinite(degree) and degree >= 0) or window < 1:
+        raise SpecError("gen:random: degree must be a finite number >= 0 and window >= 1")
+    if seed < 0:
+        raise SpecError("gen:random: seed must be >= 0")
     rng = np.random.default_rng(seed)
-    k = rng.poisson(degree, size=ops)
+    try:
+        k = rng.poisson(degree, size=ops)
+    except ValueError:  # numpy refuses lam beyond ~9e18
+        raise SpecError(f"gen:random: degree {degree:g} is too large") from None
     k[0] = 0
     dst = np.repeat(np.arange(ops), k)
     lo = np.maximum(dst - window, 0)

@@ -128,6 +128,10 @@ class CompGraph:
             if compute_by_kind is None
             else np.asarray(compute_by_kind, dtype=np.float64).reshape(n, len(self.kinds))
         )
+        used = ~np.isnan(cbk).all(axis=0) if cbk.size else np.zeros(len(self.kinds), dtype=bool)
+        if not used.all():  # a kind no op has a time for carries no information
+            self.kinds = tuple(k for k, u in zip(self.kinds, used, strict=True) if u)
+            cbk = cbk[:, used]
         self.compute_by_kind = cbk
         self.output_bytes = col(output_bytes)
         self.persistent_bytes = col(persistent_bytes)
@@ -164,13 +168,15 @@ class CompGraph:
     # ------------------------------------------------------------------ validation
     def _validate_ops(self) -> None:
         names = self.op_names
-        index: dict[str, int] = {}
-        for i, nm in enumerate(names):
-            if not isinstance(nm, str) or not nm:
-                raise GraphError(f"graph '{self.name}': op #{i} has an empty or non-string name")
-            if nm in index:
-                raise GraphError(f"graph '{self.name}': duplicate op name '{nm}' (ops #{index[nm]} and #{i})")
-            index[nm] = i
+        index = dict(zip(names, range(len(names)), strict=True))
+        if len(index) != len(names) or set(map(type, names)) != {str} or "" in index:
+            index = {}
+            for i, nm in enumerate(names):
+                if not isinstance(nm, str) or not nm:
+                    raise GraphError(f"graph '{self.name}': op #{i} has an empty or non-string name")
+                if nm in index:
+                    raise GraphError(f"graph '{self.name}': duplicate op name '{nm}' (ops #{index[nm]} and #{i})")
+                index[nm] = i
         self.index: dict[str, int] = index
         for label, arr in (("compute", self.compute_any), ("output_bytes", self.output_bytes),
                            ("persistent_bytes", self.persistent_bytes), ("temp_bytes", self.temp_bytes)):
@@ -179,13 +185,13 @@ class CompGraph:
                 bad &= ~np.isnan(arr)
             if bad.any():
                 i = int(np.argmax(bad))
-                raise GraphError(f"op '{names[i]}': {label} must be a finite number >= 0, got {arr[i]!r}")
+                raise GraphError(f"op '{names[i]}': {label} must be a finite number >= 0, got {float(arr[i])!r}")
         cbk = self.compute_by_kind
         bad = ~np.isnan(cbk) & ~(np.isfinite(cbk) & (cbk >= 0))
         if bad.any():
             i, k = (int(x) for x in np.argwhere(bad)[0])
             raise GraphError(f"op '{names[i]}': compute on '{self.kinds[k]}' must be a finite number >= 0, "
-                             f"got {cbk[i, k]!r}")
+                             f"got {float(cbk[i, k])!r}")
         runnable = ~np.isnan(self.compute_any)
         if cbk.size:
             runnable |= (~np.isnan(cbk)).any(axis=1)
@@ -203,7 +209,8 @@ class CompGraph:
         out = (src < 0) | (src >= n) | (dst < 0) | (dst >= n)
         if out.any():
             e = int(np.argmax(out))
-            raise GraphError(f"graph '{self.name}': edge #{e} ({src[e]} -> {dst[e]}) refers to an op index out of range")
+            raise GraphError(f"graph '{self.name}': edge #{e} ({src[e]} -> {dst[e]}) refers to an op index "
+                             "out of range")
         loops = src == dst
         if loops.any():
             e = int(np.argmax(loops))
@@ -212,7 +219,7 @@ class CompGraph:
         if bad.any():
             e = int(np.argmax(bad))
             raise GraphError(f"edge '{self.op_names[src[e]]}' -> '{self.op_names[dst[e]]}': bytes must be a "
-                             f"finite number >= 0, got {ebytes[e]!r}")
+                             f"finite number >= 0, got {float(ebytes[e])!r}")
         key = src * n + dst
         uniq, inv = np.unique(key, return_inverse=True)
         if len(uniq) != len(key):  # merge parallel edges: distinct tensors, bytes add up
@@ -249,7 +256,7 @@ class CompGraph:
 
     @property
     def topo_order(self) -> np.ndarray:
-        """Op indices in a topological order (Kahn's algorithm, lowest index first)."""
+        """Op indices in a topological order (Kahn's algorithm, FIFO seeded with the sources in index order)."""
         return self._topo
 
     def successors(self, i: int) -> np.ndarray:

@@ -30,6 +30,14 @@ def _is_number(x: Any) -> bool:
     return isinstance(x, _NUMBER) and not isinstance(x, bool)
 
 
+def _float(x: int | float) -> float:
+    """A JSON number as a float; an integer beyond float range becomes inf (rejected as not finite)."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf
+
+
 def _op_label(op: Any, i: int) -> str:
     if isinstance(op, dict) and isinstance(op.get("name"), str) and op["name"]:
         return f"op '{op['name']}'"
@@ -63,6 +71,114 @@ def graph_from_dict(doc: Any, *, source: str = "graph") -> CompGraph:
     if not isinstance(name, str):
         raise GraphError(f"{source}: 'name' must be a string")
 
+    try:
+        cols = _columns_fast(ops, edges)
+    except (OverflowError, ValueError, TypeError):  # e.g. an integer too large for a float
+        cols = None
+    if cols is None:  # something is off: the item-by-item pass finds it and names it
+        cols = _columns_checked(ops, edges, source)
+    names, compute_any, kind_cols, nums, strs, src, dst, ebytes = cols
+    n = len(names)
+    kinds = tuple(kind_cols)
+    cbk = np.column_stack([kind_cols[k] for k in kinds]) if kinds else np.empty((n, 0))
+    return CompGraph(
+        name, names, compute_any=compute_any, compute_by_kind=cbk, kinds=kinds,
+        output_bytes=nums["output_bytes"], persistent_bytes=nums["persistent_bytes"],
+        temp_bytes=nums["temp_bytes"], edge_src=src, edge_dst=dst, edge_bytes=ebytes,
+        op_types=[t or "" for t in strs["type"]], colocate=strs["colocate"], pin=strs["device"],
+        phase=strs["phase"], scope=[s or "" for s in strs["scope"]],
+    )
+
+
+def _columns_fast(ops: list, edges: list):
+    """Columns of a well-formed document at C speed (list comprehensions, type sets, numpy).
+
+    Returns None as soon as anything is unusual; the caller then runs
+    :func:`_columns_checked`, which reports the first bad item by name. Numeric ranges
+    (negative, NaN) are checked by :class:`CompGraph` either way.
+    """
+    if set(map(type, ops)) != {dict}:
+        return None
+    known = {"name", "compute", *_OPTIONAL_NUMBERS, *_OPTIONAL_STRINGS}
+    lengths = set(map(len, ops))
+    # the common minimal file has exactly name + compute in every op: no need to scan keys
+    present = {"name", "compute"} if lengths == {2} else set().union(*map(dict.keys, ops))
+    if not present <= known:
+        return None
+    n = len(ops)
+    names = [op.get("name") for op in ops]
+    if set(map(type, names)) != {str} or "" in names:
+        return None
+    compute = [op.get("compute") for op in ops]
+    ctypes = set(map(type, compute))
+    if not ctypes <= {int, float, dict}:
+        return None
+    kind_cols: dict[str, np.ndarray] = {}
+    if dict in ctypes:
+        compute_any = np.array([c if type(c) is not dict else np.nan for c in compute], dtype=np.float64)
+        for i in np.flatnonzero(np.isnan(compute_any)).tolist():
+            c = compute[i]
+            if type(c) is not dict:
+                return None  # a literal NaN scalar
+            if not c or not set(map(type, c.values())) <= {int, float} or any(v != v for v in c.values()):
+                return None  # empty map, a non-number, or a NaN (which would read as "cannot run there")
+            for kind, t in c.items():
+                colk = kind_cols.get(kind)
+                if colk is None:
+                    colk = kind_cols[kind] = np.full(n, np.nan)
+                colk[i] = t
+    else:
+        compute_any = np.asarray(compute, dtype=np.float64)
+        if np.isnan(compute_any).any():
+            return None
+    nums = {}
+    for f in _OPTIONAL_NUMBERS:
+        if f not in present:
+            nums[f] = np.zeros(n)
+            continue
+        vals = [op.get(f) for op in ops]
+        vtypes = set(map(type, vals))
+        if not vtypes <= {int, float, type(None)}:
+            return None
+        nums[f] = np.asarray([0 if v is None else v for v in vals] if type(None) in vtypes else vals,
+                             dtype=np.float64)
+    strs: dict[str, list] = {}
+    for f in _OPTIONAL_STRINGS:
+        if f not in present:
+            strs[f] = [None] * n
+            continue
+        vals = [op.get(f) for op in ops]
+        if not set(map(type, vals)) <= {str, type(None)}:
+            return None
+        strs[f] = vals
+    m = len(edges)
+    if m and set(map(type, edges)) != {dict}:
+        return None
+    index = dict(zip(names, range(n), strict=True))
+    srcs = [e.get("src") for e in edges]
+    dsts = [e.get("dst") for e in edges]
+    if m and not (set(map(type, srcs)) == {str} and set(map(type, dsts)) == {str}):
+        return None
+    try:
+        src = np.fromiter(map(index.__getitem__, srcs), dtype=np.int64, count=m)
+        dst = np.fromiter(map(index.__getitem__, dsts), dtype=np.int64, count=m)
+    except KeyError:  # an unknown op: the checked pass names it
+        return None
+    raw = [e.get("bytes") for e in edges]
+    btypes = set(map(type, raw))
+    if not btypes <= {int, float, type(None)}:
+        return None
+    if type(None) in btypes:
+        ebytes = np.array([np.nan if b is None else b for b in raw], dtype=np.float64)
+        missing = np.isnan(ebytes) & np.array([b is None for b in raw], dtype=bool)
+        ebytes[missing] = nums["output_bytes"][src[missing]]
+    else:
+        ebytes = np.asarray(raw, dtype=np.float64)
+    return names, compute_any, kind_cols, nums, strs, src, dst, ebytes
+
+
+def _columns_checked(ops: list, edges: list, source: str):
+    """Item-by-item column extraction with a precise error for the first bad item."""
     n = len(ops)
     names: list[str] = [""] * n
     compute_any = np.full(n, np.nan)
@@ -79,7 +195,7 @@ def graph_from_dict(doc: Any, *, source: str = "graph") -> CompGraph:
         names[i] = nm
         c = op.get("compute")
         if _is_number(c):
-            compute_any[i] = c
+            compute_any[i] = _float(c)
         elif isinstance(c, dict) and c:
             for kind, t in c.items():
                 if not _is_number(t):
@@ -87,8 +203,8 @@ def graph_from_dict(doc: Any, *, source: str = "graph") -> CompGraph:
                 colk = kind_cols.get(kind)
                 if colk is None:
                     colk = kind_cols[kind] = np.full(n, np.nan)
-                colk[i] = t
-                if math.isnan(t):  # NaN would read as "cannot run there"
+                colk[i] = _float(t)
+                if math.isnan(colk[i]):  # NaN would read as "cannot run there"
                     raise GraphError(f"op '{nm}': compute on '{kind}' must be a finite number >= 0, got nan")
         elif c is None:
             raise GraphError(f"op '{nm}' has no 'compute'")
@@ -100,7 +216,7 @@ def graph_from_dict(doc: Any, *, source: str = "graph") -> CompGraph:
                 if v is not None:
                     if not _is_number(v):
                         raise GraphError(f"op '{nm}': {f} must be a number, got {v!r}")
-                    nums[f][i] = v
+                    nums[f][i] = _float(v)
             for f in _OPTIONAL_STRINGS:
                 v = op.get(f)
                 if v is not None:
@@ -133,19 +249,11 @@ def graph_from_dict(doc: Any, *, source: str = "graph") -> CompGraph:
         if b is None:
             ebytes[e] = nums["output_bytes"][si]
         elif _is_number(b):
-            ebytes[e] = b
+            ebytes[e] = _float(b)
         else:
             raise GraphError(f"edge '{s}' -> '{d}': bytes must be a number, got {b!r}")
 
-    kinds = tuple(kind_cols)
-    cbk = np.column_stack([kind_cols[k] for k in kinds]) if kinds else np.empty((n, 0))
-    return CompGraph(
-        name, names, compute_any=compute_any, compute_by_kind=cbk, kinds=kinds,
-        output_bytes=nums["output_bytes"], persistent_bytes=nums["persistent_bytes"],
-        temp_bytes=nums["temp_bytes"], edge_src=src, edge_dst=dst, edge_bytes=ebytes,
-        op_types=[t or "" for t in strs["type"]], colocate=strs["colocate"], pin=strs["device"],
-        phase=strs["phase"], scope=[s or "" for s in strs["scope"]],
-    )
+    return names, compute_any, kind_cols, nums, strs, src, dst, ebytes
 
 
 def _reject_nan_scalars(ops: list, compute_any: np.ndarray) -> None:

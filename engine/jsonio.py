@@ -7,6 +7,7 @@ position. Writing is atomic (temp file in the same folder + ``os.replace``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -22,7 +23,15 @@ try:  # pragma: no cover - exercised implicitly
 except ImportError:  # pragma: no cover
     _orjson = None
 
-__all__ = ["MAX_FILE_BYTES", "atomic_write_text", "dumps", "loads", "read_json_file"]
+__all__ = [
+    "MAX_FILE_BYTES",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "dumps",
+    "loads",
+    "read_json_file",
+]
 
 #: Largest file any placelab reader accepts (a 10^6-op graph is ~150 MB).
 MAX_FILE_BYTES = 1 << 30
@@ -60,35 +69,55 @@ def read_json_file(path: str | os.PathLike, *, error: type[PlacelabError], max_b
 
 
 def _default(o: Any) -> Any:
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
+    if isinstance(o, np.generic | np.ndarray):
         return o.tolist()
-    if isinstance(o, np.bool_):
-        return bool(o)
-    raise TypeError(f"cannot write {type(o).__name__} as JSON")
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"{type(o).__name__} is not JSON serializable")
 
 
 def dumps(obj: Any, *, indent: int | None = None) -> str:
-    """Serialize to JSON text (numpy values converted; NaN/inf refused)."""
+    """Serialize to JSON text (numpy values and paths converted; NaN and infinities refused)."""
     return json.dumps(obj, indent=indent, default=_default, allow_nan=False)
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` atomically: a crash leaves the old file or the new one."""
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Replace ``path`` (whose directory must exist) by ``data``; readers never see a mix.
+
+    Temp file in the same directory, ``fsync``, ``os.replace``, then a best-effort
+    ``fsync`` of the directory so the rename itself is durable.
+    """
     p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
         os.replace(tmp, p)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        Path(tmp).unlink(missing_ok=True)
         raise
+    with contextlib.suppress(OSError):
+        dfd = os.open(p.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> None:
+    """Atomically write ``text`` to ``path`` (see :func:`atomic_write_bytes`)."""
+    atomic_write_bytes(path, text.encode(encoding))
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 1) -> None:
+    """Atomically write ``obj`` as JSON; on an encoding error ``path`` is left untouched.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``obj`` cannot be encoded (NaN and infinities are refused).
+    """
+    atomic_write_text(path, dumps(obj, indent=indent) + "\n")

@@ -33,14 +33,20 @@ __all__ = [
 PLACEMENT_SCHEMA = "placelab.placement/1"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Placement:
     """Device index (into ``cluster.devices``) for every op of a graph, by op index."""
 
     devices: np.ndarray
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Placement) and np.array_equal(self.devices, other.devices)
+
+    def __hash__(self) -> int:
+        return hash(self.devices.tobytes())
+
     def __post_init__(self) -> None:
-        arr = np.ascontiguousarray(self.devices, dtype=np.int64)
+        arr = np.array(self.devices, dtype=np.int64)  # a copy: never freeze or alias the caller's array
         arr.setflags(write=False)
         object.__setattr__(self, "devices", arr)
 

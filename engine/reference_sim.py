@@ -7,6 +7,13 @@ then by names), so it runs at the published simulator's speed and follows its or
 events, but it shares no code with the compiled kernel. Memory is computed independently
 of the kernel too: from the finished intervals with a sorted sweep (CONTRACTS §4 rules).
 
+Memory at equal times: buffers released at time t (by an op that ran for a positive time
+and ended at t, or by a transfer landing at t) are freed before anything is allocated at t;
+allocations at t (copies landing, ops starting) then happen in the order the simulation
+processed them. An op that takes no time still allocates its temp bytes and output at its
+start and releases what it frees right after, before the next allocation: a zero-time
+op's buffers count towards the peak for that instant.
+
 Not for production use: it is ~50x slower than :class:`engine.simulator.Simulator`.
 """
 
@@ -81,11 +88,17 @@ def reference_simulate(graph: CompGraph, cluster: Cluster, devices, mode: str | 
             make_ready(0.0, i)
 
     makespan = 0.0
+    seq = 0  # events processed so far: orders the allocations made at one instant
+    start_seq: dict[int, int] = {}
+    arrival_seq: dict[tuple[int, int], int] = {}  # (producer, destination device) -> seq
     while events:
         t, kind, what = heapq.heappop(events)
         makespan = max(makespan, t)
+        seq += 1
         if kind == "remove_dependency":
             parent, child = what
+            if dev[parent] != dev[child]:
+                arrival_seq.setdefault((parent, dev[child]), seq)
             waiting[child].discard(parent)
             if not waiting[child]:
                 make_ready(t, child)
@@ -98,6 +111,7 @@ def reference_simulate(graph: CompGraph, cluster: Cluster, devices, mode: str | 
             _, _, op = heapq.heappop(queue)
             d = dev[op]
             start[op], end[op] = t, t + dur[op]
+            start_seq[op] = seq
             heapq.heappush(events, (end[op] + (delta1 if dur[op] > 0 else 0.0), "run_dev", what))
             remote: dict[int, list[int]] = defaultdict(list)
             for c in children[op]:
@@ -113,7 +127,7 @@ def reference_simulate(graph: CompGraph, cluster: Cluster, devices, mode: str | 
                     size = max(ebytes[(op, c)] for c in remote[dd])
                     enqueue(end[op], "run_bus", f"bus{d:04d}", (end[op], 0), (op, size, remote[dd], dd))
         else:  # run_bus
-            prio, cnt, item = queue[0]
+            prio, _, item = queue[0]
             if prio[0] > t:
                 heapq.heappush(events, (prio[0], "run_bus", what))
                 continue
@@ -132,37 +146,50 @@ def reference_simulate(graph: CompGraph, cluster: Cluster, devices, mode: str | 
             for c in kids:
                 heapq.heappush(events, (arrive, "remove_dependency", (op, c)))
             heapq.heappush(events, (t + xfer + delta2, "run_bus", what))
-    peak = _peak_memory(graph, cluster, dev, start, end, transfers, children)
+    peak = _peak_memory(graph, cluster, dev, start, end, transfers, children, start_seq, arrival_seq)
     return ReferenceResult(makespan, start, end, transfers, peak)
 
 
-def _peak_memory(graph, cluster, dev, start, end, transfers, children) -> list[float]:
-    """Peak bytes per device from the finished schedule: an interval sweep (frees first at ties)."""
+def _peak_memory(graph, cluster, dev, start, end, transfers, children, start_seq, arrival_seq) -> list[float]:
+    """Peak bytes per device from the finished schedule: a sweep over allocations and frees.
+
+    Every point is keyed ``(time, phase, order)``: frees at a time when an op of positive
+    duration ends or a transfer lands have phase 0 (before any allocation then);
+    allocations have phase 1 and the simulation's processing order; what a zero-time op
+    releases is freed right after its own allocations (order + 0.5).
+    """
     D = cluster.num_devices
     base = [0.0] * D
     for i in range(graph.num_ops):
         base[dev[i]] += float(graph.persistent_bytes[i])
-    intervals: list[tuple[int, float, float, float]] = []  # device, from, to, bytes
-    last_arrival: dict[int, float] = {}
+
+    def end_key(op: int) -> tuple:
+        return (end[op], 0, 0.0) if end[op] > start[op] else (start[op], 1, start_seq[op] + 0.5)
+
+    points: list[list[tuple[tuple, float]]] = [[] for _ in range(D)]
+
+    def interval(d: int, alloc: tuple, free: tuple, size: float) -> None:
+        if size > 0:
+            points[d].append((alloc, size))
+            points[d].append((free, -size))
+
+    last_arrival: dict[int, tuple] = {}
     for op, _s, _d, _b, _t, arrive in transfers:
-        last_arrival[op] = max(arrive, last_arrival.get(op, 0.0))
+        last_arrival[op] = max((arrive, 0, 0.0), last_arrival.get(op, (0.0, 0, 0.0)))
     for i in range(graph.num_ops):
         d = dev[i]
-        if graph.temp_bytes[i] > 0:
-            intervals.append((d, start[i], end[i], float(graph.temp_bytes[i])))
-        release = max([end[i], last_arrival.get(i, 0.0)] + [end[c] for c in children[i] if dev[c] == d])
-        if graph.output_bytes[i] > 0:
-            intervals.append((d, start[i], release, float(graph.output_bytes[i])))
+        begin = (start[i], 1, float(start_seq[i]))
+        interval(d, begin, end_key(i), float(graph.temp_bytes[i]))
+        release = max([end_key(i)] + ([last_arrival[i]] if i in last_arrival else [])
+                      + [end_key(c) for c in children[i] if dev[c] == d])
+        interval(d, begin, release, float(graph.output_bytes[i]))
     for op, _src, dst, size, _t, arrive in transfers:
-        last = max(end[c] for c in children[op] if dev[c] == dst)
-        if size > 0:
-            intervals.append((dst, arrive, last, size))
+        last = max(end_key(c) for c in children[op] if dev[c] == dst)
+        interval(dst, (arrive, 1, float(arrival_seq[(op, dst)])), last, size)
     peak = list(base)
     for d in range(D):
-        pts = sorted([(a, 1, b) for (dd, a, _z, b) in intervals if dd == d]
-                     + [(z, 0, -b) for (dd, _a, z, b) in intervals if dd == d])
         cur = base[d]
-        for _t, _kind, delta in pts:
+        for _key, delta in sorted(points[d], key=lambda x: x[0]):
             cur += delta
             peak[d] = max(peak[d], cur)
     return peak

@@ -19,7 +19,6 @@ Assumptions
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import functools
 import importlib.metadata
@@ -31,7 +30,6 @@ import secrets
 import shutil
 import socket
 import subprocess
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -40,15 +38,13 @@ from typing import Any
 import numpy as np
 
 from engine.errors import RunError
+from engine.jsonio import atomic_write_json, atomic_write_text
 
 __all__ = [
     "RUN_SCHEMA",
     "STATUSES",
     "Run",
     "RunStore",
-    "atomic_write_bytes",
-    "atomic_write_json",
-    "atomic_write_text",
     "code_version",
 ]
 
@@ -60,40 +56,6 @@ _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(
     r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(nan|inf|infinity)", re.I
 )
-
-
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Replace ``path`` (whose directory must exist) by ``data``; readers never see a mix."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> None:
-    """Atomically write ``text`` to ``path`` (see :func:`atomic_write_bytes`)."""
-    atomic_write_bytes(path, text.encode(encoding))
-
-
-def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
-    """Atomically write ``obj`` as JSON; numpy scalars and arrays become Python values.
-
-    Raises
-    ------
-    TypeError, ValueError
-        ``obj`` cannot be encoded (NaN and infinities are refused); ``path`` is untouched.
-    """
-    text = json.dumps(obj, indent=1, sort_keys=False, allow_nan=False, default=_json_default)
-    atomic_write_text(path, text + "\n")
 
 
 @functools.lru_cache(maxsize=1)
@@ -557,14 +519,6 @@ def _parse(text: str) -> int | float | str | None:
     return text
 
 
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, np.generic | np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:32] or "none"
 
@@ -575,13 +529,3 @@ def _clean_tags(tags: Iterable[str]) -> list[str]:
 
 def _iso(moment: datetime | None = None) -> str:
     return (moment or datetime.now(UTC)).isoformat(timespec="microseconds")
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Makes the rename itself durable; not possible on every OS, so best effort.
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

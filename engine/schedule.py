@@ -105,7 +105,8 @@ class Schedule:
         base = self.persistent_memory
         times, values = [], []
         for dev in range(self.num_devices):
-            sel = d == dev
+            sel = np.flatnonzero(d == dev)
+            sel = sel[np.argsort(t[sel], kind="stable")]  # frees are recorded when applied, not when due
             tt = np.concatenate([[0.0], t[sel]])
             vv = base[dev] + np.concatenate([[0.0], np.cumsum(b[sel])])
             # keep the last value at each time (several changes at one instant)

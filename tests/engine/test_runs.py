@@ -17,14 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.errors import RunError
-from engine.runs import (
-    RUN_SCHEMA,
-    Run,
-    RunStore,
-    atomic_write_json,
-    atomic_write_text,
-    code_version,
-)
+from engine.jsonio import atomic_write_json, atomic_write_text
+from engine.runs import RUN_SCHEMA, Run, RunStore, code_version
 
 ID_RE = re.compile(r"\d{8}-\d{6}-(?P<kind>[a-z0-9-]+?)-(?P<placer>[a-z0-9-]+)-[0-9a-f]{4}")
 

@@ -1,0 +1,121 @@
+"""Placement runs on disk: what a placed-and-simulated run stores and how it is read back.
+
+A placement run (kind ``place``, or one row of a ``compare``) holds, besides ``run.json``:
+
+* ``graph.json`` and ``cluster.json`` — the inputs, so the run is self-contained;
+* ``placement.json`` — ``placelab.placement/1``;
+* ``schedule_ops.csv`` — one row per op interval (op, index, device, start_s, end_s, phase);
+* ``schedule_transfers.csv`` — one row per transfer (op, src, dst, bytes, start_s, end_s);
+* metrics in ``run.json``: makespan, lower bound, peak memory per device, OOM, ...
+
+:func:`load_placement_run` rebuilds graph, cluster and placement; re-simulating them gives
+the stored schedule again (the simulator is deterministic), which is how traces and figures
+of stored runs are drawn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from engine.cluster import Cluster, cluster_from_dict, cluster_to_dict
+from engine.errors import RunError
+from engine.graph import CompGraph
+from engine.graph_io import graph_from_dict, graph_to_dict
+from engine.objectives import lower_bound
+from engine.placement import Placement, placement_from_dict
+from engine.runs import Run, RunStore
+from engine.schedule import Schedule
+
+__all__ = ["PlacementRun", "export_trace", "load_placement_run", "placement_metrics", "save_placement_run"]
+
+
+def placement_metrics(graph: CompGraph, cluster: Cluster, schedule: Schedule) -> dict[str, Any]:
+    """The numbers CONTRACTS §5 reports for a simulated placement."""
+    lb = lower_bound(graph, cluster)
+    names = [d.name for d in cluster.devices]
+    return {
+        "makespan_s": schedule.makespan,
+        "lower_bound_s": lb,
+        "ratio_to_lower_bound": schedule.makespan / lb if lb > 0 else None,
+        "peak_memory_bytes": {n: float(b) for n, b in zip(names, schedule.peak_memory, strict=True)},
+        "oom": schedule.any_oom,
+        "oom_devices": [n for n, o in zip(names, schedule.oom, strict=True) if o],
+        "communication_bytes": schedule.communication_bytes,
+        "compute_s": {n: float(b) for n, b in zip(names, schedule.compute_time, strict=True)},
+        "memcpy_s": {n: float(b) for n, b in zip(names, schedule.memcpy_time, strict=True)},
+        "mode": schedule.mode,
+    }
+
+
+def save_placement_run(
+    store: RunStore, graph: CompGraph, cluster: Cluster, placement: Placement, schedule: Schedule, *,
+    placer: str, parameters: dict[str, Any], seed: int | None, seconds_to_place: float,
+    kind: str = "place", tags: list[str] | None = None, extra_metrics: dict[str, Any] | None = None,
+) -> Run:
+    """Store a placed and simulated graph as a finished run; returns the run."""
+    run = store.create(kind, graph_name=graph.name, graph_hash=graph.content_hash, cluster=cluster.name,
+                       placer=placer, parameters=parameters, seed=seed, tags=list(tags or []))
+    with run:
+        run.write_json("graph.json", graph_to_dict(graph))
+        run.write_json("cluster.json", cluster_to_dict(cluster))
+        run.write_json("placement.json", placement.to_dict(graph, cluster))
+        devs = [d.name for d in cluster.devices]
+        run.write_table("schedule_ops.csv", {
+            "op": list(graph.op_names),
+            "index": list(range(graph.num_ops)),
+            "device": [devs[d] for d in schedule.op_device.tolist()],
+            "start_s": schedule.op_start.tolist(),
+            "end_s": schedule.op_end.tolist(),
+            "phase": [p or "" for p in graph.phase],
+        })
+        run.write_table("schedule_transfers.csv", {
+            "op": [graph.op_names[i] for i in schedule.transfer_op.tolist()],
+            "src": [devs[d] for d in schedule.transfer_src.tolist()],
+            "dst": [devs[d] for d in schedule.transfer_dst.tolist()],
+            "bytes": schedule.transfer_bytes.tolist(),
+            "start_s": schedule.transfer_start.tolist(),
+            "end_s": schedule.transfer_end.tolist(),
+        })
+        metrics = placement_metrics(graph, cluster, schedule)
+        metrics["seconds_to_place"] = seconds_to_place
+        metrics.update(extra_metrics or {})
+        run.finish("done", metrics)
+    return run
+
+
+@dataclass(frozen=True)
+class PlacementRun:
+    run: Run
+    graph: CompGraph
+    cluster: Cluster
+    placement: Placement
+
+
+def load_placement_run(run: Run) -> PlacementRun:
+    """Graph, cluster and placement of a stored placement run."""
+    missing = [f for f in ("graph.json", "cluster.json", "placement.json") if f not in run.files()]
+    if missing:
+        raise RunError(f"run {run.id} has no placement to show (missing {', '.join(missing)})")
+    graph = graph_from_dict(run.read_json("graph.json"), source=f"run {run.id}/graph.json")
+    cluster = cluster_from_dict(run.read_json("cluster.json"), source=f"run {run.id}/cluster.json")
+    placement = placement_from_dict(run.read_json("placement.json"), graph, cluster,
+                                    source=f"run {run.id}/placement.json")
+    return PlacementRun(run, graph, cluster, placement)
+
+
+def export_trace(run: Run, path: str) -> dict[str, Any]:
+    """Write a stored placement run's timeline as Chrome Trace Event JSON (Perfetto).
+
+    The schedule is re-simulated from the stored graph, cluster and placement (the simulator
+    is deterministic), with memory recorded so the trace carries memory counters.
+    """
+    from engine.jsonio import atomic_write_text, dumps
+    from engine.simulator import Simulator
+    from engine.trace import schedule_to_chrome_trace
+
+    pr = load_placement_run(run)
+    schedule = Simulator(pr.graph, pr.cluster).run(pr.placement, record_memory=True)
+    trace = schedule_to_chrome_trace(schedule, pr.graph, pr.cluster, name=run.meta.get("name"))
+    atomic_write_text(path, dumps(trace))
+    return {"run_id": run.id, "path": str(path), "events": len(trace["traceEvents"])}

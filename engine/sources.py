@@ -1,0 +1,80 @@
+"""Where graphs come from: files in any supported format, or generator specs.
+
+:func:`load_graph` takes a path (the format is detected from the content, never from the
+file name) or a generator spec ``gen:NAME[?key=value&...]`` (CONTRACTS §5). Importers
+register with :func:`register_format`: a ``detect(head: bytes) -> bool`` test on the first
+bytes of the file and a ``load(path) -> CompGraph``. Importers never execute code from the
+file (no unpickling).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from engine.errors import GraphError
+from engine.graph import CompGraph
+from engine.graph_io import GRAPH_SCHEMA, load_graph_json
+from engine.jsonio import MAX_FILE_BYTES
+
+__all__ = ["FORMATS", "GraphFormat", "detect_format", "load_graph", "register_format"]
+
+_HEAD_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class GraphFormat:
+    name: str
+    description: str
+    detect: Callable[[bytes], bool]
+    load: Callable[[str], CompGraph]
+
+
+FORMATS: list[GraphFormat] = []
+
+
+def register_format(name: str, description: str, detect: Callable[[bytes], bool],
+                    load: Callable[[str], CompGraph]) -> None:
+    """Add an importer; formats are tried in registration order."""
+    FORMATS.append(GraphFormat(name, description, detect, load))
+
+
+def _is_placelab_json(head: bytes) -> bool:
+    return head.lstrip()[:1] == b"{" and GRAPH_SCHEMA.encode() in head
+
+
+register_format("placelab", f"placelab graph JSON ({GRAPH_SCHEMA})", _is_placelab_json, load_graph_json)
+
+
+def detect_format(path: str | os.PathLike) -> GraphFormat:
+    """The registered format of the file at ``path`` (from its first bytes)."""
+    p = os.fspath(path)
+    try:
+        with open(p, "rb") as f:
+            head = f.read(_HEAD_BYTES)
+    except FileNotFoundError:
+        raise GraphError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise GraphError(f"{p} is a directory, not a graph file") from None
+    except PermissionError:
+        raise GraphError(f"{p}: permission denied") from None
+    if not head.strip():
+        raise GraphError(f"{p} is empty")
+    for fmt in FORMATS:
+        if fmt.detect(head):
+            return fmt
+    names = ", ".join(f.name for f in FORMATS)
+    raise GraphError(f"{p}: unrecognized graph format (supported: {names})")
+
+
+def load_graph(spec: str | os.PathLike) -> CompGraph:
+    """A graph from a file path (any registered format) or a ``gen:NAME?k=v`` spec."""
+    s = os.fspath(spec)
+    if s.startswith("gen:"):
+        from engine.generators import from_spec
+
+        return from_spec(s)
+    if os.path.isfile(s) and os.path.getsize(s) > MAX_FILE_BYTES:
+        raise GraphError(f"{s}: file is larger than the {MAX_FILE_BYTES / 1e6:.0f} MB limit")
+    return detect_format(s).load(s)

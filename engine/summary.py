@@ -1,0 +1,71 @@
+"""Summaries of graphs and runs shown by the CLI and the app (one source for both)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from engine.cluster import Cluster
+from engine.dag import critical_path, parallelism_profile
+from engine.graph import CompGraph
+from engine.grouping import colocation_groups
+from engine.objectives import lower_bound
+from engine.runs import Run
+
+__all__ = ["graph_summary", "run_summary"]
+
+
+def graph_summary(g: CompGraph, cluster: Cluster | None = None) -> dict[str, Any]:
+    """``placelab graph info``: size, compute (s), critical path (s), memory (bytes), parallelism.
+
+    ``total_compute_s`` and ``critical_path_s`` use each op's fastest device kind; with a
+    cluster, also the makespan lower bound and whether the graph fits one device's memory
+    (persistent bytes plus all outputs and temps at once: a conservative test).
+    """
+    fastest = g.min_compute()
+    prof = parallelism_profile(g)
+    per_kind = {k: float(np.nansum(g.compute_for_kind(k))) for k in g.kinds}
+    if not np.isnan(g.compute_any).all():
+        per_kind.setdefault("any", float(np.nansum(g.compute_any)))
+    info: dict[str, Any] = {
+        "name": g.name,
+        "ops": g.num_ops,
+        "edges": g.num_edges,
+        "groups": int(colocation_groups(g).max()) + 1,
+        "total_compute_s": float(fastest.sum()),
+        "critical_path_s": critical_path(g).length_s,
+        "compute_by_kind_s": per_kind,
+        "persistent_bytes": float(g.persistent_bytes.sum()),
+        "output_bytes": float(g.output_bytes.sum()),
+        "temp_bytes_max": float(g.temp_bytes.max()),
+        "levels": len(prof),
+        "max_width": int(prof.max()),
+        "parallelism_profile": prof.tolist(),
+    }
+    if cluster is not None:
+        need = info["persistent_bytes"] + info["output_bytes"] + info["temp_bytes_max"]
+        info.update(cluster=cluster.name, lower_bound_s=lower_bound(g, cluster),
+                    fits_one_device=bool(need <= cluster.memory.max()))
+    return info
+
+
+def run_summary(run: Run) -> dict[str, Any]:
+    """The row a run gets in ``placelab runs list`` and the app's run table."""
+    m = run.meta
+    metrics = m.get("metrics") or {}
+    return {
+        "id": run.id,
+        "name": m.get("name", run.id),
+        "kind": m.get("kind"),
+        "status": run.status,
+        "created": m.get("created"),
+        "graph": (m.get("graph") or {}).get("name"),
+        "cluster": m.get("cluster"),
+        "placer": m.get("placer"),
+        "seed": m.get("seed"),
+        "tags": m.get("tags", []),
+        "makespan_s": metrics.get("makespan_s"),
+        "lower_bound_s": metrics.get("lower_bound_s"),
+        "oom": metrics.get("oom"),
+    }

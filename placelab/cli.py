@@ -1,0 +1,286 @@
+"""The ``placelab`` command line (CONTRACTS §5).
+
+Every reporting command takes ``--json`` and then prints exactly one JSON object on stdout;
+progress and logs go to stderr. Bad input exits with code 2 and one line on stderr; an
+unexpected failure exits 1 with one line (set ``PLACELAB_DEBUG=1`` for the traceback).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+from typer.exceptions import TyperException
+
+from engine.cluster import load_cluster
+from engine.errors import PlacelabError, SpecError
+from engine.jsonio import atomic_write_json, dumps
+from engine.objectives import lower_bound
+from engine.placement import load_placement
+from engine.run_records import export_trace, placement_metrics
+from engine.runs import RunStore
+from engine.simulator import Simulator
+from engine.sources import load_graph
+from engine.summary import graph_summary, run_summary
+from policies.runner import compare as run_compare
+from policies.runner import place_and_simulate
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="placelab: device placement of neural-network graphs — simulate, place, compare.")
+graph_app = typer.Typer(no_args_is_help=True, help="Inspect computation graphs.")
+bench_app = typer.Typer(no_args_is_help=True, help="Measure speed.")
+runs_app = typer.Typer(no_args_is_help=True, help="Stored runs under runs/.")
+app.add_typer(graph_app, name="graph")
+app.add_typer(bench_app, name="bench")
+app.add_typer(runs_app, name="runs")
+
+GraphArg = Annotated[str, typer.Argument(help="graph file (any supported format) or gen:NAME?k=v")]
+ClusterOpt = Annotated[str, typer.Option("--cluster", "-c", help="preset name or cluster file")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object")]
+RunsDirOpt = Annotated[str, typer.Option("--runs-dir", envvar="PLACELAB_RUNS_DIR", help="run store folder")]
+DEFAULT_RUNS = "runs"
+
+
+def emit(obj: dict[str, Any], as_json: bool, text: str) -> None:
+    """Print ``obj`` as one JSON object, or ``text`` for people."""
+    typer.echo(dumps(obj) if as_json else text)
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+    lines = ["  ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
+
+
+def _fmt_s(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x * 1e3:.3f} ms" if x < 10 else f"{x:.2f} s"
+
+
+def _fmt_bytes(b: float) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if b >= size:
+            return f"{b / size:.2f} {unit}"
+    return f"{b:.0f} B"
+
+
+# ---------------------------------------------------------------------------------- graph
+@graph_app.command("info")
+def graph_info(graph: GraphArg, cluster: Annotated[str | None, typer.Option("--cluster", "-c")] = None,
+               as_json: JsonOpt = False) -> None:
+    """Size, compute, critical path and parallelism of a graph (and its fit on a cluster)."""
+    g = load_graph(graph)
+    info = graph_summary(g, load_cluster(cluster) if cluster else None)
+    lines = [f"{info['name']}: {info['ops']} ops, {info['edges']} edges, {info['groups']} colocation units",
+             f"total compute {_fmt_s(info['total_compute_s'])}, critical path {_fmt_s(info['critical_path_s'])}",
+             f"memory: {_fmt_bytes(info['persistent_bytes'])} persistent, {_fmt_bytes(info['output_bytes'])} outputs",
+             f"parallelism: {info['levels']} levels, widest {info['max_width']} ops"]
+    if cluster:
+        lines.append(f"on {info['cluster']}: lower bound {_fmt_s(info['lower_bound_s'])}, "
+                     f"fits one device: {'yes' if info['fits_one_device'] else 'no'}")
+    emit(info, as_json, "\n".join(lines))
+
+
+# ---------------------------------------------------------------------------------- simulate
+def _sim_text(res: dict[str, Any]) -> str:
+    peaks = ", ".join(f"{d} {_fmt_bytes(b)}" for d, b in res["peak_memory_bytes"].items())
+    oom = f"  OOM on {', '.join(res['oom_devices'])}" if res["oom"] else ""
+    return (f"makespan {_fmt_s(res['makespan_s'])} (lower bound {_fmt_s(res['lower_bound_s'])})\n"
+            f"peak memory: {peaks}{oom}")
+
+
+@app.command()
+def simulate(graph: GraphArg, cluster: ClusterOpt, placement: Annotated[str, typer.Option(help="placement file")],
+             mode: Annotated[str | None, typer.Option(help="placeto | default (overrides the cluster's)")] = None,
+             as_json: JsonOpt = False) -> None:
+    """Simulate a placement: makespan, peak memory per device, OOM, lower bound."""
+    g, c = load_graph(graph), load_cluster(cluster)
+    p = load_placement(placement, g, c)
+    sched = Simulator(g, c, mode=mode).run(p)
+    res = placement_metrics(g, c, sched)
+    emit(res, as_json, _sim_text(res))
+
+
+# ---------------------------------------------------------------------------------- place
+def _params(pairs: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SpecError(f"--param expects key=value, got '{pair}'")
+        try:
+            out[key] = int(value)
+        except ValueError:
+            try:
+                out[key] = float(value)
+            except ValueError:
+                out[key] = value
+    return out
+
+
+@app.command()
+def place(graph: GraphArg, cluster: ClusterOpt,
+          placer: Annotated[str, typer.Option(help="placer name (see `placelab placers`)")],
+          seed: int = 0, budget: Annotated[int | None, typer.Option(help="placer's budget")] = None,
+          param: Annotated[list[str] | None, typer.Option(help="placer parameter key=value")] = None,
+          save: Annotated[bool, typer.Option(help="store the result as a run")] = False,
+          output: Annotated[str | None, typer.Option("--output", "-o", help="write the placement file")] = None,
+          runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+    """Run a placer, simulate its placement, optionally save it as a run."""
+    g, c = load_graph(graph), load_cluster(cluster)
+    res = place_and_simulate(g, c, placer, seed=seed, budget=budget, params=_params(param or []),
+                                      store=RunStore(runs_dir) if save else None)
+    if output:
+        atomic_write_json(output, res.placement.to_dict(g, c))
+    out = {**res.metrics, "placer": placer, "seconds_to_place": res.seconds_to_place,
+           "placement": res.placement.to_mapping(g, c)}
+    if res.run_id:
+        out["run_id"] = res.run_id
+    text = f"{placer}: {_sim_text(res.metrics)}\nplaced in {res.seconds_to_place:.3f} s"
+    if res.run_id:
+        text += f"\nsaved as run {res.run_id}"
+    emit(out, as_json, text)
+
+
+@app.command()
+def compare(graph: GraphArg, cluster: ClusterOpt,
+            placers: Annotated[str | None, typer.Option(help="comma-separated placers (default: all)")] = None,
+            seed: int = 0, save: Annotated[bool, typer.Option(help="store each result as a run")] = True,
+            runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+    """Run several placers on one graph and cluster; a table like Placeto Table 1."""
+    g, c = load_graph(graph), load_cluster(cluster)
+    names = [p.strip() for p in placers.split(",") if p.strip()] if placers else None
+    results = run_compare(g, c, names, seed=seed, store=RunStore(runs_dir) if save else None,
+                               progress=lambda msg: typer.echo(msg, err=True))
+    rows = [[r["placer"], _fmt_s(r.get("makespan_s")),
+             f"{r['makespan_s'] / r['lower_bound_s']:.2f}" if r.get("makespan_s") else "-",
+             _fmt_bytes(max(r["peak_memory_bytes"].values())) if r.get("peak_memory_bytes") else "-",
+             ("yes" if r["oom"] else "no") if "oom" in r else "-",
+             _fmt_bytes(r["communication_bytes"]) if "communication_bytes" in r else "-",
+             f"{r['seconds_to_place']:.2f} s" if r.get("seconds_to_place") is not None else "-",
+             r.get("error") or r.get("run_id") or ""] for r in results]
+    header = ["placer", "makespan", "×LB", "peak mem", "OOM", "comm", "time", "run / note"]
+    lb = lower_bound(g, c)
+    emit({"graph": g.name, "cluster": c.name, "lower_bound_s": lb, "results": results}, as_json,
+         f"{g.name} on {c.name} (lower bound {_fmt_s(lb)})\n" + _table(rows, header))
+
+
+# ---------------------------------------------------------------------------------- bench
+@bench_app.command("simulate")
+def bench_simulate(graph: GraphArg, cluster: ClusterOpt, placement: Annotated[str, typer.Option()],
+                   repeat: Annotated[int, typer.Option(min=1)] = 20, as_json: JsonOpt = False) -> None:
+    """Median seconds per simulation of one placement (prepared simulator, warm)."""
+    g, c = load_graph(graph), load_cluster(cluster)
+    p = load_placement(placement, g, c)
+    sim = Simulator(g, c)
+    makespan = sim.makespan(p)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        sim.makespan(p)
+        times.append(time.perf_counter() - t0)
+    med = float(np.median(times))
+    res = {"makespan_s": makespan, "seconds_per_simulation": med, "ops_per_second": g.num_ops / med,
+           "repeat": repeat, "ops": g.num_ops}
+    emit(res, as_json, f"{g.num_ops} ops: {med * 1e3:.3f} ms per simulation (median of {repeat}), "
+                       f"{g.num_ops / med / 1e6:.2f} M ops/s; makespan {_fmt_s(makespan)}")
+
+
+# ---------------------------------------------------------------------------------- listings
+@app.command()
+def placers(as_json: JsonOpt = False) -> None:
+    """Registered placers with one-line descriptions."""
+    from policies import placer_descriptions
+
+    d = placer_descriptions()
+    emit(d, as_json, _table([[k, v] for k, v in d.items()], ["placer", "description"]))
+
+
+@app.command()
+def clusters(as_json: JsonOpt = False) -> None:
+    """Cluster presets with one-line descriptions."""
+    from engine.presets import preset_descriptions
+
+    d = preset_descriptions()
+    emit(d, as_json, _table([[k, v] for k, v in d.items()], ["cluster", "description"]))
+
+
+@runs_app.command("list")
+def runs_list(runs_dir: RunsDirOpt = DEFAULT_RUNS, kind: str | None = None, tag: str | None = None,
+              as_json: JsonOpt = False) -> None:
+    """Stored runs, newest first."""
+    store = RunStore(runs_dir)
+    runs = store.list(kind=kind, tag=tag)
+    summaries = [run_summary(r) for r in runs]
+    for problem in store.problems:
+        typer.echo(f"warning: {problem}", err=True)
+    rows = [[s["id"], s["kind"], s["status"], s["graph"], s["cluster"], s["placer"] or "-",
+             _fmt_s(s["makespan_s"])] for s in summaries]
+    emit({"runs": summaries}, as_json,
+         _table(rows, ["run", "kind", "status", "graph", "cluster", "placer", "makespan"]) if rows else "no runs")
+
+
+@runs_app.command("show")
+def runs_show(run: str, runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+    """One run's metadata and metrics."""
+    r = RunStore(runs_dir).load(run)
+    meta = {**r.meta, "files": r.files()}
+    emit(meta, as_json, "\n".join(f"{k}: {v}" for k, v in meta.items()))
+
+
+@runs_app.command("export-trace")
+def runs_export_trace(run: str, output: Annotated[str, typer.Option("--output", "-o")],
+                      runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+    """Write the run's timeline as Chrome Trace Event JSON (open it in ui.perfetto.dev)."""
+    info = export_trace(RunStore(runs_dir).load(run), output)
+    emit(info, as_json, f"wrote {info['events']} trace events to {output}")
+
+
+@runs_app.command("delete")
+def runs_delete(run: str, runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+    """Delete a stored run."""
+    store = RunStore(runs_dir)
+    rid = store.load(run).id
+    store.delete(rid)
+    emit({"deleted": rid}, as_json, f"deleted {rid}")
+
+
+# ---------------------------------------------------------------------------------- entry point
+def _one_line(msg: str) -> str:
+    return " ".join(str(msg).split())
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: one-line errors, exit 2 for bad input, never a traceback."""
+    try:
+        app(args=argv, standalone_mode=False, prog_name="placelab")
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(130)
+    except TyperException as exc:  # usage errors: missing option, unknown command, bad value
+        message = _one_line(exc.format_message() if hasattr(exc, "format_message") else str(exc))
+        if message:  # no_args_is_help has already printed the usage and carries no message
+            typer.echo(f"error: {message}", err=True)
+        sys.exit(2)
+    except PlacelabError as exc:
+        typer.echo(f"error: {_one_line(str(exc))}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:
+        if os.environ.get("PLACELAB_DEBUG"):
+            raise
+        typer.echo(f"internal error: {type(exc).__name__}: {_one_line(str(exc))} "
+                   "(set PLACELAB_DEBUG=1 for details)", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

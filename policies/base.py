@@ -1,0 +1,140 @@
+"""The placer protocol and registry: one ``place(graph, cluster, ...)`` for every placer.
+
+Placers register by name with :func:`register`; the CLI and the app list them with
+:func:`placer_descriptions` and build them with :func:`make_placer`. Every placer honours
+pins and colocation groups through :class:`PlacementUnits`: the ops of a colocation group
+are one unit, placed on one device that can run all of them, and a pinned unit goes to its
+pin.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from engine.cluster import Cluster
+from engine.errors import PlacementError, SpecError
+from engine.graph import CompGraph
+from engine.grouping import colocation_groups
+from engine.placement import Placement, compute_matrix
+
+__all__ = [
+    "PLACERS",
+    "PlacementUnits",
+    "Placer",
+    "PlacerInfo",
+    "Progress",
+    "make_placer",
+    "placer_descriptions",
+    "register",
+]
+
+#: ``progress(done, total, message)`` — placers call it to report progress (may be None).
+Progress = Callable[[int, int, str], None]
+
+
+class Placer(Protocol):
+    """What every placer provides."""
+
+    name: str
+
+    def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
+              progress: Progress | None = None) -> Placement: ...
+
+
+@dataclass(frozen=True)
+class PlacerInfo:
+    name: str
+    description: str
+    factory: Callable[..., Placer]
+    family: str
+
+
+PLACERS: dict[str, PlacerInfo] = {}
+
+
+def register(name: str, description: str, family: str) -> Callable[[Callable[..., Placer]], Callable[..., Placer]]:
+    """Class decorator: register a placer factory (its keyword arguments are its parameters)."""
+
+    def deco(factory: Callable[..., Placer]) -> Callable[..., Placer]:
+        PLACERS[name] = PlacerInfo(name, description, factory, family)
+        return factory
+
+    return deco
+
+
+def placer_descriptions() -> dict[str, str]:
+    return {p.name: p.description for p in PLACERS.values()}
+
+
+def make_placer(name: str, **params: Any) -> Placer:
+    """Build a registered placer; unknown names or parameters raise one-sentence errors."""
+    info = PLACERS.get(name)
+    if info is None:
+        raise SpecError(f"unknown placer '{name}' (available: {', '.join(sorted(PLACERS))})")
+    accepted = inspect.signature(info.factory).parameters
+    for key in params:
+        if key not in accepted:
+            raise SpecError(f"placer '{name}' has no parameter '{key}'"
+                            + (f" (parameters: {', '.join(accepted)})" if accepted else ""))
+    return info.factory(**params)
+
+
+class PlacementUnits:
+    """The units a placer assigns: colocation groups and single ops, with pins and kinds.
+
+    Attributes
+    ----------
+    op_unit : ndarray, shape (ops,)
+        Unit index of every op (units numbered by their first op).
+    feasible : ndarray of bool, shape (units, devices)
+        Whether a device can run every op of the unit (and honours its pin).
+    cost : ndarray, shape (units, devices)
+        Sum of the members' compute times (s) on each device; inf where infeasible.
+    """
+
+    def __init__(self, graph: CompGraph, cluster: Cluster) -> None:
+        self.graph = graph
+        self.cluster = cluster
+        self.op_unit = colocation_groups(graph)
+        k = int(self.op_unit.max()) + 1
+        cm = compute_matrix(graph, cluster)
+        runnable = ~np.isnan(cm)
+        feasible = np.ones((k, cluster.num_devices), dtype=bool)
+        np.logical_and.at(feasible, self.op_unit, runnable)
+        for i, pin in enumerate(graph.pin):
+            if pin is not None and pin in cluster.index:
+                row = np.zeros(cluster.num_devices, dtype=bool)
+                row[cluster.index[pin]] = True
+                feasible[self.op_unit[i]] &= row
+        bad = ~feasible.any(axis=1)
+        if bad.any():
+            u = int(np.argmax(bad))
+            op = graph.op_names[int(np.argmax(self.op_unit == u))]
+            raise PlacementError(f"no device of cluster '{cluster.name}' can run op '{op}' "
+                                 "together with its colocation group and pin")
+        cost = np.zeros((k, cluster.num_devices))
+        np.add.at(cost, self.op_unit, np.nan_to_num(cm, nan=np.inf))
+        self.feasible = feasible
+        self.cost = np.where(feasible, cost, np.inf)
+
+    @property
+    def num_units(self) -> int:
+        return self.feasible.shape[0]
+
+    def to_placement(self, unit_devices: np.ndarray) -> Placement:
+        ud = np.asarray(unit_devices, dtype=np.int64)
+        if not self.feasible[np.arange(self.num_units), ud].all():
+            u = int(np.argmin(self.feasible[np.arange(self.num_units), ud]))
+            raise PlacementError(f"unit {u} was put on a device that cannot run it")
+        return Placement(ud[self.op_unit])
+
+
+def placer_parameters(name: str) -> dict[str, Any]:
+    """A registered placer's parameters and their defaults (for the CLI and the app)."""
+    sig = inspect.signature(PLACERS[name].factory)
+    return {k: (None if p.default is inspect.Parameter.empty else p.default) for k, p in sig.parameters.items()}

@@ -1,0 +1,134 @@
+"""Tests for engine.generators: gen:NAME?k=v spec parsing and the random DAG generator."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from engine import generators
+from engine.errors import SpecError
+from engine.generators import from_spec, generator_descriptions, random_dag, register
+from engine.graph import CompGraph
+
+
+def spec_error(spec: str) -> str:
+    with pytest.raises(SpecError) as info:
+        from_spec(spec)
+    msg = str(info.value)
+    assert "\n" not in msg
+    return msg
+
+
+# ---- spec parsing ------------------------------------------------------------------------
+
+
+def test_spec_parameters_are_converted_and_passed():
+    g = from_spec("gen:random?ops=50&seed=3&degree=1.5&window=7")
+    ref = random_dag(ops=50, seed=3, degree=1.5, window=7)
+    assert g.content_hash == ref.content_hash
+    assert g.name == "random-50-s3" and g.num_ops == 50
+
+
+def test_spec_without_prefix_and_without_query():
+    assert from_spec("random?ops=5").content_hash == random_dag(ops=5).content_hash
+    g = from_spec("gen:random")
+    assert g.num_ops == 1000 and g.name == "random-1000-s0"
+
+
+def test_spec_name_is_url_decoded():
+    assert from_spec("gen:random?ops=3&name=my%20graph").name == "my graph"
+    assert from_spec("gen:random?ops=3&name=").name == "random-3-s0"
+
+
+def test_generators_are_listed():
+    assert "random" in generators.GENERATORS
+    assert generator_descriptions()["random"].startswith("random layered DAG")
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("gen:nope", "unknown generator 'nope' (available: "),
+    ("gen:random?opz=3", "gen:random has no parameter 'opz' (parameters: ops, degree, seed, window, name)"),
+    ("gen:random?ops=abc", "gen:random: parameter 'ops' must be int, got 'abc'"),
+    ("gen:random?ops=1.5", "gen:random: parameter 'ops' must be int, got '1.5'"),
+    ("gen:random?ops=1e6", "gen:random: parameter 'ops' must be int, got '1e6'"),
+    ("gen:random?ops=", "gen:random: parameter 'ops' must be int, got ''"),
+    ("gen:random?degree=two", "gen:random: parameter 'degree' must be float, got 'two'"),
+    ("gen:random?ops=0", "gen:random: ops must be >= 1"),
+    ("gen:random?ops=-4", "gen:random: ops must be >= 1"),
+    ("gen:random?degree=-0.5", "gen:random: degree must be a finite number >= 0 and window >= 1"),
+    ("gen:random?degree=nan", "gen:random: degree must be a finite number >= 0 and window >= 1"),
+    ("gen:random?degree=inf", "gen:random: degree must be a finite number >= 0 and window >= 1"),
+    ("gen:random?window=0", "gen:random: degree must be a finite number >= 0 and window >= 1"),
+    ("gen:random?seed=-1", "gen:random: seed must be >= 0"),
+    ("gen:random?ops=3&degree=1e30", "gen:random: degree 1e+30 is too large"),
+])
+def test_spec_errors(spec, message):
+    msg = spec_error(spec)
+    if message.endswith("(available: "):
+        assert msg.startswith(message) and "random" in msg
+    else:
+        assert msg == message
+
+
+def test_bool_and_str_parameters(monkeypatch):
+    monkeypatch.setattr(generators, "GENERATORS", dict(generators.GENERATORS))
+    seen = {}
+
+    @register("flagged", "test generator")
+    def flagged(flag: bool = False, label: str = "x") -> CompGraph:
+        seen.update(flag=flag, label=label)
+        return CompGraph(label, ["o"], compute_any=[1.0])
+
+    for text, value in [("1", True), ("true", True), ("YES", True), ("0", False), ("False", False), ("no", False)]:
+        from_spec(f"gen:flagged?flag={text}&label=L")
+        assert seen == {"flag": value, "label": "L"}
+    assert spec_error("gen:flagged?flag=maybe") == "gen:flagged: parameter 'flag' must be bool, got 'maybe'"
+
+
+# ---- the random DAG ----------------------------------------------------------------------
+
+
+def test_random_dag_is_deterministic_and_seeded():
+    assert random_dag(ops=200, seed=5).content_hash == random_dag(ops=200, seed=5).content_hash
+    assert random_dag(ops=200, seed=5).content_hash != random_dag(ops=200, seed=6).content_hash
+
+
+def test_random_dag_documented_ranges():
+    window = 10
+    g = random_dag(ops=5000, degree=3.0, seed=1, window=window)
+    assert g.op_names[:3] == ("op0000000", "op0000001", "op0000002") and g.op_names[-1] == "op0004999"
+    assert g.kinds == () and (g.compute_any >= 1e-6).all() and (g.compute_any <= 100e-6).all()
+    assert (g.output_bytes >= 1_000).all() and (g.output_bytes < 1_000_000).all()
+    assert (g.persistent_bytes >= 0).all() and (g.persistent_bytes < 4_000_000).all()
+    assert (g.output_bytes == np.round(g.output_bytes)).all()
+    # each edge comes from one of the `window` ops just before its consumer
+    gap = g.edge_dst - g.edge_src
+    assert (gap >= 1).all() and (gap <= window).all()
+    # edges carry the producer's output (parallel draws are merged: a multiple of it)
+    ratio = g.edge_bytes / g.output_bytes[g.edge_src]
+    assert (ratio == np.round(ratio)).all() and (ratio >= 1).all()
+    assert g.predecessors(0).tolist() == []
+    assert nx.is_directed_acyclic_graph(g.to_networkx())
+
+
+def test_degree_zero_has_no_edges_and_window_one_is_a_chain():
+    assert random_dag(ops=100, degree=0.0).num_edges == 0
+    # P(no input) = exp(-40) per op: every op after the first takes op i-1 as its input
+    g = random_dag(ops=300, degree=40.0, window=1, seed=2)
+    assert g.edge_src.tolist() == list(range(299)) and g.edge_dst.tolist() == list(range(1, 300))
+
+
+def test_mean_in_degree_before_merging_is_close_to_degree():
+    # merged parallel edges keep their multiplicity in bytes, so the raw draw count is recoverable;
+    # it is Poisson(3 * 19999): mean 59997, sd ~245 (0.4 %)
+    g = random_dag(ops=20_000, degree=3.0, seed=4, window=10_000)
+    raw = (g.edge_bytes / g.output_bytes[g.edge_src]).sum()
+    assert raw / 19_999 == pytest.approx(3.0, rel=0.03)
+
+
+def test_random_dag_argument_errors():
+    with pytest.raises(SpecError, match="ops must be >= 1"):
+        random_dag(ops=0)
+    with pytest.raises(SpecError, match="window >= 1"):
+        random_dag(window=0)

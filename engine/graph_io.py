@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -106,10 +107,13 @@ def _columns_fast(ops: list, edges: list):
     if not present <= known:
         return None
     n = len(ops)
-    names = [op.get("name") for op in ops]
+    try:  # itemgetter over the list runs in C; a missing key sends us to the checked pass
+        names = list(map(itemgetter("name"), ops))
+        compute = list(map(itemgetter("compute"), ops))
+    except KeyError:
+        return None
     if set(map(type, names)) != {str} or "" in names:
         return None
-    compute = [op.get("compute") for op in ops]
     ctypes = set(map(type, compute))
     if not ctypes <= {int, float, dict}:
         return None
@@ -155,8 +159,11 @@ def _columns_fast(ops: list, edges: list):
     if m and set(map(type, edges)) != {dict}:
         return None
     index = dict(zip(names, range(n), strict=True))
-    srcs = [e.get("src") for e in edges]
-    dsts = [e.get("dst") for e in edges]
+    try:
+        srcs = list(map(itemgetter("src"), edges))
+        dsts = list(map(itemgetter("dst"), edges))
+    except KeyError:
+        return None
     if m and not (set(map(type, srcs)) == {str} and set(map(type, dsts)) == {str}):
         return None
     try:

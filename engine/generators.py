@@ -41,7 +41,15 @@ def register(name: str, description: str) -> Callable[[Callable[..., CompGraph]]
     return deco
 
 
+def _load_workloads() -> None:
+    import engine.workloads
+    from engine._discover import import_submodules
+
+    import_submodules(engine.workloads)
+
+
 def generator_descriptions() -> dict[str, str]:
+    _load_workloads()
     return {g.name: g.description for g in GENERATORS.values()}
 
 
@@ -63,6 +71,7 @@ def _convert(value: str, annotation: object, key: str, gen: str):
 
 def from_spec(spec: str) -> CompGraph:
     """Build the graph named by ``gen:NAME?key=value&...``."""
+    _load_workloads()
     body = spec[4:] if spec.startswith("gen:") else spec
     name, _, query = body.partition("?")
     gen = GENERATORS.get(name)
@@ -77,7 +86,7 @@ def from_spec(spec: str) -> CompGraph:
     return gen.make(**kwargs)
 
 
-@register("random", "random layered DAG with float costs (tests, benchmarks); ops, degree, devices-free")
+@register("random", "random layered DAG with float costs (tests, benchmarks)")
 def random_dag(ops: int = 1000, degree: float = 2.0, seed: int = 0, window: int = 50,
                name: str = "") -> CompGraph:
     """A random DAG of ``ops`` ops, each with ~``degree`` inputs from the previous ``window`` ops.

@@ -47,8 +47,16 @@ def _is_placelab_json(head: bytes) -> bool:
 register_format("placelab", f"placelab graph JSON ({GRAPH_SCHEMA})", _is_placelab_json, load_graph_json)
 
 
+def _load_importers() -> None:
+    import engine.importers
+    from engine._discover import import_submodules
+
+    import_submodules(engine.importers)
+
+
 def detect_format(path: str | os.PathLike) -> GraphFormat:
     """The registered format of the file at ``path`` (from its first bytes)."""
+    _load_importers()
     p = os.fspath(path)
     try:
         with open(p, "rb") as f:

@@ -1,0 +1,217 @@
+"""Grouping algorithms: op → group arrays that :func:`engine.grouping.contract` turns into a graph.
+
+* :func:`mirhoseini_groups` — Mirhoseini et al. 2017 §3.3: start from TensorFlow's colocation
+  groups; if the output of X is consumed only by Y, co-locate X and Y; repeat on the groups
+  until nothing merges.
+* :func:`scope_groups` — Mirhoseini §4.1's manual rule for RNNs ("treat each LSTM cell, each
+  embedding lookup, each attention step and each softmax prediction step as a group"): ops
+  with the same scope (cut to ``depth`` parts) and phase form one group.
+* :func:`merge_and_colocate` — Placeto App. A.6: repeatedly merge the node with the lowest
+  cost (output tensor size, bytes) into a neighbour until N groups remain or no node costs
+  less than a threshold C.
+
+Every function returns groups numbered by their first op's index (a deterministic order),
+and the contracted graph must stay a DAG; see each function for how it guarantees that.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+
+import numpy as np
+
+from engine.graph import CompGraph
+from engine.grouping import colocation_groups
+
+__all__ = ["merge_and_colocate", "mirhoseini_groups", "renumber", "scope_groups"]
+
+
+def renumber(labels: np.ndarray) -> np.ndarray:
+    """Relabel any per-op labels as group ids 0..k-1 ordered by each group's first op."""
+    _, first, inverse = np.unique(np.asarray(labels), return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[inverse.reshape(-1)].astype(np.int64)
+
+
+def _find(parent: np.ndarray, x: int) -> int:
+    root = x
+    while parent[root] != root:
+        root = parent[root]
+    while parent[x] != root:
+        parent[x], x = root, parent[x]
+    return root
+
+
+def mirhoseini_groups(g: CompGraph, colocation: bool = True) -> np.ndarray:
+    """Mirhoseini §3.3 co-location: merge a group into the only group that consumes its outputs.
+
+    Each pass finds every group whose outputs go to exactly one other group and merges it into
+    that group; passes repeat until none merges. Merging X into its only consumer Y cannot create
+    a cycle (every path out of X starts in Y), and merging many such X at once forms trees
+    rooted at their consumers, which are convex for the same reason; the result is therefore
+    independent of merge order.
+
+    Parameters
+    ----------
+    g : CompGraph
+    colocation : bool
+        Start from TF colocation groups (ops sharing ``colocate`` in one group). Those groups
+        must be convex, else :func:`engine.grouping.contract` rejects the result.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (num_ops,)
+        Group id per op, numbered by each group's first op.
+    """
+    start = colocation_groups(g) if colocation else np.arange(g.num_ops)
+    k0 = int(start.max()) + 1
+    parent = np.arange(k0)
+    src0, dst0 = start[g.edge_src], start[g.edge_dst]
+    while True:
+        roots = np.array([_find(parent, x) for x in range(k0)])
+        s, d = roots[src0], roots[dst0]
+        cross = s != d
+        pairs = np.unique(np.stack([s[cross], d[cross]], axis=1), axis=0) if cross.any() else np.zeros((0, 2), int)
+        if not len(pairs):
+            break
+        outdeg = np.bincount(pairs[:, 0], minlength=k0)
+        single = pairs[outdeg[pairs[:, 0]] == 1]
+        if not len(single):
+            break
+        for x, y in single.tolist():
+            parent[_find(parent, x)] = _find(parent, y)
+    roots = np.array([_find(parent, x) for x in range(k0)])
+    return renumber(roots[start])
+
+
+def scope_groups(g: CompGraph, depth: int | None = None, split_phase: bool = True) -> np.ndarray:
+    """Group ops by scope (first ``depth`` path parts; all of it if None) and, by default, phase.
+
+    A cell's forward and backward ops cannot share a group in an acyclic contraction (the
+    forward cell feeds later cells whose gradients come back to it), so ``split_phase`` is on
+    by default. Ops with an empty scope stay alone.
+    """
+    keys = []
+    for i in range(g.num_ops):
+        sc = g.scope[i]
+        if not sc:
+            keys.append(f"\x00{i}")
+            continue
+        if depth is not None:
+            sc = "/".join(sc.split("/")[:depth])
+        keys.append(f"{sc}\x00{g.phase[i] if split_phase else ''}")
+    return renumber(np.asarray(keys, dtype=object).astype(str))
+
+
+def _reaches(succ: dict[int, set[int]], starts, target: int) -> bool:
+    """Whether ``target`` is reachable from any node in ``starts``."""
+    seen = set()
+    queue = deque(s for s in starts if s != target)
+    while queue:
+        v = queue.popleft()
+        if v in seen:
+            continue
+        seen.add(v)
+        for w in succ[v]:
+            if w == target:
+                return True
+            if w not in seen:
+                queue.append(w)
+    return False
+
+
+def merge_and_colocate(g: CompGraph, num_groups: int | None = None, threshold_bytes: float = float("inf"),
+                       op_group: np.ndarray | None = None) -> np.ndarray:
+    """Placeto App. A.6 Merge-and-Colocate.
+
+    Repeatedly take the node with the lowest cost — the size of its output tensor; for a merged
+    node the sum of its members' outputs (bytes) — and merge it into a neighbour: a **successor**
+    (a consumer of its output), or, when it has no successor, a **predecessor** (our reading of
+    "if the node has no neighbors, then its predecessor is used instead"). Stop when
+    ``num_groups`` nodes remain or no node costs less than ``threshold_bytes``.
+
+    Deterministic: ties in cost break towards the node with the lower first-op index, and
+    neighbours are tried in order of their first-op index. A merge that would make the
+    contracted graph cyclic (another path joins the two nodes) is skipped and the next
+    neighbour tried; a node with no acyclic merge is left as it is and not retried.
+
+    Parameters
+    ----------
+    g : CompGraph
+    num_groups : int, optional
+        Target size N (None: merge on cost alone).
+    threshold_bytes : float
+        C: only nodes whose cost is below it are merged (default: any).
+    op_group : array, optional
+        Initial grouping (e.g. :func:`mirhoseini_groups`, as Placeto §4 does); default one op each.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (num_ops,)
+    """
+    grp = np.arange(g.num_ops) if op_group is None else renumber(op_group)
+    k = int(grp.max()) + 1
+    cost = np.bincount(grp, weights=g.output_bytes, minlength=k).tolist()
+    first = np.full(k, g.num_ops, dtype=np.int64)
+    np.minimum.at(first, grp, np.arange(g.num_ops))
+    first = first.tolist()
+    succ: dict[int, set[int]] = {v: set() for v in range(k)}
+    pred: dict[int, set[int]] = {v: set() for v in range(k)}
+    for s, d in zip(grp[g.edge_src].tolist(), grp[g.edge_dst].tolist(), strict=True):
+        if s != d:
+            succ[s].add(d)
+            pred[d].add(s)
+    parent = list(range(k))
+    alive = k
+    heap = [(cost[v], first[v], v) for v in range(k)]
+    heapq.heapify(heap)
+    target = 0 if num_groups is None else max(int(num_groups), 1)
+    while heap and alive > target:
+        c, f, v = heapq.heappop(heap)
+        if parent[v] != v or c != cost[v] or f != first[v]:
+            continue  # stale entry
+        if c >= threshold_bytes:
+            break
+        into = None
+        for w in sorted(succ[v], key=first.__getitem__):
+            if not _reaches(succ, succ[v] - {w}, w):
+                into = w
+                break
+        if into is None and not succ[v]:
+            for w in sorted(pred[v], key=first.__getitem__):
+                if not _reaches(succ, succ[w] - {v}, v):
+                    into = w
+                    break
+        if into is None:
+            continue  # no acyclic merge: leave v alone
+        # merge v into `into`
+        for s in pred[v]:
+            succ[s].discard(v)
+            if s != into:
+                succ[s].add(into)
+                pred[into].add(s)
+        for d in succ[v]:
+            pred[d].discard(v)
+            if d != into:
+                pred[d].add(into)
+                succ[into].add(d)
+        succ[into].discard(v)
+        pred[into].discard(v)
+        del succ[v], pred[v]
+        parent[v] = into
+        cost[into] += cost[v]
+        first[into] = min(first[into], first[v])
+        alive -= 1
+        heapq.heappush(heap, (cost[into], first[into], into))
+    roots = [_find_list(parent, x) for x in range(k)]
+    return renumber(np.asarray(roots)[grp])
+
+
+def _find_list(parent: list[int], x: int) -> int:
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x

@@ -1,0 +1,168 @@
+"""DOPPLER's plain-text graph format (Yao et al. 2025), as described in the data README.
+
+Layout
+------
+Line 1: the total number of nodes T, input nodes included. Line 2: the ids of the input
+nodes (only their count k matters); the graph's own nodes are the N = T − k others, numbered
+0..N−1. Line 3: edge sources; line 4: edge destinations (paired by position, ids 0..N−1).
+Then N lines, one per node in id order: ``comp_cost,comm_cost[,op_type]``. Numbers are
+separated by commas and/or blanks; trailing separators are allowed; blank lines after line 4
+are skipped.
+
+Unit mapping
+------------
+* ``comp_cost`` is a FLOP count (DOPPLER App. E: "the floating-point operations ... of v as
+  the computation cost"). Compute seconds = ``comp_cost / REFERENCE_FLOPS`` on every device
+  kind, with :data:`REFERENCE_FLOPS` = 1e12 FLOP/s (the paper gives no device throughput;
+  1 TFLOP/s is a round figure of the order of its P100s' sustained rate). Pass
+  ``flops_per_s`` to :func:`graph_from_doppler_text` to use another.
+* ``comm_cost`` is the output tensor's bytes times DOPPLER's communication factor 4 (App. E),
+  so ``output_bytes = comm_cost / COMM_FACTOR``; every edge out of a node carries them.
+* ``op_type`` (einsummable, formation, ...) becomes the op's type; op names are the ids.
+
+Every malformed input (a bad number, an out-of-range id, edge lists of different lengths, a
+wrong number of node lines, a cycle) raises one :class:`~engine.errors.GraphError` sentence.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+
+import numpy as np
+
+from engine.errors import GraphError
+from engine.graph import CompGraph
+from engine.jsonio import MAX_FILE_BYTES
+from engine.sources import register_format
+
+__all__ = ["COMM_FACTOR", "REFERENCE_FLOPS", "graph_from_doppler_text", "load_doppler_text"]
+
+#: FLOP/s that turns ``comp_cost`` into seconds (see the module docstring).
+REFERENCE_FLOPS = 1e12
+#: DOPPLER App. E: communication cost = output bytes × 4.
+COMM_FACTOR = 4.0
+
+_SEP = re.compile(r"[,\s]+")
+_INT_LINE = re.compile(rb"^[0-9,\s]*$")
+_NUM = rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_NODE_CHARS = re.compile(rb"^[\w.,\s+\-]*$")
+_NODE_LINE = re.compile(rb"^\s*" + _NUM + rb"[,\s]+" + _NUM + rb"(?:[,\s]+[A-Za-z_][\w\-]*)?[,\s]*$")
+
+
+def _tokens(line: str) -> list[str]:
+    return [t for t in _SEP.split(line.strip()) if t]
+
+
+def _ints(line: str, lineno: int, what: str) -> list[int]:
+    out = []
+    for t in _tokens(line):
+        try:
+            out.append(int(t))
+        except ValueError:
+            raise GraphError(f"line {lineno}: {what} must be integers, got {t[:40]!r}") from None
+    return out
+
+
+def graph_from_doppler_text(text: str, *, name: str = "doppler", flops_per_s: float = REFERENCE_FLOPS) -> CompGraph:
+    """Parse DOPPLER's text format into a :class:`CompGraph` (units in the module docstring).
+
+    Raises
+    ------
+    GraphError
+        For every malformed input; the message names the line, the node or the edge.
+    """
+    lines = text.split("\n")
+    if len(lines) < 4:
+        raise GraphError(f"{name}: expected at least 4 lines (node count, input ids, edge sources, "
+                         f"edge destinations), found {len(lines)}")
+    head = _tokens(lines[0])
+    if len(head) != 1:
+        raise GraphError(f"{name}: line 1 must hold only the number of nodes")
+    try:
+        total = int(head[0])
+    except ValueError:
+        raise GraphError(f"{name}: line 1 must be the number of nodes, got {head[0][:40]!r}") from None
+    inputs = len(_ints(lines[1], 2, "input node ids"))
+    n = total - inputs
+    if n <= 0:
+        raise GraphError(f"{name}: line 1 says {total} nodes and line 2 lists {inputs} inputs, "
+                         "which leaves no node to place")
+    src = _ints(lines[2], 3, "edge sources")
+    dst = _ints(lines[3], 4, "edge destinations")
+    if len(src) != len(dst):
+        raise GraphError(f"{name}: line 3 has {len(src)} edge sources but line 4 has {len(dst)} destinations")
+    for e, (s, d) in enumerate(zip(src, dst, strict=True)):
+        if not (0 <= s < n and 0 <= d < n):
+            raise GraphError(f"{name}: edge #{e} ({s} -> {d}) refers to a node id outside 0..{n - 1}")
+    body = [(i + 5, ln) for i, ln in enumerate(lines[4:]) if ln.strip()]
+    if len(body) != n:
+        raise GraphError(f"{name}: expected {n} node lines ({total} nodes minus {inputs} inputs), "
+                         f"found {len(body)}")
+    comp = np.empty(n)
+    comm = np.empty(n)
+    types = [""] * n
+    for i, (lineno, ln) in enumerate(body):
+        toks = _tokens(ln)
+        if len(toks) not in (2, 3):
+            raise GraphError(f"{name}: line {lineno} (node {i}) must be 'comp_cost,comm_cost[,op_type]'")
+        for arr, t, what in ((comp, toks[0], "comp_cost"), (comm, toks[1], "comm_cost")):
+            try:
+                v = float(t)
+            except ValueError:
+                raise GraphError(f"{name}: line {lineno} (node {i}): {what} must be a number, "
+                                 f"got {t[:40]!r}") from None
+            if not (math.isfinite(v) and v >= 0):
+                raise GraphError(f"{name}: line {lineno} (node {i}): {what} must be a finite number >= 0, got {t!r}")
+            arr[i] = v
+        if len(toks) == 3:
+            types[i] = toks[2]
+    out_bytes = comm / COMM_FACTOR
+    s_arr = np.asarray(src, dtype=np.int64)
+    return CompGraph(name, [str(i) for i in range(n)], compute_any=comp / flops_per_s, output_bytes=out_bytes,
+                     edge_src=s_arr, edge_dst=np.asarray(dst, dtype=np.int64), edge_bytes=out_bytes[s_arr],
+                     op_types=types)
+
+
+def load_doppler_text(path: str | os.PathLike) -> CompGraph:
+    """Load a DOPPLER text graph file; the graph is named after the file."""
+    p = os.fspath(path)
+    base = os.path.basename(p)
+    try:
+        if os.path.getsize(p) > MAX_FILE_BYTES:
+            raise GraphError(f"{p}: file is larger than the {MAX_FILE_BYTES / 1e6:.0f} MB limit")
+        with open(p, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise GraphError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise GraphError(f"{p} is a directory, not a graph file") from None
+    except PermissionError:
+        raise GraphError(f"{p}: permission denied") from None
+    try:
+        text = data.decode("ascii")
+    except UnicodeDecodeError:
+        raise GraphError(f"{base} is not a DOPPLER text graph (it is not plain ASCII text)") from None
+    return graph_from_doppler_text(text, name=os.path.splitext(base)[0] or base)
+
+
+def _is_doppler_text(head: bytes) -> bool:
+    lines = head.split(b"\n")
+    if len(lines) < 2 or not re.fullmatch(rb"\s*\d+\s*", lines[0]):
+        return False
+    last = len(lines) - 1  # the head may cut its last line short: only its characters are checked
+    for k, ln in enumerate(lines[1:], start=1):
+        if k <= 3:
+            ok = _INT_LINE.match(ln) is not None
+        elif k == last:
+            ok = _NODE_CHARS.match(ln) is not None
+        else:
+            ok = not ln.strip() or _NODE_LINE.match(ln) is not None
+        if not ok:
+            return False
+    return True
+
+
+register_format("doppler-text", "DOPPLER text graph (comp_cost in FLOP at 1e12 FLOP/s, comm_cost = 4 × bytes)",
+                _is_doppler_text, load_doppler_text)

@@ -1,0 +1,296 @@
+"""PyTorch modules → CompGraph: the aten graph of ONE TRAINING STEP.
+
+:func:`graph_from_torch` traces, with ``torch.fx.experimental.proxy_tensor.make_fx``, a
+function that runs the module functionally (``torch.func.functional_call``) on the example
+inputs, computes a scalar loss, takes ``torch.autograd.grad`` of it with respect to every
+trainable parameter and applies an SGD update ``p - lr·g``. ``make_fx`` records the aten ops
+that actually execute, backward included (autograd runs under the tracer), which works for
+any module that runs eagerly; ``torch.export``'s joint-graph APIs are still private and
+stricter about Python control flow. The step is traced with the example tensors (real
+tensors, computed once on the CPU); nothing is saved or loaded.
+
+Conventions (as for TensorFlow, :mod:`engine.importers.tensorflow_graph`):
+
+* **Phases** by position in the trace: nodes recorded before ``autograd.grad`` starts are
+  ``forward``, during it ``backward``, after it ``update``.
+* **Parameters and buffers** become ops of type ``Parameter``/``Buffer`` named by their
+  qualified name (``encoder.0.weight``), holding their bytes as ``persistent_bytes`` and
+  ``output_bytes``; phase ``None``. The op that produces a parameter's new value is
+  colocated with it (the update runs where the weight lives).
+* **Inputs** stay as 0-time source ops. **Pruned**: the ``output`` node and pass-through
+  nodes (``detach``, ``alias``, ``lift_fresh``, ``operator.getitem``); consumers are
+  reconnected to the pruned node's producers with the bytes of the tensor they read.
+* **Sizes** from ``node.meta["val"]`` (element count × element size, summed over tuple
+  outputs). **FLOPs** from ``torch.utils.flop_counter``'s formula registry (mm, addmm, bmm,
+  convolutions and their backward, attention), else one FLOP per element of the largest
+  input or output; view ops (``t``, ``view``, ``expand``, ...) take no time. Seconds come
+  from the same roofline as TensorFlow imports (``engine/costmodel.py``; ``cost=`` replaces it).
+* **Scope**: a forward node's innermost module path, recorded by forward hooks during the
+  trace; a backward node takes ``grad/`` + the scope of the forward op it reads (its saved
+  activation or weight), else the longest scope of its backward inputs; an update op takes
+  ``update/`` + its parameter's module path.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from engine.errors import GraphError
+from engine.graph import CompGraph
+from engine.importers.tensorflow_graph import CostFn, roofline_cost
+
+__all__ = ["graph_from_torch"]
+
+_PASS_THROUGH_ATEN = frozenset({"detach", "alias", "lift_fresh", "lift_fresh_copy"})
+
+
+def _import_torch():
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise GraphError("importing a PyTorch module needs torch (pip install torch)") from None
+    return torch
+
+
+def _leaves(val: Any) -> list[Any]:
+    import torch
+
+    if isinstance(val, torch.Tensor):
+        return [val]
+    if isinstance(val, (list, tuple)):
+        return [t for v in val for t in _leaves(v)]
+    return []
+
+
+def _nbytes(val: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in _leaves(val))
+
+
+def _numel(val: Any) -> int:
+    return max((t.numel() for t in _leaves(val)), default=0)
+
+
+def _is_pass_through(node: Any) -> bool:
+    if node.op != "call_function":
+        return False
+    if node.target is operator.getitem:
+        return True
+    packet = getattr(node.target, "overloadpacket", None)
+    return packet is not None and packet.__name__ in _PASS_THROUGH_ATEN
+
+
+def _node_flops(node: Any) -> float:
+    """FLOPs of one aten node: the flop counter's formula if it has one, else elements."""
+    import torch
+    from torch.utils.flop_counter import flop_registry
+
+    target = node.target
+    if getattr(target, "is_view", False):
+        return 0.0
+
+    def val(a: Any) -> Any:
+        return a.meta.get("val") if isinstance(a, torch.fx.Node) else a
+
+    packet = getattr(target, "overloadpacket", None)
+    if packet in flop_registry:
+        args = torch.fx.node.map_aggregate(node.args, val)
+        kwargs = torch.fx.node.map_aggregate(node.kwargs, val)
+        try:
+            return float(flop_registry[packet](*args, **kwargs, out_val=node.meta.get("val")))
+        except Exception:  # a formula that does not accept this overload's arguments
+            pass
+    sizes = [_numel(val(a)) for a in node.all_input_nodes] + [_numel(node.meta.get("val"))]
+    return float(max(sizes, default=0))
+
+
+def graph_from_torch(
+    module: Any,
+    example_inputs: Sequence[Any],
+    *,
+    loss_fn: Callable[[Any], Any] | None = None,
+    lr: float = 0.01,
+    cost: CostFn | None = None,
+    name: str | None = None,
+) -> CompGraph:
+    """The CompGraph of one SGD training step of ``module`` on ``example_inputs``.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        Runs eagerly on the example inputs (CPU tensors).
+    example_inputs : sequence of tensors
+        Positional inputs of ``module.forward``; their shapes fix the graph's sizes.
+    loss_fn : callable, optional
+        ``loss_fn(output) -> scalar tensor``; default: the mean of the squares of the first
+        tensor in the output (MSE against a zero target: the same backward structure).
+    lr : float
+        SGD learning rate of the traced update (the value does not change the graph).
+    cost : callable, optional
+        ``cost(flops, bytes_accessed) -> {kind: seconds}``; default:
+        :func:`engine.importers.tensorflow_graph.roofline_cost`.
+
+    Raises
+    ------
+    GraphError
+        If the module cannot be traced or has no trainable parameter.
+    """
+    torch = _import_torch()
+    from torch.func import functional_call
+    from torch.fx.experimental.proxy_tensor import get_proxy_mode, make_fx
+
+    params = {k: v for k, v in module.named_parameters() if v.requires_grad}
+    buffers = dict(module.named_buffers())
+    if not params:
+        raise GraphError(f"module '{type(module).__name__}' has no trainable parameter")
+    inputs = tuple(example_inputs)
+    loss_of = loss_fn or (lambda out: _leaves(out)[0].float().pow(2).mean())
+    marks: dict[str, int] = {}
+    spans: list[tuple[int, int, str]] = []  # (first node, end node, module path)
+    stack: list[tuple[int, str]] = []
+    trained: list[int] = []  # indices of the parameters that got a gradient
+
+    def count() -> int:
+        return len(get_proxy_mode().tracer.graph.nodes)
+
+    def pre_hook(path: str) -> Callable[..., None]:
+        return lambda _mod, _args: stack.append((count(), path))
+
+    def post_hook(_mod: Any, _args: Any, _out: Any) -> None:
+        start, path = stack.pop()
+        spans.append((start, count(), path))
+
+    def step(p: dict, b: dict, *xs: Any) -> Any:
+        out = functional_call(module, {**p, **b}, xs)
+        loss = loss_of(out)
+        marks["backward"] = count()
+        grads = torch.autograd.grad(loss, list(p.values()), allow_unused=True)
+        marks["update"] = count()
+        trained[:] = [k for k, g in enumerate(grads) if g is not None]
+        return loss, [w - lr * g for w, g in zip(p.values(), grads, strict=True) if g is not None]
+
+    handles = []
+    for path, sub in module.named_modules():
+        if path:
+            handles.append(sub.register_forward_pre_hook(pre_hook(path)))
+            handles.append(sub.register_forward_hook(post_hook))
+    try:
+        gm = make_fx(step)(params, buffers, *inputs)
+    except GraphError:
+        raise
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise GraphError(f"cannot trace a training step of '{type(module).__name__}': {first}") from None
+    finally:
+        for h in handles:
+            h.remove()
+    return _to_compgraph(gm, list(params), list(buffers), trained, marks, spans, cost,
+                         name or f"{type(module).__name__}-train")
+
+
+def _to_compgraph(gm: Any, param_names: list[str], buffer_names: list[str], trained: list[int], marks: dict[str, int],
+                  spans: list[tuple[int, int, str]], cost: CostFn | None, name: str) -> CompGraph:
+    nodes = list(gm.graph.nodes)
+    position = {nd: i for i, nd in enumerate(nodes)}
+    placeholders = [nd for nd in nodes if nd.op == "placeholder"]
+    label: dict[Any, tuple[str, str]] = {}  # placeholder -> (op name, op type)
+    for k, nd in enumerate(placeholders):
+        if k < len(param_names):
+            label[nd] = (param_names[k], "Parameter")
+        elif k < len(param_names) + len(buffer_names):
+            label[nd] = (buffer_names[k - len(param_names)], "Buffer")
+        else:
+            label[nd] = (nd.name, "Input")
+    kept = [nd for nd in nodes if nd.op in ("placeholder", "call_function") and not _is_pass_through(nd)]
+    index = {nd: i for i, nd in enumerate(kept)}
+    n = len(kept)
+
+    memo: dict[Any, tuple[int, ...]] = {}
+
+    def sources(nd: Any) -> tuple[int, ...]:
+        if nd in index:
+            return (index[nd],)
+        if nd not in memo:
+            memo[nd] = tuple(sorted({s for a in nd.all_input_nodes for s in sources(a)}))
+        return memo[nd]
+
+    innermost = [""] * len(nodes)  # spans close innermost-first: the first span to cover a node wins
+    for start, end, path in spans:
+        for i in range(start, min(end, len(nodes))):
+            if not innermost[i]:
+                innermost[i] = path
+
+    names, types, phases, scopes = [], [], [], []
+    out_bytes, persistent, flops, touched = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    src_l: list[int] = []
+    dst_l: list[int] = []
+    bytes_l: list[float] = []
+    for i, nd in enumerate(kept):
+        val = nd.meta.get("val")
+        out_bytes[i] = _nbytes(val)
+        pos = position[nd]
+        if nd.op == "placeholder":
+            op_name, op_type = label[nd]
+            names.append(op_name)
+            types.append(op_type)
+            phases.append("forward" if op_type == "Input" else None)
+            scopes.append(op_name.rsplit(".", 1)[0] if "." in op_name else "")
+            if op_type != "Input":
+                persistent[i] = out_bytes[i]
+            continue
+        names.append(nd.name)
+        packet = getattr(nd.target, "overloadpacket", None)
+        types.append(packet.__name__ if packet is not None else str(nd.target))
+        phases.append("forward" if pos < marks["backward"] else "backward" if pos < marks["update"] else "update")
+        in_bytes = 0.0
+        for a in nd.all_input_nodes:
+            b = _nbytes(a.meta.get("val"))
+            in_bytes += b
+            for s in sources(a):
+                src_l.append(s)
+                dst_l.append(i)
+                bytes_l.append(float(b))
+        if not getattr(nd.target, "is_view", False):
+            flops[i] = _node_flops(nd)
+            touched[i] = in_bytes + out_bytes[i]
+        scopes.append(innermost[pos])
+
+    colocate: list[str | None] = [None] * n
+    # each parameter's new value is colocated with the parameter
+    out_node = next(nd for nd in nodes if nd.op == "output")
+    new_values = list(out_node.args[0])[1:]  # make_fx flattens (loss, [new params])
+    for k, nv in zip(trained, new_values, strict=True):
+        for s in sources(nv):
+            colocate[s] = param_names[k]
+            colocate[index[placeholders[k]]] = param_names[k]
+            scopes[s] = "update/" + (param_names[k].rsplit(".", 1)[0] if "." in param_names[k] else "")
+
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for s, d in zip(src_l, dst_l, strict=True):
+        preds[d].append(s)
+    for i in range(n):  # backward scopes in node order (producers come first in an fx graph)
+        if phases[i] != "backward":
+            continue
+        fwd = [scopes[s] for s in preds[i] if phases[s] in ("forward", None) and scopes[s]]
+        bwd = [scopes[s] for s in preds[i] if phases[s] == "backward" and scopes[s]]
+        scopes[i] = "grad/" + fwd[-1] if fwd else max(bwd, key=len) if bwd else "grad"
+    for i in range(n):
+        if phases[i] == "update" and not scopes[i].startswith("update"):
+            scopes[i] = "update"
+
+    if len(set(names)) != n:
+        raise GraphError(f"graph '{name}': parameter names clash with traced node names")
+    times = (cost or roofline_cost)(flops, touched)
+    kinds = tuple(times)
+    return CompGraph(
+        name, names, compute_any=np.full(n, np.nan),
+        compute_by_kind=np.column_stack([np.asarray(times[k], dtype=np.float64) for k in kinds]), kinds=kinds,
+        output_bytes=out_bytes, persistent_bytes=persistent,
+        edge_src=np.asarray(src_l, dtype=np.int64), edge_dst=np.asarray(dst_l, dtype=np.int64),
+        edge_bytes=np.asarray(bytes_l, dtype=np.float64),
+        op_types=types, colocate=colocate, phase=phases, scope=scopes,
+    )
+

@@ -1,0 +1,135 @@
+"""PyTorch importer: the aten graph of one SGD training step (make_fx), small models built inline.
+
+Hand count for the MLP (Linear 8→16, ReLU, Linear 16→4, mean-square loss, batch 32):
+forward 2 addmm + 1 relu; backward 3 mm (two weight gradients and the hidden layer's input
+gradient; x needs none), 2 sum (bias gradients), 1 threshold_backward (ReLU); update one
+``sub`` (w − lr·g) per parameter.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from engine.errors import GraphError
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+from engine.importers.pytorch_graph import graph_from_torch  # noqa: E402
+from engine.importers.tensorflow_graph import roofline_cost  # noqa: E402
+
+BATCH = 32
+
+
+class _Capture:
+    def __call__(self, flops, touched):
+        self.flops, self.touched = np.array(flops), np.array(touched)
+        return roofline_cost(flops, touched)
+
+
+class _CNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1))
+
+
+class _LSTM(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(8, 16, batch_first=True)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, x):
+        return self.head(self.lstm(x)[0][:, -1])
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    torch.manual_seed(0)
+    cap = _Capture()
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    return graph_from_torch(model, (torch.randn(BATCH, 8),), cost=cap), cap
+
+
+def _count(g, phase):
+    return Counter(t for t, p in zip(g.op_types, g.phase, strict=True) if p == phase)
+
+
+def test_mlp_ops_per_phase_match_hand_count(mlp):
+    g, _ = mlp
+    fwd, bwd, upd = _count(g, "forward"), _count(g, "backward"), _count(g, "update")
+    assert (fwd["addmm"], fwd["relu"], fwd["Input"]) == (2, 1, 1)
+    assert (bwd["mm"], bwd["sum"], bwd["threshold_backward"]) == (3, 2, 1)
+    assert upd["sub"] == 4
+    assert Counter(g.op_types)["Parameter"] == 4
+    assert "detach" not in g.op_types
+
+
+def test_mlp_bytes_flops_and_scopes(mlp):
+    g, cap = mlp
+    relu = g.op_types.index("relu")
+    assert g.output_bytes[relu] == BATCH * 16 * 4
+    assert g.persistent_bytes[g.index["0.weight"]] == 16 * 8 * 4
+    assert g.persistent_bytes.sum() == (16 * 8 + 16 + 4 * 16 + 4) * 4
+    first = g.op_types.index("addmm")
+    assert cap.flops[first] == 2 * BATCH * 8 * 16
+    assert g.scope[first] == "0" and g.scope[relu] == "1"
+    assert cap.flops[g.op_types.index("t")] == 0  # a view
+
+
+def test_each_update_is_colocated_with_its_parameter(mlp):
+    g, _ = mlp
+    for p in ("0.weight", "0.bias", "2.weight", "2.bias"):
+        members = [i for i, c in enumerate(g.colocate) if c == p]
+        assert sorted(g.op_types[i] for i in members) == ["Parameter", "sub"]
+        upd = next(i for i in members if g.op_types[i] == "sub")
+        assert g.phase[upd] == "update" and g.output_bytes[upd] == g.persistent_bytes[g.index[p]]
+
+
+def test_graph_is_a_dag(mlp):
+    nx = pytest.importorskip("networkx")
+    g, _ = mlp
+    assert nx.is_directed_acyclic_graph(g.to_networkx())
+
+
+def test_cnn_convolution_flops():
+    cap = _Capture()
+    g = graph_from_torch(_CNN(), (torch.randn(4, 3, 8, 8),), cost=cap)
+    fwd = 2 * (4 * 8 * 8 * 8) * (3 * 3 * 3)
+    conv = g.op_types.index("convolution")
+    conv_bw = g.op_types.index("convolution_backward")
+    assert cap.flops[conv] == fwd
+    assert cap.flops[conv_bw] == fwd  # weight gradient only: the image needs no gradient
+    assert g.phase[conv_bw] == "backward" and g.scope[conv_bw] == "grad/conv"
+    assert Counter(g.op_types)["Buffer"] == 3  # BatchNorm's running mean, variance, batch count
+
+
+def test_lstm_training_step():
+    g = graph_from_torch(_LSTM(), (torch.randn(4, 5, 8),))
+    assert {"forward", "backward", "update"} <= set(g.phase)
+    assert Counter(g.op_types)["Parameter"] == 6
+    assert {"lstm", "head", "grad/lstm", "update/lstm"} <= set(g.scope)
+
+
+def test_untraceable_or_parameterless_module_is_graph_error():
+    class Broken(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(2))
+
+        def forward(self, x):
+            raise ValueError("boom\nsecond line")
+
+    with pytest.raises(GraphError, match="cannot trace") as err:
+        graph_from_torch(Broken(), (torch.ones(2),))
+    assert "\n" not in str(err.value)
+    with pytest.raises(GraphError, match="no trainable parameter"):
+        graph_from_torch(nn.ReLU(), (torch.ones(2),))

@@ -1,0 +1,207 @@
+"""Tests for the list schedulers (policies.list_scheduling): critical-path, heft, m-etf, m-topo, m-sct.
+
+Every expected placement and number is worked out by hand in the comments from the rules in
+the module docstring. Clusters are built here (default simulation mode, no overheads) so
+the arithmetic stays exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.cluster import Cluster, Device, Link, SimulationSettings
+from engine.generators import random_dag
+from engine.graph import CompGraph
+from engine.graph_io import graph_from_dict
+from engine.placement import check_placement
+from engine.presets import PRESETS
+from engine.simulator import simulate
+from policies import _listsched_kernels as _k
+from policies import make_placer
+from policies.list_scheduling import ListScheduling, favourite_children
+
+GB = 1e9
+LIST = ("critical-path", "heft", "m-etf", "m-topo", "m-sct")
+COMM_AWARE = ("critical-path", "heft", "m-etf", "m-sct")
+
+
+def cluster(n: int = 2, memory: float = 100 * GB, bandwidth: float = 1 * GB, speeds=None) -> Cluster:
+    speeds = speeds or [1.0] * n
+    devs = tuple(Device(f"gpu:{i}", "gpu", memory, s) for i, s in enumerate(speeds))
+    return Cluster("test", devs, Link(bandwidth), (), SimulationSettings("default"))
+
+
+def graph(ops: list[dict], edges: list[tuple]) -> CompGraph:
+    return graph_from_dict({"schema": "placelab.graph/1", "name": "t", "ops": ops,
+                            "edges": [{"src": e[0], "dst": e[1], **({"bytes": e[2]} if len(e) > 2 else {})}
+                                      for e in edges]})
+
+
+def place(name: str, g: CompGraph, c: Cluster, seed: int = 0, **params) -> np.ndarray:
+    p = make_placer(name, **params).place(g, c, seed=seed)
+    check_placement(g, c, p)  # independent check: kinds, pins and colocation honoured
+    return p.devices
+
+
+def two_chains() -> CompGraph:
+    # a0 -> a1 -> a2 and b0 -> b1 -> b2, 1 s each, 1 MB tensors (1 ms at 1 GB/s)
+    ops = [{"name": f"{c}{i}", "compute": 1.0, "output_bytes": 1e6} for c in "ab" for i in range(3)]
+    return graph(ops, [("a0", "a1"), ("a1", "a2"), ("b0", "b1"), ("b1", "b2")])
+
+
+@pytest.mark.parametrize("name", COMM_AWARE)
+def test_two_independent_chains_one_per_device(name):
+    # a0 and b0 both start at 0 only on different devices; each later op starts earliest on
+    # its chain's device (its input is there at once, elsewhere 1 ms later).
+    g, c = two_chains(), cluster()
+    dev = place(name, g, c)
+    assert dev[0] == dev[1] == dev[2] and dev[3] == dev[4] == dev[5] and dev[0] != dev[3]
+    assert simulate(g, c, dev).makespan == pytest.approx(3.0)  # the longest chain
+
+
+@pytest.mark.parametrize("name", COMM_AWARE)
+def test_fork_join_with_expensive_communication_stays_on_one_device(name):
+    # s -> {x, y} -> t, 1 s each, 10 GB tensors = 10 s per transfer at 1 GB/s: x (or y) on
+    # the other device would start at 11 s instead of 1 s (2 s); all on one device = 4 s.
+    ops = [{"name": o, "compute": 1.0, "output_bytes": 10 * GB} for o in ("s", "x", "y", "t")]
+    g, c = graph(ops, [("s", "x"), ("s", "y"), ("x", "t"), ("y", "t")]), cluster()
+    dev = place(name, g, c)
+    assert len(set(dev.tolist())) == 1
+    assert simulate(g, c, dev).makespan == pytest.approx(4.0)
+
+
+def heft_example() -> tuple[CompGraph, Cluster]:
+    # compute (reference s): A 4, B 2, C 6, D 2; device 0 speed 1, device 1 speed 2;
+    # edges A->B 2 GB, A->C 1 GB, B->D 1 GB, C->D 3 GB at 1 GB/s, no latency.
+    ops = [{"name": "A", "compute": 4.0}, {"name": "B", "compute": 2.0},
+           {"name": "C", "compute": 6.0}, {"name": "D", "compute": 2.0}]
+    g = graph(ops, [("A", "B", 2 * GB), ("A", "C", 1 * GB), ("B", "D", 1 * GB), ("C", "D", 3 * GB)])
+    return g, cluster(speeds=[1.0, 2.0])
+
+
+def test_heft_upward_ranks_textbook_example():
+    # mean compute w̄: A (4+2)/2 = 3, B 1.5, C 4.5, D 1.5; c̄ = GB / (1 GB/s):
+    # rank D = 1.5; rank B = 1.5 + 1 + 1.5 = 4; rank C = 4.5 + 3 + 1.5 = 9;
+    # rank A = 3 + max(2 + 4, 1 + 9) = 13
+    g, c = heft_example()
+    ls = ListScheduling(g, c)
+    np.testing.assert_allclose(ls.mean_compute, [3.0, 1.5, 4.5, 1.5])
+    np.testing.assert_allclose(ls.rank, [13.0, 4.0, 9.0, 1.5])
+
+
+def test_heft_placement_textbook_example():
+    # order A(13), C(9), B(4), D(1.5):
+    # A: EFT d0 = 4, d1 = 2 -> d1 [0, 2].  C: d0 ready 2 + 1 = 3, EFT 9; d1 [2, 5] -> d1.
+    # B: d0 ready 2 + 2 = 4, EFT 6; d1 no gap before 5, EFT 6: tie -> lower index, d0 [4, 6].
+    # D: d0 ready max(6, 5 + 3) = 8, EFT 10; d1 ready max(6 + 1, 5) = 7, EFT 8 -> d1.
+    g, c = heft_example()
+    assert place("heft", g, c).tolist() == [1, 0, 1, 1]
+
+
+def test_heft_inserts_into_an_idle_gap():
+    # p -> q with a 4 GB tensor (4 s); q is colocated with s, which is pinned to gpu:1, and r is
+    # pinned to gpu:1 too. Ranks: q 5, p 1 + 4 + 5 = 10, r 2, s 1 -> order p, q, r, s.
+    # p: EFT 1 on both devices, tie -> gpu:0 [0, 1]. q on gpu:1, ready 1 + 4 = 5 -> [5, 10].
+    # r: the idle gap [0, 5] on gpu:1 holds it -> [0, 2]; s: the rest of the gap -> [2, 3].
+    ops = [{"name": "p", "compute": 1.0, "output_bytes": 4 * GB},
+           {"name": "q", "compute": 5.0, "colocate": "g"},
+           {"name": "r", "compute": 2.0, "device": "gpu:1"},
+           {"name": "s", "compute": 1.0, "device": "gpu:1", "colocate": "g"}]
+    g = graph(ops, [("p", "q")])
+    ls = ListScheduling(g, cluster())
+    np.testing.assert_allclose(ls.rank, [10.0, 5.0, 2.0, 1.0])
+    noise, dev_noise = ls.deterministic_noise()
+    dev, start, _ = ls.run(ls.rank, noise, dev_noise, select=_k.SELECT_PRIORITY, device=_k.DEVICE_EFT_INSERT)
+    assert dev.tolist() == [0, 1, 1, 1]
+    np.testing.assert_allclose(start, [0.0, 5.0, 0.0, 2.0])
+    assert place("heft", g, cluster()).tolist() == [0, 1, 1, 1]
+
+
+def memory_chain() -> tuple[CompGraph, Cluster]:
+    # six ops in a chain, 3 GB of weights each (18 GB), 1 MB tensors; two 10 GB devices:
+    # no device holds more than three ops, so the only fits put three on each.
+    ops = [{"name": f"o{i}", "compute": 1e-3, "output_bytes": 1e6, "persistent_bytes": 3 * GB} for i in range(6)]
+    return graph(ops, [(f"o{i}", f"o{i + 1}") for i in range(5)]), cluster(memory=10 * GB)
+
+
+@pytest.mark.parametrize("name", LIST)
+def test_memory_aware_placers_fit_a_graph_too_big_for_one_device(name):
+    g, c = memory_chain()
+    dev = place(name, g, c)
+    assert simulate(g, c, dev).any_oom is False
+    assert np.bincount(dev, minlength=2).tolist() == [3, 3]
+
+
+@pytest.mark.parametrize("name", LIST)
+def test_memory_aware_random_graph_has_no_oom(name):
+    # 300 ops, ~600 MB of weights; 4 devices of 200 MB: one device cannot hold it
+    g = random_dag(ops=300, seed=3)
+    c = cluster(n=4, memory=200e6, bandwidth=10 * GB)
+    assert g.persistent_bytes.sum() > 2.5 * 200e6
+    dev = place(name, g, c)
+    assert simulate(g, c, dev).any_oom is False
+
+
+def test_m_topo_fills_devices_in_topological_order():
+    # share = 1.05 · 6 · (3 GB + 1 MB) / 2 ≈ 9.45 GB: three ops per device, in chain order
+    g, c = memory_chain()
+    assert place("m-topo", g, c).tolist() == [0, 0, 0, 1, 1, 1]
+
+
+def test_m_sct_lp_favourite_child():
+    # A -> B 5 GB (5 s), A -> C 1 GB (1 s), 1 s compute each. LP: at most one favourite child
+    # of A: x_AB + x_AC >= 1; w = max(2 + 5·x_AB, 2 + x_AC) is least at x_AB = 1/6 (w = 17/6),
+    # so x_AB < 1/2: B is A's favourite child (no communication on the costly edge).
+    ops = [{"name": o, "compute": 1.0} for o in "ABC"]
+    g = graph(ops, [("A", "B", 5 * GB), ("A", "C", 1 * GB)])
+    ls = ListScheduling(g, cluster())
+    assert favourite_children(g, ls.mean_compute, ls.edge_comm).tolist() == [1, -1, -1]
+
+
+def test_m_sct_favourite_child_follows_its_parent():
+    # A -> B (5 GB), A -> C (1 GB): B, A's favourite child, runs where A did
+    ops = [{"name": o, "compute": 1.0} for o in "ABC"]
+    g = graph(ops, [("A", "B", 5 * GB), ("A", "C", 1 * GB)])
+    dev = place("m-sct", g, cluster())
+    assert dev[0] == dev[1]
+
+
+@pytest.mark.parametrize("name", LIST)
+def test_colocation_pins_and_kinds_respected(name):
+    # on cpu+k80x2 = [cpu:0, gpu:0, gpu:1]: c is CPU-only, colocated with a, so a and c go
+    # to the CPU; p is pinned to gpu:1; b and d form another group.
+    ops = [{"name": "a", "compute": {"gpu": 1.0, "cpu": 2.0}, "colocate": "g1"},
+           {"name": "b", "compute": 1.0, "colocate": "g2"},
+           {"name": "c", "compute": {"cpu": 1.0}, "colocate": "g1"},
+           {"name": "d", "compute": 1.0, "colocate": "g2"},
+           {"name": "p", "compute": 1.0, "device": "gpu:1"}]
+    g = graph(ops, [("a", "b"), ("b", "c"), ("c", "d"), ("a", "p"), ("p", "d")])
+    dev = place(name, g, PRESETS["cpu+k80x2"]())
+    assert dev[0] == dev[2] == 0 and dev[1] == dev[3] and dev[4] == 2
+
+
+def test_critical_path_is_deterministic_per_seed_and_uses_its_runs():
+    g, c = random_dag(ops=200, seed=1), PRESETS["p100x4"]()
+    a = place("critical-path", g, c, seed=5)
+    assert np.array_equal(a, place("critical-path", g, c, seed=5))
+    # best of 20 runs is never worse than the first run alone (same seed: same first run)
+    one = simulate(g, c, place("critical-path", g, c, seed=5, runs=1)).makespan
+    best = simulate(g, c, place("critical-path", g, c, seed=5, runs=20)).makespan
+    assert best <= one
+
+
+@pytest.mark.parametrize("name", ("heft", "m-etf", "m-topo", "m-sct"))
+def test_deterministic_schedulers_ignore_the_seed(name):
+    g, c = random_dag(ops=200, seed=2), PRESETS["v100x8"]()
+    assert np.array_equal(place(name, g, c, seed=0), place(name, g, c, seed=9))
+
+
+@pytest.mark.parametrize("name", COMM_AWARE)
+def test_list_schedulers_beat_single_device_on_a_parallel_graph(name):
+    # 8 independent 1 s ops on 4 devices: two per device, makespan 2 s
+    g = CompGraph("flat", [f"o{i}" for i in range(8)], compute_any=np.ones(8))
+    c = cluster(n=4)
+    dev = place(name, g, c)
+    assert np.bincount(dev, minlength=4).tolist() == [2, 2, 2, 2]
+    assert simulate(g, c, dev).makespan == pytest.approx(2.0)

@@ -1,53 +1,41 @@
 """Streamlit entry point: ``streamlit run dashboard/app.py`` (or ``make app``).
 
-The stored runs are read from ``runs/`` at the repository root, or from the directory named
-by the environment variable ``PLACELAB_RUNS_DIR``.
+Pages: Home · Graphs · Place · Compare · Runs, as function pages in ``dashboard/app_pages/``.
+(Not ``pages/``: a ``pages/`` folder next to this script puts Streamlit in its legacy multipage
+mode, where the first request for ``/graphs`` on a fresh server runs that module as a script
+and shows a blank page.) Stored runs are read from ``runs/`` at the repository root, or from
+the directory named by the environment variable ``PLACELAB_RUNS_DIR``. The sidebar's
+presentation toggle switches to a light theme with large fonts, for lab meetings.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
-import pandas as pd
 import streamlit as st
 
-from engine.runs import RunStore
-from engine.summary import run_summary
+from dashboard.app_pages import compare, graphs, home, place, runs
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def runs_dir() -> Path:
-    """The directory holding stored runs (``PLACELAB_RUNS_DIR`` overrides ``<repo>/runs``)."""
-    return Path(os.environ.get("PLACELAB_RUNS_DIR") or REPO_ROOT / "runs")
-
-
-def runs_table(root: Path) -> pd.DataFrame:
-    """One row per stored run under ``root``; empty when there are none."""
-    if not root.is_dir():
-        return pd.DataFrame()
-    rows = [run_summary(r) for r in RunStore(root).list()]
-    columns = ["id", "name", "kind", "status", "placer", "cluster", "graph", "makespan_s"]
-    return pd.DataFrame(rows, columns=columns) if rows else pd.DataFrame()
-
-
-def home() -> None:
-    st.title("placelab")
-    st.write(
-        "A lab bench for **device placement** of neural-network computation graphs: "
-        "which op runs on which GPU or CPU so that one training or inference step finishes "
-        "soonest without running out of device memory. Load a graph, run or train placers "
-        "(heuristics, partitioners, list schedulers, search, and the learned placers of "
-        "Mirhoseini et al. 2017, Placeto and DOPPLER), and compare their simulated schedules."
-    )
-    st.subheader("Stored runs")
-    table = runs_table(runs_dir())
-    if table.empty:
-        st.info("No runs yet — create one with `placelab place …`")
-    else:
-        st.dataframe(table, hide_index=True)
-
+PRESENTATION_CSS = """
+<style>
+[data-testid="stAppViewContainer"], [data-testid="stHeader"], [data-testid="stSidebar"] {
+  background: #ffffff !important; color: #111111 !important; }
+[data-testid="stAppViewContainer"] p, [data-testid="stAppViewContainer"] li,
+[data-testid="stAppViewContainer"] label, [data-testid="stMarkdownContainer"] { font-size: 1.3rem !important; }
+[data-testid="stMetricValue"] { font-size: 2.6rem !important; }
+[data-testid="stMetricLabel"] p { font-size: 1.25rem !important; }
+h1 { font-size: 3.2rem !important; } h2, h3 { font-size: 2.2rem !important; }
+[data-testid="stDataFrame"] { font-size: 1.2rem !important; }
+</style>
+"""
 
 st.set_page_config(page_title="placelab", layout="wide")
-st.navigation([st.Page(home, title="Home", default=True)]).run()
+st.sidebar.toggle("Presentation mode", key="presentation",
+                  help="Light theme with large fonts and figures, for showing results in a meeting")
+if st.session_state.get("presentation"):
+    st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)
+st.navigation([
+    st.Page(home.page, title="Home", default=True),
+    st.Page(graphs.page, title="Graphs", url_path="graphs"),
+    st.Page(place.page, title="Place", url_path="place"),
+    st.Page(compare.page, title="Compare", url_path="compare"),
+    st.Page(runs.page, title="Runs", url_path="runs"),
+]).run()

@@ -1,0 +1,65 @@
+"""Compare: stored runs side by side — table, makespan bars, two timelines, CDFs of eval runs."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard.app_pages.stored import comparison_row, eval_series, has_placement, replay, run_label
+from dashboard.common import guard, run_store, show_figure
+from dashboard.figures import cdf_figure, makespan_bars, timeline
+
+
+def page() -> None:
+    st.title("Compare")
+    store = run_store()
+    runs = [r for r in store.list() if (r.meta.get("metrics") or {}).get("makespan_s") is not None]
+    if not runs:
+        st.info("No finished placement runs to compare yet — save some on the Place page or run "
+                "`placelab compare GRAPH --cluster C` / `placelab place … --save`.")
+    else:
+        by_id = {r.id: r for r in runs}
+        chosen = st.multiselect("Runs", list(by_id), default=list(by_id)[:2], key="compare_runs",
+                                format_func=lambda i: run_label(by_id[i]))
+        selected = [by_id[i] for i in chosen]
+        if selected:
+            st.dataframe(pd.DataFrame([comparison_row(r) for r in selected]), hide_index=True)
+            rows = [{"label": r.meta.get("name") or r.id, **(r.meta.get("metrics") or {})} for r in selected]
+            show_figure(makespan_bars(rows), key="compare_bars")
+            _timelines(store, [r for r in selected if has_placement(r)])
+    _cdfs(store)
+
+
+def _timelines(store, runs) -> None:
+    st.subheader("Timelines on one time axis")
+    if not runs:
+        st.info("None of the selected runs stores a placement to replay.")
+        return
+    ids = [r.id for r in runs]
+    labels = {r.id: run_label(r) for r in runs}
+    cols = st.columns(2)
+    left = cols[0].selectbox("Left", ids, index=0, key="compare_left", format_func=labels.get)
+    right = cols[1].selectbox("Right", ids, index=min(1, len(ids) - 1), key="compare_right", format_func=labels.get)
+    picked = {r.id: r for r in runs}
+    with guard("Replaying runs"), st.spinner("Re-simulating the stored placements ..."):
+        replays = {i: replay(store, picked[i]) for i in {left, right}}
+        end = max(s.makespan for _, s in replays.values()) * 1e3 * 1.03
+        for col, rid in zip(cols, (left, right), strict=True):
+            pr, schedule = replays[rid]
+            with col:
+                show_figure(timeline(schedule, pr.graph, pr.cluster, title=pr.run.meta.get("name") or rid,
+                                     time_range_ms=(0.0, end)), key=f"compare_tl_{'l' if col is cols[0] else 'r'}")
+
+
+def _cdfs(store) -> None:
+    st.subheader("CDF over test graphs")
+    evals = store.list(kind="eval")
+    series = {run_label(r): eval_series(r) for r in evals}
+    series = {k: v for k, v in series.items() if v}
+    if not series:
+        st.info("CDFs (Placeto Fig. 5) compare placers over many test graphs. They need runs of kind "
+                "\"eval\": a trained learned placer evaluated on a family's test graphs (the learned "
+                "placers are not in this version yet); "
+                + ("the stored eval runs hold no per-graph results." if evals else "none are stored yet."))
+        return
+    show_figure(cdf_figure(series), key="compare_cdf")

@@ -1,0 +1,53 @@
+"""Graphs: load a graph (example, generator spec or file), see its summary and its structure."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from dashboard.app_pages.views import graph_view_controls, show_graph_view
+from dashboard.common import cluster_picker, current_graph, fmt_bytes, fmt_ms, graph_picker, guard, show_figure
+from engine.presets import PRESETS
+from engine.summary import graph_summary
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _summary(_graph, graph_hash: str, cluster_name: str) -> dict:
+    return graph_summary(_graph, PRESETS[cluster_name]())
+
+
+def page() -> None:
+    st.title("Graphs")
+    graph_picker("graphs")
+    g = current_graph()
+    if g is None:
+        st.info("Choose an example, type a generator spec or upload a graph file to begin.")
+        return
+    st.subheader(f"Graph: {g.name}")
+    st.caption(f"Source: {st.session_state.get('graph_label', '')}")
+    cluster_name = cluster_picker("graphs_cluster")
+    with guard("Summary"), st.spinner("Summarizing ..."):
+        info = _summary(g, g.content_hash, cluster_name)
+        cols = st.columns(4)
+        cols[0].metric("Ops", f"{info['ops']:,}")
+        cols[1].metric("Edges", f"{info['edges']:,}")
+        cols[2].metric("Colocation groups", f"{info['groups']:,}")
+        cols[3].metric("Levels / max width", f"{info['levels']:,} / {info['max_width']:,}")
+        cols = st.columns(4)
+        cols[0].metric("Total compute", fmt_ms(info["total_compute_s"]))
+        cols[1].metric("Critical path", fmt_ms(info["critical_path_s"]))
+        cols[2].metric(f"Lower bound on {cluster_name}", fmt_ms(info["lower_bound_s"]))
+        cols[3].metric("Persistent memory", fmt_bytes(info["persistent_bytes"]))
+        st.caption(f"Fits one device of {cluster_name} (conservative test): "
+                   f"{'yes' if info['fits_one_device'] else 'no'} · output bytes {fmt_bytes(info['output_bytes'])}"
+                   f" · compute by kind: " + ", ".join(f"{k} {fmt_ms(v)}"
+                                                       for k, v in info["compute_by_kind_s"].items()))
+        prof = info["parallelism_profile"]
+        fig = go.Figure(go.Bar(x=list(range(len(prof))), y=prof, marker_color="#0072B2",
+                               hovertemplate="level %{x}: %{y} ops<extra></extra>"))
+        fig.update_layout(title="Parallelism profile (ops per topological level)", xaxis_title="level",
+                          yaxis_title="ops", height=300, margin={"l": 10, "r": 10, "t": 50, "b": 40})
+        show_figure(fig, key="graphs_profile")
+    st.subheader("Structure")
+    color_by, max_ops = graph_view_controls("graphs", placed=False, num_ops=g.num_ops)
+    show_graph_view(g, None, None, color_by=color_by, max_ops=max_ops)

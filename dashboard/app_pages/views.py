@@ -1,0 +1,86 @@
+"""Views that several pages show: the placement graph, a schedule's figures, its metrics."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import streamlit as st
+
+from dashboard.common import fmt_bytes, fmt_ms, show_figure, show_html
+from dashboard.figures import (
+    GRAPH_VIEW_MAX_OPS,
+    graph_view_mode,
+    load_profile,
+    memory_over_time,
+    placement_graph_html,
+    timeline,
+)
+from dashboard.figures.graph_view import COLOR_BY
+from engine.cluster import Cluster
+from engine.graph import CompGraph
+from engine.schedule import Schedule
+
+#: The "show every op" switch is offered up to this size (beyond, vis-network gets slow).
+FULL_VIEW_LIMIT = 5000
+
+
+def graph_view_controls(key: str, *, placed: bool, num_ops: int) -> tuple[str, int]:
+    """Color-by choice and the op-count limit for the graph view."""
+    options = list(COLOR_BY) if placed else [c for c in COLOR_BY if c != "device"]
+    cols = st.columns([3, 2])
+    color_by = cols[0].radio("Color by", options, horizontal=True, key=f"{key}_color_by")
+    max_ops = GRAPH_VIEW_MAX_OPS
+    if GRAPH_VIEW_MAX_OPS < num_ops <= FULL_VIEW_LIMIT and cols[1].checkbox(
+            f"Show every op (slow above {GRAPH_VIEW_MAX_OPS:,})", key=f"{key}_all_ops"):
+        max_ops = FULL_VIEW_LIMIT
+    return color_by, max_ops
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _graph_html(_graph: CompGraph, graph_hash: str, devices: tuple[int, ...] | None, color_by: str,
+                device_names: tuple[str, ...] | None, max_ops: int) -> str:
+    return placement_graph_html(_graph, None if devices is None else np.array(devices), color_by=color_by,
+                                device_names=device_names, max_ops=max_ops)
+
+
+def show_graph_view(graph: CompGraph, devices: np.ndarray | None, cluster: Cluster | None, *,
+                    color_by: str, max_ops: int = GRAPH_VIEW_MAX_OPS) -> None:
+    """The pyvis graph view, with a sentence saying whether ops or groups are shown."""
+    _, sentence = graph_view_mode(graph, devices, max_ops=max_ops)
+    st.caption(sentence + " Hover a node for its card; scroll to zoom, drag to pan.")
+    names = tuple(d.name for d in cluster.devices) if cluster is not None else None
+    t0 = time.perf_counter()
+    with st.spinner("Laying out the graph ..."):
+        page = _graph_html(graph, graph.content_hash, None if devices is None else tuple(devices.tolist()),
+                           color_by, names, max_ops)
+    show_html(page, height=640)
+    st.caption(f"Graph view built in {time.perf_counter() - t0:.2f} s.")
+
+
+def show_metrics(metrics: dict, seconds_to_place: float | None = None) -> None:
+    """Makespan, ratio to the lower bound, peak memory, OOM, communication volume."""
+    cols = st.columns(6)
+    cols[0].metric("Makespan", fmt_ms(metrics["makespan_s"]))
+    cols[1].metric("Lower bound", fmt_ms(metrics.get("lower_bound_s")))
+    ratio = metrics.get("ratio_to_lower_bound")
+    cols[2].metric("Ratio to lower bound", "-" if ratio is None else f"{ratio:.3f}×")
+    peaks = metrics.get("peak_memory_bytes") or {}
+    cols[3].metric("Peak memory (max)", fmt_bytes(max(peaks.values()) if peaks else None))
+    oom = metrics.get("oom_devices") or []
+    cols[4].metric("Out of memory", ("yes: " + ", ".join(oom)) if metrics.get("oom") else "no")
+    cols[5].metric("Communication", fmt_bytes(metrics.get("communication_bytes")))
+    if seconds_to_place is not None:
+        st.caption(f"Placer took {seconds_to_place:.3f} s · simulation mode {metrics.get('mode')} · peak per device: "
+                   + ", ".join(f"{d} {fmt_bytes(b)}" for d, b in peaks.items()))
+
+
+def show_schedule_figures(schedule: Schedule, graph: CompGraph, cluster: Cluster, key: str) -> None:
+    """Timeline, load/memcpy profile and memory over time, each in its own tab."""
+    tabs = st.tabs(["Timeline", "Load and memcpy", "Memory over time"])
+    with tabs[0]:
+        show_figure(timeline(schedule, graph, cluster), key=f"{key}_timeline")
+    with tabs[1]:
+        show_figure(load_profile(schedule, graph, cluster), key=f"{key}_load")
+    with tabs[2]:
+        show_figure(memory_over_time(schedule, cluster), key=f"{key}_memory")

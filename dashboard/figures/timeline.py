@@ -1,0 +1,128 @@
+"""Per-device timeline (Gantt): one compute lane and one memcpy lane per device."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from dashboard.figures.theme import device_color
+from engine.cluster import Cluster
+from engine.graph import CompGraph
+from engine.schedule import Schedule
+
+__all__ = ["TIMELINE_MAX_OPS", "busy_per_bin", "lane_names", "timeline"]
+
+#: Above this many ops the timeline draws binned utilization bars instead of one bar per op.
+TIMELINE_MAX_OPS = 5000
+_BINS = 200
+
+
+def lane_names(cluster: Cluster) -> list[str]:
+    """Lane labels top to bottom: ``gpu:0``, ``gpu:0 memcpy``, ``gpu:1``, ..."""
+    return [lane for d in cluster.devices for lane in (d.name, f"{d.name} memcpy")]
+
+
+def busy_per_bin(start: np.ndarray, end: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Seconds of the intervals ``[start, end)`` that fall in each bin between ``edges``.
+
+    Uses F(t) = Σ clip(t − s, 0, e − s) = Σ_{s<t}(t − s) − Σ_{e<t}(t − e), evaluated at every
+    edge with sorted cumulative sums, so n intervals and B bins cost O((n + B) log n).
+    """
+    def cumulative(points: np.ndarray) -> np.ndarray:
+        p = np.sort(points)
+        csum = np.r_[0.0, np.cumsum(p)]
+        k = np.searchsorted(p, edges, side="left")
+        return edges * k - csum[k]
+
+    return np.diff(cumulative(start) - cumulative(end))
+
+
+def _fmt_bytes(b: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(b) >= scale:
+            return f"{b / scale:.3g} {unit}"
+    return f"{b:.0f} B"
+
+
+def _op_bars(schedule: Schedule, graph: CompGraph, cluster: Cluster, fig: go.Figure) -> None:
+    dur = schedule.op_end - schedule.op_start
+    for d, dev in enumerate(cluster.devices):
+        sel = np.flatnonzero(schedule.op_device == d)
+        custom = np.array([[graph.op_names[i], graph.op_types[i] or "-", _fmt_bytes(graph.output_bytes[i])]
+                           for i in sel.tolist()], dtype=object).reshape(-1, 3)
+        fig.add_trace(go.Bar(
+            name=f"{dev.name} compute", legendgroup=dev.name, orientation="h",
+            y=[dev.name] * len(sel), base=schedule.op_start[sel] * 1e3, x=dur[sel] * 1e3,
+            marker={"color": device_color(d), "line": {"width": 0}}, customdata=custom,
+            hovertemplate="<b>%{customdata[0]}</b> (%{customdata[1]})<br>start %{base:.4f} ms"
+                          "<br>duration %{x:.4f} ms<br>output %{customdata[2]}<extra>" + dev.name + "</extra>",
+        ))
+    tsel = np.flatnonzero(schedule.transfer_primary)
+    for d, dev in enumerate(cluster.devices):
+        rows = tsel[schedule.transfer_src[tsel] == d]
+        custom = np.array([[graph.op_names[schedule.transfer_op[r]], cluster.devices[schedule.transfer_dst[r]].name,
+                            _fmt_bytes(schedule.transfer_bytes[r])] for r in rows.tolist()],
+                          dtype=object).reshape(-1, 3)
+        fig.add_trace(go.Bar(
+            name=f"{dev.name} memcpy", legendgroup=dev.name, orientation="h", y=[f"{dev.name} memcpy"] * len(rows),
+            base=schedule.transfer_start[rows] * 1e3,
+            x=(schedule.transfer_end[rows] - schedule.transfer_start[rows]) * 1e3,
+            marker={"color": device_color(d), "opacity": 0.45, "line": {"width": 0}}, customdata=custom,
+            hovertemplate="<b>%{customdata[0]}</b> → %{customdata[1]}<br>start %{base:.4f} ms"
+                          "<br>duration %{x:.4f} ms<br>%{customdata[2]}<extra>" + dev.name + " memcpy</extra>",
+        ))
+
+
+def _binned_bars(schedule: Schedule, cluster: Cluster, fig: go.Figure) -> None:
+    span = max(schedule.makespan, 1e-12)
+    edges = np.linspace(0.0, span, _BINS + 1)
+    width = edges[1] - edges[0]
+    tsel = np.flatnonzero(schedule.transfer_primary)
+    for d, dev in enumerate(cluster.devices):
+        ops = schedule.op_device == d
+        rows = tsel[schedule.transfer_src[tsel] == d]
+        lanes = ((dev.name, schedule.op_start[ops], schedule.op_end[ops], 1.0),
+                 (f"{dev.name} memcpy", schedule.transfer_start[rows], schedule.transfer_end[rows], 0.45))
+        for lane, s, e, opacity in lanes:
+            util = busy_per_bin(s, e, edges) / width
+            keep = util > 0
+            fig.add_trace(go.Bar(
+                name=lane, legendgroup=dev.name, orientation="h", y=[lane] * int(keep.sum()),
+                base=edges[:-1][keep] * 1e3, x=np.full(int(keep.sum()), width * 1e3),
+                marker={"color": device_color(d), "opacity": opacity, "line": {"width": 0}},
+                customdata=np.round(util[keep] * 100, 1),
+                hovertemplate="%{base:.3f} ms: busy %{customdata}%<extra>" + lane + "</extra>",
+            ))
+
+
+def timeline(schedule: Schedule, graph: CompGraph, cluster: Cluster, *, title: str | None = None,
+             time_range_ms: tuple[float, float] | None = None) -> go.Figure:
+    """Gantt chart of a schedule: a compute lane and a memcpy lane per device (times in ms).
+
+    Up to :data:`TIMELINE_MAX_OPS` ops every op and transfer is a bar with a hover card (op,
+    type, start, duration, bytes). Beyond that each lane is cut into 200 time bins and a bin
+    shows as a bar when the lane was busy in it (hover: the busy percentage), so very large
+    graphs stay fast. ``time_range_ms`` fixes the x axis (to compare two timelines).
+    """
+    fig = go.Figure()
+    aggregated = graph.num_ops > TIMELINE_MAX_OPS
+    if aggregated:
+        _binned_bars(schedule, cluster, fig)
+    else:
+        _op_bars(schedule, graph, cluster, fig)
+    lanes = lane_names(cluster)
+    # an invisible marker per lane keeps idle lanes on the axis
+    fig.add_trace(go.Scatter(x=[0.0] * len(lanes), y=lanes, mode="markers", marker={"opacity": 0},
+                             hoverinfo="skip", showlegend=False, name="lanes"))
+    note = f" — {graph.num_ops} ops, binned" if aggregated else ""
+    fig.update_layout(
+        title=(title or f"Timeline of {graph.name} on {cluster.name}")
+        + f" — makespan {schedule.makespan * 1e3:.4g} ms" + note, barmode="overlay", bargap=0.15,
+        xaxis_title="time (ms)", height=max(260, 60 + 44 * len(lanes)), showlegend=False,
+        yaxis={"categoryorder": "array", "categoryarray": lanes[::-1], "type": "category"},
+        margin={"l": 10, "r": 10, "t": 50, "b": 40},
+    )
+    fig.add_vline(x=schedule.makespan * 1e3, line_dash="dot", line_color="#666")
+    if time_range_ms is not None:
+        fig.update_xaxes(range=list(time_range_ms))
+    return fig

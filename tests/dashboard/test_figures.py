@@ -1,0 +1,154 @@
+"""The app's plotly figures, checked against hand-built schedules and the Schedule's own totals."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from dashboard.figures import (
+    TIMELINE_MAX_OPS,
+    cdf_figure,
+    learning_curves,
+    load_profile,
+    makespan_bars,
+    memory_over_time,
+    timeline,
+)
+from dashboard.figures.charts import phase_compute
+from dashboard.figures.timeline import busy_per_bin, lane_names
+from engine.generators import random_dag
+from engine.graph import CompGraph
+from engine.presets import PRESETS
+from engine.simulator import simulate
+
+
+@pytest.fixture
+def diamond():
+    """a → b, a → c, b → d, c → d; b and d on gpu:1, so a→b and c→d cross devices."""
+    g = CompGraph("diamond", ["a", "b", "c", "d"], compute_any=np.array([1e-3, 2e-3, 3e-3, 4e-3]),
+                  output_bytes=np.array([7.6e6, 7.6e6, 7.6e6, 0.0]), persistent_bytes=np.array([1e9, 2e9, 0, 0]),
+                  edge_src=[0, 0, 1, 2], edge_dst=[1, 2, 3, 3], op_types=["MatMul", "Relu", "MatMul", "Add"],
+                  phase=["forward", "backward", "update", None])
+    c = PRESETS["k80x2"]()
+    s = simulate(g, c, np.array([0, 1, 0, 1]), record_memory=True)
+    return g, c, s
+
+
+def _bars(fig):
+    return [t for t in fig.data if t.type == "bar"]
+
+
+def test_timeline_has_a_compute_and_a_memcpy_lane_per_device(diamond):
+    g, c, s = diamond
+    fig = timeline(s, g, c)
+    lanes = {y for t in fig.data for y in t.y}
+    assert lanes == {"gpu:0", "gpu:0 memcpy", "gpu:1", "gpu:1 memcpy"}
+    assert lane_names(c) == ["gpu:0", "gpu:0 memcpy", "gpu:1", "gpu:1 memcpy"]
+    compute = [t for t in _bars(fig) if t.name.endswith("compute")]
+    # one bar per op, placed where the schedule says (ms)
+    assert sorted(b for t in compute for b in t.base) == pytest.approx(sorted(s.op_start * 1e3))
+    assert sum(len(t.x) for t in compute) == 4
+    # the memcpy lanes carry the two channel transfers, 7.6 MB at 7.6 GB/s = 1 ms each
+    memcpy = [t for t in _bars(fig) if t.name.endswith("memcpy")]
+    assert [list(t.x) for t in memcpy] == [pytest.approx([1.0, 1.0]), []]
+    assert sum(sum(t.x) for t in memcpy) == pytest.approx(s.memcpy_time.sum() * 1e3)
+
+
+def test_idle_device_keeps_its_lanes():
+    g = random_dag(ops=20, seed=1)
+    c = PRESETS["k80x4"]()
+    s = simulate(g, c, np.zeros(20, dtype=int))
+    lanes = {y for t in timeline(s, g, c).data for y in t.y}
+    assert len(lanes) == 8
+
+
+def test_large_timeline_is_binned_and_keeps_busy_time():
+    n = TIMELINE_MAX_OPS + 1000
+    g = random_dag(ops=n, seed=3)
+    c = PRESETS["k80x2"]()
+    s = simulate(g, c, np.arange(n) % 2)
+    fig = timeline(s, g, c)
+    bars = _bars(fig)
+    assert sum(len(t.x) for t in bars) <= 4 * 200  # at most one bar per bin per lane
+    for d, dev in enumerate(c.devices):
+        t = next(t for t in bars if t.name == dev.name)
+        busy = float(np.sum(np.asarray(t.customdata) / 100 * np.asarray(t.x))) / 1e3
+        # the utilization per bin is rounded to 0.1 %, so compare loosely
+        assert busy == pytest.approx(s.compute_time[d], rel=2e-3)
+
+
+def test_busy_per_bin_matches_brute_force():
+    rng = np.random.default_rng(0)
+    start = rng.uniform(0, 10, 50)
+    end = start + rng.uniform(0, 1, 50)
+    edges = np.linspace(0, 11, 12)
+    expected = [sum(max(0.0, min(e, hi) - max(s, lo)) for s, e in zip(start, end, strict=True))
+                for lo, hi in itertools.pairwise(edges)]
+    assert busy_per_bin(start, end, edges) == pytest.approx(expected)
+
+
+def test_load_profile_stacks_phases_to_compute_time(diamond):
+    g, c, s = diamond
+    fig = load_profile(s, g, c)
+    by_name = {t.name: np.asarray(t.y) for t in fig.data}
+    assert set(by_name) == {"forward", "backward", "update", "compute", "memcpy"}
+    # a (forward) and c (update) ran on gpu:0, b (backward) and d (no phase) on gpu:1
+    assert by_name["forward"] == pytest.approx([1.0, 0.0])
+    assert by_name["update"] == pytest.approx([3.0, 0.0])
+    assert by_name["backward"] == pytest.approx([0.0, 2.0])
+    assert by_name["compute"] == pytest.approx([0.0, 4.0])
+    stacked = sum(by_name[p] for p in ("forward", "backward", "update", "compute"))
+    assert stacked == pytest.approx(s.compute_time * 1e3)
+    assert by_name["memcpy"] == pytest.approx(s.memcpy_time * 1e3)
+
+
+def test_phase_compute_on_graph_without_phases():
+    g = random_dag(ops=100, seed=4)
+    c = PRESETS["k80x4"]()
+    s = simulate(g, c, np.arange(100) % 4)
+    parts = phase_compute(s, g, 4)
+    assert parts["compute"] == pytest.approx(s.compute_time)
+    assert not parts["forward"].any()
+
+
+def test_memory_over_time_peaks_at_peak_memory(diamond):
+    _g, c, s = diamond
+    fig = memory_over_time(s, c)
+    lines = [t for t in fig.data if t.type == "scatter"]
+    assert [t.name for t in lines] == ["gpu:0", "gpu:1"]
+    for d, t in enumerate(lines):
+        assert max(t.y) * 1e9 == pytest.approx(s.peak_memory[d])
+        assert t.line.shape == "hv"
+    # at t = 0: gpu:0 holds a's weights (1 GB) and a's output (7.6 MB) as a starts; gpu:1 holds b's 2 GB
+    assert lines[0].y[0] == pytest.approx(1.0076) and lines[1].y[0] == pytest.approx(2.0)
+    capacity = [s for s in fig.layout.shapes if s.y0 == s.y1]
+    assert [sh.y0 for sh in capacity] == pytest.approx([11.0])
+
+
+def test_makespan_bars_with_shared_and_separate_lower_bounds():
+    rows = [{"label": "a", "makespan_s": 2e-3, "lower_bound_s": 1e-3},
+            {"label": "b", "makespan_s": 3e-3, "lower_bound_s": 1e-3, "oom": True}]
+    fig = makespan_bars(rows)
+    assert list(fig.data[0].y) == pytest.approx([2.0, 3.0])
+    assert fig.data[0].marker.color[1] != fig.data[0].marker.color[0]
+    assert [sh.y0 for sh in fig.layout.shapes] == pytest.approx([1.0])
+    rows[1]["lower_bound_s"] = 2e-3
+    fig = makespan_bars(rows)
+    assert list(fig.data[1].y) == pytest.approx([1.0, 2.0])
+
+
+def test_cdf_steps_to_one():
+    fig = cdf_figure({"x": [3.0, 1.0, 2.0], "empty": [], "y": [1.0, float("nan")]})
+    assert [t.name for t in fig.data] == ["x", "y"]
+    assert list(fig.data[0].x) == [1.0, 1.0, 2.0, 3.0]
+    assert list(fig.data[0].y) == pytest.approx([0.0, 1 / 3, 2 / 3, 1.0])
+    assert list(fig.data[1].y) == [0.0, 1.0]
+
+
+def test_learning_curves_two_axes():
+    fig = learning_curves({"rnn": {"episode": [0, 1, 2], "sampled_runtime": [3.0, 2.0, 2.5],
+                                   "best_runtime": [3.0, 2.0, 2.0], "placements_evaluated": [10, 20, 30]}})
+    assert len(fig.data) == 4
+    best = [t for t in fig.data if t.name == "rnn best"]
+    assert [list(t.x) for t in best] == [[0, 1, 2], [10, 20, 30]]
+    assert list(best[0].y) == pytest.approx([3000.0, 2000.0, 2000.0])

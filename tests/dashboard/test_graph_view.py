@@ -1,0 +1,79 @@
+"""The pyvis placement graph page: layout, colors, sizes, and the aggregated view."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from dashboard.figures import GRAPH_VIEW_MAX_OPS, graph_view_mode, placement_graph_html
+from dashboard.figures.theme import device_color
+from engine.generators import random_dag
+from engine.graph import CompGraph
+
+
+def _data(page: str) -> tuple[list[dict], list[dict]]:
+    nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((\[.*?\])\);", page, re.S).group(1))
+    edges = json.loads(re.search(r"edges = new vis\.DataSet\((\[.*?\])\);", page, re.S).group(1))
+    return nodes, edges
+
+
+@pytest.fixture
+def chain():
+    return CompGraph("chain", ["a", "b", "c"], compute_any=np.array([1e-3, 4e-3, 0.0]),
+                     output_bytes=np.array([100.0, 400.0, 0.0]), edge_src=[0, 1], edge_dst=[1, 2],
+                     op_types=["MatMul", "Relu", "MatMul"], scope=["l1", "l1", "l2"])
+
+
+def test_ops_view_layout_colors_sizes(chain):
+    page = placement_graph_html(chain, [0, 1, 1], device_names=["gpu:0", "gpu:1"])
+    nodes, edges = _data(page)
+    assert [n["label"] for n in nodes] == ["a", "b", "c"]
+    assert [n["x"] for n in nodes] == [0.0, 140.0, 280.0]  # one topological level per column
+    assert [n["color"] for n in nodes] == [device_color(0), device_color(1), device_color(1)]
+    assert nodes[1]["size"] > nodes[0]["size"] > nodes[2]["size"]  # size grows with compute
+    assert edges[1]["width"] > edges[0]["width"]  # 400 bytes vs 100 bytes
+    assert "device: gpu:1" in nodes[1]["title"] and "type: Relu" in nodes[1]["title"]
+    assert '"enabled": false' in page  # physics off
+    assert "All 3 ops" in page and "gpu:0" in page
+    assert "cdn.jsdelivr" not in page  # works offline
+
+
+def test_color_by_type_and_scales(chain):
+    nodes, _ = _data(placement_graph_html(chain, None, color_by="op type"))
+    assert nodes[0]["color"] == nodes[2]["color"] != nodes[1]["color"]
+    nodes, _ = _data(placement_graph_html(chain, None, color_by="compute"))
+    assert len({n["color"] for n in nodes}) == 3
+    # an unplaced graph colored "by device" falls back to op type
+    nodes, _ = _data(placement_graph_html(chain, None))
+    assert nodes[0]["color"] == nodes[2]["color"]
+    with pytest.raises(ValueError):
+        placement_graph_html(chain, None, color_by="nonsense")
+
+
+def test_large_graph_is_aggregated_by_level_and_device():
+    n = GRAPH_VIEW_MAX_OPS * 2
+    g = random_dag(ops=n, seed=5)
+    devices = np.arange(n) % 3
+    mode, sentence = graph_view_mode(g, devices)
+    assert mode == "level×device" and "Aggregated view" in sentence
+    page = placement_graph_html(g, devices)
+    nodes, edges = _data(page)
+    assert len(nodes) <= 60 * 3
+    assert sum(int(re.search(r"ops: (\d+)", nd["title"]).group(1)) for nd in nodes) == n
+    assert all(e["from"] != e["to"] for e in edges)
+    assert sentence in page
+    # the full view can still be asked for
+    assert graph_view_mode(g, devices, max_ops=n)[0] == "ops"
+
+
+def test_large_scoped_graph_is_aggregated_by_scope():
+    n = GRAPH_VIEW_MAX_OPS + 100
+    base = random_dag(ops=n, seed=6)
+    g = CompGraph("scoped", list(base.op_names), compute_any=base.compute_any, edge_src=base.edge_src,
+                  edge_dst=base.edge_dst, scope=[f"layer{i // 100}/op" for i in range(n)])
+    mode, _sentence = graph_view_mode(g, None)
+    assert mode == "scope"
+    nodes, _ = _data(placement_graph_html(g, None, color_by="memory"))
+    assert len(nodes) == (n + 99) // 100
+    assert {nd["label"] for nd in nodes} == {f"layer{k}" for k in range((n + 99) // 100)}

@@ -1,0 +1,171 @@
+"""Every page of the app, run headless with AppTest: with no runs, with stored runs, and interacting."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+TIMEOUT = 60
+
+
+def page_app(name: str) -> AppTest:
+    return AppTest.from_string(f"from dashboard.app_pages import {name}\n{name}.page()\n", default_timeout=TIMEOUT)
+
+
+def charts(app: AppTest) -> list:
+    return app.get("plotly_chart")
+
+
+def iframes(app: AppTest) -> list:
+    return app.get("iframe")
+
+
+@pytest.mark.parametrize("name", ["home", "graphs", "place", "compare", "runs"])
+@pytest.mark.parametrize("runs", ["empty_runs", "stored_runs"])
+def test_every_page_renders(name, runs, request):
+    request.getfixturevalue(runs)
+    app = page_app(name).run()
+    assert not app.exception
+    assert not app.error
+    assert [t.value for t in app.title] == [name.capitalize() if name != "home" else "placelab"]
+
+
+def test_app_navigation_and_presentation_toggle(stored_runs):
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    assert not app.exception
+    assert [t.value for t in app.title] == ["placelab"]
+    app.toggle(key="presentation").set_value(True).run()
+    assert not app.exception
+    assert any("font-size" in m.value for m in app.markdown)
+
+
+def test_graphs_page_example_summary_and_view(empty_runs):
+    app = page_app("graphs").run()
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Ops"] == "200"  # the first example: gen:random?ops=200
+    assert "Lower bound on k80x2" in metrics
+    assert len(charts(app)) == 1 and len(iframes(app)) == 1
+    assert any("All 200 ops" in c.value for c in app.caption)
+
+
+def test_graphs_page_generator_spec_and_bad_spec(empty_runs):
+    app = page_app("graphs").run()
+    app.radio(key="graphs_source").set_value("Generator spec").run()
+    app.text_input(key="graphs_spec").set_value("gen:random?ops=57&seed=3").run()
+    assert not app.exception
+    assert {m.label: m.value for m in app.metric}["Ops"] == "57"
+    app.text_input(key="graphs_spec").set_value("gen:random?nodes=5").run()
+    assert not app.exception
+    assert [e.value for e in app.error] == ["gen:random has no parameter 'nodes' (parameters: ops, degree, seed, "
+                                            "window, name)"]
+
+
+def test_graphs_page_aggregates_a_large_graph(empty_runs):
+    app = page_app("graphs").run()
+    app.selectbox(key="graphs_example").set_value("random DAG, 2,000 ops").run()
+    assert not app.exception
+    assert any(c.value.startswith("Aggregated view: 2000 ops") and "level band × op type" in c.value
+               for c in app.caption)
+    app.checkbox(key="graphs_all_ops").check().run()
+    assert any(c.value.startswith("All 2000 ops") for c in app.caption)
+
+
+def test_place_two_placers_and_save(empty_runs):
+    from engine.runs import RunStore
+
+    app = page_app("place").run()
+    assert not app.exception
+    app.multiselect(key="place_placers").set_value(["single-device", "round-robin"]).run()
+    app.button(key="place_run").click().run()
+    assert not app.exception and not app.error
+    table = app.dataframe[0].value
+    assert list(table["placer"]) == ["single-device", "round-robin"]
+    assert (table["ratio to lower bound"] >= 1.0 - 1e-9).all()
+    # makespan bars + (timeline, load, memory) per placer; one graph view per placer
+    assert len(charts(app)) == 1 + 3 * 2
+    assert len(iframes(app)) == 2
+    assert {m.label for m in app.metric} >= {"Makespan", "Ratio to lower bound", "Peak memory (max)",
+                                            "Out of memory", "Communication"}
+    app.button(key="place_save_1").click().run()
+    assert not app.exception
+    runs = RunStore(empty_runs).list()
+    assert [r.meta["placer"] for r in runs] == ["round-robin"]
+    assert runs[0].meta["metrics"]["makespan_s"] == pytest.approx(float(table["makespan (ms)"][1]) / 1e3)
+    assert any(s.value.startswith("Saved as run") for s in app.success)
+
+
+def test_place_reports_an_infeasible_placer(empty_runs):
+    app = page_app("place").run()
+    app.multiselect(key="place_placers").set_value(["cpu-only", "round-robin"]).run()
+    app.button(key="place_run").click().run()
+    assert not app.exception
+    assert len(app.error) == 1 and app.error[0].value.startswith("cpu-only:")
+    assert list(app.dataframe[0].value["placer"]) == ["round-robin"]
+
+
+def test_compare_selected_runs(stored_runs):
+    _store, ids, _ = stored_runs
+    app = page_app("compare").run()
+    assert not app.exception
+    table = app.dataframe[0].value
+    assert sorted(table["placer"]) == ["round-robin", "single-device"]
+    # bars, two timelines, the eval CDF
+    assert len(charts(app)) == 4
+    app.multiselect(key="compare_runs").set_value([ids[0]]).run()
+    assert not app.exception
+    assert list(app.dataframe[0].value["placer"]) == ["single-device"]
+
+
+def test_compare_without_runs_explains(empty_runs):
+    app = page_app("compare").run()
+    assert not app.exception
+    assert any("eval" in i.value for i in app.info)
+    assert not charts(app)
+
+
+def test_runs_filter_rename_tag_delete(stored_runs):
+    store, ids, eval_id = stored_runs
+    app = page_app("runs").run()
+    assert len(app.dataframe[0].value) == 3
+    app.selectbox(key="runs_kind").set_value("place").run()
+    assert len(app.dataframe[0].value) == 2
+    app.selectbox(key="runs_selected").set_value(ids[0]).run()
+    app.text_input(key=f"runs_name_{ids[0]}").set_value("baseline A").run()
+    app.button(key="runs_rename").click().run()
+    assert store.load(ids[0]).meta["name"] == "baseline A"
+    app.text_input(key=f"runs_tags_{ids[0]}").set_value("x, y").run()
+    app.button(key="runs_save_tags").click().run()
+    assert store.load(ids[0]).meta["tags"] == ["x", "y"]
+    assert not app.exception
+    assert app.button(key="runs_delete").disabled
+    app.checkbox(key=f"runs_confirm_{ids[0]}").check().run()
+    app.button(key="runs_delete").click().run()
+    assert not app.exception
+    assert sorted(r.id for r in store.list()) == sorted([ids[1], eval_id])
+
+
+def test_runs_downloads(stored_runs):
+    _store, ids, eval_id = stored_runs
+    app = page_app("runs").run()
+    assert app.selectbox(key="runs_selected").value == eval_id  # newest first; it has no placement
+    assert any("no placement" in c.value for c in app.caption)
+    app.selectbox(key="runs_selected").set_value(ids[1]).run()
+    labels = [b.proto.label for b in app.get("download_button")]
+    assert labels[:4] == ["Schedule CSV (ops)", "Schedule CSV (transfers)", "Placement JSON",
+                          "Chrome trace (Perfetto)"]
+    assert labels[4] == "Download timeline (HTML)"
+    assert not app.exception
+
+
+def test_place_every_registered_placer_with_its_parameter_widgets(empty_runs):
+    from policies import PLACERS
+
+    app = page_app("place").run()
+    app.multiselect(key="place_placers").set_value(list(PLACERS)).run()
+    assert not app.exception
+    app.button(key="place_run").click().run()
+    assert not app.exception
+    placed = list(app.dataframe[0].value["placer"])
+    refused = [e.value.split(":")[0] for e in app.error]  # a placer may not apply (cpu-only on k80x2)
+    assert sorted(placed + refused) == sorted(PLACERS)

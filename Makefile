@@ -10,7 +10,7 @@ REQ_STAMP := $(VENV)/.requirements.sha256
 PKG_STAMP := $(VENV)/.package.sha256
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: help setup browser-deps app test lint bench clean
+.PHONY: help setup browser-deps app test lint bench clean bundled-runs
 
 help:
 	@echo "make app    - set up .venv and serve the app on http://localhost:$${PORT:-8501}"
@@ -19,6 +19,7 @@ help:
 	@echo "make bench  - run the benchmarks (each prints its figures)"
 	@echo "make setup  - create/update .venv (quick when nothing changed)"
 	@echo "make clean  - remove caches and build output (keeps .venv and runs/)"
+	@echo "make bundled-runs - regenerate the example runs shipped in runs/"
 
 # Idempotent: requirements are reinstalled only when requirements.txt changed since the
 # last successful install, the editable package only when pyproject.toml or the set of
@@ -76,3 +77,13 @@ clean:
 	find . -path ./$(VENV) -prune -o -type f \( -name '*.nbi' -o -name '*.nbc' \) -print0 \
 	  | xargs -0 rm -f
 	rm -rf build dist tests/artifacts
+
+# The example runs shipped in runs/ so every page of the app has content on first start:
+# DOPPLER's CHAINMM and FFNN (App. D) on 4 x P100 and a Placeto cifar10-family graph on 2 x K80,
+# each with a set of baseline placers.
+BUNDLED_PLACERS := single-device,round-robin,metis,scotch,critical-path,heft,m-etf,local-search
+bundled-runs: setup
+	find runs -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
+	$(VENV)/bin/placelab compare gen:chainmm -c p100x4 --placers $(BUNDLED_PLACERS) --runs-dir runs
+	$(VENV)/bin/placelab compare gen:ffnn -c p100x4 --placers $(BUNDLED_PLACERS) --runs-dir runs
+	$(VENV)/bin/placelab compare "gen:family-cifar10?index=0" -c k80x2 --placers single-device,metis,m-etf,local-search --runs-dir runs

@@ -30,6 +30,7 @@ __all__ = [
     "atomic_write_text",
     "dumps",
     "loads",
+    "read_file_bytes",
     "read_json_file",
 ]
 
@@ -49,14 +50,20 @@ def loads(text: str | bytes, *, what: str, error: type[PlacelabError]) -> Any:
         raise error(f"{what} is not valid JSON ({exc.__class__.__name__})") from None
 
 
-def read_json_file(path: str | os.PathLike, *, error: type[PlacelabError], max_bytes: int = MAX_FILE_BYTES) -> Any:
-    """Read and parse a JSON file with a size limit; errors are one sentence naming the file."""
+def read_file_bytes(path: str | os.PathLike, *, error: type[PlacelabError], max_bytes: int = MAX_FILE_BYTES,
+                    head: int | None = None) -> bytes:
+    """The bytes of a file (or its first ``head`` bytes), refusing files over ``max_bytes``.
+
+    Missing files, directories, unreadable, oversized and empty files raise ``error`` with
+    one sentence naming the file.
+    """
     p = Path(path)
     try:
         size = p.stat().st_size
         if size > max_bytes:
             raise error(f"{p}: file is {size / 1e6:.0f} MB, larger than the {max_bytes / 1e6:.0f} MB limit")
-        data = p.read_bytes()
+        with p.open("rb") as f:
+            data = f.read() if head is None else f.read(head)
     except IsADirectoryError:
         raise error(f"{p} is a directory, not a file") from None
     except FileNotFoundError:
@@ -65,7 +72,13 @@ def read_json_file(path: str | os.PathLike, *, error: type[PlacelabError], max_b
         raise error(f"{p}: permission denied") from None
     if not data.strip():
         raise error(f"{p} is empty")
-    return loads(data, what=str(p), error=error)
+    return data
+
+
+def read_json_file(path: str | os.PathLike, *, error: type[PlacelabError], max_bytes: int = MAX_FILE_BYTES) -> Any:
+    """Read and parse a JSON file with a size limit; errors are one sentence naming the file."""
+    data = read_file_bytes(path, error=error, max_bytes=max_bytes)
+    return loads(data, what=str(Path(path)), error=error)
 
 
 def _default(o: Any) -> Any:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from engine.errors import GraphError
 from engine.graph import CompGraph
 from engine.graph_io import GRAPH_SCHEMA, load_graph_json
-from engine.jsonio import MAX_FILE_BYTES
+from engine.jsonio import read_file_bytes
 
 __all__ = ["FORMATS", "GraphFormat", "detect_format", "load_graph", "register_format"]
 
@@ -58,17 +58,7 @@ def detect_format(path: str | os.PathLike) -> GraphFormat:
     """The registered format of the file at ``path`` (from its first bytes)."""
     _load_importers()
     p = os.fspath(path)
-    try:
-        with open(p, "rb") as f:
-            head = f.read(_HEAD_BYTES)
-    except FileNotFoundError:
-        raise GraphError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise GraphError(f"{p} is a directory, not a graph file") from None
-    except PermissionError:
-        raise GraphError(f"{p}: permission denied") from None
-    if not head.strip():
-        raise GraphError(f"{p} is empty")
+    head = read_file_bytes(p, error=GraphError, head=_HEAD_BYTES)
     for fmt in FORMATS:
         if fmt.detect(head):
             return fmt
@@ -83,6 +73,4 @@ def load_graph(spec: str | os.PathLike) -> CompGraph:
         from engine.generators import from_spec
 
         return from_spec(s)
-    if os.path.isfile(s) and os.path.getsize(s) > MAX_FILE_BYTES:
-        raise GraphError(f"{s}: file is larger than the {MAX_FILE_BYTES / 1e6:.0f} MB limit")
     return detect_format(s).load(s)

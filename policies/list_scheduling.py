@@ -163,10 +163,13 @@ class CriticalPath:
         return best
 
 
-@register("heft", "HEFT: upward rank with mean costs, earliest finish time with insertion (Topcuoglu 2002)",
-          family="list scheduling")
-class Heft:
-    name = "heft"
+class _OnePass:
+    """One deterministic list-scheduling pass: an op priority, a selection rule and a device rule."""
+
+    name: str
+    priority: str  # attribute of ListScheduling holding the per-op priority
+    select: int
+    device: int
 
     def __init__(self, memory_aware: bool = True) -> None:
         self.memory_aware = memory_aware
@@ -175,26 +178,27 @@ class Heft:
               progress: Progress | None = None) -> Placement:
         ls = ListScheduling(graph, cluster)
         noise, dev_noise = ls.deterministic_noise()
-        dev, _, _ = ls.run(ls.rank, noise, dev_noise, select=_k.SELECT_PRIORITY, device=_k.DEVICE_EFT_INSERT,
+        dev, _, _ = ls.run(getattr(ls, self.priority), noise, dev_noise, select=self.select, device=self.device,
                            memory_aware=self.memory_aware)
         return ls.placement(dev)
+
+
+@register("heft", "HEFT: upward rank with mean costs, earliest finish time with insertion (Topcuoglu 2002)",
+          family="list scheduling")
+class Heft(_OnePass):
+    name = "heft"
+    priority = "rank"
+    select = _k.SELECT_PRIORITY
+    device = _k.DEVICE_EFT_INSERT
 
 
 @register("m-etf", "memory-aware earliest task first: the ready op and device that start soonest (Baechi)",
           family="list scheduling")
-class MEtf:
+class MEtf(_OnePass):
     name = "m-etf"
-
-    def __init__(self, memory_aware: bool = True) -> None:
-        self.memory_aware = memory_aware
-
-    def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
-              progress: Progress | None = None) -> Placement:
-        ls = ListScheduling(graph, cluster)
-        noise, dev_noise = ls.deterministic_noise()
-        dev, _, _ = ls.run(ls.static_level, noise, dev_noise, select=_k.SELECT_ETF, device=_k.DEVICE_EST,
-                           memory_aware=self.memory_aware)
-        return ls.placement(dev)
+    priority = "static_level"
+    select = _k.SELECT_ETF
+    device = _k.DEVICE_EST
 
 
 @register("m-topo", "memory-aware topological order: fill devices in turn up to a balanced memory share (Baechi)",

@@ -34,7 +34,7 @@ import numpy as np
 
 from engine.errors import GraphError
 from engine.graph import CompGraph
-from engine.jsonio import MAX_FILE_BYTES
+from engine.jsonio import read_file_bytes
 from engine.sources import register_format
 
 __all__ = ["COMM_FACTOR", "REFERENCE_FLOPS", "graph_from_doppler_text", "load_doppler_text"]
@@ -129,17 +129,7 @@ def load_doppler_text(path: str | os.PathLike) -> CompGraph:
     """Load a DOPPLER text graph file; the graph is named after the file."""
     p = os.fspath(path)
     base = os.path.basename(p)
-    try:
-        if os.path.getsize(p) > MAX_FILE_BYTES:
-            raise GraphError(f"{p}: file is larger than the {MAX_FILE_BYTES / 1e6:.0f} MB limit")
-        with open(p, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise GraphError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise GraphError(f"{p} is a directory, not a graph file") from None
-    except PermissionError:
-        raise GraphError(f"{p}: permission denied") from None
+    data = read_file_bytes(p, error=GraphError)
     try:
         text = data.decode("ascii")
     except UnicodeDecodeError:

@@ -21,6 +21,7 @@ from engine.errors import PlacementError, SpecError
 from engine.graph import CompGraph
 from engine.grouping import colocation_groups
 from engine.placement import Placement, compute_matrix
+from engine.simulator import Simulator
 
 __all__ = [
     "PLACERS",
@@ -31,6 +32,8 @@ __all__ = [
     "make_placer",
     "placer_descriptions",
     "register",
+    "relieve_memory",
+    "unit_footprint",
 ]
 
 #: ``progress(done, total, message)`` — placers call it to report progress (may be None).
@@ -138,3 +141,51 @@ def placer_parameters(name: str) -> dict[str, Any]:
     """A registered placer's parameters and their defaults (for the CLI and the app)."""
     sig = inspect.signature(PLACERS[name].factory)
     return {k: (None if p.default is inspect.Parameter.empty else p.default) for k, p in sig.parameters.items()}
+
+
+def unit_footprint(graph: CompGraph, units: PlacementUnits) -> np.ndarray:
+    """Bytes a unit needs on its device: persistent + outputs + temp of its ops (an upper bound)."""
+    per_op = graph.persistent_bytes + graph.output_bytes + graph.temp_bytes
+    return np.bincount(units.op_unit, weights=per_op, minlength=units.num_units)
+
+
+def relieve_memory(graph: CompGraph, cluster: Cluster, units: PlacementUnits, unit_devices: np.ndarray) -> np.ndarray:
+    """Greedy memory post-pass: move units off OOM devices to the device with most free memory.
+
+    Per round: simulate; for each OOM device, most over-full first, move its units (largest
+    footprint first, ties by lower unit index) to the feasible device with the most estimated
+    free memory, until the estimated excess is covered. Stops when nothing is OOM, nothing
+    can move, or after ``num_units`` rounds.
+    """
+    sim = Simulator(graph, cluster)
+    ud = unit_devices.copy()
+    size = unit_footprint(graph, units)
+    cap = cluster.memory
+    for _ in range(units.num_units):
+        _, peak = sim.makespan_and_peak(ud[units.op_unit])
+        excess = peak - cap
+        if not (excess > 0).any():
+            break
+        free = cap - peak
+        moved_any = False
+        for d in np.argsort(-excess, kind="stable").tolist():
+            if excess[d] <= 0:
+                break
+            need = excess[d]
+            for u in np.lexsort((np.arange(units.num_units), -size)).tolist():
+                if need <= 0:
+                    break
+                if ud[u] != d or size[u] <= 0:
+                    continue
+                room = np.where(units.feasible[u] & (np.arange(cluster.num_devices) != d), free, -np.inf)
+                t = int(np.argmax(room))
+                if not np.isfinite(room[t]) or room[t] < size[u]:
+                    continue
+                ud[u] = t
+                free[t] -= size[u]
+                free[d] += size[u]
+                need -= size[u]
+                moved_any = True
+        if not moved_any:
+            break
+    return ud

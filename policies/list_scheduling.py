@@ -56,7 +56,7 @@ from engine.graph import CompGraph
 from engine.placement import Placement, compute_matrix
 from engine.simulator import Simulator
 from policies import _listsched_kernels as _k
-from policies.base import PlacementUnits, Progress, register
+from policies.base import PlacementUnits, Progress, register, relieve_memory
 
 __all__ = ["ListScheduling", "favourite_children", "memory_penalized"]
 
@@ -123,9 +123,14 @@ class ListScheduling:
         n, nd = self.graph.num_ops, self.cluster.num_devices
         return np.arange(n, dtype=np.float64), np.tile(np.arange(nd, dtype=np.float64), (n, 1))
 
-    def placement(self, op_dev: np.ndarray) -> Placement:
+    def placement(self, op_dev: np.ndarray, *, repair_memory: bool = False) -> Placement:
+        """The op devices as a placement; with ``repair_memory`` the simulator-checked memory
+        post-pass (:func:`policies.base.relieve_memory`) fixes what the schedule's own memory
+        estimate missed (it tracks memory in scheduling order, not in simulated time)."""
         unit_dev = np.zeros(self.units.num_units, dtype=np.int64)
         unit_dev[self.units.op_unit] = op_dev
+        if repair_memory:
+            unit_dev = relieve_memory(self.graph, self.cluster, self.units, unit_dev)
         return self.units.to_placement(unit_dev)
 
 
@@ -160,6 +165,8 @@ class CriticalPath:
                 best, best_cost = p, cost
             if progress is not None:
                 progress(r + 1, runs, f"best {best_cost:.6g} s")
+        if self.memory_aware:
+            best = ls.placement(best.devices, repair_memory=True)
         return best
 
 
@@ -180,7 +187,7 @@ class _OnePass:
         noise, dev_noise = ls.deterministic_noise()
         dev, _, _ = ls.run(getattr(ls, self.priority), noise, dev_noise, select=self.select, device=self.device,
                            memory_aware=self.memory_aware)
-        return ls.placement(dev)
+        return ls.placement(dev, repair_memory=self.memory_aware)
 
 
 @register("heft", "HEFT: upward rank with mean costs, earliest finish time with insertion (Topcuoglu 2002)",
@@ -221,7 +228,7 @@ class MTopo:
         fill_cap = np.minimum(ls.capacity, share)
         dev, _, _ = ls.run(prio, noise, dev_noise, select=_k.SELECT_PRIORITY, device=_k.DEVICE_FILL,
                            memory_aware=self.memory_aware, fill_cap=fill_cap)
-        return ls.placement(dev)
+        return ls.placement(dev, repair_memory=self.memory_aware)
 
 
 @register("m-sct", "memory-aware smallest communication time: LP favourite children (HiGHS) + ETF (Baechi)",
@@ -243,7 +250,7 @@ class MSct:
         noise, dev_noise = ls.deterministic_noise()
         dev, _, _ = ls.run(ls.static_level, noise, dev_noise, select=_k.SELECT_ETF, device=_k.DEVICE_EST,
                            memory_aware=self.memory_aware, fav_parent=fav_parent)
-        return ls.placement(dev)
+        return ls.placement(dev, repair_memory=self.memory_aware)
 
 
 def favourite_children(graph: CompGraph, p: np.ndarray, c: np.ndarray, *, time_limit_s: float = 5.0) -> np.ndarray:

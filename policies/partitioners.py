@@ -51,8 +51,7 @@ from engine.cluster import Cluster
 from engine.errors import PlacementError, SpecError
 from engine.graph import CompGraph
 from engine.placement import Placement
-from engine.simulator import Simulator
-from policies.base import PlacementUnits, Progress, register
+from policies.base import PlacementUnits, Progress, register, relieve_memory
 
 __all__ = ["Kahip", "Metis", "MinCut", "Scotch", "UnitGraph", "unit_graph"]
 
@@ -136,53 +135,6 @@ def _match_parts(units: PlacementUnits, work: np.ndarray, parts: np.ndarray, dev
     relabel = np.empty(k, dtype=np.int64)
     relabel[rows] = cols
     return relabel[parts]
-
-
-def _footprint(graph: CompGraph, units: PlacementUnits) -> np.ndarray:
-    per_op = graph.persistent_bytes + graph.output_bytes + graph.temp_bytes
-    return np.bincount(units.op_unit, weights=per_op, minlength=units.num_units)
-
-
-def relieve_memory(graph: CompGraph, cluster: Cluster, units: PlacementUnits, unit_devices: np.ndarray) -> np.ndarray:
-    """Greedy memory post-pass: move units off OOM devices to the device with most free memory.
-
-    Per round: simulate; for each OOM device, most over-full first, move its units (largest
-    footprint first, ties by lower unit index) to the feasible device with the most estimated
-    free memory, until the estimated excess is covered. Stops when nothing is OOM, nothing
-    can move, or after ``num_units`` rounds.
-    """
-    sim = Simulator(graph, cluster)
-    ud = unit_devices.copy()
-    size = _footprint(graph, units)
-    cap = cluster.memory
-    for _ in range(units.num_units):
-        _, peak = sim.makespan_and_peak(ud[units.op_unit])
-        excess = peak - cap
-        if not (excess > 0).any():
-            break
-        free = cap - peak
-        moved_any = False
-        for d in np.argsort(-excess, kind="stable").tolist():
-            if excess[d] <= 0:
-                break
-            need = excess[d]
-            for u in np.lexsort((np.arange(units.num_units), -size)).tolist():
-                if need <= 0:
-                    break
-                if ud[u] != d or size[u] <= 0:
-                    continue
-                room = np.where(units.feasible[u] & (np.arange(cluster.num_devices) != d), free, -np.inf)
-                t = int(np.argmax(room))
-                if not np.isfinite(room[t]) or room[t] < size[u]:
-                    continue
-                ud[u] = t
-                free[t] -= size[u]
-                free[d] += size[u]
-                need -= size[u]
-                moved_any = True
-        if not moved_any:
-            break
-    return ud
 
 
 class _Partitioner:

@@ -93,6 +93,9 @@ def roofline_cost(flops: np.ndarray, bytes_accessed: np.ndarray) -> dict[str, np
     idle = (f == 0) & (b == 0)
     return {kind: np.where(idle, 0.0, t) for kind, t in op_times(f, b).items()}
 
+# TensorFlow's C++ INFO/WARNING lines would otherwise land on every command's stderr.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
 
 # ------------------------------------------------------------------ op classes
 _DROPPED = frozenset({"Const", "HostConst", "NoOp"})
@@ -428,8 +431,7 @@ def graph_from_tf_graph(
 
 
 # ------------------------------------------------------------------ Keras training step
-def _import_tf():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+def import_tensorflow():
     try:
         import tensorflow as tf
     except ImportError:  # pragma: no cover - depends on the environment
@@ -473,7 +475,7 @@ def graph_from_keras(
     """
     if batch_size < 1:
         raise GraphError("batch_size must be >= 1")
-    tf = _import_tf()
+    tf = import_tensorflow()
     import keras
 
     opt = keras.optimizers.get(optimizer)
@@ -576,7 +578,7 @@ def _read_proto(path: str, parse: Callable[[bytes], Any], what: str) -> Any:
 
 
 def _graph_from_graphdef(gd: Any, name: str, batch_size: int, cost: CostFn | None) -> CompGraph:
-    tf = _import_tf()
+    tf = import_tensorflow()
     g = tf.Graph()
     try:
         with g.as_default():
@@ -593,7 +595,7 @@ def load_graphdef(path: str | os.PathLike, *, batch_size: int = 1, cost: CostFn 
     Functions in the GraphDef's library (TF2 ``PartitionedCall`` ops) stay single opaque ops.
     """
     p = os.fspath(path)
-    tf = _import_tf()
+    tf = import_tensorflow()
     gd = _read_proto(p, tf.compat.v1.GraphDef.FromString, "GraphDef")
     name = os.path.splitext(os.path.basename(p))[0]
     return _graph_from_graphdef(gd, name, batch_size, cost)
@@ -614,7 +616,7 @@ def load_saved_model(path: str | os.PathLike, *, tag: str = "serve", signature: 
     p = os.fspath(path)
     if os.path.isdir(p):
         p = os.path.join(p, "saved_model.pb")
-    _import_tf()
+    import_tensorflow()
     from tensorflow.core.protobuf import saved_model_pb2
 
     sm = _read_proto(p, saved_model_pb2.SavedModel.FromString, "SavedModel")

@@ -31,6 +31,9 @@ __all__ = ["cache_dir", "inception_v3", "nasnet"]
 #: Bump when the importer's output changes, so stale cache entries are not reused.
 IMPORTER_VERSION = 1
 
+# TensorFlow's C++ INFO/WARNING lines would otherwise land on every command's stderr.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
 
 def cache_dir() -> Path:
     """``$PLACELAB_CACHE`` or ``~/.cache/placelab/graphs``."""
@@ -43,8 +46,10 @@ def _cached(key: str, build: Callable[[], CompGraph], use_cache: bool) -> CompGr
 
     if not use_cache:
         return build()
+    from engine.importers.tensorflow_graph import import_tensorflow
+
+    tf = import_tensorflow()
     import keras
-    import tensorflow as tf
 
     stamp = f"{key}|importer={IMPORTER_VERSION}|tf={tf.__version__}|keras={keras.__version__}"
     path = cache_dir() / f"{key.split('?')[0]}-{hashlib.sha256(stamp.encode()).hexdigest()[:16]}.json"

@@ -26,8 +26,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
-
-from placelab.cli import main
+from cli_run import run_cli
 
 MS = 1e-3
 
@@ -91,16 +90,6 @@ def files(tmp_path, monkeypatch) -> Files:
     return Files(tmp_path)
 
 
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    """Exit code, stdout, stderr of ``placelab ARGS`` run in this process."""
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = 0 if exc.code is None else exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def run_json(capsys, *args: str) -> dict:

@@ -10,10 +10,9 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from placelab.cli import main
 
 CHAIN = {
     "schema": "placelab.graph/1",
@@ -40,15 +39,6 @@ def placement_text(devices: dict[str, str]) -> str:
     return json.dumps({"schema": "placelab.placement/1", "devices": devices})
 
 
-def run_cli(capsys, *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = 0 if exc.code is None else exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def assert_bad_input(code: int, out: str, err: str, *fragments: str) -> None:

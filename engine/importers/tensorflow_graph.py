@@ -9,8 +9,8 @@ Three entry points share one walker (:func:`graph_from_tf_graph`) over a ``tf.Gr
   before ``tape.gradient`` are ``forward``, by it ``backward``, by ``apply_gradients``
   ``update``.
 * A binary ``GraphDef`` file (``.pb``) and a SavedModel's ``saved_model.pb`` file are
-  registered formats, detected from their first protobuf bytes (see :func:`_detect_graphdef`,
-  :func:`_detect_saved_model`). They are parsed as protobuf only: nothing from the file is
+  registered formats (``engine/importers/tensorflow_files.py``), detected from their first
+  protobuf bytes. They are parsed as protobuf only: nothing from the file is
   executed and no Python is restored. A SavedModel holds the graphs it was exported with —
   normally an *inference* graph (the serving signature) with no gradient or optimizer ops;
   it has a training step only if one was saved. Phases there come from name heuristics
@@ -67,13 +67,10 @@ import numpy as np
 
 from engine.errors import GraphError
 from engine.graph import CompGraph
-from engine.sources import register_format
 
 __all__ = [
     "graph_from_keras",
     "graph_from_tf_graph",
-    "load_graphdef",
-    "load_saved_model",
     "op_flops",
     "phase_from_name",
     "roofline_cost",
@@ -527,140 +524,3 @@ def graph_from_keras(
     return graph_from_tf_graph(fg, name=name or f"{model.name}-train-b{batch_size}", batch_size=batch_size,
                                phase_of=phase_of, variables=variables, cost=cost,
                                fetches=[t.op for t in fg.outputs] + list(fg.control_outputs))
-
-
-# ------------------------------------------------------------------ files
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while pos < len(buf) and shift < 64:
-        b = buf[pos]
-        value |= (b & 0x7F) << shift
-        pos += 1
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-    return -1, pos
-
-
-def _detect_graphdef(head: bytes) -> bool:
-    """A binary GraphDef: field 1 (``node``, length-delimited) holding a NodeDef whose first
-    field is its ``name`` (field 1, a printable string). Cheap: reads the first bytes only."""
-    if len(head) < 4 or head[0] != 0x0A:
-        return False
-    _, pos = _varint(head, 1)
-    if pos >= len(head) or head[pos] != 0x0A:
-        return False
-    length, pos = _varint(head, pos + 1)
-    name = head[pos:pos + min(max(length, 0), 64)]
-    return length > 0 and bool(name) and all(32 < c < 127 for c in name)
-
-
-def _detect_saved_model(head: bytes) -> bool:
-    """A ``saved_model.pb``: ``saved_model_schema_version`` (field 1, varint) then
-    ``meta_graphs`` (field 2, length-delimited) opening with its ``meta_info_def`` (field 1).
-    The last test tells it from an ONNX model (ir_version, then a producer_name string)."""
-    if len(head) < 4 or head[0] != 0x08:
-        return False
-    _, pos = _varint(head, 1)
-    if pos >= len(head) or head[pos] != 0x12:
-        return False
-    length, pos = _varint(head, pos + 1)
-    return length > 0 and pos < len(head) and head[pos] == 0x0A
-
-
-def _read_proto(path: str, parse: Callable[[bytes], Any], what: str) -> Any:
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        return parse(data)
-    except Exception as exc:  # protobuf's DecodeError and friends
-        raise GraphError(f"{os.path.basename(path)}: not a valid {what} ({type(exc).__name__})") from None
-
-
-def _graph_from_graphdef(gd: Any, name: str, batch_size: int, cost: CostFn | None) -> CompGraph:
-    tf = import_tensorflow()
-    g = tf.Graph()
-    try:
-        with g.as_default():
-            tf.graph_util.import_graph_def(gd, name="")
-    except Exception as exc:  # unknown ops, bad inputs, shape errors
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise GraphError(f"{name}: TensorFlow cannot import the GraphDef: {first}") from None
-    return graph_from_tf_graph(g, name=name, batch_size=batch_size, cost=cost)
-
-
-def load_graphdef(path: str | os.PathLike, *, batch_size: int = 1, cost: CostFn | None = None) -> CompGraph:
-    """A CompGraph from a binary ``GraphDef`` file (protobuf; nothing is executed).
-
-    Functions in the GraphDef's library (TF2 ``PartitionedCall`` ops) stay single opaque ops.
-    """
-    p = os.fspath(path)
-    tf = import_tensorflow()
-    gd = _read_proto(p, tf.compat.v1.GraphDef.FromString, "GraphDef")
-    name = os.path.splitext(os.path.basename(p))[0]
-    return _graph_from_graphdef(gd, name, batch_size, cost)
-
-
-def load_saved_model(path: str | os.PathLike, *, tag: str = "serve", signature: str = "serving_default",
-                     batch_size: int = 1, cost: CostFn | None = None) -> CompGraph:
-    """A CompGraph from a SavedModel (its directory or its ``saved_model.pb``), read as protobuf.
-
-    Picks the MetaGraphDef tagged ``tag`` (else the first). A TF1-style graph is walked as is.
-    A TF2 SavedModel keeps the model in library functions: the function that ``signature``
-    calls is rebuilt as a graph (``function_def_to_graph``, shapes from the signature, unknown
-    dimensions → ``batch_size``) and walked; a function that only calls another one (Keras'
-    ``export`` wraps the model so) is descended into; other nested calls stay opaque ops.
-    This is the exported (normally inference) graph: there are no backward or update ops
-    unless a training step was saved. Variables' values are never loaded.
-    """
-    p = os.fspath(path)
-    if os.path.isdir(p):
-        p = os.path.join(p, "saved_model.pb")
-    import_tensorflow()
-    from tensorflow.core.protobuf import saved_model_pb2
-
-    sm = _read_proto(p, saved_model_pb2.SavedModel.FromString, "SavedModel")
-    if not sm.meta_graphs:
-        raise GraphError(f"{p}: the SavedModel has no meta graph")
-    meta = next((m for m in sm.meta_graphs if tag in m.meta_info_def.tags), sm.meta_graphs[0])
-    name = os.path.basename(os.path.dirname(os.path.abspath(p))) or "saved_model"
-    gd = meta.graph_def
-    fn_name = _signature_function(meta, signature)
-    if fn_name is None:
-        return _graph_from_graphdef(gd, name, batch_size, cost)
-    from tensorflow.python.framework.function_def_to_graph import function_def_to_graph
-
-    fdefs = {f.signature.name: f for f in gd.library.function}
-    shapes = None
-    try:
-        for _ in range(_MAX_CALL_DEPTH):  # descend through wrappers that only call one function
-            fg = function_def_to_graph(fdefs[fn_name], input_shapes=shapes)
-            work = [op for op in fg.get_operations()
-                    if op.type not in _DROPPED and op.type not in _PASS_THROUGH and op.type != "Placeholder"]
-            callee = _attr(work[0], "f") if len(work) == 1 and work[0].type in _CALLS else None
-            if callee is None or callee.name not in fdefs:
-                break
-            fn_name, shapes = callee.name, [t.shape for t in work[0].inputs]
-    except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise GraphError(f"{p}: cannot rebuild signature '{signature}': {first}") from None
-    return graph_from_tf_graph(fg, name=name, batch_size=batch_size, cost=cost)
-
-
-def _signature_function(meta: Any, signature: str) -> str | None:
-    """Name of the library function that the signature's outputs come from (TF2), or None."""
-    sig = meta.signature_def.get(signature)
-    if sig is None or not meta.graph_def.library.function:
-        return None
-    nodes = {nd.name: nd for nd in meta.graph_def.node}
-    for info in sig.outputs.values():
-        node = nodes.get(info.name.split(":")[0])
-        if node is not None and "f" in node.attr and node.attr["f"].func.name:
-            return node.attr["f"].func.name
-    return None
-
-
-register_format("tf-graphdef", "TensorFlow GraphDef, binary protobuf (.pb)", _detect_graphdef,
-                lambda p: load_graphdef(p))
-register_format("tf-savedmodel", "TensorFlow SavedModel (saved_model.pb; its inference graph)",
-                _detect_saved_model, lambda p: load_saved_model(p))

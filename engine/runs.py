@@ -19,10 +19,8 @@ Assumptions
 
 from __future__ import annotations
 
-import csv
 import functools
 import importlib.metadata
-import io
 import json
 import os
 import re
@@ -35,10 +33,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from engine.errors import RunError
-from engine.jsonio import atomic_write_json, atomic_write_text
+from engine.jsonio import atomic_write_json
+from engine.tables import append_csv_row, read_csv, write_csv
 
 __all__ = [
     "RUN_SCHEMA",
@@ -52,10 +49,6 @@ RUN_SCHEMA = "placelab.run/1"
 STATUSES = ("running", "done", "failed", "interrupted")
 _RUN_JSON = "run.json"
 _STALE_AFTER = timedelta(hours=24)
-_INT = re.compile(r"[+-]?[0-9]+")
-_FLOAT = re.compile(
-    r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(nan|inf|infinity)", re.I
-)
 
 
 @functools.lru_cache(maxsize=1)
@@ -176,15 +169,8 @@ class Run:
         ValueError
             The columns do not all have the same length.
         """
-        lengths = {key: len(values) for key, values in columns.items()}
-        if len(set(lengths.values())) > 1:
-            raise ValueError(f"table {name}: columns differ in length: {lengths}")
-        buf = io.StringIO()
-        writer = csv.writer(buf)
-        writer.writerow(columns.keys())
-        writer.writerows([_cell(v) for v in row] for row in zip(*columns.values(), strict=True))
         path = self._file(name, create=True)
-        atomic_write_text(path, buf.getvalue())
+        write_csv(path, columns)
         return path
 
     def append_row(self, name: str, row: Mapping[str, Any]) -> None:
@@ -198,25 +184,7 @@ class Run:
         ValueError
             ``row``'s keys differ from the existing header.
         """
-        path = self._file(name, create=True)
-        header = list(row.keys())
-        if path.exists() and path.stat().st_size > 0:
-            _drop_torn_tail(path)
-        if path.exists() and path.stat().st_size > 0:
-            with path.open(newline="", encoding="utf-8") as f:
-                existing = next(csv.reader(f))
-            if set(existing) != set(header):
-                raise ValueError(f"table {name}: row keys {header} differ from header {existing}")
-            header, lines = existing, []
-        else:
-            lines = [header]
-        lines.append([_cell(row[key]) for key in header])
-        buf = io.StringIO()
-        csv.writer(buf).writerows(lines)
-        with path.open("a", newline="", encoding="utf-8") as f:
-            f.write(buf.getvalue())
-            f.flush()
-            os.fsync(f.fileno())
+        append_csv_row(self._file(name, create=True), row)
 
     def read_table(self, name: str) -> dict[str, list]:
         """Read a CSV table as ``{column: values}``, ignoring a torn last line.
@@ -226,23 +194,10 @@ class Run:
         RunError
             The file is missing, or a row other than the last has the wrong field count.
         """
-        with self._existing(name).open(newline="", encoding="utf-8") as f:
-            text = f.read()
-        if text and not text.endswith("\n"):
-            text = text[: text.rfind("\n") + 1]
-        rows = list(csv.reader(io.StringIO(text, newline="")))
-        if not rows:
-            return {}
-        header, body = rows[0], rows[1:]
-        if body and len(body[-1]) != len(header):
-            body.pop()
-        for i, values in enumerate(body, start=1):
-            if len(values) != len(header):
-                raise RunError(
-                    f"run {self.id}: {name} row {i} has {len(values)} fields, "
-                    f"expected {len(header)}"
-                )
-        return {key: [_parse(r[j]) for r in body] for j, key in enumerate(header)}
+        try:
+            return read_csv(self._existing(name))
+        except ValueError as exc:
+            raise RunError(f"run {self.id}: {name} {exc}") from None
 
     def update(self, **fields: Any) -> None:
         """Merge ``fields`` into ``run.json`` atomically and bump ``updated``."""
@@ -488,35 +443,6 @@ def _pid_alive(pid: Any) -> bool:
     except OSError:  # PermissionError: alive, owned by someone else
         return True
     return True
-
-
-def _drop_torn_tail(path: Path) -> None:
-    with path.open("rb+") as f:
-        f.seek(-1, os.SEEK_END)
-        if f.read(1) == b"\n":
-            return
-        f.seek(0)
-        f.truncate(f.read().rfind(b"\n") + 1)
-
-
-def _cell(value: Any) -> str:
-    if isinstance(value, np.generic):
-        value = value.item()
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
-
-
-def _parse(text: str) -> int | float | str | None:
-    if text == "":
-        return None
-    if _INT.fullmatch(text):
-        return int(text)
-    if _FLOAT.fullmatch(text):
-        return float(text)
-    return text
 
 
 def _slug(text: str) -> str:

@@ -13,12 +13,20 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.errors import GraphError
+from engine.errors import GraphError, SpecError
 from engine.graph import CompGraph
 from engine.graph_io import GRAPH_SCHEMA, load_graph_json
 from engine.jsonio import read_file_bytes
 
-__all__ = ["FORMATS", "GraphFormat", "detect_format", "load_graph", "register_format"]
+__all__ = [
+    "FORMATS",
+    "GraphFormat",
+    "detect_format",
+    "expand_graph_specs",
+    "load_graph",
+    "load_graphs",
+    "register_format",
+]
 
 _HEAD_BYTES = 4096
 
@@ -74,3 +82,34 @@ def load_graph(spec: str | os.PathLike) -> CompGraph:
 
         return from_spec(s)
     return detect_format(s).load(s)
+
+
+def expand_graph_specs(spec: str) -> list[str]:
+    """The single-graph specs a multi-graph spec stands for, in order.
+
+    ``spec`` is a comma-separated list of graph specs (paths or ``gen:``) and Placeto
+    families: ``family:NAME`` (all 32 graphs), ``family:NAME:train`` or ``family:NAME:test``
+    (the fixed 16/16 split of Placeto App. A.3; see ``engine/workloads/placeto_families.py``).
+    """
+    out: list[str] = []
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        if not part.startswith("family:"):
+            out.append(part)
+            continue
+        from engine.workloads.placeto_families import family
+
+        name, _, split = part[len("family:"):].partition(":")
+        if split not in ("", "train", "test"):
+            raise SpecError(f"'{part}': a family split is 'train' or 'test', got '{split}'")
+        fam = family(f"family:{name}")
+        out.extend(fam.train if split == "train" else fam.test if split == "test" else fam.train + fam.test)
+    if not out:
+        raise SpecError(f"graph spec '{spec}' names no graph")
+    return out
+
+
+def load_graphs(spec: str) -> list[CompGraph]:
+    """Every graph of a multi-graph spec (see :func:`expand_graph_specs`)."""
+    return [load_graph(s) for s in expand_graph_specs(spec)]

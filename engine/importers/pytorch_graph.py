@@ -177,6 +177,9 @@ def graph_from_torch(
         if path:
             handles.append(sub.register_forward_pre_hook(pre_hook(path)))
             handles.append(sub.register_forward_hook(post_hook))
+    # make_fx runs the step on the real tensors: in-place buffer updates (BatchNorm running
+    # statistics) would land in the module; importing must leave it as it was
+    saved = {k: v.detach().clone() for k, v in buffers.items()}
     try:
         gm = make_fx(step)(params, buffers, *inputs)
     except GraphError:
@@ -187,6 +190,9 @@ def graph_from_torch(
     finally:
         for h in handles:
             h.remove()
+        with torch.no_grad():
+            for k, v in buffers.items():
+                v.copy_(saved[k])
     return _to_compgraph(gm, list(params), list(buffers), trained, marks, spans, cost,
                          name or f"{type(module).__name__}-train")
 

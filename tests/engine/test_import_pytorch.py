@@ -133,3 +133,14 @@ def test_untraceable_or_parameterless_module_is_graph_error():
     assert "\n" not in str(err.value)
     with pytest.raises(GraphError, match="no trainable parameter"):
         graph_from_torch(nn.ReLU(), (torch.ones(2),))
+
+
+def test_import_leaves_batchnorm_statistics_unchanged():
+    import torch
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU())
+    before = {k: v.clone() for k, v in model.named_buffers()}
+    graph_from_torch(model, (torch.randn(16, 4),))
+    after = dict(model.named_buffers())
+    # the trace ran a real step (running mean would move off 0), yet nothing changed
+    assert all(torch.equal(before[k], after[k]) for k in before)

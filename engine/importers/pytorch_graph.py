@@ -33,8 +33,9 @@ Conventions (as for TensorFlow, :mod:`engine.importers.tensorflow_graph`):
 
 from __future__ import annotations
 
+import contextlib
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -107,6 +108,19 @@ def _node_flops(node: Any) -> float:
     return float(max(sizes, default=0))
 
 
+@contextlib.contextmanager
+def buffers_restored(torch: Any, buffers: dict) -> Iterator[None]:
+    """Put the module's buffers back as they were: make_fx runs the step on the real tensors, so
+    in-place buffer updates (BatchNorm running statistics) would land in the module."""
+    saved = {k: v.detach().clone() for k, v in buffers.items()}
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for k, v in buffers.items():
+                v.copy_(saved[k])
+
+
 def graph_from_torch(
     module: Any,
     example_inputs: Sequence[Any],
@@ -177,11 +191,9 @@ def graph_from_torch(
         if path:
             handles.append(sub.register_forward_pre_hook(pre_hook(path)))
             handles.append(sub.register_forward_hook(post_hook))
-    # make_fx runs the step on the real tensors: in-place buffer updates (BatchNorm running
-    # statistics) would land in the module; importing must leave it as it was
-    saved = {k: v.detach().clone() for k, v in buffers.items()}
     try:
-        gm = make_fx(step)(params, buffers, *inputs)
+        with buffers_restored(torch, buffers):
+            gm = make_fx(step)(params, buffers, *inputs)
     except GraphError:
         raise
     except Exception as exc:
@@ -190,9 +202,6 @@ def graph_from_torch(
     finally:
         for h in handles:
             h.remove()
-        with torch.no_grad():
-            for k, v in buffers.items():
-                v.copy_(saved[k])
     return _to_compgraph(gm, list(params), list(buffers), trained, marks, spans, cost,
                          name or f"{type(module).__name__}-train")
 

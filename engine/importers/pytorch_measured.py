@@ -58,7 +58,13 @@ import numpy as np
 
 from engine.errors import GraphError
 from engine.graph import CompGraph
-from engine.importers.pytorch_graph import _import_torch, _is_pass_through, _leaves, graph_from_torch
+from engine.importers.pytorch_graph import (
+    _import_torch,
+    _is_pass_through,
+    _leaves,
+    buffers_restored,
+    graph_from_torch,
+)
 
 __all__ = ["measure_torch_step"]
 
@@ -96,16 +102,9 @@ def measure_torch_step(
     params = {k: v for k, v in module.named_parameters() if v.requires_grad}
     buffers = dict(module.named_buffers())
     inputs = tuple(example_inputs)
-    # make_fx runs the step on the real tensors: in-place buffer updates (BatchNorm running
-    # statistics) would land in the module, twice; restore them so measuring has no side effect
-    saved = {k: v.detach().clone() for k, v in buffers.items()}
-    try:
-        ref = graph_from_torch(module, inputs, loss_fn=loss_fn, lr=lr, name=name)
+    ref = graph_from_torch(module, inputs, loss_fn=loss_fn, lr=lr, name=name)  # leaves buffers as they were
+    with buffers_restored(torch, buffers):
         gm = _retrace(torch, module, params, buffers, inputs, loss_fn, lr)
-    finally:
-        with torch.no_grad():
-            for k, v in buffers.items():
-                v.copy_(saved[k])
     names = _op_names(gm, list(params), list(buffers))
     if tuple(names) != ref.op_names:
         raise GraphError(f"graph '{ref.name}': re-tracing the training step gave different ops than "

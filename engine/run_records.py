@@ -27,7 +27,8 @@ from engine.placement import Placement, placement_from_dict
 from engine.runs import Run, RunStore
 from engine.schedule import Schedule
 
-__all__ = ["PlacementRun", "export_trace", "load_placement_run", "placement_metrics", "save_placement_run"]
+__all__ = ["PlacementRun", "export_trace", "load_placement_run", "placement_metrics", "save_placement_run",
+           "write_placement_files"]
 
 
 def placement_metrics(graph: CompGraph, cluster: Cluster, schedule: Schedule) -> dict[str, Any]:
@@ -57,31 +58,37 @@ def save_placement_run(
     run = store.create(kind, graph_name=graph.name, graph_hash=graph.content_hash, cluster=cluster.name,
                        placer=placer, parameters=parameters, seed=seed, tags=list(tags or []))
     with run:
-        run.write_json("graph.json", graph_to_dict(graph))
-        run.write_json("cluster.json", cluster_to_dict(cluster))
-        run.write_json("placement.json", placement.to_dict(graph, cluster))
-        devs = [d.name for d in cluster.devices]
-        run.write_table("schedule_ops.csv", {
-            "op": list(graph.op_names),
-            "index": list(range(graph.num_ops)),
-            "device": [devs[d] for d in schedule.op_device.tolist()],
-            "start_s": schedule.op_start.tolist(),
-            "end_s": schedule.op_end.tolist(),
-            "phase": [p or "" for p in graph.phase],
-        })
-        run.write_table("schedule_transfers.csv", {
-            "op": [graph.op_names[i] for i in schedule.transfer_op.tolist()],
-            "src": [devs[d] for d in schedule.transfer_src.tolist()],
-            "dst": [devs[d] for d in schedule.transfer_dst.tolist()],
-            "bytes": schedule.transfer_bytes.tolist(),
-            "start_s": schedule.transfer_start.tolist(),
-            "end_s": schedule.transfer_end.tolist(),
-        })
-        metrics = placement_metrics(graph, cluster, schedule)
+        metrics = write_placement_files(run, graph, cluster, placement, schedule)
         metrics["seconds_to_place"] = seconds_to_place
         metrics.update(extra_metrics or {})
         run.finish("done", metrics)
     return run
+
+
+def write_placement_files(run: Run, graph: CompGraph, cluster: Cluster, placement: Placement,
+                          schedule: Schedule) -> dict[str, Any]:
+    """Write a placement and its schedule into ``run`` (replayable by the app); returns its metrics."""
+    run.write_json("graph.json", graph_to_dict(graph))
+    run.write_json("cluster.json", cluster_to_dict(cluster))
+    run.write_json("placement.json", placement.to_dict(graph, cluster))
+    devs = [d.name for d in cluster.devices]
+    run.write_table("schedule_ops.csv", {
+        "op": list(graph.op_names),
+        "index": list(range(graph.num_ops)),
+        "device": [devs[d] for d in schedule.op_device.tolist()],
+        "start_s": schedule.op_start.tolist(),
+        "end_s": schedule.op_end.tolist(),
+        "phase": [p or "" for p in graph.phase],
+    })
+    run.write_table("schedule_transfers.csv", {
+        "op": [graph.op_names[i] for i in schedule.transfer_op.tolist()],
+        "src": [devs[d] for d in schedule.transfer_src.tolist()],
+        "dst": [devs[d] for d in schedule.transfer_dst.tolist()],
+        "bytes": schedule.transfer_bytes.tolist(),
+        "start_s": schedule.transfer_start.tolist(),
+        "end_s": schedule.transfer_end.tolist(),
+    })
+    return placement_metrics(graph, cluster, schedule)
 
 
 @dataclass(frozen=True)

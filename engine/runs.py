@@ -35,7 +35,7 @@ from typing import Any
 
 from engine.errors import RunError
 from engine.jsonio import atomic_write_json
-from engine.tables import append_csv_row, read_csv, write_csv
+from engine.tables import append_csv_rows, read_csv, write_csv
 
 __all__ = [
     "RUN_SCHEMA",
@@ -184,7 +184,11 @@ class Run:
         ValueError
             ``row``'s keys differ from the existing header.
         """
-        append_csv_row(self._file(name, create=True), row)
+        append_csv_rows(self._file(name, create=True), [row])
+
+    def append_rows(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Append several rows to the CSV table ``name`` with one ``fsync`` (see :meth:`append_row`)."""
+        append_csv_rows(self._file(name, create=True), rows)
 
     def read_table(self, name: str) -> dict[str, list]:
         """Read a CSV table as ``{column: values}``, ignoring a torn last line.

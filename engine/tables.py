@@ -21,7 +21,7 @@ import numpy as np
 
 from engine.jsonio import atomic_write_text
 
-__all__ = ["append_csv_row", "read_csv", "write_csv"]
+__all__ = ["append_csv_rows", "read_csv", "write_csv"]
 
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(nan|inf|infinity)", re.I)
@@ -45,15 +45,17 @@ def write_csv(path: Path, columns: Mapping[str, Sequence]) -> None:
     atomic_write_text(path, buf.getvalue())
 
 
-def append_csv_row(path: Path, row: Mapping[str, Any]) -> None:
-    """Append one row and ``fsync`` it; the header is written with the first row.
+def append_csv_rows(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Append rows with one ``fsync``; the header (the first row's keys) is written with the first rows.
 
     Raises
     ------
     ValueError
-        ``row``'s keys differ from the existing header.
+        A row's keys differ from the existing header (or from the first row's).
     """
-    header = list(row.keys())
+    if not rows:
+        return
+    header = list(rows[0].keys())
     if path.exists() and path.stat().st_size > 0:
         _drop_torn_tail(path)
     if path.exists() and path.stat().st_size > 0:
@@ -64,7 +66,10 @@ def append_csv_row(path: Path, row: Mapping[str, Any]) -> None:
         header, lines = existing, []
     else:
         lines = [header]
-    lines.append([_cell(row[key]) for key in header])
+    for row in rows:
+        if set(row) != set(header):
+            raise ValueError(f"table {path.name}: row keys {list(row)} differ from header {header}")
+        lines.append([_cell(row[key]) for key in header])
     buf = io.StringIO()
     csv.writer(buf).writerows(lines)
     with path.open("a", newline="", encoding="utf-8") as f:

@@ -17,8 +17,8 @@ import typer
 from typer.exceptions import TyperException
 
 from engine.cluster import load_cluster
-from engine.errors import PlacelabError, SpecError
-from engine.jsonio import atomic_write_json, dumps
+from engine.errors import PlacelabError
+from engine.jsonio import atomic_write_json
 from engine.objectives import lower_bound
 from engine.placement import load_placement
 from engine.run_records import export_trace, placement_metrics
@@ -26,6 +26,19 @@ from engine.runs import RunStore
 from engine.simulator import Simulator
 from engine.sources import load_graph
 from engine.summary import graph_summary, run_summary
+from placelab import cli_learn
+from placelab.cli_common import (
+    DEFAULT_RUNS,
+    ClusterOpt,
+    GraphArg,
+    JsonOpt,
+    RunsDirOpt,
+    emit,
+    fmt_bytes,
+    fmt_s,
+    parse_params,
+    text_table,
+)
 from policies.runner import compare as run_compare
 from policies.runner import place_and_simulate
 
@@ -37,37 +50,7 @@ runs_app = typer.Typer(no_args_is_help=True, help="Stored runs under runs/.")
 app.add_typer(graph_app, name="graph")
 app.add_typer(bench_app, name="bench")
 app.add_typer(runs_app, name="runs")
-
-GraphArg = Annotated[str, typer.Argument(help="graph file (any supported format) or gen:NAME?k=v")]
-ClusterOpt = Annotated[str, typer.Option("--cluster", "-c", help="preset name or cluster file")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object")]
-RunsDirOpt = Annotated[str, typer.Option("--runs-dir", envvar="PLACELAB_RUNS_DIR", help="run store folder")]
-DEFAULT_RUNS = "runs"
-
-
-def emit(obj: dict[str, Any], as_json: bool, text: str) -> None:
-    """Print ``obj`` as one JSON object, or ``text`` for people."""
-    typer.echo(dumps(obj) if as_json else text)
-
-
-def _table(rows: list[list[str]], header: list[str]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
-    lines = ["  ".join(str(x).ljust(w) for x, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
-    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
-
-
-def _fmt_s(x: float | None) -> str:
-    if x is None:
-        return "-"
-    return f"{x * 1e3:.3f} ms" if x < 10 else f"{x:.2f} s"
-
-
-def _fmt_bytes(b: float) -> str:
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if b >= size:
-            return f"{b / size:.2f} {unit}"
-    return f"{b:.0f} B"
-
+cli_learn.register(app)
 
 # ---------------------------------------------------------------------------------- graph
 @graph_app.command("info")
@@ -77,20 +60,20 @@ def graph_info(graph: GraphArg, cluster: Annotated[str | None, typer.Option("--c
     g = load_graph(graph)
     info = graph_summary(g, load_cluster(cluster) if cluster else None)
     lines = [f"{info['name']}: {info['ops']} ops, {info['edges']} edges, {info['groups']} colocation units",
-             f"total compute {_fmt_s(info['total_compute_s'])}, critical path {_fmt_s(info['critical_path_s'])}",
-             f"memory: {_fmt_bytes(info['persistent_bytes'])} persistent, {_fmt_bytes(info['output_bytes'])} outputs",
+             f"total compute {fmt_s(info['total_compute_s'])}, critical path {fmt_s(info['critical_path_s'])}",
+             f"memory: {fmt_bytes(info['persistent_bytes'])} persistent, {fmt_bytes(info['output_bytes'])} outputs",
              f"parallelism: {info['levels']} levels, widest {info['max_width']} ops"]
     if cluster:
-        lines.append(f"on {info['cluster']}: lower bound {_fmt_s(info['lower_bound_s'])}, "
+        lines.append(f"on {info['cluster']}: lower bound {fmt_s(info['lower_bound_s'])}, "
                      f"fits one device: {'yes' if info['fits_one_device'] else 'no'}")
     emit(info, as_json, "\n".join(lines))
 
 
 # ---------------------------------------------------------------------------------- simulate
 def _sim_text(res: dict[str, Any]) -> str:
-    peaks = ", ".join(f"{d} {_fmt_bytes(b)}" for d, b in res["peak_memory_bytes"].items())
+    peaks = ", ".join(f"{d} {fmt_bytes(b)}" for d, b in res["peak_memory_bytes"].items())
     oom = f"  OOM on {', '.join(res['oom_devices'])}" if res["oom"] else ""
-    return (f"makespan {_fmt_s(res['makespan_s'])} (lower bound {_fmt_s(res['lower_bound_s'])})\n"
+    return (f"makespan {fmt_s(res['makespan_s'])} (lower bound {fmt_s(res['lower_bound_s'])})\n"
             f"peak memory: {peaks}{oom}")
 
 
@@ -107,22 +90,6 @@ def simulate(graph: GraphArg, cluster: ClusterOpt, placement: Annotated[str, typ
 
 
 # ---------------------------------------------------------------------------------- place
-def _params(pairs: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise SpecError(f"--param expects key=value, got '{pair}'")
-        try:
-            out[key] = int(value)
-        except ValueError:
-            try:
-                out[key] = float(value)
-            except ValueError:
-                out[key] = value
-    return out
-
-
 @app.command()
 def place(graph: GraphArg, cluster: ClusterOpt,
           placer: Annotated[str, typer.Option(help="placer name (see `placelab placers`)")],
@@ -133,7 +100,7 @@ def place(graph: GraphArg, cluster: ClusterOpt,
           runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Run a placer, simulate its placement, optionally save it as a run."""
     g, c = load_graph(graph), load_cluster(cluster)
-    res = place_and_simulate(g, c, placer, seed=seed, budget=budget, params=_params(param or []),
+    res = place_and_simulate(g, c, placer, seed=seed, budget=budget, params=parse_params(param or []),
                                       store=RunStore(runs_dir) if save else None)
     if output:
         atomic_write_json(output, res.placement.to_dict(g, c))
@@ -157,17 +124,17 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
     names = [p.strip() for p in placers.split(",") if p.strip()] if placers else None
     results = run_compare(g, c, names, seed=seed, store=RunStore(runs_dir) if save else None,
                                progress=lambda msg: typer.echo(msg, err=True))
-    rows = [[r["placer"], _fmt_s(r.get("makespan_s")),
+    rows = [[r["placer"], fmt_s(r.get("makespan_s")),
              f"{r['makespan_s'] / r['lower_bound_s']:.2f}" if r.get("makespan_s") else "-",
-             _fmt_bytes(max(r["peak_memory_bytes"].values())) if r.get("peak_memory_bytes") else "-",
+             fmt_bytes(max(r["peak_memory_bytes"].values())) if r.get("peak_memory_bytes") else "-",
              ("yes" if r["oom"] else "no") if "oom" in r else "-",
-             _fmt_bytes(r["communication_bytes"]) if "communication_bytes" in r else "-",
+             fmt_bytes(r["communication_bytes"]) if "communication_bytes" in r else "-",
              f"{r['seconds_to_place']:.2f} s" if r.get("seconds_to_place") is not None else "-",
              r.get("error") or r.get("run_id") or ""] for r in results]
     header = ["placer", "makespan", "×LB", "peak mem", "OOM", "comm", "time", "run / note"]
     lb = lower_bound(g, c)
     emit({"graph": g.name, "cluster": c.name, "lower_bound_s": lb, "results": results}, as_json,
-         f"{g.name} on {c.name} (lower bound {_fmt_s(lb)})\n" + _table(rows, header))
+         f"{g.name} on {c.name} (lower bound {fmt_s(lb)})\n" + text_table(rows, header))
 
 
 # ---------------------------------------------------------------------------------- bench
@@ -188,7 +155,7 @@ def bench_simulate(graph: GraphArg, cluster: ClusterOpt, placement: Annotated[st
     res = {"makespan_s": makespan, "seconds_per_simulation": med, "ops_per_second": g.num_ops / med,
            "repeat": repeat, "ops": g.num_ops}
     emit(res, as_json, f"{g.num_ops} ops: {med * 1e3:.3f} ms per simulation (median of {repeat}), "
-                       f"{g.num_ops / med / 1e6:.2f} M ops/s; makespan {_fmt_s(makespan)}")
+                       f"{g.num_ops / med / 1e6:.2f} M ops/s; makespan {fmt_s(makespan)}")
 
 
 # ---------------------------------------------------------------------------------- listings
@@ -198,7 +165,7 @@ def placers(as_json: JsonOpt = False) -> None:
     from policies import placer_descriptions
 
     d = placer_descriptions()
-    emit(d, as_json, _table([[k, v] for k, v in d.items()], ["placer", "description"]))
+    emit(d, as_json, text_table([[k, v] for k, v in d.items()], ["placer", "description"]))
 
 
 @app.command()
@@ -207,7 +174,7 @@ def clusters(as_json: JsonOpt = False) -> None:
     from engine.presets import preset_descriptions
 
     d = preset_descriptions()
-    emit(d, as_json, _table([[k, v] for k, v in d.items()], ["cluster", "description"]))
+    emit(d, as_json, text_table([[k, v] for k, v in d.items()], ["cluster", "description"]))
 
 
 @runs_app.command("list")
@@ -220,9 +187,9 @@ def runs_list(runs_dir: RunsDirOpt = DEFAULT_RUNS, kind: str | None = None, tag:
     for problem in store.problems:
         typer.echo(f"warning: {problem}", err=True)
     rows = [[s["id"], s["kind"], s["status"], s["graph"], s["cluster"], s["placer"] or "-",
-             _fmt_s(s["makespan_s"])] for s in summaries]
+             fmt_s(s["makespan_s"])] for s in summaries]
     emit({"runs": summaries}, as_json,
-         _table(rows, ["run", "kind", "status", "graph", "cluster", "placer", "makespan"]) if rows else "no runs")
+         text_table(rows, ["run", "kind", "status", "graph", "cluster", "placer", "makespan"]) if rows else "no runs")
 
 
 @runs_app.command("show")

@@ -15,16 +15,8 @@ from typing import Any
 
 from engine.errors import GraphError
 from engine.graph import CompGraph
-from engine.importers.tensorflow_graph import (  # the walker's op classes: one definition for both files
-    _CALLS,
-    _DROPPED,
-    _MAX_CALL_DEPTH,
-    _PASS_THROUGH,
-    CostFn,
-    _attr,
-    graph_from_tf_graph,
-    import_tensorflow,
-)
+from engine.importers._tf_ops import _CALLS, _DROPPED, _MAX_CALL_DEPTH, _PASS_THROUGH, _attr, import_tensorflow
+from engine.importers.tensorflow_graph import CostFn, graph_from_tf_graph
 from engine.sources import register_format
 
 __all__ = ["load_graphdef", "load_saved_model"]

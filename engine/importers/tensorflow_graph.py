@@ -52,14 +52,16 @@ place colocation groups as units without contracting them, or merge further.
 
 Compute: FLOPs per op from shapes (:func:`op_flops`) and bytes touched (inputs + outputs),
 turned into seconds per device kind by :func:`roofline_cost` (``engine/costmodel.py``'s roofline),
-or by any ``cost`` callable with the same signature.
+or by any ``cost`` callable with the same signature. For times measured on this machine
+instead, see :func:`engine.importers.tensorflow_measured.measure_tf_step`.
+
+Code: the op classes, sizes, FLOPs and name phases are in ``_tf_ops.py``, the tracing of a
+Keras step in ``_tf_keras.py``; this module holds the walker.
 """
 
 from __future__ import annotations
 
-import math
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -67,10 +69,26 @@ import numpy as np
 
 from engine.errors import GraphError
 from engine.graph import CompGraph
+from engine.importers._tf_keras import _trace_keras_step
+from engine.importers._tf_ops import (
+    _DROPPED,
+    _METADATA,
+    _PASS_THROUGH,
+    _VARIABLES,
+    _attr,
+    _dtype_size,
+    _is_variable,
+    _numel,
+    _tensor_bytes,
+    import_tensorflow,
+    op_flops,
+    phase_from_name,
+)
 
 __all__ = [
     "graph_from_keras",
     "graph_from_tf_graph",
+    "import_tensorflow",
     "op_flops",
     "phase_from_name",
     "roofline_cost",
@@ -90,123 +108,9 @@ def roofline_cost(flops: np.ndarray, bytes_accessed: np.ndarray) -> dict[str, np
     idle = (f == 0) & (b == 0)
     return {kind: np.where(idle, 0.0, t) for kind, t in op_times(f, b).items()}
 
+
 # TensorFlow's C++ INFO/WARNING lines would otherwise land on every command's stderr.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-
-# ------------------------------------------------------------------ op classes
-_DROPPED = frozenset({"Const", "HostConst", "NoOp"})
-_PASS_THROUGH = frozenset({"Identity", "IdentityN", "StopGradient", "PreventGradient", "Snapshot",
-                           "ReadVariableOp"})
-_VARIABLES = frozenset({"VarHandleOp", "VariableV2", "Variable"})
-#: Ops that only rewrite shape metadata (no data movement in TF's kernels): zero time.
-_METADATA = frozenset({"Shape", "ShapeN", "Size", "Rank", "Reshape", "Squeeze", "ExpandDims",
-                       "BroadcastGradientArgs", "ConcatOffset"})
-_UPDATE_TYPES = re.compile(r"^(Resource)?(Sparse)?Apply|^Assign(Add|Sub)?(VariableOp)?$|^ResourceScatter")
-_BACKWARD_NAME = re.compile(r"(^|/)(gradient_tape|gradients(_\d+)?)/")
-_OPTIMIZER_NAME = re.compile(r"(^|/)(sgd|adam|adamw|rmsprop|adagrad|momentum|gradientdescent|lamb|nadam|adamax"
-                             r"|ftrl|lion|adadelta)(_\d+)?/", re.IGNORECASE)
-_CALLS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
-_MAX_CALL_DEPTH = 16
-_SIZELESS_DTYPES = frozenset({"resource", "variant", "string"})
-
-
-def phase_from_name(name: str, op_type: str) -> str:
-    """Phase of an op from TF naming conventions (GraphDef/SavedModel imports).
-
-    ``backward`` under a ``gradients/`` (TF1) or ``gradient_tape/`` (TF2) scope; ``update``
-    for variable-update ops (``Apply*``, ``Assign*``, ``ResourceScatter*``) or ops under an
-    optimizer's scope (``sgd/``, ``Adam/``, ...); ``forward`` otherwise.
-    """
-    if _BACKWARD_NAME.search(name):
-        return "backward"
-    if _UPDATE_TYPES.search(op_type) or _OPTIMIZER_NAME.search(name):
-        return "update"
-    return "forward"
-
-
-def _dtype_size(dtype: Any) -> int:
-    if dtype.base_dtype.name in _SIZELESS_DTYPES:
-        return 0
-    return int(dtype.base_dtype.size)
-
-
-def _static_shape(t: Any) -> Any:
-    """``t``'s static shape, completed from a ``_output_shapes`` attribute (``add_shapes=True``
-    GraphDefs) where shape inference left it partly unknown."""
-    shape = t.shape
-    if shape.is_fully_defined():
-        return shape
-    recorded = _attr(t.op, "_output_shapes")
-    if recorded and t.value_index < len(recorded):
-        import tensorflow as tf
-
-        return shape.merge_with(tf.TensorShape(recorded[t.value_index])) if shape.is_compatible_with(
-            tf.TensorShape(recorded[t.value_index])) else shape
-    return shape
-
-
-def _dims(shape: Any, batch_size: int) -> list[int]:
-    if shape.rank is None:
-        return []
-    return [int(d) if d is not None else (batch_size if i == 0 else 1) for i, d in enumerate(shape.as_list())]
-
-
-def _numel(shape: Any, batch_size: int) -> int:
-    return math.prod(_dims(shape, batch_size))
-
-
-def _tensor_bytes(t: Any, batch_size: int) -> int:
-    size = _dtype_size(t.dtype)
-    return size * _numel(_static_shape(t), batch_size) if size else 0
-
-
-def _attr(op: Any, key: str, default: Any = None) -> Any:
-    try:
-        return op.get_attr(key)
-    except (ValueError, TypeError):
-        return default
-
-
-def op_flops(op: Any, batch_size: int = 1) -> float:
-    """Floating-point operations of one TF op from its static shapes (multiply-add = 2).
-
-    MatMul ``2·M·N·K``; BatchMatMul ``2·|out|·K``; Conv2D and both of its backprops
-    ``2·|out_fwd|·kh·kw·cin``; depthwise convolutions ``2·|out_fwd|·kh·kw``; pooling and its
-    gradient ``|out_fwd|·kh·kw``; metadata ops (Reshape, Shape, ...) 0; every other op one
-    FLOP per element of its largest input or output (elementwise ops, reductions).
-    """
-    t = op.type
-    dims = lambda x: _dims(_static_shape(x), batch_size)  # noqa: E731
-    numel = lambda x: _numel(_static_shape(x), batch_size)  # noqa: E731
-    if t in _METADATA or t in _VARIABLES or t == "Placeholder":
-        return 0.0
-    if t == "MatMul":
-        a = dims(op.inputs[0])
-        k = (a[0] if _attr(op, "transpose_a") else a[-1]) if a else 1
-        return 2.0 * numel(op.outputs[0]) * k
-    if t.startswith("BatchMatMul"):
-        a = dims(op.inputs[0])
-        adj = _attr(op, "adj_x") or False
-        k = (a[-2] if adj else a[-1]) if len(a) >= 2 else 1
-        return 2.0 * numel(op.outputs[0]) * k
-    if t in ("Conv2D", "Conv3D", "DepthwiseConv2dNative"):
-        f = dims(op.inputs[1])
-        window = math.prod(f[:-1]) if t != "DepthwiseConv2dNative" else math.prod(f[:-2])
-        return 2.0 * numel(op.outputs[0]) * window
-    if t in ("Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseConv2dNativeBackpropInput",
-             "DepthwiseConv2dNativeBackpropFilter", "Conv3DBackpropInputV2", "Conv3DBackpropFilterV2"):
-        f = dims(op.outputs[0]) if "Filter" in t else dims(op.inputs[1])
-        window = math.prod(f[:-2]) if t.startswith("Depthwise") else math.prod(f[:-1])
-        return 2.0 * numel(op.inputs[2]) * window
-    if t in ("MaxPool", "AvgPool", "MaxPoolV2", "MaxPool3D", "AvgPool3D"):
-        k = _attr(op, "ksize") or [1]
-        return float(numel(op.outputs[0]) * math.prod(k))
-    if t in ("MaxPoolGrad", "AvgPoolGrad", "MaxPoolGradV2"):
-        k = _attr(op, "ksize") or [1]
-        return float(numel(op.inputs[-1]) * math.prod(k))
-    sizes = [numel(x) for x in list(op.inputs) + list(op.outputs) if _dtype_size(x.dtype)]
-    return float(max(sizes, default=0))
 
 
 # ------------------------------------------------------------------ the walker
@@ -239,10 +143,6 @@ def _live_ops(ops: list[Any], fetches: Sequence[Any]) -> list[Any]:
         todo.extend(t.op for t in op.inputs)
         todo.extend(op.control_inputs)
     return [op for op in ops if op.name in live]
-
-
-def _is_variable(op: Any) -> bool:
-    return op.type in _VARIABLES or (op.type == "Placeholder" and op.outputs[0].dtype.name == "resource")
 
 
 def graph_from_tf_graph(
@@ -428,14 +328,6 @@ def graph_from_tf_graph(
 
 
 # ------------------------------------------------------------------ Keras training step
-def import_tensorflow():
-    try:
-        import tensorflow as tf
-    except ImportError:  # pragma: no cover - depends on the environment
-        raise GraphError("importing a TensorFlow graph needs tensorflow (pip install tensorflow-cpu)") from None
-    return tf
-
-
 def graph_from_keras(
     model: Any,
     batch_size: int,
@@ -455,12 +347,14 @@ def graph_from_keras(
     Parameters
     ----------
     model : keras.Model
-        A built model with known input shapes (apart from the batch dimension).
+        A built model with known input shapes (apart from the batch dimension) and one output.
     batch_size : int
         Rows per step; every unknown dimension of an input spec becomes ``batch_size`` for
         the first dimension, 1 elsewhere.
     optimizer, loss : str or Keras object
-        Resolved by ``keras.optimizers.get`` / ``keras.losses.get``.
+        Resolved by ``keras.optimizers.get`` / ``keras.losses.get``. Keras numbers the name
+        scope of each new optimizer (``sgd``, ``sgd_1``, ...): pass the same optimizer object
+        to get the same update-op names from two calls.
     cost : callable, optional
         See :func:`graph_from_tf_graph`.
 
@@ -469,58 +363,14 @@ def graph_from_keras(
     CompGraph
         Phases ``forward`` / ``backward`` / ``update`` by the step's stage that created each op;
         one ``Variable`` op per model and optimizer variable (persistent bytes).
+
+    Raises
+    ------
+    GraphError
+        If ``batch_size`` < 1, the model has several outputs or no trainable variable.
     """
     if batch_size < 1:
         raise GraphError("batch_size must be >= 1")
-    tf = import_tensorflow()
-    import keras
-
-    opt = keras.optimizers.get(optimizer)
-    loss_fn = keras.losses.get(loss)
-    trainable = model.trainable_variables
-    opt.build(trainable)
-
-    def spec(shape: Sequence[Any], dtype: Any) -> Any:
-        dims = [batch_size if d is None and i == 0 else (1 if d is None else int(d)) for i, d in enumerate(shape)]
-        return tf.TensorSpec(dims, dtype=dtype)
-
-    inputs = [spec(t.shape, t.dtype) for t in model.inputs]
-    outputs = model.outputs
-    if len(outputs) != 1:
-        raise GraphError(f"model '{model.name}': graph_from_keras supports one output, got {len(outputs)}")
-    target = spec(outputs[0].shape, outputs[0].dtype)
-    marks: dict[str, int] = {}
-
-    def count() -> int:
-        return len(tf.compat.v1.get_default_graph().get_operations())
-
-    @tf.function(autograph=False)
-    def step(x, y):
-        with tf.GradientTape() as tape:
-            out = model(x if len(inputs) > 1 else x[0], training=True)
-            value = loss_fn(y, out)
-            value = tf.reduce_mean(value)
-        marks["backward"] = count()
-        grads = tape.gradient(value, trainable)
-        marks["update"] = count()
-        opt.apply_gradients(zip(grads, trainable, strict=True))
-        marks["end"] = count()
-        return value
-
-    concrete = step.get_concrete_function(inputs, target)
-    fg = concrete.graph
-    order = {op.name: i for i, op in enumerate(fg.get_operations())}
-
-    def phase_of(op: Any) -> str:
-        i = order[op.name]
-        return "forward" if i < marks["backward"] else "backward" if i < marks["update"] else "update"
-
-    by_handle = {}
-    for v in list(model.variables) + list(opt.variables):
-        tfv = getattr(v, "value", v)
-        by_handle[id(tfv.handle)] = (v.path, int(np.prod(v.shape, dtype=np.int64)) * tf.as_dtype(v.dtype).size)
-    variables = {internal.op.name: by_handle[id(external)] for external, internal in fg.captures
-                 if id(external) in by_handle}
-    return graph_from_tf_graph(fg, name=name or f"{model.name}-train-b{batch_size}", batch_size=batch_size,
-                               phase_of=phase_of, variables=variables, cost=cost,
-                               fetches=[t.op for t in fg.outputs] + list(fg.control_outputs))
+    step = _trace_keras_step(model, batch_size, optimizer, loss)
+    return graph_from_tf_graph(step.graph, name=name or f"{model.name}-train-b{batch_size}", batch_size=batch_size,
+                               phase_of=step.phase_of, variables=step.variables, cost=cost, fetches=step.fetches)

@@ -1,0 +1,167 @@
+"""``placelab train``, ``placelab eval`` and ``placelab experiment``: the learned placers (CONTRACTS §5)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Annotated
+
+import typer
+
+from engine.errors import SpecError
+from engine.runs import RunStore
+from placelab.cli_common import DEFAULT_RUNS, JsonOpt, RunsDirOpt, emit, fmt_s, parse_params, text_table
+
+__all__ = ["register"]
+
+_GRAPHS_HELP = "graph specs, comma-separated; family:NAME[:train|:test]"
+GraphsOpt = Annotated[str, typer.Option("--graphs", "-g", help=_GRAPHS_HELP)]
+
+
+class ProgressLine:
+    """A progress bar on stderr: redrawn in place on a terminal, a line every few seconds otherwise."""
+
+    def __init__(self, what: str, every_s: float = 5.0) -> None:
+        self.what = what
+        self.tty = sys.stderr.isatty()
+        self.every_s = every_s
+        self._last = 0.0
+        self._t0 = time.perf_counter()
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        now = time.perf_counter()
+        if not self.tty and now - self._last < self.every_s and done < total:
+            return
+        self._last = now
+        rate = 60.0 * done / max(now - self._t0, 1e-9)
+        if total:
+            filled = int(30 * min(done / total, 1.0))
+            bar = f"[{'#' * filled}{'-' * (30 - filled)}] {done}/{total} {self.what}"
+        else:
+            bar = f"{done} {self.what}"
+        line = f"{bar}  {message}  {rate:.0f}/min"
+        typer.echo(f"\r{line}\x1b[K" if self.tty else line, err=True, nl=not self.tty)
+
+    def close(self) -> None:
+        if self.tty:
+            typer.echo("", err=True)
+
+
+def _threads(n: int | None) -> None:
+    if n is not None:
+        if n < 1:
+            raise SpecError("--threads must be at least 1")
+        import torch
+
+        torch.set_num_threads(n)
+
+
+def train(placer: Annotated[str | None, typer.Option(help="learned placer: placeto or rnn")] = None,
+          graphs: Annotated[str | None, typer.Option("--graphs", "-g", help=_GRAPHS_HELP)] = None,
+          cluster: Annotated[str | None, typer.Option("--cluster", "-c", help="preset name or cluster file")] = None,
+          episodes: Annotated[int | None, typer.Option(help="episode budget (default 1000)")] = None,
+          max_placements: Annotated[int | None, typer.Option(help="budget of placements evaluated")] = None,
+          max_seconds: Annotated[float | None, typer.Option(help="wall-time budget (s)")] = None,
+          stop_window: Annotated[int, typer.Option(help="stopping rule window in episodes (0: off)")] = 1000,
+          stop_tolerance: Annotated[float, typer.Option(help="stopping rule relative change")] = 0.02,
+          param: Annotated[list[str] | None, typer.Option(help="hyper-parameter key=value")] = None,
+          seed: int = 0, save: Annotated[bool, typer.Option(help="store the run (policy, curve, checkpoint)")] = False,
+          resume: Annotated[str | None, typer.Option(help="continue the stored training run RUN")] = None,
+          name: Annotated[str | None, typer.Option(help="run name")] = None,
+          tag: Annotated[list[str] | None, typer.Option(help="run tag")] = None,
+          threads: Annotated[int | None, typer.Option(help="torch CPU threads")] = None,
+          runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+    """Train a learned placer (Placeto or the RNN placer) on one or many graphs."""
+    from policies.rl.jobs import resume_training, start_training
+    from policies.rl.reinforce import Budget, StoppingRule
+
+    _threads(threads)
+    bar = ProgressLine("episodes")
+    try:
+        if resume:
+            if placer or graphs or cluster or param:
+                raise SpecError("--resume continues a stored run: leave out --placer, --graphs, --cluster, --param")
+            out = resume_training(RunStore(runs_dir), resume, episodes=episodes, seconds=max_seconds, progress=bar)
+        else:
+            missing = [o for o, v in (("--placer", placer), ("--graphs", graphs), ("--cluster", cluster)) if not v]
+            if missing:
+                raise SpecError(f"train needs {', '.join(missing)} (or --resume RUN)")
+            if episodes is None and max_placements is None and max_seconds is None:
+                episodes = 1000
+            for what, v in (("--episodes", episodes), ("--max-placements", max_placements),
+                            ("--max-seconds", max_seconds)):
+                if v is not None and v <= 0:
+                    raise SpecError(f"{what} must be positive")
+            out = start_training(placer, graphs, cluster, params=parse_params(param or []), seed=seed,
+                                 budget=Budget(episodes, max_placements, max_seconds),
+                                 stopping=StoppingRule(stop_window, stop_tolerance),
+                                 store=RunStore(runs_dir) if save else None, tags=tag, name=name, progress=bar)
+    finally:
+        bar.close()
+    res = out.to_dict()
+    text = (f"trained {out.episodes} episodes ({out.placements_evaluated} placements evaluated) in "
+            f"{out.wall_s:.1f} s, stopped by {out.stop_reason}; best makespan {fmt_s(out.best_makespan_s)}")
+    if out.run_id:
+        text += f"\nsaved as run {out.run_id}"
+    emit(res, as_json, text)
+
+
+def evaluate(run: Annotated[str, typer.Argument(help="a stored training run")], graphs: GraphsOpt,
+             cluster: Annotated[str | None, typer.Option("--cluster", "-c",
+                                                         help="cluster (default: the training cluster)")] = None,
+             seed: int = 0, save: Annotated[bool, typer.Option(help="store the results as an eval run")] = False,
+             threads: Annotated[int | None, typer.Option(help="torch CPU threads")] = None,
+             runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+    """Apply a trained policy to graphs without retraining (zero-shot)."""
+    from policies.rl.jobs import evaluate_policy
+
+    _threads(threads)
+    rows, eval_id = evaluate_policy(RunStore(runs_dir), run, graphs, cluster=cluster, seed=seed, save=save)
+    table = text_table([[r["graph"], fmt_s(r["makespan_s"]), f"{r['makespan_s'] / r['lower_bound_s']:.2f}",
+                         "yes" if r["oom"] else "no"] for r in rows], ["graph", "makespan", "×LB", "OOM"])
+    out = {"policy": run, "results": rows}
+    if eval_id:
+        out["run_id"] = eval_id
+        table += f"\nsaved as run {eval_id}"
+    emit(out, as_json, table)
+
+
+def experiment(family: Annotated[str, typer.Option(help="graph family: nmt, ptb or cifar10")],
+               cluster: Annotated[str, typer.Option("--cluster", "-c", help="preset name or cluster file")],
+               placer: Annotated[str, typer.Option(help="learned placer")] = "placeto",
+               episodes: Annotated[int, typer.Option(help="episodes of training on the train split")] = 1000,
+               optimized_episodes: Annotated[int, typer.Option(help="episodes per test graph for Optimized")] = 300,
+               random_samples: Annotated[int, typer.Option(help="random placements per test graph")] = 10,
+               test_graphs: Annotated[int | None, typer.Option(help="use only the first N test graphs")] = None,
+               param: Annotated[list[str] | None, typer.Option(help="hyper-parameter key=value")] = None,
+               seed: int = 0, threads: Annotated[int | None, typer.Option(help="torch CPU threads")] = None,
+               runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+    """Placeto §4.2 generalization: Zero-Shot vs Optimized vs Random on a family's test graphs."""
+    from policies.rl.experiment import generalization
+
+    _threads(threads)
+    for what, v in (("--episodes", episodes), ("--optimized-episodes", optimized_episodes),
+                    ("--random-samples", random_samples)):
+        if v <= 0:
+            raise SpecError(f"{what} must be positive")
+    bar = ProgressLine("steps")
+    try:
+        res = generalization(RunStore(runs_dir), family, cluster, placer=placer, episodes=episodes,
+                             optimized_episodes=optimized_episodes, random_samples=random_samples,
+                             test_graphs=test_graphs, params=parse_params(param or []), seed=seed, progress=bar)
+    finally:
+        bar.close()
+    rows = [[r["graph"], fmt_s(r["zero_shot_s"]), fmt_s(r["optimized_s"]), fmt_s(r["random_s"])]
+            for r in res["per_graph"]]
+    summary = res["summary"]
+    text = (text_table(rows, ["test graph", "zero-shot", "optimized", "random"])
+            + f"\nmedian zero-shot / optimized: {summary['median_zero_shot_over_optimized']:.3f}"
+            + f"\nsaved as run {res['run_id']} (policy: run {res['policy_run_id']})")
+    emit(res, as_json, text)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the learned-placer commands to the ``placelab`` app."""
+    app.command()(train)
+    app.command("eval")(evaluate)
+    app.command()(experiment)

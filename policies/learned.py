@@ -1,0 +1,80 @@
+"""Registry entries of the learned placers: ``placeto`` and ``rnn`` (see :mod:`policies.rl`).
+
+As placers they work two ways:
+
+* ``policy=RUN`` — *zero-shot*: apply the policy trained in run RUN (``placelab train``) to the
+  graph as is, without retraining (Placeto §4.2);
+* no policy — *optimized*: train a fresh policy on this graph alone for ``episodes`` episodes
+  (``--budget`` overrides) and return the best placement found during training, as the
+  papers report (Placeto Table 1, Mirhoseini Table 2).
+
+torch is imported only when a learned placer places.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from engine.cluster import Cluster
+from engine.graph import CompGraph
+from engine.placement import Placement
+from engine.runs import Run, RunStore
+from policies.base import Progress, register
+
+__all__ = ["LearnedPlacer", "resolve_run"]
+
+
+def resolve_run(ref: str, runs_dir: str = "runs") -> Run:
+    """A run given by id (or unique prefix) in ``runs_dir``, or by the path of its directory."""
+    p = Path(ref)
+    if p.is_dir() and (p / "run.json").is_file():
+        return RunStore(p.parent).load(p.name)
+    return RunStore(runs_dir).load(ref)
+
+
+class LearnedPlacer:
+    """A learned placer used as a placer: zero-shot with a trained policy, or trained on the graph."""
+
+    def __init__(self, name: str, policy: str | None, episodes: int, runs_dir: str, params: dict[str, Any]) -> None:
+        self.name = name
+        self.policy = policy
+        self.episodes = int(episodes)
+        self.runs_dir = runs_dir
+        self.params = params
+
+    def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
+              progress: Progress | None = None) -> Placement:
+        from policies.rl.agents import make_agent, make_config
+        from policies.rl.jobs import load_policy, policy_place
+        from policies.rl.reinforce import Budget
+        from policies.rl.task import make_task
+        from policies.rl.trainer import Trainer
+
+        if self.policy:
+            agent, doc = load_policy(resolve_run(self.policy, self.runs_dir))
+            config = make_config(doc["placer"], doc["config"])
+            task = make_task(graph, cluster, groups=config.groups,
+                             memory_penalty=getattr(config, "memory_penalty", 2.0))
+            return Placement(task.expand(policy_place(agent, doc, task, seed)))
+        config = make_config(self.name, self.params)
+        task = make_task(graph, cluster, groups=config.groups, memory_penalty=getattr(config, "memory_penalty", 2.0))
+        agent, _ = make_agent(self.name, cluster.num_devices, config.to_dict(), seed=seed, tasks=[task])
+        trainer = Trainer(agent, {"graph": task}, seed=seed, budget=Budget(episodes=budget or self.episodes),
+                          progress=progress)
+        trainer.train()
+        return Placement(task.expand(trainer.best["graph"].devices))
+
+
+@register("placeto", "Placeto GNN policy (Addanki et al. 2019): trains on the graph, or policy=RUN applies a "
+          "trained one zero-shot", family="learned")
+def placeto(policy: str | None = None, episodes: int = 200, groups: int = 128, rounds: int = 4,
+            variant: str = "full", reward: str = "intermediate", runs_dir: str = "runs") -> LearnedPlacer:
+    return LearnedPlacer("placeto", policy, episodes, runs_dir,
+                         {"groups": groups, "rounds": rounds, "variant": variant, "reward": reward})
+
+
+@register("rnn", "RNN seq2seq placer (Mirhoseini et al. 2017): trains on the graph, or policy=RUN applies a "
+          "trained one zero-shot", family="learned")
+def rnn(policy: str | None = None, episodes: int = 400, groups: int = 128, runs_dir: str = "runs") -> LearnedPlacer:
+    return LearnedPlacer("rnn", policy, episodes, runs_dir, {"groups": groups})

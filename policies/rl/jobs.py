@@ -1,0 +1,240 @@
+"""Training runs in the run store: start, resume, load a trained policy, evaluate it zero-shot.
+
+A ``train`` run holds (besides ``run.json``): ``policy.json`` (the placer, its
+hyper-parameters, the cluster, the training graphs' specs and what the agent fixed from them),
+``checkpoint.pt``, ``learning_curve.csv``, ``tensorboard/``, and — when it trained on one
+graph — the best placement found with its schedule (``graph.json``, ``placement.json``, …),
+so the app replays and compares it like any placement run.
+
+An ``eval`` run holds the zero-shot results of a trained policy on some graphs:
+``metrics.results`` and ``results.csv``, one row per graph (``placelab eval``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from engine.cluster import Cluster, cluster_from_dict, cluster_to_dict, load_cluster
+from engine.errors import RunError, SpecError
+from engine.objectives import lower_bound
+from engine.placement import Placement
+from engine.run_records import write_placement_files
+from engine.runs import Run, RunStore
+from engine.simulator import Simulator
+from engine.sources import expand_graph_specs, load_graph
+from policies.rl.agents import make_agent, make_config
+from policies.rl.reinforce import Budget, StoppingRule
+from policies.rl.task import PlacementTask, make_task
+from policies.rl.trainer import CHECKPOINT, STOP_REQUEST, Trainer
+
+__all__ = ["POLICY", "TrainOutcome", "evaluate_policy", "load_policy", "load_tasks", "policy_place",
+           "request_stop", "resume_training", "start_training"]
+
+POLICY = "policy.json"
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class TrainOutcome:
+    run_id: str | None
+    episodes: int
+    placements_evaluated: int
+    best_makespan_s: float | None
+    wall_s: float
+    stop_reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "episodes": self.episodes, "placements_evaluated": self.placements_evaluated,
+                "best_makespan_s": self.best_makespan_s, "wall_s": self.wall_s, "stop_reason": self.stop_reason}
+
+
+def _default_groups(placer: str, spec: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A family's own group count (Placeto §4: nmt 160, ptb/cifar10 128) unless ``groups`` is given."""
+    if "groups" in params or not spec.strip().startswith("family:"):
+        return params
+    from engine.workloads.placeto_families import family
+
+    return {**params, "groups": family(spec.strip().split(":")[1]).groups}
+
+
+def load_tasks(specs: list[str], cluster: Cluster, config: Any) -> dict[str, PlacementTask]:
+    """Load and group every graph spec for a learned placer (key = the spec)."""
+    return {spec: make_task(load_graph(spec), cluster, groups=config.groups,
+                            memory_penalty=getattr(config, "memory_penalty", 2.0)) for spec in specs}
+
+
+def _budget_doc(b: Budget) -> dict[str, Any]:
+    return {"episodes": b.episodes, "placements": b.placements, "seconds": b.seconds}
+
+
+def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: dict[str, Any] | None = None,
+                   seed: int = 0, budget: Budget | None = None, stopping: StoppingRule | None = None,
+                   store: RunStore | None = None, tags: list[str] | None = None, name: str | None = None,
+                   progress: Progress | None = None) -> TrainOutcome:
+    """Train learned placer ``placer`` on the graphs of ``graphs`` (a multi-graph spec) and store the run."""
+    specs = expand_graph_specs(graphs)
+    params = _default_groups(placer, graphs, dict(params or {}))
+    config = make_config(placer, params)
+    c = cluster if isinstance(cluster, Cluster) else load_cluster(cluster)
+    budget = budget or Budget(episodes=1000)
+    stopping = stopping or StoppingRule()
+    tasks = load_tasks(specs, c, config)
+    agent, extras = make_agent(placer, c.num_devices, config.to_dict(), seed=seed, tasks=list(tasks.values()))
+    run = None
+    if store is not None:
+        first = next(iter(tasks.values())).graph
+        graph_name = first.name if len(specs) == 1 else graphs
+        graph_hash = first.content_hash if len(specs) == 1 else hashlib.sha256(
+            "\x00".join(t.graph.content_hash for t in tasks.values()).encode()).hexdigest()[:16]
+        run = store.create("train", graph_name=graph_name, graph_hash=graph_hash, cluster=c.name, placer=placer,
+                           parameters={**config.to_dict(), "graphs": graphs, "budget": _budget_doc(budget)},
+                           seed=seed, tags=list(tags or []), name=name)
+        run.write_json(POLICY, {"placer": placer, "config": config.to_dict(), "extras": extras,
+                                "num_devices": c.num_devices, "cluster": cluster_to_dict(c), "graphs": specs,
+                                "seed": seed, "budget": _budget_doc(budget),
+                                "stopping": {"window": stopping.window, "tolerance": stopping.tolerance}})
+    trainer = Trainer(agent, tasks, seed=seed, budget=budget, stopping=stopping, run=run, progress=progress)
+    return _train_and_finish(trainer, run)
+
+
+def _train_and_finish(trainer: Trainer, run: Run | None) -> TrainOutcome:
+    try:
+        reason = trainer.train()
+    except KeyboardInterrupt:
+        if run is not None:
+            trainer.save_checkpoint(run.path / CHECKPOINT)
+            run.update(progress=trainer.status())
+            run.finish("interrupted")
+        raise
+    except BaseException as exc:
+        if run is not None:
+            run.fail(str(exc) or type(exc).__name__)
+        raise
+    finally:
+        trainer.close()
+    outcome = TrainOutcome(run.id if run else None, trainer.episodes, trainer.placements, trainer.best_makespan(),
+                           trainer.wall, reason)
+    if run is not None:
+        metrics: dict[str, Any] = {
+            "episodes": trainer.episodes, "updates": trainer.updates, "placements_evaluated": trainer.placements,
+            "best_makespan_s": outcome.best_makespan_s, "wall_s": trainer.wall, "stop_reason": reason,
+            "episodes_per_minute": 60.0 * trainer.episodes / max(trainer.wall, 1e-9),
+            "best_by_graph": {k: {"makespan_s": b.makespan, "objective": b.objective, "oom": b.oom,
+                                  "placements_evaluated": b.placements_evaluated} for k, b in trainer.best.items()},
+        }
+        if len(trainer.tasks) == 1:  # a single graph: store its best placement like any placement run
+            key, task = next(iter(trainer.tasks.items()))
+            devices = task.expand(trainer.best[key].devices)
+            schedule = Simulator(task.graph, task.cluster).run(devices)
+            metrics.update(write_placement_files(run, task.graph, task.cluster, Placement(devices), schedule))
+        run.update(progress=trainer.status())
+        run.finish("interrupted" if reason == "stopped" else "done", metrics)
+    return outcome
+
+
+def _policy_doc(run: Run) -> dict[str, Any]:
+    if run.meta.get("kind") != "train" or POLICY not in run.files():
+        raise RunError(f"run {run.id} is not a training run of a learned placer (it has no {POLICY})")
+    return run.read_json(POLICY)
+
+
+def resume_training(store: RunStore, ref: str, *, episodes: int | None = None, seconds: float | None = None,
+                    progress: Progress | None = None) -> TrainOutcome:
+    """Continue a stopped or interrupted training run from its checkpoint, in the same run.
+
+    ``episodes`` replaces the episode budget (a total, not an increment); ``seconds`` the
+    wall-time budget (also a total).
+    """
+    run = store.load(ref)
+    if run.status == "running":
+        raise RunError(f"run {run.id} is still training (pid {run.meta.get('pid')})")
+    doc = _policy_doc(run)
+    if CHECKPOINT not in run.files():
+        raise RunError(f"run {run.id} has no checkpoint to resume from")
+    c = cluster_from_dict(doc["cluster"], source=f"run {run.id}")
+    config = make_config(doc["placer"], doc["config"])
+    tasks = load_tasks(list(doc["graphs"]), c, config)
+    agent, _ = make_agent(doc["placer"], c.num_devices, doc["config"], seed=doc["seed"], extras=doc["extras"])
+    b = doc["budget"]
+    budget = Budget(episodes if episodes is not None else b["episodes"], b["placements"],
+                    seconds if seconds is not None else b["seconds"])
+    stopping = StoppingRule(**doc["stopping"])
+    trainer = Trainer(agent, tasks, seed=doc["seed"], budget=budget, stopping=stopping, run=run, progress=progress)
+    trainer.load_checkpoint(run.path / CHECKPOINT)
+    (run.path / STOP_REQUEST).unlink(missing_ok=True)
+    if budget != Budget(**b):
+        run.write_json(POLICY, {**doc, "budget": _budget_doc(budget)})
+    run.update(status="running", pid=os.getpid(), host=socket.gethostname(), error=None)
+    return _train_and_finish(trainer, run)
+
+
+def request_stop(run: Run) -> None:
+    """Ask a training run to stop after its current update (it checkpoints and ends as interrupted)."""
+    (run.path / STOP_REQUEST).write_text("stop\n", encoding="utf-8")
+
+
+def load_policy(run: Run) -> tuple[Any, dict[str, Any]]:
+    """The trained agent of a ``train`` run (weights from its checkpoint) and its ``policy.json``."""
+    import torch
+
+    doc = _policy_doc(run)
+    if CHECKPOINT not in run.files():
+        raise RunError(f"run {run.id} has no trained weights yet ({CHECKPOINT} is missing)")
+    agent, _ = make_agent(doc["placer"], int(doc["num_devices"]), doc["config"], seed=doc["seed"],
+                          extras=doc["extras"])
+    agent.model.load_state_dict(torch.load(run.path / CHECKPOINT, weights_only=True)["model"])
+    agent.model.eval()
+    return agent, doc
+
+
+def policy_place(agent: Any, doc: dict[str, Any], task: PlacementTask, seed: int = 0) -> np.ndarray:
+    """Zero-shot: the trained policy's greedy group placement of ``task``."""
+    if task.num_devices != int(doc["num_devices"]):
+        raise SpecError(f"the policy was trained for {doc['num_devices']} devices; cluster '{task.cluster.name}' "
+                        f"has {task.num_devices}")
+    return agent.place(task, np.random.default_rng(seed), greedy=True)
+
+
+def evaluate_policy(store: RunStore, ref: str, graphs: str, *, cluster: str | None = None, seed: int = 0,
+                    save: bool = True, progress: Progress | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    """Apply a trained policy, without retraining, to every graph of ``graphs``.
+
+    Returns the rows ``{graph, makespan_s, lower_bound_s, oom, seconds_to_place}`` and the
+    id of the ``eval`` run that stores them (None with ``save=False``).
+    """
+    run = store.load(ref)
+    agent, doc = load_policy(run)
+    c = load_cluster(cluster) if cluster else cluster_from_dict(doc["cluster"], source=f"run {run.id}")
+    config = make_config(doc["placer"], doc["config"])
+    specs = expand_graph_specs(graphs)
+    rows = []
+    for i, spec in enumerate(specs):
+        if progress is not None:
+            progress(i, len(specs), f"placing {spec}")
+        task = load_tasks([spec], c, config)[spec]
+        t0 = time.perf_counter()
+        group_devices = policy_place(agent, doc, task, seed)
+        seconds = time.perf_counter() - t0
+        ev = task.evaluate(group_devices)
+        rows.append({"graph": spec, "makespan_s": ev.makespan, "lower_bound_s": lower_bound(task.graph, c),
+                     "oom": ev.oom, "seconds_to_place": seconds})
+    eval_id = None
+    if save:
+        ev_run = store.create("eval", graph_name=graphs, graph_hash=hashlib.sha256(graphs.encode()).hexdigest()[:16],
+                              cluster=c.name, placer=doc["placer"],
+                              parameters={"policy": run.id, "graphs": graphs}, seed=seed)
+        with ev_run:
+            ev_run.write_table("results.csv", {k: [r[k] for r in rows] for k in rows[0]} if rows else {})
+            ms = [r["makespan_s"] for r in rows]
+            ev_run.finish("done", {"results": rows, "median_makespan_s": float(np.median(ms)) if ms else None,
+                                   "policy": run.id})
+        eval_id = ev_run.id
+    return rows, eval_id

@@ -1,0 +1,181 @@
+"""REINFORCE bookkeeping shared by the learned placers: returns, baselines, schedules, stopping, budgets.
+
+Everything here is plain numpy so the arithmetic can be checked by hand (tests do).
+
+* :func:`returns_to_go` — ``G_t = Σ_{t' ≥ t} r_t'`` (undiscounted, Placeto App. A.1 Eq. 1).
+* :class:`StepBaseline` — Placeto App. A.7 "Baselines": the baseline for step t is the average
+  of the cumulative rewards at step t over the past k episodes (k = 10), kept per graph.
+* :class:`MovingAverageBaseline` — Mirhoseini §3.1: a moving average of the reward,
+  initialised with the failing signal, kept per graph.
+* :func:`linear` — the linear decay of the learning rate and of the entropy weight
+  (Placeto App. A.7 "Optimization", "Entropy").
+* :class:`StoppingRule` — Placeto App. A.7: stop when the reward has not changed by more than
+  2 % over a window of 1000 episodes.
+* :class:`Budget` — episodes, placements evaluated and wall time.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Budget", "MovingAverageBaseline", "StepBaseline", "StoppingRule", "linear", "returns_to_go"]
+
+
+def returns_to_go(rewards: np.ndarray) -> np.ndarray:
+    """``G_t = Σ_{t' ≥ t} r_t'`` for a 1-D reward sequence."""
+    r = np.asarray(rewards, dtype=float)
+    return np.cumsum(r[::-1])[::-1].copy()
+
+
+def linear(start: float, end: float, progress: float) -> float:
+    """Linear interpolation from ``start`` (progress 0) to ``end`` (progress ≥ 1)."""
+    p = min(max(float(progress), 0.0), 1.0)
+    return start + (end - start) * p
+
+
+class StepBaseline:
+    """Per-step moving-average baseline over the last ``k`` episodes of each graph (Placeto A.7).
+
+    :meth:`advantages` uses only episodes recorded *before* the call; a graph with no history
+    yet uses the mean of the returns passed in the same call (so the first update is centred
+    rather than all-positive). Episodes longer than the recorded ones use the history that
+    reaches step t, or the same-call mean where none does.
+    """
+
+    def __init__(self, k: int = 10) -> None:
+        if k < 1:
+            raise ValueError("the baseline window k must be at least 1")
+        self.k = k
+        self._hist: dict[str, deque[np.ndarray]] = {}
+
+    def baseline(self, key: str, length: int) -> np.ndarray | None:
+        """The baseline for steps 0..length-1 of graph ``key``; NaN where no episode reached the step."""
+        hist = self._hist.get(key)
+        if not hist:
+            return None
+        out = np.full(length, np.nan)
+        sums, counts = np.zeros(length), np.zeros(length)
+        for g in hist:
+            n = min(len(g), length)
+            sums[:n] += g[:n]
+            counts[:n] += 1
+        np.divide(sums, counts, out=out, where=counts > 0)
+        return out
+
+    def advantages(self, keys: list[str], returns: list[np.ndarray]) -> list[np.ndarray]:
+        """``G_t − b_t`` for each episode; then records the episodes."""
+        same_call: dict[str, list[np.ndarray]] = {}
+        for key, g in zip(keys, returns, strict=True):
+            same_call.setdefault(key, []).append(g)
+        out = []
+        for key, g in zip(keys, returns, strict=True):
+            b = self.baseline(key, len(g))
+            fallback = _mean_ragged(same_call[key], len(g))
+            b = fallback if b is None else np.where(np.isnan(b), fallback, b)
+            out.append(g - b)
+        for key, g in zip(keys, returns, strict=True):
+            self._hist.setdefault(key, deque(maxlen=self.k)).append(np.asarray(g, dtype=float))
+        return out
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"k": self.k, "history": {key: [g.tolist() for g in h] for key, h in self._hist.items()}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.k = int(state["k"])
+        self._hist = {key: deque((np.asarray(g, dtype=float) for g in h), maxlen=self.k)
+                      for key, h in state["history"].items()}
+
+
+def _mean_ragged(seqs: list[np.ndarray], length: int) -> np.ndarray:
+    sums, counts = np.zeros(length), np.zeros(length)
+    for g in seqs:
+        n = min(len(g), length)
+        sums[:n] += g[:n]
+        counts[:n] += 1
+    return sums / np.maximum(counts, 1)
+
+
+class MovingAverageBaseline:
+    """Mirhoseini §3.1: ``B ← decay·B + (1 − decay)·mean(R)`` per graph, starting at the failing signal."""
+
+    def __init__(self, decay: float = 0.95) -> None:
+        if not 0.0 <= decay < 1.0:
+            raise ValueError("the baseline decay must be in [0, 1)")
+        self.decay = decay
+        self.values: dict[str, float] = {}
+
+    def get(self, key: str, initial: float) -> float:
+        return self.values.setdefault(key, float(initial))
+
+    def update(self, key: str, rewards: np.ndarray, initial: float) -> float:
+        """Fold this update's mean reward into the baseline; returns the new value."""
+        b = self.get(key, initial)
+        self.values[key] = self.decay * b + (1.0 - self.decay) * float(np.mean(rewards))
+        return self.values[key]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"decay": self.decay, "values": dict(self.values)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.decay = float(state["decay"])
+        self.values = {k: float(v) for k, v in state["values"].items()}
+
+
+class StoppingRule:
+    """Placeto App. A.7: the reward "doesn't change more than 2 % in a window of 1000 episodes".
+
+    Our reading: stop once the mean objective of the latest ``window`` episodes differs by at
+    most ``tolerance`` (relative) from the mean of the ``window`` episodes before them. Single
+    sampled episodes are too noisy to be compared one by one. ``window=0`` disables the rule.
+    """
+
+    def __init__(self, window: int = 1000, tolerance: float = 0.02) -> None:
+        self.window = int(window)
+        self.tolerance = float(tolerance)
+        self._values: deque[float] = deque(maxlen=max(2 * self.window, 1))
+
+    def add(self, value: float) -> bool:
+        """Record one episode's objective; True when training should stop."""
+        self._values.append(float(value))
+        if self.window <= 0 or len(self._values) < 2 * self.window:
+            return False
+        v = np.asarray(self._values)
+        before, latest = v[: self.window].mean(), v[self.window:].mean()
+        return abs(latest - before) <= self.tolerance * abs(before)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"window": self.window, "tolerance": self.tolerance, "values": list(self._values)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.__init__(state["window"], state["tolerance"])
+        self._values.extend(state["values"])
+
+
+@dataclass(frozen=True)
+class Budget:
+    """When to stop training: any limit reached (``None`` = no limit)."""
+
+    episodes: int | None = None
+    placements: int | None = None
+    seconds: float | None = None
+
+    def exhausted(self, episodes: int, placements: int, seconds: float) -> str | None:
+        """The name of the limit reached, or None."""
+        if self.episodes is not None and episodes >= self.episodes:
+            return "episodes"
+        if self.placements is not None and placements >= self.placements:
+            return "placements"
+        if self.seconds is not None and seconds >= self.seconds:
+            return "seconds"
+        return None
+
+    def progress(self, episodes: int, placements: int, seconds: float) -> float:
+        """Fraction of the tightest limit used (0 when there is no limit): drives the decays."""
+        fr = [episodes / self.episodes if self.episodes else 0.0,
+              placements / self.placements if self.placements else 0.0,
+              seconds / self.seconds if self.seconds else 0.0]
+        return min(max(fr), 1.0)

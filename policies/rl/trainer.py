@@ -1,0 +1,228 @@
+"""The REINFORCE training loop shared by the learned placers.
+
+One **update**: pick graphs (Placeto §2.3: a graph sampled per episode; the RNN placer: one
+graph for its K samples, Mirhoseini §3.1), let the agent run its episodes and accumulate
+the policy gradient, clip the gradient norm, and take an Adam step. The learning rate and
+the entropy weight decay linearly from their initial to their final values over the budget
+(Placeto App. A.7). Training stops when a budget is used up (episodes, placements
+evaluated, wall time), when the stopping rule fires (reward within 2 % over a 1000-episode
+window, App. A.7), or when a stop is requested (the file ``stop.request`` in the run).
+
+Every episode becomes a learning-curve row (CONTRACTS §6) — in the run's
+``learning_curve.csv`` and as TensorBoard scalars under ``tensorboard/`` — and the run's
+``progress`` field is refreshed about once a second for the app to poll. A checkpoint
+(``checkpoint.pt``: weights, Adam state, baselines, counters, the random generator) is
+written periodically and at the end; resuming from it continues exactly where it stopped.
+Checkpoints are loaded with ``torch.load(weights_only=True)``: no code is unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from engine.runs import Run
+from policies.rl.agent import EpisodeStats
+from policies.rl.reinforce import Budget, StoppingRule, linear
+from policies.rl.task import PlacementTask
+
+__all__ = ["CHECKPOINT", "CURVE", "STOP_REQUEST", "Best", "Trainer"]
+
+CURVE = "learning_curve.csv"
+CHECKPOINT = "checkpoint.pt"
+STOP_REQUEST = "stop.request"
+_STATUS_EVERY_S = 1.0
+
+
+@dataclass
+class Best:
+    """The best placement found for one graph (fewest OOM first, then the lowest objective)."""
+
+    objective: float
+    makespan: float
+    oom: bool
+    devices: np.ndarray
+    placements_evaluated: int  # placements evaluated in the run when it was found
+
+    def beaten_by(self, oom: bool, objective: float) -> bool:
+        return (oom, objective) < (self.oom, self.objective)
+
+
+class Trainer:
+    """Train ``agent`` on ``tasks`` (key → task) under ``budget``; see the module docstring."""
+
+    def __init__(self, agent: Any, tasks: dict[str, PlacementTask], *, seed: int = 0, budget: Budget | None = None,
+                 stopping: StoppingRule | None = None, run: Run | None = None,
+                 progress: Callable[[int, int, str], None] | None = None, checkpoint_every_s: float = 60.0,
+                 tensorboard: bool = True) -> None:
+        if not tasks:
+            raise ValueError("training needs at least one graph")
+        self.agent = agent
+        self.tasks = tasks
+        self.keys = list(tasks)
+        self.budget = budget or Budget(episodes=1000)
+        self.stopping = stopping or StoppingRule()
+        self.run = run
+        self.progress = progress
+        self.checkpoint_every_s = checkpoint_every_s
+        self.optimizer = torch.optim.Adam(agent.model.parameters(), lr=agent.config.lr)
+        self.rng = np.random.default_rng(seed)
+        self.episodes = self.updates = self.placements = 0
+        self.wall = 0.0
+        self.best: dict[str, Best] = {}
+        self.last_rows: list[dict[str, Any]] = []
+        self._writer = None
+        if run is not None and tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._writer = SummaryWriter(log_dir=str(run.path / "tensorboard"))
+
+    # -- one update ------------------------------------------------------------------------
+
+    def step(self) -> list[dict[str, Any]]:
+        """One parameter update; returns its learning-curve rows."""
+        cfg = self.agent.config
+        frac = self.budget.progress(self.episodes, self.placements, self.wall)
+        lr = linear(cfg.lr, cfg.lr_final, frac)
+        beta = linear(cfg.entropy, cfg.entropy_final, frac)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        n = self.agent.episodes_per_update
+        if self.agent.same_graph_per_update:
+            keys = [self.keys[int(self.rng.integers(len(self.keys)))]] * n
+        else:
+            keys = [self.keys[i] for i in self.rng.integers(len(self.keys), size=n).tolist()]
+        self.optimizer.zero_grad(set_to_none=True)
+        stats: list[EpisodeStats] = self.agent.train_step([self.tasks[k] for k in keys], keys, entropy_coef=beta,
+                                                          step=self.updates, rng=self.rng)
+        torch.nn.utils.clip_grad_norm_(self.agent.model.parameters(), cfg.clip_grad)
+        self.optimizer.step()
+        self.updates += 1
+        rows = []
+        for st in stats:
+            self.episodes += 1
+            self.placements += st.evaluations
+            best = self.best.get(st.key)
+            if best is None or best.beaten_by(st.best.oom, st.best.objective):
+                best = Best(st.best.objective, st.best.makespan, st.best.oom, st.best_devices.copy(), self.placements)
+                self.best[st.key] = best
+            rows.append({"episode": self.episodes, "graph": st.key, "sampled_runtime": st.final.makespan,
+                         "best_runtime": best.makespan, "objective": st.final.objective, "oom": st.final.oom,
+                         "reward": st.reward, "entropy": st.entropy, "learning_rate": lr, "entropy_coef": beta,
+                         "placements_evaluated": self.placements, "wall_time": 0.0})
+        return rows
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def train(self) -> str:
+        """Train until a budget, the stopping rule or a stop request ends it; returns the reason."""
+        t0 = time.perf_counter()
+        wall0 = self.wall
+        last_status = last_ckpt = 0.0
+        reason = self.budget.exhausted(self.episodes, self.placements, self.wall)
+        while reason is None:
+            rows = self.step()
+            self.wall = wall0 + time.perf_counter() - t0
+            converged = False
+            for row in rows:
+                row["wall_time"] = self.wall
+                converged = self.stopping.add(row["objective"]) or converged
+            self._log(rows)
+            reason = ("converged" if converged else self._stop_requested()
+                      or self.budget.exhausted(self.episodes, self.placements, self.wall))
+            now = time.perf_counter()
+            if self.progress is not None:
+                total = self.budget.episodes or 0
+                self.progress(self.episodes, total, f"best {self._best_text()}")
+            if self.run is not None and (now - last_status >= _STATUS_EVERY_S or reason):
+                self.run.update(progress=self.status())
+                last_status = now
+            if self.run is not None and now - last_ckpt >= self.checkpoint_every_s and not reason:
+                self.save_checkpoint(self.run.path / CHECKPOINT)
+                last_ckpt = now
+        if self.run is not None:
+            self.save_checkpoint(self.run.path / CHECKPOINT)
+        if self._writer is not None:
+            self._writer.flush()
+        return reason
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def status(self) -> dict[str, Any]:
+        """What the app shows while the run trains."""
+        last = self.last_rows[-1] if self.last_rows else {}
+        return {"episodes": self.episodes, "episodes_total": self.budget.episodes, "updates": self.updates,
+                "placements_evaluated": self.placements, "wall_s": round(self.wall, 3),
+                "last_runtime_s": last.get("sampled_runtime"), "best_runtime_s": self.best_makespan()}
+
+    def best_makespan(self) -> float | None:
+        """The best makespan found, averaged over the graphs (one graph: its best makespan)."""
+        if not self.best:
+            return None
+        return float(np.mean([b.makespan for b in self.best.values()]))
+
+    def _best_text(self) -> str:
+        ms = self.best_makespan()
+        return "-" if ms is None else f"{ms * 1e3:.2f} ms"
+
+    def _stop_requested(self) -> str | None:
+        if self.run is None:
+            return None
+        flag = self.run.path / STOP_REQUEST
+        if flag.exists():
+            flag.unlink(missing_ok=True)
+            return "stopped"
+        return None
+
+    def _log(self, rows: list[dict[str, Any]]) -> None:
+        self.last_rows = rows
+        if self.run is not None:
+            self.run.append_rows(CURVE, rows)
+        if self._writer is not None:
+            for row in rows:
+                for name in ("sampled_runtime", "best_runtime", "objective", "reward", "entropy", "learning_rate"):
+                    self._writer.add_scalar(f"train/{name}", row[name], row["episode"])
+
+    # -- checkpoints -------------------------------------------------------------------------
+
+    def save_checkpoint(self, path: Path) -> None:
+        """Atomically write everything a resume needs (weights, Adam, baselines, counters, RNG)."""
+        state = {
+            "episodes": self.episodes, "updates": self.updates, "placements": self.placements, "wall": self.wall,
+            "rng": self.rng.bit_generator.state, "agent": self.agent.state_dict(),
+            "stopping": self.stopping.state_dict(),
+            "best": {k: {"objective": b.objective, "makespan": b.makespan, "oom": b.oom,
+                         "devices": b.devices.tolist(), "placements_evaluated": b.placements_evaluated}
+                     for k, b in self.best.items()},
+        }
+        tmp = path.with_name(f".{path.name}.tmp")
+        torch.save({"model": self.agent.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                    "state": json.dumps(state)}, tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    def load_checkpoint(self, path: Path) -> None:
+        """Restore a checkpoint written by :meth:`save_checkpoint` (same agent and graphs)."""
+        ckpt = torch.load(path, weights_only=True)
+        self.agent.model.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        state = json.loads(ckpt["state"])
+        self.episodes, self.updates = int(state["episodes"]), int(state["updates"])
+        self.placements, self.wall = int(state["placements"]), float(state["wall"])
+        self.rng.bit_generator.state = state["rng"]
+        self.agent.load_state_dict(state["agent"])
+        self.stopping.load_state_dict(state["stopping"])
+        self.best = {k: Best(b["objective"], b["makespan"], b["oom"], np.asarray(b["devices"], dtype=np.int64),
+                             b["placements_evaluated"]) for k, b in state["best"].items()}

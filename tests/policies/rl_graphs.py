@@ -1,0 +1,38 @@
+"""Small hand-worked graphs and clusters shared by the learned-placer tests."""
+
+from __future__ import annotations
+
+from engine.cluster import Cluster, Device, Link, SimulationSettings
+from engine.graph import CompGraph
+from engine.graph_io import graph_from_dict
+
+GB = 1e9
+
+
+def cluster(n: int = 2, memory: float = 100 * GB) -> Cluster:
+    """``n`` identical GPUs, a 1 GB/s link, default mode, no overheads."""
+    devs = tuple(Device(f"gpu:{i}", "gpu", memory) for i in range(n))
+    return Cluster("test", devs, Link(1 * GB), (), SimulationSettings("default"))
+
+
+def graph(ops: list[dict], edges: list[tuple[str, str]], name: str = "t") -> CompGraph:
+    return graph_from_dict({"schema": "placelab.graph/1", "name": name, "ops": ops,
+                            "edges": [{"src": s, "dst": d} for s, d in edges]})
+
+
+def two_chains(out_bytes: float = 10e9) -> CompGraph:
+    """a0→a1→a2 and b0→b1→b2, 1 s per op; each output takes 10 s to cross the 1 GB/s link.
+
+    The optimum on two devices puts one chain on each: makespan 3 s (the lower bound
+    max(3 s critical path, 6 s / 2)); all on one device takes 6 s; any placement that splits a
+    chain pays a 10 s transfer.
+    """
+    ops = [{"name": f"{c}{i}", "compute": 1.0, "output_bytes": out_bytes} for c in "ab" for i in range(3)]
+    return graph(ops, [("a0", "a1"), ("a1", "a2"), ("b0", "b1"), ("b1", "b2")], name="two-chains")
+
+
+def diamond() -> CompGraph:
+    """s → {l, r} → t plus an unrelated op u (parallel to all): parents/children/parallel sets."""
+    ops = [{"name": n, "compute": c, "output_bytes": 1000.0}
+           for n, c in (("s", 1.0), ("l", 2.0), ("r", 3.0), ("t", 4.0), ("u", 2.0))]
+    return graph(ops, [("s", "l"), ("s", "r"), ("l", "t"), ("r", "t")], name="diamond")

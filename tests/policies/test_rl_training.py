@@ -1,0 +1,162 @@
+"""The shared training loop and training runs (policies.rl.trainer, policies.rl.jobs): learning
+curves, checkpoints, exact resume, stop requests, trained policies as placers, zero-shot eval."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from rl_graphs import cluster, diamond, two_chains
+
+from engine.cluster import save_cluster
+from engine.errors import PlacelabError, RunError, SpecError
+from engine.graph_io import save_graph
+from engine.runs import RunStore
+from policies import make_placer
+from policies.rl.jobs import evaluate_policy, load_policy, request_stop, resume_training, start_training
+from policies.rl.placeto import PlacetoAgent, PlacetoConfig
+from policies.rl.reinforce import Budget, StoppingRule
+from policies.rl.task import make_task
+from policies.rl.trainer import CURVE, Trainer
+
+torch.set_num_threads(1)
+
+CONFIG = {"groups": None, "batch": 4}
+
+
+def _trainer(seed: int = 0, episodes: int = 40) -> Trainer:
+    t = make_task(two_chains(0.1e9), cluster(), groups=None)
+    agent = PlacetoAgent(2, PlacetoConfig(**CONFIG), seed=seed)
+    return Trainer(agent, {"g": t}, seed=seed, budget=Budget(episodes=episodes), stopping=StoppingRule(0))
+
+
+def test_checkpoint_then_resume_gives_the_same_next_step(tmp_path):
+    a = _trainer()
+    a.step()
+    a.save_checkpoint(tmp_path / "ckpt.pt")
+    rows_a = a.step()
+    params_a = [p.detach().clone() for p in a.agent.model.parameters()]
+
+    b = _trainer(seed=7)  # different init and generator: everything comes from the checkpoint
+    b.load_checkpoint(tmp_path / "ckpt.pt")
+    assert b.episodes == 4 and b.updates == 1
+    rows_b = b.step()
+    for ra, rb in zip(rows_a, rows_b, strict=True):
+        assert {k: v for k, v in ra.items() if k != "wall_time"} == {k: v for k, v in rb.items() if k != "wall_time"}
+    for pa, pb in zip(params_a, b.agent.model.parameters(), strict=True):
+        assert torch.equal(pa, pb)
+
+
+def test_learning_curve_rows_follow_the_contract():
+    tr = _trainer(episodes=8)
+    tr.train()
+    assert tr.episodes == 8 and tr.updates == 2
+    row = tr.last_rows[-1]
+    assert set(row) >= {"episode", "sampled_runtime", "best_runtime", "reward", "entropy", "learning_rate",
+                        "placements_evaluated", "wall_time"}
+    assert row["episode"] == 8 and row["placements_evaluated"] == tr.placements
+    assert row["best_runtime"] == pytest.approx(tr.best["g"].makespan)
+    assert row["best_runtime"] <= min(r["sampled_runtime"] for r in tr.last_rows)
+
+
+def test_learning_rate_and_entropy_decay_linearly():
+    tr = _trainer(episodes=8)
+    cfg = tr.agent.config
+    first = tr.step()[0]
+    second = tr.step()[0]
+    assert first["learning_rate"] == pytest.approx(cfg.lr)
+    assert second["learning_rate"] == pytest.approx(cfg.lr + (cfg.lr_final - cfg.lr) * 0.5)
+    assert second["entropy_coef"] == pytest.approx(cfg.entropy + (cfg.entropy_final - cfg.entropy) * 0.5)
+
+
+def _graph_file(tmp_path, g=None) -> str:
+    path = tmp_path / "g.json"
+    save_graph(g or two_chains(0.1e9), path)
+    return str(path)
+
+
+def _cluster_file(tmp_path, n: int = 2) -> str:
+    path = tmp_path / f"c{n}.json"
+    save_cluster(cluster(n), path)
+    return str(path)
+
+
+def test_training_run_files_resume_and_zero_shot(tmp_path):
+    store = RunStore(tmp_path / "runs")
+    g, c = _graph_file(tmp_path), _cluster_file(tmp_path)
+    out = start_training("placeto", g, c, params=CONFIG, budget=Budget(episodes=8), store=store)
+    run = store.load(out.run_id)
+    assert run.status == "done" and run.meta["kind"] == "train"
+    files = run.files()
+    assert {"policy.json", "checkpoint.pt", CURVE, "placement.json", "graph.json"} <= set(files)
+    assert any(f.startswith("tensorboard/events.out.tfevents") for f in files)
+    curve = run.read_table(CURVE)
+    assert curve["episode"] == list(range(1, 9))
+    assert run.meta["metrics"]["best_makespan_s"] == pytest.approx(min(curve["best_runtime"]))
+    assert run.meta["metrics"]["makespan_s"] == pytest.approx(run.meta["metrics"]["best_makespan_s"])
+
+    out2 = resume_training(store, out.run_id, episodes=16)
+    assert out2.run_id == out.run_id and out2.episodes == 16
+    assert store.load(out.run_id).read_table(CURVE)["episode"] == list(range(1, 17))
+
+    rows, eval_id = evaluate_policy(store, out.run_id, g)
+    assert rows[0]["graph"] == g and rows[0]["makespan_s"] >= 3.0 - 1e-9
+    agent, doc = load_policy(run)
+    assert doc["placer"] == "placeto" and isinstance(agent, PlacetoAgent)
+    ev = store.load(eval_id)
+    assert ev.meta["kind"] == "eval" and ev.meta["metrics"]["results"] == rows
+
+    # the trained policy is a placer (zero-shot), here on another graph
+    placer = make_placer("placeto", policy=str(run.path))
+    p = placer.place(diamond(), cluster())
+    assert p.devices.shape == (5,)
+
+
+def test_stop_request_ends_the_run_resumably(tmp_path):
+    store = RunStore(tmp_path / "runs")
+    g, c = _graph_file(tmp_path), _cluster_file(tmp_path)
+
+    def stop_after_first_update(done: int, total: int, message: str) -> None:
+        (run,) = store.list()
+        request_stop(run)  # the app's Stop button does this while the run trains
+
+    out = start_training("placeto", g, c, params=CONFIG, budget=Budget(episodes=400), store=store,
+                         progress=stop_after_first_update)
+    assert out.stop_reason == "stopped" and out.episodes == 8  # the update in flight, then the stop
+    run = store.load(out.run_id)
+    assert run.status == "interrupted" and "checkpoint.pt" in run.files()
+    res = resume_training(store, run.id, episodes=12)
+    assert res.stop_reason == "episodes" and res.episodes == 12
+    assert store.load(run.id).status == "done"
+
+
+def test_policy_for_another_device_count_is_refused(tmp_path):
+    store = RunStore(tmp_path / "runs")
+    out = start_training("placeto", _graph_file(tmp_path), _cluster_file(tmp_path), params=CONFIG,
+                         budget=Budget(episodes=4), store=store)
+    with pytest.raises(PlacelabError, match="trained for 2 devices"):
+        evaluate_policy(store, out.run_id, _graph_file(tmp_path), cluster=_cluster_file(tmp_path, 3))
+
+
+def test_bad_requests_give_one_sentence_errors(tmp_path):
+    store = RunStore(tmp_path / "runs")
+    g, c = _graph_file(tmp_path), _cluster_file(tmp_path)
+    with pytest.raises(SpecError, match="not a learned placer"):
+        start_training("metis", g, c, budget=Budget(episodes=4))
+    with pytest.raises(SpecError, match="has no parameter 'bogus'"):
+        start_training("placeto", g, c, params={"bogus": 1}, budget=Budget(episodes=4))
+    with pytest.raises(SpecError, match="reward must be"):
+        start_training("placeto", g, c, params={"reward": "sometimes"}, budget=Budget(episodes=4))
+    out = make_placer("random").place(two_chains(), cluster())  # a placement run is not a policy
+    assert out is not None
+    from policies.runner import place_and_simulate
+
+    res = place_and_simulate(two_chains(), cluster(), "random", store=store)
+    with pytest.raises(RunError, match="not a training run"):
+        evaluate_policy(store, res.run_id, g)
+
+
+def test_optimized_placer_returns_the_best_placement_it_found():
+    placer = make_placer("placeto", episodes=8, groups=128)
+    p = placer.place(two_chains(0.1e9), cluster(), seed=0)
+    assert np.isin(p.devices, [0, 1]).all()

@@ -81,25 +81,34 @@ def _csr_of(n: int, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.
     return ptr, cols[order].astype(np.int64)
 
 
-def _csr_tensor(crow: np.ndarray, col: np.ndarray, shape: tuple[int, int]) -> torch.Tensor:
-    return torch.sparse_csr_tensor(torch.from_numpy(crow), torch.from_numpy(col),
-                                   torch.ones(len(col), dtype=torch.float32), size=shape, check_invariants=False)
+def _csr_tensor(crow: np.ndarray, col: np.ndarray, shape: tuple[int, int],
+                values: np.ndarray | None = None) -> torch.Tensor:
+    vals = torch.ones(len(col), dtype=torch.float32) if values is None else torch.from_numpy(values)
+    return torch.sparse_csr_tensor(torch.from_numpy(crow), torch.from_numpy(col), vals, size=shape,
+                                   check_invariants=False)
 
 
-def _sparse(ptr_parts: list[np.ndarray], col_parts: list[np.ndarray], shape: tuple[int, int]) -> torch.Tensor:
-    """A CSR matrix of ones from per-block row pointers (without the leading 0) and columns."""
-    crow = np.concatenate([np.zeros(1, dtype=np.int64), *ptr_parts])
-    col = np.concatenate(col_parts) if col_parts else np.zeros(0, dtype=np.int64)
-    return _csr_tensor(crow, col, shape)
+def _mean_adjacency(a: tuple[np.ndarray, np.ndarray], a_t: tuple[np.ndarray, np.ndarray], n: int) -> SparsePair:
+    """Row-normalised adjacency (mean over in-neighbours) from CSR ``a`` and the CSR of its pattern's transpose."""
+    (ptr, col), (t_ptr, t_col) = a, a_t
+    inv = (1.0 / np.maximum(np.diff(ptr), 1)).astype(np.float32)
+    vals = np.repeat(inv, np.diff(ptr))
+    return SparsePair(_csr_tensor(ptr, col, (n, n), vals), _csr_tensor(t_ptr, t_col, (n, n), inv[t_col]))
 
 
 def _selection(ptr: np.ndarray, col: np.ndarray, shape: tuple[int, int], grad: bool) -> SparsePair:
-    """A 0/1 row-selection matrix (CSR ``ptr``, ``col``) and, when gradients are needed, its transpose."""
+    """A row-averaging matrix (CSR ``ptr``, ``col``; row s = 1/|row| on its columns) and, when
+    gradients are needed, its transpose."""
+    counts = np.diff(ptr)
+    vals = np.repeat((1.0 / np.maximum(counts, 1)).astype(np.float32), counts)
+    a = _csr_tensor(ptr, col, shape, vals)
     if not grad:
-        return SparsePair(_csr_tensor(ptr, col, shape), None)
-    rows = np.repeat(np.arange(shape[0]), np.diff(ptr))
-    t_ptr, t_col = _csr_of(shape[1], col, rows)
-    return SparsePair(_csr_tensor(ptr, col, shape), _csr_tensor(t_ptr, t_col, (shape[1], shape[0])))
+        return SparsePair(a, None)
+    rows = np.repeat(np.arange(shape[0]), counts)
+    order = np.lexsort((rows, col))
+    t_ptr = np.zeros(shape[1] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(col, minlength=shape[1]), out=t_ptr[1:])
+    return SparsePair(a, _csr_tensor(t_ptr, rows[order].astype(np.int64), (shape[1], shape[0]), vals[order]))
 
 
 class _Episode:
@@ -159,7 +168,7 @@ class PlacetoAgent:
                 raise ValueError(f"this policy places on {self.num_devices} devices; cluster "
                                  f"'{task.cluster.name}' has {task.num_devices}")
             t, b = task.group_time, task.group_out_bytes
-            static = np.column_stack([t / max(t.mean(), 1e-30), b / max(b.mean(), 1e-30)])
+            static = np.log1p(np.column_stack([t / max(t.mean(), 1e-30), b / max(b.mean(), 1e-30)]))
             n = task.num_groups
             r = task.reach.copy()
             np.fill_diagonal(r, False)
@@ -213,10 +222,10 @@ class PlacetoAgent:
                             grad) for i in range(3)]
         members = _selection(np.concatenate([[0], np.cumsum([len(m) for m in member_col])]).astype(np.int64),
                              np.concatenate(member_col), (s, off), grad)
-        return StateBatch(torch.from_numpy(np.concatenate(xs)),
-                          _sparse(graph_ptr["down"], graph_col["down"], (off, off)),
-                          _sparse(graph_ptr["up"], graph_col["up"], (off, off)),
-                          torch.tensor(current, dtype=torch.long), pools, members,
+        down = (np.concatenate([[0], *graph_ptr["down"]]).astype(np.int64), np.concatenate(graph_col["down"]))
+        up = (np.concatenate([[0], *graph_ptr["up"]]).astype(np.int64), np.concatenate(graph_col["up"]))
+        return StateBatch(torch.from_numpy(np.concatenate(xs)), _mean_adjacency(down, up, off),
+                          _mean_adjacency(up, down, off), torch.tensor(current, dtype=torch.long), pools, members,
                           torch.from_numpy(np.stack(masks)))
 
     # -- rollouts -------------------------------------------------------------------------

@@ -39,7 +39,8 @@ def test_features_flags_and_one_hot():
     ep.visited[:] = [True, False, False, False, False]
     x = agent._features(ep, 1)
     mean_time = 12.0 / 5
-    np.testing.assert_allclose(x[:, 0], np.array([1, 2, 3, 4, 2]) / mean_time, rtol=1e-6)
+    np.testing.assert_allclose(x[:, 0], np.log1p(np.array([1, 2, 3, 4, 2]) / mean_time), rtol=1e-6)
+    np.testing.assert_allclose(x[:, 1], np.log(2.0), rtol=1e-6)  # equal outputs: log1p(1)
     np.testing.assert_array_equal(x[:, 2:4], [[1, 0], [0, 1], [0, 1], [1, 0], [0, 1]])
     np.testing.assert_array_equal(x[:, 4], [1, 0, 0, 0, 0])  # visited
     np.testing.assert_array_equal(x[:, 5], [0, 1, 0, 0, 0])  # current

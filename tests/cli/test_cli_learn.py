@@ -1,0 +1,91 @@
+"""``placelab train`` / ``eval`` / ``place --placer placeto --param policy=RUN`` (CONTRACTS §5) and
+their one-line errors, on a six-op graph (two chains, see tests/policies/rl_graphs.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_run import run_cli
+
+GB = 1e9
+
+
+@pytest.fixture
+def files(tmp_path):
+    ops = [{"name": f"{c}{i}", "compute": 1.0, "output_bytes": 0.1 * GB} for c in "ab" for i in range(3)]
+    edges = [{"src": s, "dst": d} for s, d in (("a0", "a1"), ("a1", "a2"), ("b0", "b1"), ("b1", "b2"))]
+    g = tmp_path / "chains.json"
+    g.write_text(json.dumps({"schema": "placelab.graph/1", "name": "chains", "ops": ops, "edges": edges}))
+    c2, c3 = tmp_path / "c2.json", tmp_path / "c3.json"
+    for path, n in ((c2, 2), (c3, 3)):
+        path.write_text(json.dumps({"schema": "placelab.cluster/1", "name": f"two{n}",
+                                    "devices": [{"name": f"gpu:{i}", "kind": "gpu", "memory_bytes": 100 * GB}
+                                                for i in range(n)],
+                                    "link": {"bandwidth_bytes_per_s": GB}, "simulation": {"mode": "default"}}))
+    return {"graph": str(g), "c2": str(c2), "c3": str(c3), "runs": str(tmp_path / "runs")}
+
+
+def _train(capsys, f, *extra):
+    return run_cli(capsys, "train", "--placer", "placeto", "--graphs", f["graph"], "--cluster", f["c2"],
+                   "--episodes", "8", "--param", "batch=4", "--runs-dir", f["runs"], "--json", *extra)
+
+
+def test_train_eval_place_and_resume(capsys, files):
+    code, out, err = _train(capsys, files, "--save")
+    assert code == 0, err
+    res = json.loads(out)
+    assert set(res) >= {"run_id", "episodes", "placements_evaluated", "best_makespan_s", "wall_s"}
+    assert res["episodes"] == 8 and res["best_makespan_s"] >= 3.0 - 1e-9
+    assert "episodes" in err  # the progress bar goes to stderr
+    rid = res["run_id"]
+
+    code, out, err = run_cli(capsys, "eval", rid, "--graphs", files["graph"], "--runs-dir", files["runs"], "--json",
+                             "--save")
+    assert code == 0, err
+    ev = json.loads(out)
+    (row,) = ev["results"]
+    assert row["graph"] == files["graph"] and set(row) >= {"makespan_s", "lower_bound_s", "oom"}
+    assert row["lower_bound_s"] == pytest.approx(3.0)
+
+    code, out, err = run_cli(capsys, "place", files["graph"], "--cluster", files["c2"], "--placer", "placeto",
+                             "--param", f"policy={rid}", "--param", f"runs_dir={files['runs']}", "--json")
+    assert code == 0, err
+    placed = json.loads(out)
+    assert placed["makespan_s"] == pytest.approx(row["makespan_s"])  # the same greedy zero-shot placement
+
+    code, out, err = run_cli(capsys, "train", "--resume", rid, "--episodes", "12", "--runs-dir", files["runs"],
+                             "--json")
+    assert code == 0, err
+    assert json.loads(out)["episodes"] == 12 and json.loads(out)["run_id"] == rid
+
+
+def test_train_without_save_stores_nothing(capsys, files):
+    code, out, err = _train(capsys, files)
+    assert code == 0, err
+    assert json.loads(out)["run_id"] is None
+
+
+@pytest.mark.parametrize("args, message", [
+    (["train", "--placer", "metis", "--graphs", "G", "--cluster", "C2", "--episodes", "4"], "not a learned placer"),
+    (["train", "--placer", "placeto", "--cluster", "C2"], "needs --graphs"),
+    (["train", "--placer", "placeto", "--graphs", "G", "--cluster", "C2", "--episodes", "0"], "must be positive"),
+    (["train", "--placer", "placeto", "--graphs", "G", "--cluster", "C2", "--param", "rounds=-1"], "at least"),
+    (["train", "--placer", "placeto", "--graphs", "family:imagenet", "--cluster", "C2"], "unknown graph family"),
+    (["train", "--resume", "nope"], "no run"),
+    (["eval", "nope", "--graphs", "G"], "no run"),
+])
+def test_bad_input_one_line(capsys, files, args, message):
+    args = [{"G": files["graph"], "C2": files["c2"]}.get(a, a) for a in args]
+    code, out, err = run_cli(capsys, *args, "--runs-dir", files["runs"])
+    assert code == 2
+    assert err.count("\n") == 1 and message in err
+    assert out == ""
+
+
+def test_eval_on_a_cluster_with_another_device_count(capsys, files):
+    code, out, _ = _train(capsys, files, "--save")
+    rid = json.loads(out)["run_id"]
+    code, out, err = run_cli(capsys, "eval", rid, "--graphs", files["graph"], "--cluster", files["c3"],
+                             "--runs-dir", files["runs"])
+    assert code == 2 and "trained for 2 devices" in err and err.count("\n") == 1

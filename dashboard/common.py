@@ -71,6 +71,11 @@ def _graph_from_spec(spec: str) -> CompGraph:
     return load_graph(spec)
 
 
+def graph_from_spec(spec: str) -> CompGraph:
+    """The graph of a single-graph spec (file or ``gen:``), cached across reruns and pages."""
+    return _graph_from_spec(spec)
+
+
 @st.cache_resource(max_entries=4, show_spinner=False)
 def _graph_from_upload(digest: str, name: str, data: bytes) -> CompGraph:
     from engine.sources import load_graph

@@ -1,13 +1,24 @@
-"""Compare: stored runs side by side — table, makespan bars, two timelines, CDFs of eval runs."""
+"""Compare: stored runs side by side — table, makespan bars, two timelines, CDFs over test graphs (eval and
+experiment runs), learning curves of training runs."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from dashboard.app_pages.stored import comparison_row, eval_series, has_placement, replay, run_label
+from dashboard.app_pages.stored import (
+    MAX_CURVE_POINTS,
+    cdf_series,
+    comparison_row,
+    curves_by_name,
+    eval_series,
+    experiment_series,
+    has_placement,
+    replay,
+    run_label,
+)
 from dashboard.common import guard, run_store, show_figure
-from dashboard.figures import cdf_figure, makespan_bars, timeline
+from dashboard.figures import cdf_figure, learning_curves, makespan_bars, timeline
 
 
 def page() -> None:
@@ -28,6 +39,7 @@ def page() -> None:
             show_figure(makespan_bars(rows), key="compare_bars")
             _timelines(store, [r for r in selected if has_placement(r)])
     _cdfs(store)
+    _learning_curves(store)
 
 
 def _timelines(store, runs) -> None:
@@ -53,13 +65,38 @@ def _timelines(store, runs) -> None:
 
 def _cdfs(store) -> None:
     st.subheader("CDF over test graphs")
-    evals = store.list(kind="eval")
-    series = {run_label(r): eval_series(r) for r in evals}
-    series = {k: v for k, v in series.items() if v}
-    if not series:
-        st.info("CDFs (Placeto Fig. 5) compare placers over many test graphs. They need runs of kind "
-                "\"eval\": a trained learned placer evaluated on a family's test graphs (the learned "
-                "placers are not in this version yet); "
-                + ("the stored eval runs hold no per-graph results." if evals else "none are stored yet."))
+    sources = store.list(kind="eval") + store.list(kind="experiment")
+    usable = [r for r in sources if eval_series(r) or experiment_series(r)]
+    if not usable:
+        st.info("CDFs (Placeto Fig. 5) compare placers over many test graphs. They need runs of kind \"experiment\" "
+                "(`placelab experiment --family nmt -c k80x2`: Zero-Shot, Optimized and Random on a family's test "
+                "graphs) or \"eval\" (`placelab eval RUN --graphs family:nmt:test --save`: a trained learned placer "
+                "applied zero-shot); "
+                + ("the stored ones hold no per-graph results." if sources else "none are stored yet."))
         return
-    show_figure(cdf_figure(series), key="compare_cdf")
+    by_id = {r.id: r for r in usable}
+    newest_experiment = [r.id for r in usable if r.meta.get("kind") == "experiment"][:1]
+    default = [r.id for r in usable if r.meta.get("kind") == "eval"] + newest_experiment
+    chosen = [by_id[i] for i in st.multiselect("Runs in the CDF", list(by_id), default=default, key="compare_cdf_runs",
+                                               format_func=lambda i: f"{by_id[i].meta.get('kind')}: "
+                                                                     f"{run_label(by_id[i])}")]
+    series = cdf_series([r for r in chosen if r.meta.get("kind") == "eval"],
+                        [r for r in chosen if r.meta.get("kind") == "experiment"])
+    if series:
+        show_figure(cdf_figure(series), key="compare_cdf")
+
+
+def _learning_curves(store) -> None:
+    st.subheader("Learning curves")
+    runs = store.list(kind="train")
+    if not runs:
+        st.info("No training runs yet — start one on the Train page or with `placelab train … --save`.")
+        return
+    by_id = {r.id: r for r in runs}
+    chosen = st.multiselect("Training runs", list(by_id), default=list(by_id)[:2], key="compare_train_runs",
+                            format_func=lambda i: run_label(by_id[i]))
+    curves = curves_by_name([by_id[i] for i in chosen])
+    if chosen and not curves:
+        st.info("None of the selected training runs has finished an episode yet.")
+    elif curves:
+        show_figure(learning_curves(curves, max_points=MAX_CURVE_POINTS), key="compare_curves")

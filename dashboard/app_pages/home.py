@@ -31,6 +31,7 @@ def page() -> None:
         "Mirhoseini et al. 2017, Placeto and DOPPLER), and compare their simulated schedules."
     )
     st.markdown("**Graphs** loads and inspects a graph · **Place** runs placers on it · "
+                "**Train** trains the learned placers in the background and plots their learning curves · "
                 "**Compare** puts stored runs side by side · **Runs** browses, renames and exports them.")
     st.subheader("Stored runs")
     table = runs_table(runs_dir())

@@ -1,7 +1,9 @@
-"""Reading stored runs for display: labels, table rows, re-simulated schedules, eval results."""
+"""Reading stored runs for display: labels, table rows, re-simulated schedules, eval and experiment results,
+learning curves."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -13,6 +15,8 @@ from engine.schedule import Schedule
 from engine.simulator import Simulator
 
 PLACEMENT_KINDS = ("place", "compare")
+#: Points per learning-curve line drawn; longer curves are thinned for the browser.
+MAX_CURVE_POINTS = 2000
 
 
 def run_label(run: Run) -> str:
@@ -63,25 +67,102 @@ def comparison_row(run: Run) -> dict[str, Any]:
     }
 
 
+#: The methods of an ``experiment`` run (Placeto §4.2) as the paper's Fig. 5 names them.
+METHOD_LABELS = {"zero-shot": "Zero-Shot", "optimized": "Optimized", "random": "Random"}
+
+
+def _result_rows(run: Run) -> list[dict[str, Any]]:
+    """``metrics.results`` of the run, else the rows of its ``results.csv``; [] when neither reads."""
+    rows = (run.meta.get("metrics") or {}).get("results")
+    if rows:
+        return list(rows)
+    if "results.csv" not in run.files():
+        return []
+    try:
+        table = run.read_table("results.csv")
+    except RunError:
+        return []
+    keys = list(table)
+    return [dict(zip(keys, vals, strict=True)) for vals in zip(*table.values(), strict=True)]
+
+
+def _ratio(row: dict[str, Any]) -> float | None:
+    """makespan / lower bound of a result row (the makespan alone when the bound is missing)."""
+    try:
+        ms, lb = float(row["makespan_s"]), float(row.get("lower_bound_s") or 0)
+    except (KeyError, TypeError, ValueError):
+        return None
+    return ms / lb if lb > 0 else ms
+
+
 def eval_series(run: Run) -> list[float]:
     """makespan / lower bound over the test graphs of an ``eval`` run.
 
     Read from ``metrics.results`` (``placelab eval``'s rows) or a ``results.csv`` table with
     ``makespan_s`` and ``lower_bound_s`` columns; an empty list when neither is there.
     """
-    rows = (run.meta.get("metrics") or {}).get("results")
-    if not rows and "results.csv" in run.files():
-        try:
-            table = run.read_table("results.csv")
-        except RunError:
-            return []
-        keys = list(table)
-        rows = [dict(zip(keys, vals, strict=True)) for vals in zip(*table.values(), strict=True)]
-    out = []
-    for r in rows or []:
-        try:
-            ms, lb = float(r["makespan_s"]), float(r.get("lower_bound_s") or 0)
-        except (KeyError, TypeError, ValueError):
-            continue
-        out.append(ms / lb if lb > 0 else ms)
+    return [r for r in map(_ratio, _result_rows(run)) if r is not None]
+
+
+def experiment_series(run: Run) -> dict[str, list[float]]:
+    """makespan / lower bound over the test graphs of an ``experiment`` run, one list per method.
+
+    ``results.csv`` is in long format (one row per graph and method: ``graph``, ``method``,
+    ``makespan_s``, ``lower_bound_s``, ``oom``); methods come out in Placeto Fig. 5's order
+    and names (Zero-Shot, Optimized, Random), unknown ones after them as written.
+    """
+    out: dict[str, list[float]] = {label: [] for label in METHOD_LABELS.values()}
+    for row in _result_rows(run):
+        ratio = _ratio(row)
+        if ratio is not None and row.get("method") is not None:
+            out.setdefault(METHOD_LABELS.get(str(row["method"]), str(row["method"])), []).append(ratio)
+    return {k: v for k, v in out.items() if v}
+
+
+def cdf_series(evals: list[Run], experiments: list[Run]) -> dict[str, list[float]]:
+    """The Compare page's CDF lines: one per eval run, one per method of each experiment run.
+
+    With a single experiment run its lines are named by method alone (Zero-Shot, ...);
+    with several, by method and run name.
+    """
+    series = {run_label(r): eval_series(r) for r in evals}
+    for r in experiments:
+        for method, values in experiment_series(r).items():
+            name = method if len(experiments) == 1 else f"{method} · {r.meta.get('name') or r.id}"
+            series[name] = values
+    return {k: v for k, v in series.items() if v}
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def _curve_table(path: str, mtime_ns: int, size: int) -> dict[str, list]:
+    from engine.tables import read_csv
+
+    return read_csv(Path(path))
+
+
+def learning_curve(run: Run) -> dict[str, list] | None:
+    """The columns of a training run's learning curve (CONTRACTS §6); None when it has none yet.
+
+    Cached by the file's modification time and size, so polling a live run re-reads the file
+    only when rows were appended.
+    """
+    from policies.rl.trainer import CURVE
+
+    path = run.path / CURVE
+    try:
+        stat = path.stat()
+        table = _curve_table(str(path), stat.st_mtime_ns, stat.st_size)
+    except (OSError, ValueError):
+        return None
+    return table if table.get("episode") else None
+
+
+def curves_by_name(runs: list[Run]) -> dict[str, dict[str, list]]:
+    """Learning curves of ``runs`` keyed by run name (the id added where names repeat); runs without one left out."""
+    names = [r.meta.get("name") or r.id for r in runs]
+    out = {}
+    for r, name in zip(runs, names, strict=True):
+        curve = learning_curve(r)
+        if curve is not None:
+            out[name if names.count(name) == 1 else f"{name} ({r.id})"] = curve
     return out

@@ -1,4 +1,9 @@
-"""Runs directories for the page tests: an empty one, and one holding real placement runs."""
+"""Runs directories for the page tests: an empty one, one holding real placement runs, one adding
+training, eval and experiment runs."""
+
+import os
+import shutil
+import signal
 
 import pytest
 
@@ -29,3 +34,55 @@ def stored_runs(tmp_path, monkeypatch):
                                     "oom": False} for i in range(5)]})
     monkeypatch.setenv("PLACELAB_RUNS_DIR", str(root))
     return store, ids, ev.id
+
+
+TINY_GRAPH = "gen:random?ops=60&seed=1"
+TINY_PARAMS = {"groups": 8, "batch": 2}
+
+
+@pytest.fixture(scope="session")
+def _learning_template(tmp_path_factory):
+    """Built once: a failed training run, a finished 4-episode Placeto run, an experiment run."""
+    from policies.rl.jobs import start_training
+    from policies.rl.reinforce import Budget
+
+    store = RunStore(tmp_path_factory.mktemp("learning") / "runs")
+    broken = store.create("train", graph_name="random-60-s1", graph_hash="0", cluster="k80x2", placer="rnn",
+                          parameters={"graphs": TINY_GRAPH}, seed=0, name="broken rnn")
+    broken.fail("out of patience")
+    trained = start_training("placeto", TINY_GRAPH, "k80x2", params=TINY_PARAMS, budget=Budget(episodes=4),
+                             store=store, name="tiny placeto")
+    exp = store.create("experiment", graph_name="family:nmt", graph_hash="0", cluster="k80x2", placer="placeto",
+                       parameters={"family": "nmt"}, seed=0, name="nmt generalization")
+    # makespan / lower bound: zero-shot 1.2, 1.5; optimized 1.1, 1.3; random 2.0, 3.0
+    rows = [("g0", "zero-shot", 1.2), ("g0", "optimized", 1.1), ("g0", "random", 2.0),
+            ("g1", "zero-shot", 3.0), ("g1", "optimized", 2.6), ("g1", "random", 6.0)]
+    lb = {"g0": 1.0, "g1": 2.0}
+    exp.write_table("results.csv", {"graph": [g for g, _, _ in rows], "method": [m for _, m, _ in rows],
+                                    "makespan_s": [v for _, _, v in rows], "lower_bound_s": [lb[g] for g, _, _ in rows],
+                                    "oom": [False] * len(rows)})
+    exp.finish("done", {})
+    return store.root, {"broken": broken.id, "trained": trained.run_id, "experiment": exp.id}
+
+
+@pytest.fixture
+def learning_runs(stored_runs, _learning_template):
+    """``stored_runs`` plus the runs of ``_learning_template`` (copied into this test's store)."""
+    store, _ids, _eval = stored_runs
+    template, ids = _learning_template
+    for run_id in ids.values():
+        shutil.copytree(template / run_id, store.root / run_id)
+    return store, ids
+
+
+@pytest.fixture
+def kill_jobs_after():
+    """Hard-stop, after the test, any training process the app started in the given stores."""
+    roots = []
+    yield roots.append
+    from dashboard.background import list_jobs
+
+    for root in roots:
+        for job in list_jobs(root):
+            if job.alive:
+                os.kill(job.pid, signal.SIGKILL)

@@ -14,7 +14,7 @@ from dashboard.figures import (
     memory_over_time,
     timeline,
 )
-from dashboard.figures.charts import phase_compute
+from dashboard.figures.charts import phase_compute, thin_rows
 from dashboard.figures.timeline import busy_per_bin, lane_names
 from engine.generators import random_dag
 from engine.graph import CompGraph
@@ -152,3 +152,23 @@ def test_learning_curves_two_axes():
     best = [t for t in fig.data if t.name == "rnn best"]
     assert [list(t.x) for t in best] == [[0, 1, 2], [10, 20, 30]]
     assert list(best[0].y) == pytest.approx([3000.0, 2000.0, 2000.0])
+
+
+def test_thin_rows_keeps_every_kth_row_and_the_last():
+    assert list(thin_rows(5, None)) == [0, 1, 2, 3, 4]
+    assert list(thin_rows(5, 5)) == [0, 1, 2, 3, 4]
+    assert list(thin_rows(10, 4)) == [0, 3, 6, 9]  # k = ceil(10 / 4) = 3; 9 is also the last row
+    assert list(thin_rows(11, 4)) == [0, 3, 6, 9, 10]
+
+
+def test_learning_curves_thinned_for_display():
+    n = 10
+    curve = {"episode": list(range(1, n + 1)), "sampled_runtime": [float(n - i) for i in range(n)],
+             "best_runtime": [float(n - i) for i in range(n)], "placements_evaluated": [5 * i for i in range(1, n + 1)]}
+    fig = learning_curves({"a": curve, "b": curve}, max_points=4)
+    assert len(fig.data) == 8  # two runs × (sampled, best) × two axes
+    best_a = [t for t in fig.data if t.name == "a best"]
+    assert [list(t.x) for t in best_a] == [[1, 4, 7, 10], [5, 20, 35, 50]]
+    assert list(best_a[0].y) == pytest.approx([10000.0, 7000.0, 4000.0, 1000.0])
+    assert {t.line.color for t in fig.data if t.name.startswith("a ")} != {t.line.color for t in fig.data
+                                                                       if t.name.startswith("b ")}

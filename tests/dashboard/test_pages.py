@@ -1,7 +1,10 @@
 """Every page of the app, run headless with AppTest: with no runs, with stored runs, and interacting."""
 
+import base64
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -17,12 +20,27 @@ def charts(app: AppTest) -> list:
     return app.get("plotly_chart")
 
 
+def values(x) -> list:
+    """A plotly JSON array: a list, or numpy data as ``{"dtype", "bdata"}`` (base64)."""
+    if isinstance(x, dict):
+        return np.frombuffer(base64.b64decode(x["bdata"]), dtype=x["dtype"]).tolist()
+    return list(x)
+
+
+def figure(app: AppTest, title: str) -> dict:
+    """The plotly figure (as JSON) of the chart titled ``title``."""
+    specs = [json.loads(c.proto.spec) for c in charts(app)]
+    found = [f for f in specs if (f["layout"].get("title") or {}).get("text") == title]
+    assert len(found) == 1, [(f["layout"].get("title") or {}).get("text") for f in specs]
+    return found[0]
+
+
 def iframes(app: AppTest) -> list:
     return app.get("iframe")
 
 
-@pytest.mark.parametrize("name", ["home", "graphs", "place", "compare", "runs"])
-@pytest.mark.parametrize("runs", ["empty_runs", "stored_runs"])
+@pytest.mark.parametrize("name", ["home", "graphs", "place", "train", "compare", "runs"])
+@pytest.mark.parametrize("runs", ["empty_runs", "stored_runs", "learning_runs"])
 def test_every_page_renders(name, runs, request):
     request.getfixturevalue(runs)
     app = page_app(name).run()
@@ -120,8 +138,29 @@ def test_compare_selected_runs(stored_runs):
 def test_compare_without_runs_explains(empty_runs):
     app = page_app("compare").run()
     assert not app.exception
-    assert any("eval" in i.value for i in app.info)
+    assert any("eval" in i.value and "experiment" in i.value for i in app.info)
+    assert any(i.value.startswith("No training runs yet") for i in app.info)
     assert not charts(app)
+
+
+def test_compare_experiment_cdf_and_learning_curves(learning_runs):
+    _store, ids = learning_runs
+    app = page_app("compare").run()
+    assert not app.exception and not app.error
+    cdf = figure(app, "CDF over test graphs")
+    lines = {t["name"]: values(t["x"]) for t in cdf["data"]}
+    eval_line = next(k for k in lines if k.endswith("k80x2") and "test-set" in k)
+    # makespan / lower bound of the hand-made experiment (conftest), each CDF line starting at its minimum
+    assert lines.pop(eval_line) == pytest.approx([1.0, 1.0, 1.1, 1.2, 1.3, 1.4])
+    assert lines == {"Zero-Shot": pytest.approx([1.2, 1.2, 1.5]), "Optimized": pytest.approx([1.1, 1.1, 1.3]),
+                     "Random": pytest.approx([2.0, 2.0, 3.0])}
+    curves = figure(app, "Learning curves")
+    best = [t for t in curves["data"] if t["name"] == "tiny placeto best"]
+    assert [len(values(t["x"])) for t in best] == [4, 4]  # per episode and per placements evaluated
+    assert values(best[0]["x"]) == [1, 2, 3, 4]
+    # only the experiment in the CDF: its three methods
+    app.multiselect(key="compare_cdf_runs").set_value([ids["experiment"]]).run()
+    assert [t["name"] for t in figure(app, "CDF over test graphs")["data"]] == ["Zero-Shot", "Optimized", "Random"]
 
 
 def test_runs_filter_rename_tag_delete(stored_runs):
@@ -164,6 +203,9 @@ def test_place_every_registered_placer_with_its_parameter_widgets(empty_runs):
     app = page_app("place").run()
     app.multiselect(key="place_placers").set_value(list(PLACERS)).run()
     assert not app.exception
+    for name in ("placeto", "rnn"):  # the learned placers train on the graph: a few episodes on 8 groups
+        app.number_input(key=f"place_budget_{name}").set_value(2)
+        app.number_input(key=f"place_param_{name}_groups").set_value(8)
     app.button(key="place_run").click().run()
     assert not app.exception
     placed = list(app.dataframe[0].value["placer"])

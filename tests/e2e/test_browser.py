@@ -1,10 +1,12 @@
-"""The app in a real browser: every page, a placement with two placers, comparison, a trace download.
+"""The app in a real browser: every page, a placement with two placers, comparison, a trace download,
+a training started from the Train page and watched live.
 
 Screenshots land in ``tests/artifacts/``. The graph-view timings are printed (run with ``-s``);
 the only timed check is a generous 60 s guard against a hang.
 """
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -26,14 +28,18 @@ def wait_idle(page) -> None:
         timeout=GUARD_MS)
 
 
-def assert_clean(page, shot: str) -> None:
-    wait_idle(page)
-    # Streamlit scrolls inside its main container, so grow the viewport to the content for the shot
+def screenshot(page, shot: str) -> None:
+    """The whole page: Streamlit scrolls inside its main container, so grow the viewport to the content."""
     height = page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
     page.set_viewport_size({"width": 1500, "height": min(int(height) + 40, 9000)})
     page.wait_for_timeout(700)
     page.screenshot(path=str(ARTIFACTS / f"{shot}.png"))
     page.set_viewport_size({"width": 1500, "height": 1000})
+
+
+def assert_clean(page, shot: str) -> None:
+    wait_idle(page)
+    screenshot(page, shot)
     assert page.locator('[data-testid="stException"]').count() == 0, f"exception shown on {shot}"
     assert "Traceback" not in page.inner_text("body"), f"traceback shown on {shot}"
 
@@ -137,3 +143,43 @@ def test_large_graph_views(browser_page, app_url):
     print(f"\ngraph view, 2,000 ops aggregated: {aggregated_2k:.0f} ms; 2,000 ops every op: {full_2k:.0f} ms; "
           f"20,000 ops aggregated: {aggregated_20k:.0f} ms (load + summary + layout + browser draw)")
     assert max(aggregated_2k, full_2k, aggregated_20k) < GUARD_MS
+
+
+def fill(page, label: str, value: str) -> None:
+    """Type ``value`` into the text or number input labelled ``label`` and commit it (Enter)."""
+    box = page.get_by_label(label, exact=True)
+    box.fill(value)
+    box.press("Enter")
+    wait_idle(page)
+
+
+def test_train_in_the_background(browser_page, app_url):
+    """Start a short Placeto training from the Train page; the page polls it until its curve is complete."""
+    page = browser_page
+    page.goto(f"{app_url}/train")
+    page.locator("h1", has_text="Train").wait_for()
+    page.get_by_text("No training runs yet").wait_for(timeout=GUARD_MS)
+    fill(page, "Graphs", "gen:random?ops=200&seed=1")
+    fill(page, "groups", "16")
+    fill(page, "batch", "4")
+    fill(page, "episodes", "300")
+    fill(page, "run name (optional)", "e2e placeto")
+    start = time.perf_counter()
+    page.get_by_role("button", name="Start training").click()
+    page.get_by_text("Started training e2e placeto").wait_for(timeout=GUARD_MS)
+    # no reload from here on: the page re-reads the store every 2 s while the run trains
+    page.get_by_text(re.compile(r"^running · \d+ / 300 episodes")).wait_for(timeout=3 * GUARD_MS)
+    card = page.locator('[data-testid="stVerticalBlock"]', has_text="e2e placeto").filter(
+        has=page.locator('[data-testid="stPlotlyChart"]')).last  # the innermost block: the run's card
+    card.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=GUARD_MS)
+    screenshot(page, "11-train-running")
+    page.get_by_text("done · 300 / 300 episodes").wait_for(timeout=3 * GUARD_MS)
+    seconds = time.perf_counter() - start
+    assert card.locator(".scatterlayer .trace").count() >= 4  # sampled and best, per episode and per placement
+    assert_clean(page, "12-train-done")
+
+    goto(page, "Compare")
+    page.get_by_text("Learning curves").first.wait_for()
+    page.wait_for_timeout(1000)
+    assert_clean(page, "13-compare-learning-curves")
+    print(f"\ntraining 300 episodes from the Train page, click to a complete curve: {seconds:.1f} s")

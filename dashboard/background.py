@@ -1,0 +1,183 @@
+"""Training processes the app starts: ``placelab train … --save`` in the background, one record and log each.
+
+Training never runs in the Streamlit script thread (DESIGN, "The app"): the Train page
+launches ``python -m placelab.cli train …`` in a new session, so it outlives a page reload
+or an app restart, writes its run to the run store, and the page polls the store.
+
+Each launch leaves a *job* in the store's hidden ``.jobs/`` folder (RunStore skips names
+starting with a dot): ``<job>.json`` (pid, command, start time, the run it resumes, exit
+code once known) and ``<job>.log`` (the process's stdout and stderr). A run is tied to the
+job that made it by the pid the run records (same host, created after the job started); a
+resume job names its run. A job that fails before creating its run (bad spec, import
+error) is visible only through its record and log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from engine.jsonio import atomic_write_json
+from engine.runs import Run
+
+__all__ = ["JOBS_DIR", "Job", "job_of_run", "launch", "list_jobs", "made_by", "resume_command", "train_command"]
+
+JOBS_DIR = ".jobs"
+_REPO_ROOT = Path(__file__).resolve().parents[1]
+#: A run created this long before its job's recorded start still counts as the job's (clock rounding).
+_CLOCK_SLACK = timedelta(seconds=1)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One launched training process (see the module docstring)."""
+
+    id: str
+    pid: int
+    command: list[str]
+    started: str  # ISO time, UTC
+    label: str
+    resume_of: str | None
+    returncode: int | None
+    record: Path
+
+    @property
+    def log(self) -> Path:
+        return self.record.with_suffix(".log")
+
+    @property
+    def alive(self) -> bool:
+        """Still running: no exit code recorded and the process exists."""
+        return self.returncode is None and _pid_alive(self.pid)
+
+    @property
+    def failed(self) -> bool:
+        """Ended with an error: not done (0) nor interrupted (the CLI's 130, or killed by SIGINT while importing)."""
+        return self.returncode not in (None, 0, 130, -signal.SIGINT)
+
+    def log_tail(self, lines: int = 15, max_bytes: int = 16_384) -> str:
+        """The last ``lines`` lines of the process's output ('' when there is none)."""
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - max_bytes))
+                text = f.read().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.replace("\r", "\n").strip().splitlines()[-lines:])
+
+    def forget(self) -> None:
+        """Delete the job's record and log (the run it made, if any, stays)."""
+        self.record.unlink(missing_ok=True)
+        self.log.unlink(missing_ok=True)
+
+    def cancel(self) -> None:
+        """Interrupt the process (SIGINT: a training that already runs checkpoints and ends as interrupted)."""
+        if self.alive:
+            os.kill(self.pid, signal.SIGINT)
+
+
+def train_command(placer: str, graphs: str, cluster: str, *, episodes: int, params: Mapping[str, Any], seed: int,
+                  name: str | None, runs_dir: Path) -> list[str]:
+    """The ``placelab train`` command line that trains ``placer`` and stores the run in ``runs_dir``."""
+    cmd = [sys.executable, "-m", "placelab.cli", "train", "--placer", placer, "--graphs", graphs,
+           "--cluster", cluster, "--episodes", str(episodes), "--seed", str(seed)]
+    for key, value in params.items():
+        cmd += ["--param", f"{key}={value}"]
+    if name:
+        cmd += ["--name", name]
+    return [*cmd, "--save", "--runs-dir", str(runs_dir), "--threads", "1"]
+
+
+def resume_command(run_id: str, *, episodes: int, runs_dir: Path) -> list[str]:
+    """The command line that continues training run ``run_id`` up to ``episodes`` episodes in all."""
+    return [sys.executable, "-m", "placelab.cli", "train", "--resume", run_id, "--episodes", str(episodes),
+            "--runs-dir", str(runs_dir), "--threads", "1"]
+
+
+def launch(runs_dir: Path, command: list[str], *, label: str, resume_of: str | None = None) -> Job:
+    """Start ``command`` in the background (own session, output to the job's log) and record the job."""
+    folder = Path(runs_dir) / JOBS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    now = datetime.now(UTC)
+    job_id = f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+    record = folder / f"{job_id}.json"
+    # one torch thread per job: several jobs share the machine's cores (DESIGN, "Scale")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    with open(record.with_suffix(".log"), "wb") as log:
+        proc = subprocess.Popen(command, cwd=_REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    doc = {"id": job_id, "pid": proc.pid, "command": command, "started": now.isoformat(), "label": label,
+           "resume_of": resume_of, "returncode": None}
+    atomic_write_json(record, doc)
+    # wait for the child here so that it never lingers as a zombie (which would read as alive)
+    threading.Thread(target=_record_exit, args=(proc, record), daemon=True, name=f"placelab-job-{job_id}").start()
+    return _job(doc, record)
+
+
+def list_jobs(runs_dir: Path) -> list[Job]:
+    """Every recorded job of the store, newest first; unreadable records are skipped."""
+    folder = Path(runs_dir) / JOBS_DIR
+    if not folder.is_dir():
+        return []
+    jobs = []
+    for record in folder.glob("*.json"):
+        try:
+            jobs.append(_job(json.loads(record.read_text(encoding="utf-8")), record))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return sorted(jobs, key=lambda j: (j.started, j.id), reverse=True)
+
+
+def made_by(job: Job, run: Run) -> bool:
+    """Whether ``job`` started or resumed ``run``: a resume job names its run; a new training's run
+    records the job's pid (on this host) and was created after the job started."""
+    if job.resume_of is not None:
+        return job.resume_of == run.id
+    meta = run.meta
+    if meta.get("pid") != job.pid or meta.get("host") != socket.gethostname():
+        return False
+    try:
+        return datetime.fromisoformat(meta["created"]) + _CLOCK_SLACK >= datetime.fromisoformat(job.started)
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def job_of_run(jobs: Iterable[Job], run: Run) -> Job | None:
+    """The newest of ``jobs`` (newest first) that made or resumed ``run``; None for a run started elsewhere."""
+    return next((job for job in jobs if made_by(job, run)), None)
+
+
+def _job(doc: dict[str, Any], record: Path) -> Job:
+    return Job(id=str(doc["id"]), pid=int(doc["pid"]), command=list(doc["command"]), started=str(doc["started"]),
+               label=str(doc.get("label") or doc["id"]), resume_of=doc.get("resume_of"),
+               returncode=doc.get("returncode"), record=record)
+
+
+def _record_exit(proc: subprocess.Popen, record: Path) -> None:
+    code = proc.wait()
+    try:
+        doc = json.loads(record.read_text(encoding="utf-8"))
+        atomic_write_json(record, {**doc, "returncode": code})
+    except (OSError, ValueError):  # the record was forgotten meanwhile
+        pass
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # alive, owned by someone else
+        return True
+    return True

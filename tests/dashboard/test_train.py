@@ -1,0 +1,187 @@
+"""The Train page headless (AppTest): stored training runs, input errors, and real background training
+started, stopped and resumed from the page."""
+
+import os
+import signal
+import sys
+import time
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard.background import launch, list_jobs
+from engine.runs import RunStore
+
+TIMEOUT = 60
+WAIT_S = 90  # a training process needs ~10 s to import torch and tensorboard before its first episode
+TINY_GRAPH = "gen:random?ops=60&seed=1"  # as in conftest: 60 ops, trains in well under a second
+
+
+def train_app() -> AppTest:
+    return AppTest.from_string("from dashboard.app_pages import train\ntrain.page()\n", default_timeout=TIMEOUT)
+
+
+def wait_for(what, predicate, timeout=WAIT_S):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout} s waiting for {what}")
+
+
+def progress_texts(app: AppTest) -> list[str]:
+    return [p.proto.text for p in app.get("progress")]
+
+
+def fill_tiny_training(app: AppTest, episodes: int, name: str) -> None:
+    app.text_input(key="train_graphs").set_value(TINY_GRAPH)
+    app.number_input(key="train_placeto_groups").set_value(8)
+    app.number_input(key="train_placeto_batch").set_value(2)
+    app.number_input(key="train_episodes").set_value(episodes)
+    app.text_input(key="train_name").set_value(name)
+    app.run()
+
+
+def test_train_page_without_runs(empty_runs):
+    app = train_app().run()
+    assert not app.exception and not app.error
+    assert [t.value for t in app.title] == ["Train"]
+    assert [i.value for i in app.info] == ["No training runs yet — start one above, or run `placelab train --placer "
+                                           "placeto --graphs SPEC --cluster C --save`."]
+    assert app.selectbox(key="train_placer").options == ["Placeto GNN policy (Addanki et al. 2019)",
+                                                        "RNN seq2seq placer (Mirhoseini et al. 2017)"]
+    app.selectbox(key="train_placer").set_value("rnn").run()
+    assert not app.exception
+    assert app.number_input(key="train_rnn_samples").value == 8  # RNNConfig's default K
+
+
+def test_train_page_lists_runs_and_curves(learning_runs):
+    _store, ids = learning_runs
+    app = train_app().run()
+    assert not app.exception
+    table = app.dataframe[0].value
+    assert list(table["id"]) == [ids["trained"], ids["broken"]]  # newest first, training runs only
+    assert list(table["status"]) == ["done", "failed"]
+    assert list(table["episodes"]) == ["4 / 4", "0"]
+    # the newest run is shown: its progress, its curve, and Resume (it is done and has a checkpoint)
+    assert app.multiselect(key="train_selected").value == [ids["trained"]]
+    assert progress_texts(app)[0].startswith("done · 4 / 4 episodes · best ")
+    assert len(app.get("plotly_chart")) == 1
+    assert app.button(key=f"train_resume_{ids['trained']}").label == "Resume"
+    assert app.number_input(key=f"train_resume_eps_{ids['trained']}").min == 5
+
+    app.multiselect(key="train_selected").set_value([ids["trained"], ids["broken"]]).run()
+    assert not app.exception
+    assert [e.value for e in app.error] == ["Training failed: out of patience"]
+    assert len(app.get("plotly_chart")) == 2  # the overlay and the trained run's curve; the broken one has none
+    assert any(c.value == "No episode has finished yet." for c in app.caption)
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("gen:nope", "Cannot start training: unknown generator 'nope'"),
+    ("family:cifar10:val", "Cannot start training: 'family:cifar10:val': a family split is 'train' or 'test'"),
+    (" , ", "Cannot start training: graph spec ',' names no graph"),
+])
+def test_bad_graph_spec_is_one_sentence_and_starts_nothing(empty_runs, spec, message):
+    app = train_app().run()
+    app.text_input(key="train_graphs").set_value(spec).run()
+    app.button(key="train_start").click().run()
+    assert not app.exception
+    assert len(app.error) == 1 and app.error[0].value.startswith(message)
+    assert list_jobs(empty_runs) == []
+
+
+def test_suggestion_fills_the_graph_spec(empty_runs):
+    app = train_app().run()
+    app.selectbox(key="train_suggestion").set_value("family:cifar10:train").run()
+    assert app.text_input(key="train_graphs").value == "family:cifar10:train"
+    assert "--graphs family:cifar10:train" in app.code[0].value
+
+
+@pytest.mark.slow
+def test_start_button_trains_in_a_background_process(empty_runs, kill_jobs_after):
+    kill_jobs_after(empty_runs)
+    store = RunStore(empty_runs)
+    app = train_app().run()
+    fill_tiny_training(app, episodes=6, name="from the page")
+    app.button(key="train_start").click().run()
+    assert not app.exception and not app.error
+    [job] = list_jobs(empty_runs)
+    assert job.pid != os.getpid()
+    assert app.success[0].value.startswith(f"Started training from the page (process {job.pid})")
+
+    run = wait_for("a finished training run", lambda: next(iter(store.list(kind="train", status="done")), None))
+    assert run.meta["name"] == "from the page" and run.meta["pid"] == job.pid
+    assert run.meta["parameters"]["groups"] == 8 and run.meta["parameters"]["batch"] == 2
+    assert run.read_table("learning_curve.csv")["episode"] == [1, 2, 3, 4, 5, 6]
+    wait_for("the job's exit code", lambda: list_jobs(empty_runs)[0].returncode == 0, timeout=10)
+
+    app.run()
+    assert not app.exception and not app.error
+    assert list(app.dataframe[0].value["status"]) == ["done"]
+    assert app.multiselect(key="train_selected").value == [run.id]  # a new run joins the shown ones
+    assert progress_texts(app)[0].startswith("done · 6 / 6 episodes")
+    assert len(app.get("plotly_chart")) == 1
+
+
+@pytest.mark.slow
+def test_stop_then_resume_a_running_training(empty_runs, kill_jobs_after):
+    kill_jobs_after(empty_runs)
+    store = RunStore(empty_runs)
+    app = train_app().run()
+    fill_tiny_training(app, episodes=100_000, name="long")
+    app.button(key="train_start").click().run()
+
+    def running_with_curve():
+        runs = store.list(kind="train", status="running")
+        return runs and "learning_curve.csv" in runs[0].files() and runs[0]
+
+    run = wait_for("a running training with a learning curve", running_with_curve)
+    app.run()
+    assert progress_texts(app)[0].startswith("running · ")
+    app.button(key=f"train_stop_{run.id}").click().run()
+    assert not app.exception
+    run = wait_for("the run to end as interrupted",
+                   lambda: (r := store.load(run.id)).status == "interrupted" and r)
+    done = run.meta["progress"]["episodes"]
+    assert 0 < done < 100_000 and run.meta["metrics"]["stop_reason"] == "stopped"
+
+    app.run()
+    assert app.multiselect(key="train_selected").value == [run.id]
+    app.number_input(key=f"train_resume_eps_{run.id}").set_value(done + 4).run()
+    app.button(key=f"train_resume_{run.id}").click().run()
+    assert not app.exception and not app.error
+    run = wait_for("the resumed run to finish", lambda: (r := store.load(run.id)).status == "done" and r)
+    assert run.meta["progress"]["episodes"] == done + 4
+    curve = run.read_table("learning_curve.csv")["episode"]
+    assert curve == list(range(1, done + 5))  # the resumed episodes continue the same curve
+
+
+def test_a_job_that_dies_before_its_run_is_reported_with_its_log(empty_runs):
+    launch(empty_runs, [sys.executable, "-c", "print('loading'); print('error: no such graph'); raise SystemExit(2)"],
+           label="doomed")
+    wait_for("the job's exit code", lambda: list_jobs(empty_runs)[0].returncode is not None, timeout=30)
+    app = train_app().run()
+    assert not app.exception
+    assert [e.value for e in app.error] == ["Training doomed ended before creating its run (exit code 2): "
+                                            "error: no such graph"]
+    assert app.code[-1].value == "loading\nerror: no such graph"
+    [job] = list_jobs(empty_runs)
+    app.button(key=f"train_dismiss_{job.id}").click().run()
+    assert not app.error and list_jobs(empty_runs) == []
+
+
+def test_cancel_a_starting_job(empty_runs, kill_jobs_after):
+    kill_jobs_after(empty_runs)
+    launch(empty_runs, [sys.executable, "-c", "import time; time.sleep(60)"], label="sleepy")
+    app = train_app().run()
+    [job] = list_jobs(empty_runs)
+    assert [i.value for i in app.info] == [f"Starting sleepy (process {job.pid}): loading the graphs and the learned "
+                                           "placer ..."]
+    app.button(key=f"train_cancel_{job.id}").click().run()
+    job = wait_for("the job to end", lambda: (j := list_jobs(empty_runs)[0]).returncode is not None and j, timeout=30)
+    assert job.returncode == -signal.SIGINT and not job.failed
+    app.run()
+    assert not app.error and not any(i.value.startswith("Starting") for i in app.info)

@@ -122,6 +122,10 @@ def page() -> None:
             seed = int(cols[0].number_input("seed", value=0, min_value=0, step=1, key=f"place_seed_{name}"))
             budget = int(cols[1].number_input("budget (0 = placer's default)", value=0, min_value=0, step=1,
                                               key=f"place_budget_{name}"))
+            if PLACERS[name].family == "learned":
+                st.caption("A learned placer with a `policy` (a training run id) places zero-shot. Without one it "
+                           "trains on this graph here, for `episodes` (or the budget), and returns the best "
+                           "placement found; for long training use the Train page, which runs in the background.")
             settings[name] = {"seed": seed, "budget": budget or None, "params": parameter_widgets(name)}
     if st.button("Run placers", type="primary", disabled=not chosen, key="place_run"):
         _run_placers(g, cluster_name, chosen, settings)

@@ -12,7 +12,11 @@ rewards are divided by the graph's makespan lower bound, so graphs of different 
 alike when a policy trains on many (the papers do not say how they scale).
 
 Training (App. A.1, A.7): REINFORCE with the per-step moving-average baseline over the last
-k = 10 episodes, entropy bonus, Adam with linearly decaying learning rate. Several episodes
+k = 10 episodes, entropy bonus, Adam with linearly decaying learning rate. **Ours:** the
+advantages of an update are divided by their standard deviation (``normalize_advantages``).
+A step's runtime change is often under 1 % of the lower bound, so without it the entropy
+bonus outweighs the policy gradient and the policy stays uniform (measured on the 128-group
+NMT graph: entropy still ln 2 after 700 episodes). Several episodes
 are rolled out side by side and every step of all of them goes through one GNN call; the
 update re-evaluates all visited states in one batched forward pass (the rollout runs without
 autograd). Placeto used 8 workers with synchronous updates; ``batch`` plays that role.
@@ -52,6 +56,8 @@ class PlacetoConfig:
     variant: str = "full"  # full | simple-partitioner | simple-aggregator (§4.3)
     reward: str = "intermediate"  # intermediate | terminal
     baseline_window: int = 10  # k episodes
+    normalize_advantages: bool = True  # ours: divide advantages by their std over the update
+    discount: float = 1.0  # γ of the returns; the papers sum rewards undiscounted (γ = 1)
     batch: int = 16  # episodes per update (rolled out together)
     init: str = "random"  # random | single
     order: str = "topological"  # topological | random
@@ -285,11 +291,15 @@ class PlacetoAgent:
 
     def train_step(self, tasks: list[PlacementTask], keys: list[str], *, entropy_coef: float, step: int,
                    rng: np.random.Generator) -> list[EpisodeStats]:
+        c = self.config
         eps = self.rollout(tasks, keys, rng)
-        adv = self.baseline.advantages([ep.key for ep in eps], [returns_to_go(np.array(ep.rewards)) for ep in eps])
+        adv = self.baseline.advantages([ep.key for ep in eps],
+                                       [returns_to_go(np.array(ep.rewards), c.discount) for ep in eps])
         states = [(ep.task, x, v) for ep in eps for x, v in zip(ep.features, ep.current, strict=True)]
         actions = np.concatenate([ep.actions for ep in eps])
         advantage = np.concatenate(adv)
+        if c.normalize_advantages and len(advantage) > 1:
+            advantage = advantage / (advantage.std() + 1e-8)
         total = len(states)
         start = 0
         while start < total:  # chunks bound memory; gradients add up

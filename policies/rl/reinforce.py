@@ -2,7 +2,8 @@
 
 Everything here is plain numpy so the arithmetic can be checked by hand (tests do).
 
-* :func:`returns_to_go` — ``G_t = Σ_{t' ≥ t} r_t'`` (undiscounted, Placeto App. A.1 Eq. 1).
+* :func:`returns_to_go` — ``G_t = Σ_{t' ≥ t} r_t'`` (undiscounted, Placeto App. A.1 Eq. 1; a
+  discount γ < 1 is available).
 * :class:`StepBaseline` — Placeto App. A.7 "Baselines": the baseline for step t is the average
   of the cumulative rewards at step t over the past k episodes (k = 10), kept per graph.
 * :class:`MovingAverageBaseline` — Mirhoseini §3.1: a moving average of the reward,
@@ -25,10 +26,17 @@ import numpy as np
 __all__ = ["Budget", "MovingAverageBaseline", "StepBaseline", "StoppingRule", "linear", "returns_to_go"]
 
 
-def returns_to_go(rewards: np.ndarray) -> np.ndarray:
-    """``G_t = Σ_{t' ≥ t} r_t'`` for a 1-D reward sequence."""
+def returns_to_go(rewards: np.ndarray, discount: float = 1.0) -> np.ndarray:
+    """``G_t = Σ_{t' ≥ t} γ^(t'−t) r_t'`` for a 1-D reward sequence (γ = ``discount``)."""
     r = np.asarray(rewards, dtype=float)
-    return np.cumsum(r[::-1])[::-1].copy()
+    if discount == 1.0:
+        return np.cumsum(r[::-1])[::-1].copy()
+    out = np.empty_like(r)
+    acc = 0.0
+    for t in range(len(r) - 1, -1, -1):
+        acc = r[t] + discount * acc
+        out[t] = acc
+    return out
 
 
 def linear(start: float, end: float, progress: float) -> float:

@@ -80,3 +80,9 @@ def test_budget_limits_and_progress():
     assert Budget(placements=5).exhausted(0, 5, 0.0) == "placements"
     assert b.progress(50, 0, 45.0) == pytest.approx(0.75)
     assert Budget().progress(10, 10, 10.0) == 0.0
+
+
+def test_discounted_returns():
+    # γ = 0.5: G2 = 3, G1 = 2 + 0.5·3 = 3.5, G0 = 1 + 0.5·3.5 = 2.75
+    np.testing.assert_allclose(returns_to_go(np.array([1.0, 2.0, 3.0]), 0.5), [2.75, 3.5, 3.0])
+    np.testing.assert_allclose(returns_to_go(np.array([1.0, 2.0, 3.0]), 0.0), [1.0, 2.0, 3.0])

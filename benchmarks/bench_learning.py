@@ -4,8 +4,8 @@ For each graph (Placeto family graphs grouped to 128 groups on ``k80x2``) and ea
 placer, the training loop (:class:`policies.rl.trainer.Trainer`) runs one untimed update,
 then ``--updates`` timed updates, ``--repeat`` times; the figure is the median episodes per
 minute. Placeto uses intermediate rewards (every step's placement simulated on the op graph)
-and ``batch`` episodes rolled out together through one GNN call per step; the reference in
-the same run is Placeto with ``batch=1`` (one episode per GNN call, as a plain
+and ``batch`` episodes (8 by default) rolled out together through one GNN call per step; the
+reference in the same run is Placeto with ``batch=1`` (one episode per GNN call, as a plain
 implementation does). The RNN placer's episode is one sampled placement (K = 8 per update).
 Goal (issue "Learned placers"): Placeto ≥ 200 episodes/min on a 128-group graph.
 
@@ -35,7 +35,7 @@ from policies.rl.task import make_task
 from policies.rl.trainer import Trainer
 
 GRAPHS = ("gen:family-cifar10?index=0&seed=0", "gen:family-nmt?index=0&seed=0", "gen:family-ptb?index=0&seed=0")
-SETUPS = (("placeto", {"batch": 16}), ("placeto", {"batch": 1}), ("rnn", {}))
+SETUPS = (("placeto", {"batch": 8}), ("placeto", {"batch": 16}), ("placeto", {"batch": 1}), ("rnn", {}))
 
 
 def episodes_per_minute(placer: str, params: dict, task, updates: int, repeat: int) -> tuple[float, float]:

@@ -169,11 +169,11 @@ def test_placeto_learns_the_optimum_of_a_six_op_graph():
     others = [t.evaluate(np.array(p)).makespan for p in np.ndindex(2, 2, 2, 2, 2, 2)
               if not (p[0] == p[1] == p[2] != p[3] == p[4] == p[5])]
     assert min(others) == pytest.approx(3.1)
-    # seed 0 of this config reaches the optimum (3 of seeds 0-3 do within 800 episodes)
-    config = PlacetoConfig(groups=None, batch=8, lr=1e-2, lr_final=1e-3, entropy=0.05, entropy_final=1e-3,
-                           normalize_advantages=False)
+    # the default hyper-parameters, 4 episodes per update: seeds 0, 1 and 2 reach the optimum in
+    # 400 episodes, seed 3 settles on one device (6 s)
+    config = PlacetoConfig(groups=None, batch=4)
     agent = PlacetoAgent(2, config, seed=0)
-    trainer = Trainer(agent, {"two-chains": t}, seed=0, budget=Budget(episodes=800), stopping=StoppingRule(0))
+    trainer = Trainer(agent, {"two-chains": t}, seed=0, budget=Budget(episodes=400), stopping=StoppingRule(0))
     trainer.train()
     assert trainer.best["two-chains"].makespan == pytest.approx(3.0)
     greedy = agent.place(t, np.random.default_rng(123))

@@ -34,7 +34,7 @@ __all__ = ["METHODS", "generalization"]
 METHODS = ("zero-shot", "optimized", "random")
 
 
-def generalization(store: RunStore, family_name: str, cluster: str, *, placer: str = "placeto", episodes: int = 1000,
+def generalization(store: RunStore, family_name: str, cluster: str, *, placer: str = "placeto", episodes: int = 3000,
                    optimized_episodes: int = 300, random_samples: int = 10, test_graphs: int | None = None,
                    params: dict[str, Any] | None = None, seed: int = 0,
                    progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:

@@ -179,3 +179,20 @@ def test_placeto_learns_the_optimum_of_a_six_op_graph():
     greedy = agent.place(t, np.random.default_rng(123))
     assert t.evaluate(greedy).makespan == pytest.approx(3.0)  # one chain per device
     assert greedy[0] == greedy[1] == greedy[2] != greedy[3] == greedy[4] == greedy[5]
+
+
+def test_batched_sparse_matrices_average_and_carry_their_transposes():
+    t = make_task(diamond(), cluster(), groups=None)
+    agent = PlacetoAgent(2, PlacetoConfig(groups=None), seed=0)
+    ep = agent._start(t, "k", np.random.default_rng(0))
+    b = agent._batch([(t, agent._features(ep, 1), 1), (t, agent._features(ep, 3), 3)], grad=True)
+    for pair in (b.down, b.up, b.members, *b.pools):
+        torch.testing.assert_close(pair.a_t.to_dense(), pair.a.to_dense().T)
+    down = b.down.a.to_dense()
+    assert down[3, 1] == down[3, 2] == 0.5  # t averages its parents l and r
+    assert down[8, 6] == down[8, 7] == 0.5  # the same in the second state (offset 5)
+    parents, children, parallel = (p.a.to_dense() for p in b.pools)
+    assert parents[0].tolist() == [1.0, 0, 0, 0, 0, 0, 0, 0, 0, 0]  # l's parent: s
+    assert parallel[0, 2] == parallel[0, 4] == 0.5  # l's parallel nodes: r and u
+    np.testing.assert_allclose(parents[1, 5:], [1 / 3, 1 / 3, 1 / 3, 0, 0], rtol=1e-6)  # t: s, l, r
+    assert children[1].sum() == 0  # t is a sink

@@ -282,6 +282,20 @@ def _best_relabelling(ug: UnitGraph, parts: np.ndarray, cost: np.ndarray, max_de
     return perms[best][parts] if total[best] < total[0] else parts
 
 
+def _first_appearance_labels(parts: np.ndarray) -> np.ndarray:
+    """Relabel parts in the order their first unit appears (part of unit 0 → 0, the next new part → 1, ...).
+
+    On a cluster of identical devices and links every labelling is equally good, and Scotch's
+    labels were seen to differ between two identical calls in one process (under CPU load);
+    this makes the result depend on the partition only.
+    """
+    _, first = np.unique(parts, return_index=True)
+    order = np.argsort(first, kind="stable")
+    label = np.empty(int(parts.max()) + 1, dtype=np.int64)
+    label[np.unique(parts)[order]] = np.arange(len(order))
+    return label[parts]
+
+
 @register("scotch", "Scotch static mapping onto the cluster as a target architecture (Mirhoseini §4.2, "
           "Placeto §3.2)", family="partitioner")
 class Scotch(_Partitioner):
@@ -330,7 +344,11 @@ class Scotch(_Partitioner):
         finally:
             for obj in (bound, context, source, arch, target):
                 obj.close()
-        return _best_relabelling(ug, parts, cost) if np.allclose(share, share[0]) else parts
+        if not np.allclose(share, share[0]):
+            return parts
+        if np.all(cost[~np.eye(k, dtype=bool)] == cost[0, 1]):
+            return _first_appearance_labels(parts)
+        return _best_relabelling(ug, parts, cost)
 
 
 @register("mincut", "Scotch over the GPUs only; ops without a GPU kernel on the CPU (Mirhoseini §4.2 MinCut)",

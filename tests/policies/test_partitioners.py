@@ -268,3 +268,10 @@ def test_tiny_graphs(placer):
     assert place(placer, one, "k80x4").tolist() == [0]
     two = graph([{"name": "a", "compute": 1.0}, {"name": "b", "compute": 1.0}])  # no edges, 2 units, 4 GPUs
     assert sorted(place(placer, two, "k80x4").tolist()) in ([0, 1], [0, 0], [1, 1])
+
+
+def test_scotch_labels_on_identical_devices_follow_first_appearance():
+    from policies.partitioners import _first_appearance_labels
+
+    np.testing.assert_array_equal(_first_appearance_labels(np.array([2, 2, 0, 3, 0])), [0, 0, 1, 2, 1])
+    np.testing.assert_array_equal(_first_appearance_labels(np.array([1, 1])), [0, 0])

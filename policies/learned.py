@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.cluster import Cluster
+from engine.errors import SpecError
 from engine.graph import CompGraph
 from engine.placement import Placement
 from engine.runs import Run, RunStore
@@ -37,9 +38,11 @@ class LearnedPlacer:
     """A learned placer used as a placer: zero-shot with a trained policy, or trained on the graph."""
 
     def __init__(self, name: str, policy: str | None, episodes: int, runs_dir: str, params: dict[str, Any]) -> None:
+        if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+            raise SpecError(f"placer '{name}': episodes must be a whole number >= 1, got {episodes!r}")
         self.name = name
         self.policy = policy
-        self.episodes = int(episodes)
+        self.episodes = episodes
         self.runs_dir = runs_dir
         self.params = params
 
@@ -57,6 +60,8 @@ class LearnedPlacer:
             task = make_task(graph, cluster, groups=config.groups,
                              memory_penalty=getattr(config, "memory_penalty", 2.0))
             return Placement(task.expand(policy_place(agent, doc, task, seed)))
+        if budget is not None and budget < 1:
+            raise SpecError(f"placer '{self.name}': the budget (episodes) must be at least 1, got {budget}")
         config = make_config(self.name, self.params)
         task = make_task(graph, cluster, groups=config.groups, memory_penalty=getattr(config, "memory_penalty", 2.0))
         agent, _ = make_agent(self.name, cluster.num_devices, config.to_dict(), seed=seed, tasks=[task])

@@ -160,3 +160,14 @@ def test_optimized_placer_returns_the_best_placement_it_found():
     placer = make_placer("placeto", episodes=8, groups=128)
     p = placer.place(two_chains(0.1e9), cluster(), seed=0)
     assert np.isin(p.devices, [0, 1]).all()
+
+
+def test_learned_placer_budgets_and_parameter_types_are_checked():
+    with pytest.raises(SpecError, match="episodes must be a whole number >= 1"):
+        make_placer("placeto", episodes=0)
+    with pytest.raises(SpecError, match=r"budget \(episodes\) must be at least 1"):
+        make_placer("placeto", episodes=4).place(two_chains(), cluster(), budget=-1)
+    with pytest.raises(SpecError, match="'groups' must be >= 1"):
+        make_placer("rnn", groups=0).place(two_chains(), cluster())
+    with pytest.raises(SpecError, match="'rounds' must be int"):
+        make_placer("placeto", rounds=2.5).place(two_chains(), cluster())

@@ -58,6 +58,7 @@ import numpy as np
 
 from engine.errors import GraphError
 from engine.graph import CompGraph
+from engine.importers._measured import check_measure_options, with_measured_times
 from engine.importers.pytorch_graph import (
     _import_torch,
     _is_pass_through,
@@ -92,12 +93,7 @@ def measure_torch_step(
         If the module cannot be traced or has no trainable parameter, if the traced step fails
         to run, or if ``repeats``/``warmup``/``kind`` are invalid.
     """
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise GraphError(f"repeats must be an integer >= 1, got {repeats!r}")
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise GraphError(f"warmup must be an integer >= 0, got {warmup!r}")
-    if not isinstance(kind, str) or not kind:
-        raise GraphError(f"kind must be a non-empty string, got {kind!r}")
+    check_measure_options(repeats, warmup, kind)
     torch = _import_torch()
     params = {k: v for k, v in module.named_parameters() if v.requires_grad}
     buffers = dict(module.named_buffers())
@@ -131,14 +127,7 @@ def measure_torch_step(
     for i, nm in enumerate(ref.op_names):
         if ref.op_types[i] not in ("Parameter", "Buffer", "Input"):
             seconds[i] = statistics.median(samples[nm]) * 1e-9
-    return CompGraph(
-        ref.name, ref.op_names, compute_any=np.full(ref.num_ops, np.nan),
-        compute_by_kind=seconds[:, None], kinds=(kind,),
-        output_bytes=ref.output_bytes.copy(), persistent_bytes=ref.persistent_bytes.copy(),
-        temp_bytes=ref.temp_bytes.copy(),
-        edge_src=ref.edge_src.copy(), edge_dst=ref.edge_dst.copy(), edge_bytes=ref.edge_bytes.copy(),
-        op_types=ref.op_types, colocate=ref.colocate, pin=ref.pin, phase=ref.phase, scope=ref.scope,
-    )
+    return with_measured_times(ref, seconds, kind)
 
 
 def _retrace(torch: Any, module: Any, params: dict, buffers: dict, inputs: tuple,

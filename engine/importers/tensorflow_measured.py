@@ -69,6 +69,7 @@ import numpy as np
 
 from engine.errors import GraphError
 from engine.graph import CompGraph
+from engine.importers._measured import check_measure_options, with_measured_times
 from engine.importers._tf_keras import _KerasStep, _step_specs, _trace_keras_step
 from engine.importers._tf_ops import _CALLS, import_tensorflow
 from engine.importers.tensorflow_graph import graph_from_tf_graph
@@ -126,12 +127,7 @@ def measure_tf_step(
         not fit it, the step fails to run, the run graph does not line up with the reference,
         or ``repeats``/``warmup``/``kind`` are invalid.
     """
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise GraphError(f"repeats must be an integer >= 1, got {repeats!r}")
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise GraphError(f"warmup must be an integer >= 0, got {warmup!r}")
-    if not isinstance(kind, str) or not kind:
-        raise GraphError(f"kind must be a non-empty string, got {kind!r}")
+    check_measure_options(repeats, warmup, kind)
     tf = import_tensorflow()
     arrays = _step_arrays(model, inputs, targets)
     batch = arrays[0].shape[0]
@@ -159,14 +155,7 @@ def measure_tf_step(
     for i, nm in enumerate(ref.op_names):
         if ref.op_types[i] not in _SOURCES:
             seconds[i] = statistics.median(s.get(nm, 0) for s in samples) * 1e-9
-    return CompGraph(
-        ref.name, ref.op_names, compute_any=np.full(ref.num_ops, np.nan),
-        compute_by_kind=seconds[:, None], kinds=(kind,),
-        output_bytes=ref.output_bytes.copy(), persistent_bytes=ref.persistent_bytes.copy(),
-        temp_bytes=ref.temp_bytes.copy(),
-        edge_src=ref.edge_src.copy(), edge_dst=ref.edge_dst.copy(), edge_bytes=ref.edge_bytes.copy(),
-        op_types=ref.op_types, colocate=ref.colocate, pin=ref.pin, phase=ref.phase, scope=ref.scope,
-    )
+    return with_measured_times(ref, seconds, kind)
 
 
 def _step_arrays(model: Any, inputs: Any, targets: Any) -> list[np.ndarray]:

@@ -24,7 +24,7 @@ import numpy as np
 from engine.graph import CompGraph
 from engine.grouping import colocation_groups
 
-__all__ = ["merge_and_colocate", "mirhoseini_groups", "renumber", "scope_groups"]
+__all__ = ["find_root", "merge_and_colocate", "mirhoseini_groups", "renumber", "scope_groups"]
 
 
 def renumber(labels: np.ndarray) -> np.ndarray:
@@ -36,7 +36,8 @@ def renumber(labels: np.ndarray) -> np.ndarray:
     return rank[inverse.reshape(-1)].astype(np.int64)
 
 
-def _find(parent: np.ndarray, x: int) -> int:
+def find_root(parent: np.ndarray, x: int) -> int:
+    """Union-find: the root of ``x`` in the forest ``parent`` (with path compression)."""
     root = x
     while parent[root] != root:
         root = parent[root]
@@ -71,7 +72,7 @@ def mirhoseini_groups(g: CompGraph, colocation: bool = True) -> np.ndarray:
     parent = np.arange(k0)
     src0, dst0 = start[g.edge_src], start[g.edge_dst]
     while True:
-        roots = np.array([_find(parent, x) for x in range(k0)])
+        roots = np.array([find_root(parent, x) for x in range(k0)])
         s, d = roots[src0], roots[dst0]
         cross = s != d
         pairs = np.unique(np.stack([s[cross], d[cross]], axis=1), axis=0) if cross.any() else np.zeros((0, 2), int)
@@ -82,8 +83,8 @@ def mirhoseini_groups(g: CompGraph, colocation: bool = True) -> np.ndarray:
         if not len(single):
             break
         for x, y in single.tolist():
-            parent[_find(parent, x)] = _find(parent, y)
-    roots = np.array([_find(parent, x) for x in range(k0)])
+            parent[find_root(parent, x)] = find_root(parent, y)
+    roots = np.array([find_root(parent, x) for x in range(k0)])
     return renumber(roots[start])
 
 

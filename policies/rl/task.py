@@ -27,7 +27,7 @@ import numpy as np
 from engine.cluster import Cluster
 from engine.errors import GraphError, PlacementError
 from engine.graph import CompGraph
-from engine.groupers import merge_and_colocate, mirhoseini_groups, renumber
+from engine.groupers import find_root, merge_and_colocate, mirhoseini_groups, renumber
 from engine.objectives import GB, default_failing_signal, lower_bound
 from engine.placement import compute_matrix
 from engine.simulator import Simulator
@@ -54,19 +54,11 @@ def learning_groups(graph: CompGraph, groups: int | None) -> np.ndarray:
     ids = graph.colocation_ids
     if (ids >= 0).any():
         parent = np.arange(int(op_group.max()) + 1)
-
-        def find(x: int) -> int:
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
         first: dict[int, int] = {}
         for i in np.flatnonzero(ids >= 0).tolist():
-            a = find(int(op_group[i]))
-            b = find(first.setdefault(int(ids[i]), a))
-            parent[a] = b
-        op_group = renumber(np.array([find(int(x)) for x in op_group]))
+            a = find_root(parent, int(op_group[i]))
+            parent[a] = find_root(parent, first.setdefault(int(ids[i]), a))
+        op_group = renumber(np.array([find_root(parent, int(x)) for x in op_group]))
     return op_group
 
 

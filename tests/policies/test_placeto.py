@@ -196,3 +196,17 @@ def test_batched_sparse_matrices_average_and_carry_their_transposes():
     assert parallel[0, 2] == parallel[0, 4] == 0.5  # l's parallel nodes: r and u
     np.testing.assert_allclose(parents[1, 5:], [1 / 3, 1 / 3, 1 / 3, 0, 0], rtol=1e-6)  # t: s, l, r
     assert children[1].sum() == 0  # t is a sink
+
+
+def test_colocation_sets_are_united_into_one_group():
+    # w and its update u are colocated (as TF colocates a variable with its update); the group
+    # graph w+u → f → ... → w+u is cyclic, which the learned placers accept
+    ops = [{"name": "w", "compute": 1.0, "colocate": "var"}, {"name": "f", "compute": 1.0},
+           {"name": "u", "compute": 1.0, "colocate": "var"}, {"name": "x", "compute": 1.0}]
+    t = make_task(graph(ops, [("w", "f"), ("f", "u")]), cluster(), groups=None)
+    assert t.num_groups == 3
+    assert t.op_group[0] == t.op_group[2] != t.op_group[1]
+    wu, f = t.op_group[0], t.op_group[1]
+    assert t.reach[wu, f] and t.reach[f, wu] and t.reach[wu, wu]  # one cycle
+    p = t.expand(t.random_placement(np.random.default_rng(0)))
+    assert p[0] == p[2]

@@ -49,21 +49,18 @@ class LearnedPlacer:
     def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
               progress: Progress | None = None) -> Placement:
         from policies.rl.agents import make_agent, make_config
-        from policies.rl.jobs import load_policy, policy_place
+        from policies.rl.jobs import load_policy, policy_place, task_for
         from policies.rl.reinforce import Budget
-        from policies.rl.task import make_task
         from policies.rl.trainer import Trainer
 
         if self.policy:
             agent, doc = load_policy(resolve_run(self.policy, self.runs_dir))
-            config = make_config(doc["placer"], doc["config"])
-            task = make_task(graph, cluster, groups=config.groups,
-                             memory_penalty=getattr(config, "memory_penalty", 2.0))
+            task = task_for(graph, cluster, agent.config)
             return Placement(task.expand(policy_place(agent, doc, task, seed)))
         if budget is not None and budget < 1:
             raise SpecError(f"placer '{self.name}': the budget (episodes) must be at least 1, got {budget}")
         config = make_config(self.name, self.params)
-        task = make_task(graph, cluster, groups=config.groups, memory_penalty=getattr(config, "memory_penalty", 2.0))
+        task = task_for(graph, cluster, config)
         agent, _ = make_agent(self.name, cluster.num_devices, config.to_dict(), seed=seed, tasks=[task])
         trainer = Trainer(agent, {"graph": task}, seed=seed, budget=Budget(episodes=budget or self.episodes),
                           progress=progress)

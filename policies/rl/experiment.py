@@ -24,7 +24,7 @@ import numpy as np
 from engine.cluster import load_cluster
 from engine.runs import RunStore
 from engine.workloads.placeto_families import family
-from policies.rl.agents import make_agent, make_config
+from policies.rl.agents import make_agent
 from policies.rl.jobs import load_policy, load_tasks, policy_place, start_training
 from policies.rl.reinforce import Budget, StoppingRule
 from policies.rl.trainer import Trainer
@@ -57,7 +57,7 @@ def generalization(store: RunStore, family_name: str, cluster: str, *, placer: s
                                  budget=Budget(episodes=episodes), stopping=StoppingRule(window=0), store=store,
                                  tags=[f"experiment:{run.id}"], name=f"{placer} on family:{fam.name}:train")
         agent, doc = load_policy(store.load(outcome.run_id))
-        config = make_config(placer, doc["config"])
+        config = agent.config
         per_graph = []
         for i, spec in enumerate(tests):
             if progress:

@@ -24,6 +24,7 @@ import numpy as np
 
 from engine.cluster import Cluster, cluster_from_dict, cluster_to_dict, load_cluster
 from engine.errors import RunError, SpecError
+from engine.graph import CompGraph
 from engine.objectives import lower_bound
 from engine.placement import Placement
 from engine.run_records import write_placement_files
@@ -36,7 +37,7 @@ from policies.rl.task import PlacementTask, make_task
 from policies.rl.trainer import CHECKPOINT, STOP_REQUEST, Trainer
 
 __all__ = ["POLICY", "TrainOutcome", "evaluate_policy", "load_policy", "load_tasks", "policy_place",
-           "request_stop", "resume_training", "start_training"]
+           "request_stop", "resume_training", "start_training", "task_for"]
 
 POLICY = "policy.json"
 Progress = Callable[[int, int, str], None]
@@ -65,10 +66,14 @@ def _default_groups(placer: str, spec: str, params: dict[str, Any]) -> dict[str,
     return {**params, "groups": family(spec.strip().split(":")[1]).groups}
 
 
+def task_for(graph: CompGraph, cluster: Cluster, config: Any) -> PlacementTask:
+    """``graph`` grouped and featurised as a learned placer with ``config`` needs it."""
+    return make_task(graph, cluster, groups=config.groups, memory_penalty=getattr(config, "memory_penalty", 2.0))
+
+
 def load_tasks(specs: list[str], cluster: Cluster, config: Any) -> dict[str, PlacementTask]:
     """Load and group every graph spec for a learned placer (key = the spec)."""
-    return {spec: make_task(load_graph(spec), cluster, groups=config.groups,
-                            memory_penalty=getattr(config, "memory_penalty", 2.0)) for spec in specs}
+    return {spec: task_for(load_graph(spec), cluster, config) for spec in specs}
 
 
 def _budget_doc(b: Budget) -> dict[str, Any]:
@@ -213,13 +218,12 @@ def evaluate_policy(store: RunStore, ref: str, graphs: str, *, cluster: str | No
     run = store.load(ref)
     agent, doc = load_policy(run)
     c = load_cluster(cluster) if cluster else cluster_from_dict(doc["cluster"], source=f"run {run.id}")
-    config = make_config(doc["placer"], doc["config"])
     specs = expand_graph_specs(graphs)
     rows = []
     for i, spec in enumerate(specs):
         if progress is not None:
             progress(i, len(specs), f"placing {spec}")
-        task = load_tasks([spec], c, config)[spec]
+        task = load_tasks([spec], c, agent.config)[spec]
         t0 = time.perf_counter()
         group_devices = policy_place(agent, doc, task, seed)
         seconds = time.perf_counter() - t0

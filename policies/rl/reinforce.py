@@ -65,12 +65,8 @@ class StepBaseline:
         hist = self._hist.get(key)
         if not hist:
             return None
+        sums, counts = _ragged_sums(hist, length)
         out = np.full(length, np.nan)
-        sums, counts = np.zeros(length), np.zeros(length)
-        for g in hist:
-            n = min(len(g), length)
-            sums[:n] += g[:n]
-            counts[:n] += 1
         np.divide(sums, counts, out=out, where=counts > 0)
         return out
 
@@ -82,7 +78,8 @@ class StepBaseline:
         out = []
         for key, g in zip(keys, returns, strict=True):
             b = self.baseline(key, len(g))
-            fallback = _mean_ragged(same_call[key], len(g))
+            sums, counts = _ragged_sums(same_call[key], len(g))
+            fallback = sums / np.maximum(counts, 1)
             b = fallback if b is None else np.where(np.isnan(b), fallback, b)
             out.append(g - b)
         for key, g in zip(keys, returns, strict=True):
@@ -98,13 +95,14 @@ class StepBaseline:
                       for key, h in state["history"].items()}
 
 
-def _mean_ragged(seqs: list[np.ndarray], length: int) -> np.ndarray:
+def _ragged_sums(seqs, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per step t < ``length``: the sum of the sequences' values at t and how many reach t."""
     sums, counts = np.zeros(length), np.zeros(length)
     for g in seqs:
         n = min(len(g), length)
         sums[:n] += g[:n]
         counts[:n] += 1
-    return sums / np.maximum(counts, 1)
+    return sums, counts
 
 
 class MovingAverageBaseline:

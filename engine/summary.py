@@ -9,6 +9,7 @@ import numpy as np
 from engine.cluster import Cluster
 from engine.dag import critical_path, parallelism_profile
 from engine.graph import CompGraph
+from engine.groupers import mirhoseini_groups, unit_groups
 from engine.grouping import colocation_groups
 from engine.objectives import lower_bound
 from engine.runs import Run
@@ -16,8 +17,13 @@ from engine.runs import Run
 __all__ = ["graph_summary", "run_summary"]
 
 
-def graph_summary(g: CompGraph, cluster: Cluster | None = None) -> dict[str, Any]:
+def graph_summary(g: CompGraph, cluster: Cluster | None = None, unit_depth: int | None = None) -> dict[str, Any]:
     """``placelab graph info``: size, compute (s), critical path (s), memory (bytes), parallelism.
+
+    Group counts: ``groups`` — TF colocation sets (every other op alone); ``rule_groups`` —
+    Mirhoseini §3.3's rule on top of them (:func:`engine.groupers.mirhoseini_groups`);
+    ``unit_groups`` — Mirhoseini §4.1's layer units (:func:`engine.groupers.unit_groups` with
+    ``unit_depth``), the groups the papers' Table 1 counts.
 
     ``total_compute_s`` and ``critical_path_s`` use each op's fastest device kind; with a
     cluster, also the makespan lower bound and whether the graph fits one device's memory
@@ -33,6 +39,8 @@ def graph_summary(g: CompGraph, cluster: Cluster | None = None) -> dict[str, Any
         "ops": g.num_ops,
         "edges": g.num_edges,
         "groups": int(colocation_groups(g).max()) + 1,
+        "rule_groups": int(mirhoseini_groups(g).max()) + 1,
+        "unit_groups": int(unit_groups(g, unit_depth).max()) + 1,
         "total_compute_s": float(fastest.sum()),
         "critical_path_s": critical_path(g).length_s,
         "compute_by_kind_s": per_kind,

@@ -55,11 +55,15 @@ cli_learn.register(app)
 # ---------------------------------------------------------------------------------- graph
 @graph_app.command("info")
 def graph_info(graph: GraphArg, cluster: Annotated[str | None, typer.Option("--cluster", "-c")] = None,
-               as_json: JsonOpt = False) -> None:
-    """Size, compute, critical path and parallelism of a graph (and its fit on a cluster)."""
+               unit_depth: Annotated[int | None, typer.Option(
+                   min=1, help="scope parts that name a layer, for the layer-unit count (default: from the scopes)")]
+               = None, as_json: JsonOpt = False) -> None:
+    """Size, groups, compute, critical path and parallelism of a graph (and its fit on a cluster)."""
     g = load_graph(graph)
-    info = graph_summary(g, load_cluster(cluster) if cluster else None)
-    lines = [f"{info['name']}: {info['ops']} ops, {info['edges']} edges, {info['groups']} colocation units",
+    info = graph_summary(g, load_cluster(cluster) if cluster else None, unit_depth)
+    lines = [f"{info['name']}: {info['ops']} ops, {info['edges']} edges",
+             f"groups: {info['groups']} colocation sets, {info['rule_groups']} by the single-consumer rule "
+             f"(Mirhoseini 3.3), {info['unit_groups']} layer units (Mirhoseini 4.1)",
              f"total compute {fmt_s(info['total_compute_s'])}, critical path {fmt_s(info['critical_path_s'])}",
              f"memory: {fmt_bytes(info['persistent_bytes'])} persistent, {fmt_bytes(info['output_bytes'])} outputs",
              f"parallelism: {info['levels']} levels, widest {info['max_width']} ops"]

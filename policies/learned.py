@@ -71,12 +71,16 @@ class LearnedPlacer:
 @register("placeto", "Placeto GNN policy (Addanki et al. 2019): trains on the graph, or policy=RUN applies a "
           "trained one zero-shot", family="learned")
 def placeto(policy: str | None = None, episodes: int = 200, groups: int = 128, rounds: int = 4,
-            variant: str = "full", reward: str = "intermediate", runs_dir: str = "runs") -> LearnedPlacer:
+            variant: str = "full", reward: str = "intermediate", grouping: str = "merge", unit_depth: int | None = None,
+            runs_dir: str = "runs") -> LearnedPlacer:
     return LearnedPlacer("placeto", policy, episodes, runs_dir,
-                         {"groups": groups, "rounds": rounds, "variant": variant, "reward": reward})
+                         {"groups": groups, "rounds": rounds, "variant": variant, "reward": reward,
+                          "grouping": grouping, "unit_depth": unit_depth})
 
 
 @register("rnn", "RNN seq2seq placer (Mirhoseini et al. 2017): trains on the graph, or policy=RUN applies a "
           "trained one zero-shot", family="learned")
-def rnn(policy: str | None = None, episodes: int = 400, groups: int = 128, runs_dir: str = "runs") -> LearnedPlacer:
-    return LearnedPlacer("rnn", policy, episodes, runs_dir, {"groups": groups})
+def rnn(policy: str | None = None, episodes: int = 400, groups: int = 128, grouping: str = "merge",
+        unit_depth: int | None = None, runs_dir: str = "runs") -> LearnedPlacer:
+    return LearnedPlacer("rnn", policy, episodes, runs_dir,
+                         {"groups": groups, "grouping": grouping, "unit_depth": unit_depth})

@@ -31,13 +31,17 @@ def page() -> None:
         cols = st.columns(4)
         cols[0].metric("Ops", f"{info['ops']:,}")
         cols[1].metric("Edges", f"{info['edges']:,}")
-        cols[2].metric("Colocation groups", f"{info['groups']:,}")
+        cols[2].metric("Layer units", f"{info['unit_groups']:,}", help=(
+            "Mirhoseini §4.1's groups: each LSTM cell, embedding lookup, attention or softmax step, each "
+            "convolution branch, forward and backward together"))
         cols[3].metric("Levels / max width", f"{info['levels']:,} / {info['max_width']:,}")
         cols = st.columns(4)
         cols[0].metric("Total compute", fmt_ms(info["total_compute_s"]))
         cols[1].metric("Critical path", fmt_ms(info["critical_path_s"]))
         cols[2].metric(f"Lower bound on {cluster_name}", fmt_ms(info["lower_bound_s"]))
         cols[3].metric("Persistent memory", fmt_bytes(info["persistent_bytes"]))
+        st.caption(f"Groups: {info['unit_groups']:,} layer units (Mirhoseini §4.1) · {info['rule_groups']:,} by the "
+                   f"single-consumer rule (§3.3) · {info['groups']:,} colocation sets")
         st.caption(f"Fits one device of {cluster_name} (conservative test): "
                    f"{'yes' if info['fits_one_device'] else 'no'} · output bytes {fmt_bytes(info['output_bytes'])}"
                    f" · compute by kind: " + ", ".join(f"{k} {fmt_ms(v)}"

@@ -121,9 +121,16 @@ def _hyper_parameters(placer: str) -> dict[str, Any]:
     values["entropy"] = float(cols[3].number_input(
         "entropy weight", value=float(defaults["entropy"]), min_value=0.0, format="%g", key=f"train_{placer}_entropy",
         help=f"Decays linearly to {defaults['entropy_final']:g} (Placeto App. A.7)"))
+    from policies.rl.task import GROUPINGS
+
+    cols = st.columns(4)
+    values["grouping"] = cols[0].selectbox(
+        "grouping", GROUPINGS, index=GROUPINGS.index(defaults["grouping"]), key=f"train_{placer}_grouping",
+        help="merge: Mirhoseini §3.3's rule, then Merge-and-Colocate down to `groups` (Placeto §4); units: "
+             "Mirhoseini §4.1's layer units — each LSTM cell, lookup, attention and softmax step, each convolution "
+             "branch, forward and backward together (`groups` is not used)")
     if placer == "placeto":
-        cols = st.columns(4)
-        for col, key in zip(cols, PLACETO_CHOICES, strict=False):
+        for col, key in zip(cols[1:], PLACETO_CHOICES, strict=False):
             options = PLACETO_CHOICES[key]
             values[key] = col.selectbox(key, options, index=options.index(defaults[key]), key=f"train_placeto_{key}")
     return {k: v for k, v in values.items() if v is not None and v != defaults.get(k)}

@@ -29,7 +29,7 @@ from engine.graph import CompGraph
 __all__ = ["cache_dir", "inception_v3", "nasnet"]
 
 #: Bump when the importer's output changes, so stale cache entries are not reused.
-IMPORTER_VERSION = 1
+IMPORTER_VERSION = 2
 
 # TensorFlow's C++ INFO/WARNING lines would otherwise land on every command's stderr.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -68,7 +68,8 @@ def _default_groups(placer: str, spec: str, params: dict[str, Any]) -> dict[str,
 
 def task_for(graph: CompGraph, cluster: Cluster, config: Any) -> PlacementTask:
     """``graph`` grouped and featurised as a learned placer with ``config`` needs it."""
-    return make_task(graph, cluster, groups=config.groups, memory_penalty=getattr(config, "memory_penalty", 2.0))
+    return make_task(graph, cluster, groups=config.groups, memory_penalty=config.memory_penalty,
+                     grouping=config.grouping, unit_depth=config.unit_depth)
 
 
 def load_tasks(specs: list[str], cluster: Cluster, config: Any) -> dict[str, PlacementTask]:

@@ -47,7 +47,7 @@ import torch
 from policies.rl.agent import EpisodeStats
 from policies.rl.placeto_net import PlacetoNet, SparsePair, StateBatch
 from policies.rl.reinforce import StepBaseline, returns_to_go
-from policies.rl.task import Evaluation, PlacementTask
+from policies.rl.task import Evaluation, PlacementTask, check_grouping
 
 __all__ = ["PlacetoAgent", "PlacetoConfig"]
 
@@ -59,6 +59,8 @@ class PlacetoConfig:
     """Placeto's hyper-parameters (defaults: the appendix of the other version, Placeto App. A.7)."""
 
     groups: int | None = 128  # Merge-and-Colocate target N (§4: 128 for ptb/cifar10, 160 for nmt)
+    grouping: str = "merge"  # merge: §3.3 rule + Merge-and-Colocate to `groups` | units: Mirhoseini §4.1 units
+    unit_depth: int | None = None  # scope parts naming a layer for grouping=units (None: found from the scopes)
     passes: int = 1  # n: each group re-placed n times per episode
     rounds: int = 4  # k message-passing rounds (4 or 8)
     emb: int = 8
@@ -78,6 +80,9 @@ class PlacetoConfig:
     entropy: float = 3e-3
     entropy_final: float = 1e-4
     clip_grad: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_grouping(self.grouping, self.unit_depth)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

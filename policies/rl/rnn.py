@@ -40,7 +40,7 @@ import torch
 from policies.rl.agent import EpisodeStats
 from policies.rl.reinforce import MovingAverageBaseline
 from policies.rl.rnn_net import GroupInputs, RNNPlacerNet, group_inputs
-from policies.rl.task import PlacementTask
+from policies.rl.task import PlacementTask, check_grouping
 
 __all__ = ["RNNAgent", "RNNConfig", "advantages", "max_group_count", "vocabulary"]
 
@@ -50,6 +50,8 @@ class RNNConfig:
     """The RNN placer's hyper-parameters (Mirhoseini §3; Placeto App. A.7 for the RNN baseline)."""
 
     groups: int | None = 128  # op groups to place (Placeto §4 feeds both placers the same 128)
+    grouping: str = "merge"  # merge: §3.3 rule + Merge-and-Colocate to `groups` | units: Mirhoseini §4.1 units
+    unit_depth: int | None = None  # scope parts naming a layer for grouping=units (None: found from the scopes)
     hidden: int = 512  # bi-LSTM width, both directions together (Placeto A.7: "hidden size of 512 units")
     type_dim: int = 32  # op-type embedding (§3.2 "tunable embedding vector"; size not given)
     device_dim: int = 32  # device embedding fed to the next decoder step (§3.2; size not given)
@@ -66,6 +68,9 @@ class RNNConfig:
     clip_grad: float = 1.0  # gradient-norm clip (ours, as for Placeto)
     max_groups: int | None = None  # adjacency one-hot length; None: the most groups among the tasks
     vocab: list[str] | None = None  # op types with an embedding; None: those of the tasks
+
+    def __post_init__(self) -> None:
+        check_grouping(self.grouping, self.unit_depth)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

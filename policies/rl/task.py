@@ -5,11 +5,14 @@ Both learned placers decide one device per **op group** and are rewarded by simu
 on to the same device", Placeto App. A.6; Mirhoseini §3.3). Simulating the contracted graph
 would be faster but wrong: a contracted group runs its members back to back.
 
-Grouping (Placeto §4): Mirhoseini's rule (§3.3), then Merge-and-Colocate (A.6) down to
-``groups`` nodes. TF colocation sets must stay on one device, so groups sharing a colocation
-set are united afterwards; this can make the group quotient graph cyclic (a variable and its
-update op), which the learned placers tolerate (message passing runs on any graph, and
-reachability is taken on the quotient graph's condensation).
+Grouping, ``grouping="merge"`` (Placeto §4): Mirhoseini's rule (§3.3), then Merge-and-Colocate
+(A.6) down to ``groups`` nodes. TF colocation sets must stay on one device, so groups sharing a
+colocation set are united afterwards; this can make the group quotient graph cyclic (a variable
+and its update op), which the learned placers tolerate (message passing runs on any graph, and
+reachability is taken on the quotient graph's condensation). ``grouping="units"``: Mirhoseini
+§4.1's manual groups (:func:`engine.groupers.unit_groups`: each LSTM cell, embedding lookup,
+attention and softmax step, each convolution branch, forward and backward together), as the RNN
+placer was trained on RNNLM, NMT and Inception-V3; ``groups`` is not used.
 
 Objective (CONTRACTS §4): the memory-penalised runtime of Placeto App. A.7,
 ``R = makespan + c·max(0, m − M)`` with m the largest peak (GB) and M the memory (GB) of the
@@ -27,30 +30,46 @@ import numpy as np
 from engine.cluster import Cluster
 from engine.errors import GraphError, PlacementError
 from engine.graph import CompGraph
-from engine.groupers import find_root, merge_and_colocate, mirhoseini_groups, renumber
+from engine.groupers import find_root, merge_and_colocate, mirhoseini_groups, renumber, unit_groups
 from engine.objectives import GB, default_failing_signal, lower_bound
 from engine.placement import compute_matrix
 from engine.simulator import Simulator
 from policies.base import PlacementUnits
 
-__all__ = ["Evaluation", "PlacementTask", "learning_groups", "make_task"]
+__all__ = ["GROUPINGS", "Evaluation", "PlacementTask", "check_grouping", "learning_groups", "make_task"]
+
+#: How a learned placer groups ops (see the module docstring).
+GROUPINGS = ("merge", "units")
 
 
-def learning_groups(graph: CompGraph, groups: int | None) -> np.ndarray:
+def check_grouping(grouping: str, unit_depth: int | None) -> None:
+    """ValueError for an unknown ``grouping`` or a ``unit_depth`` below 1 (config validation)."""
+    if grouping not in GROUPINGS:
+        raise ValueError(f"unknown grouping {grouping!r} (choose from {', '.join(GROUPINGS)})")
+    if unit_depth is not None and unit_depth < 1:
+        raise ValueError(f"unit_depth must be at least 1, got {unit_depth}")
+
+
+def learning_groups(graph: CompGraph, groups: int | None, grouping: str = "merge",
+                    unit_depth: int | None = None) -> np.ndarray:
     """Op → group for a learned placer: §3.3 rule, then Merge-and-Colocate to ``groups`` (Placeto §4).
 
     ``groups=None`` keeps every op its own group. TF colocation sets are united with the
-    group they touch (see the module docstring).
+    group they touch (see the module docstring). ``grouping="units"``: Mirhoseini §4.1's units
+    (``unit_depth`` scope parts per layer, None: found from the scopes); ``groups`` is not used.
     """
+    check_grouping(grouping, unit_depth)
+    if grouping == "units":
+        return unit_groups(graph, unit_depth)
     if groups is None:
         op_group = np.arange(graph.num_ops)
     else:
         if groups < 1:
             raise GraphError(f"the number of groups must be at least 1, got {groups}")
-        try:
-            op_group = merge_and_colocate(graph, groups, op_group=mirhoseini_groups(graph, colocation=True))
-        except GraphError:  # non-convex TF colocation sets: group without them, unite them below
-            op_group = merge_and_colocate(graph, groups, op_group=mirhoseini_groups(graph, colocation=False))
+        # without the colocation sets: a set that is not convex (a variable and its update op, as
+        # every Keras import has) makes the quotient cyclic, and Merge-and-Colocate, which keeps
+        # it acyclic, then stalls (NASNet: 3,681 groups instead of 128). They are united below.
+        op_group = merge_and_colocate(graph, groups, op_group=mirhoseini_groups(graph, colocation=False))
     ids = graph.colocation_ids
     if (ids >= 0).any():
         parent = np.arange(int(op_group.max()) + 1)
@@ -136,9 +155,11 @@ class PlacementTask:
 
 
 def make_task(graph: CompGraph, cluster: Cluster, *, groups: int | None = 128, memory_penalty: float = 2.0,
-              failing_signal: float | None = None) -> PlacementTask:
+              failing_signal: float | None = None, grouping: str = "merge",
+              unit_depth: int | None = None) -> PlacementTask:
     """Group ``graph`` and build everything a learned placer needs to place it on ``cluster``."""
-    op_group = learning_groups(graph, groups if groups is None or groups < graph.num_ops else None)
+    op_group = learning_groups(graph, groups if groups is None or groups < graph.num_ops else None,
+                               grouping, unit_depth)
     k = int(op_group.max()) + 1
     units = PlacementUnits(graph, cluster)  # raises for ops no device can run
     feasible = np.ones((k, cluster.num_devices), dtype=bool)

@@ -132,7 +132,9 @@ def test_graph_info_with_cluster(files, capsys):
 def test_graph_info_human(files, capsys):
     code, out, err = run_cli(capsys, "graph", "info", files.graph, "-c", files.cluster)
     assert code == 0 and err == ""
-    assert "hand: 4 ops, 2 edges, 4 colocation units" in out
+    assert "hand: 4 ops, 2 edges" in out
+    # a→b→c merge into c (each has one consumer); d, alone, stays: 2 groups by either rule
+    assert "groups: 4 colocation sets, 2 by the single-consumer rule (Mirhoseini 3.3), 2 layer units" in out
     assert "total compute 10.000 ms, critical path 6.000 ms" in out
     assert "lower bound 6.000 ms" in out and "fits one device: yes" in out
 

@@ -18,7 +18,16 @@ import pytest
 
 from engine.generators import random_dag
 from engine.graph import CompGraph
-from engine.groupers import merge_and_colocate, mirhoseini_groups, renumber, scope_groups
+from engine.graph_io import graph_from_dict
+from engine.groupers import (
+    forward_scope,
+    layer_scopes,
+    merge_and_colocate,
+    mirhoseini_groups,
+    renumber,
+    scope_groups,
+    unit_groups,
+)
 from engine.grouping import contract
 
 
@@ -108,3 +117,107 @@ def test_merge_and_colocate_is_deterministic_and_keeps_initial_groups():
     for j in range(int(base.max()) + 1):  # an initial group never splits
         assert len(np.unique(a[base == j])) == 1
 
+
+
+# A Keras-style training step (TF2 names): conv1 → bn1 (with a ``moments`` sub-scope) → fork into
+# branch a and branch b → b2 → concat → loss; gradients under ``gradient_tape/``; an SGD update
+# colocated with the kernel. Worked by hand (see test_unit_groups_keras_style_training_step):
+#   layer scopes: bn1/moments folds into bn1 (bn1 holds forward ops itself; "model" holds none);
+#   units (rule 1): conv1, bn1, a, b, b2, cat, loss — each with its gradient op;
+#   kernel's users (conv) all lie in conv1 → joins (with its colocated AssignSub); x and sgd/Mul
+#   (leftovers) join their only consumer's group;
+#   chains over forward edges: conv1→bn1 (conv1's only successor, bn1's only predecessor), b→b2,
+#   cat→loss; bn1 forks, cat joins → groups {x, kernel, conv1, bn1, Mul, AssignSub}, {a}, {b, b2},
+#   {cat, loss}.
+_KERAS_OPS = [
+    ("x", "", "forward", []),
+    ("conv1/kernel", "conv1", None, []),
+    ("model/conv1/Conv2D", "model/conv1", "forward", ["x", "conv1/kernel"]),
+    ("model/bn1/moments/mean", "model/bn1/moments", "forward", ["model/conv1/Conv2D"]),
+    ("model/bn1/add", "model/bn1", "forward", ["model/conv1/Conv2D", "model/bn1/moments/mean"]),
+    ("model/a/Relu", "model/a", "forward", ["model/bn1/add"]),
+    ("model/b/Relu", "model/b", "forward", ["model/bn1/add"]),
+    ("model/b2/Tanh", "model/b2", "forward", ["model/b/Relu"]),
+    ("model/cat/concat", "model/cat", "forward", ["model/a/Relu", "model/b2/Tanh"]),
+    ("loss/Mean", "loss", "forward", ["model/cat/concat"]),
+    ("gradient_tape/loss/grad", "gradient_tape/loss", "backward", ["loss/Mean"]),
+    ("gradient_tape/model/cat/grad", "gradient_tape/model/cat", "backward", ["gradient_tape/loss/grad"]),
+    ("gradient_tape/model/b2/grad", "gradient_tape/model/b2", "backward", ["gradient_tape/model/cat/grad"]),
+    ("gradient_tape/model/b/grad", "gradient_tape/model/b", "backward", ["gradient_tape/model/b2/grad"]),
+    ("gradient_tape/model/a/grad", "gradient_tape/model/a", "backward", ["gradient_tape/model/cat/grad"]),
+    ("gradient_tape/model/bn1/grad", "gradient_tape/model/bn1", "backward",
+     ["gradient_tape/model/a/grad", "gradient_tape/model/b/grad"]),
+    ("gradient_tape/model/conv1/grad", "gradient_tape/model/conv1", "backward", ["gradient_tape/model/bn1/grad", "x"]),
+    ("sgd/Mul", "sgd", "update", ["gradient_tape/model/conv1/grad"]),
+    ("sgd/AssignSub", "sgd", "update", ["sgd/Mul", "conv1/kernel"]),
+]
+
+
+def keras_style_step() -> CompGraph:
+    coloc = {"conv1/kernel", "sgd/AssignSub"}
+    return graph_from_dict({
+        "schema": "placelab.graph/1", "name": "keras-step",
+        "ops": [{"name": n, "compute": 1.0, "scope": sc, **({"phase": ph} if ph else {}),
+                 **({"colocate": "conv1/kernel"} if n in coloc else {}),
+                 **({"persistent_bytes": 100} if n == "conv1/kernel" else {})} for n, sc, ph, _ in _KERAS_OPS],
+        "edges": [{"src": i, "dst": n} for n, _, _, ins in _KERAS_OPS for i in ins],
+    })
+
+
+def _named_groups(g: CompGraph, groups: np.ndarray) -> list[set[str]]:
+    return [{g.op_names[i] for i in np.flatnonzero(groups == k)} for k in range(int(groups.max()) + 1)]
+
+
+def test_forward_scope_strips_the_gradient_scope():
+    assert forward_scope("gradient_tape/model/conv2d_3/sub") == "model/conv2d_3/sub"
+    assert forward_scope("gradient_tape/model/conv2d_3/sub", depth=2) == "model/conv2d_3"
+    assert forward_scope("a/gradients_1/b") == "a/b"
+    assert forward_scope("gradients") == "" and forward_scope("") == ""
+
+
+def test_layer_scopes_fold_sub_scopes_into_the_layer():
+    g = keras_style_step()
+    scopes = dict(zip(g.op_names, layer_scopes(g), strict=True))
+    assert scopes["model/bn1/moments/mean"] == "model/bn1"
+    assert scopes["gradient_tape/model/bn1/grad"] == "model/bn1"
+    assert scopes["model/conv1/Conv2D"] == "model/conv1" and scopes["x"] == ""
+    assert dict(zip(g.op_names, layer_scopes(g, depth=3), strict=True))["model/bn1/moments/mean"] == "model/bn1/moments"
+
+
+def test_unit_groups_keras_style_training_step():
+    g = keras_style_step()
+    first = {"x", "conv1/kernel", "model/conv1/Conv2D", "gradient_tape/model/conv1/grad", "model/bn1/moments/mean",
+             "model/bn1/add", "gradient_tape/model/bn1/grad", "sgd/Mul", "sgd/AssignSub"}
+    assert _named_groups(g, unit_groups(g)) == [
+        first,
+        {"model/a/Relu", "gradient_tape/model/a/grad"},
+        {"model/b/Relu", "gradient_tape/model/b/grad", "model/b2/Tanh", "gradient_tape/model/b2/grad"},
+        {"model/cat/concat", "gradient_tape/model/cat/grad", "loss/Mean", "gradient_tape/loss/grad"},
+    ]
+    # without rule 5 every layer stays a unit: conv1 (+ x, kernel, update), bn1, a, b, b2, cat, loss
+    assert int(unit_groups(g, branches=False).max()) + 1 == 7
+    # at depth 3 the moments sub-scope is a unit of its own, and bn1 then has two predecessors
+    # (conv1, moments), so neither chain link into it holds: {conv1…}, {moments}, {bn1}, {a}, {b, b2}, {cat, loss}
+    assert int(unit_groups(g, depth=3).max()) + 1 == 6
+    with pytest.raises(ValueError, match="at least 1"):
+        unit_groups(g, depth=0)
+
+
+def test_unit_groups_an_rnn_cell_is_not_merged_into_the_next():
+    """A cell reads the previous step and the shared weights (their own unit): no chain forms."""
+    ops = [("w", "lm/layer1", "forward", []), ("x0", "emb/step0", "forward", []),
+           ("x1", "emb/step1", "forward", []),
+           ("c0", "lm/layer1/step0", "forward", ["x0", "w"]), ("c1", "lm/layer1/step1", "forward", ["x1", "w", "c0"]),
+           ("loss", "loss", "forward", ["c1"]),
+           ("g1", "lm/layer1/step1", "backward", ["loss"]), ("g0", "lm/layer1/step0", "backward", ["g1"]),
+           ("acc", "lm/layer1", "backward", ["g0", "g1"]), ("upd", "lm/layer1", "update", ["acc", "w"])]
+    g = graph_from_dict({
+        "schema": "placelab.graph/1", "name": "rnn",
+        "ops": [{"name": n, "compute": 1.0, "scope": sc, "phase": ph, **({"persistent_bytes": 8} if n == "w" else {})}
+                for n, sc, ph, _ in ops],
+        "edges": [{"src": i, "dst": n} for n, _, _, ins in ops for i in ins],
+    })
+    # x0 and x1 are placeholders in their own lookup scopes; c1 → loss is a chain (loss has one
+    # producer, c1 one forward consumer), so the last cell and the loss share a group.
+    assert _named_groups(g, unit_groups(g)) == [{"w", "acc", "upd"}, {"x0"}, {"x1"}, {"c0", "g0"},
+                                                {"c1", "g1", "loss"}]

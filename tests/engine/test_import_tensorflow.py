@@ -194,3 +194,12 @@ def test_inception_v3_training_step_import(tmp_path, monkeypatch, capsys):
     assert counts["Conv2D"] == counts["Conv2DBackpropFilter"] == 94
     assert counts["Conv2DBackpropInput"] == 93  # the first convolution's input is the image
     assert {"forward", "backward", "update"} <= set(g.phase)
+    # Mirhoseini §4.1, "each branch as a group" (Keras' InceptionV3 layer graph, forward and backward
+    # together): the stem chain 1; mixed0–2: 4 branches + the concat (3 × 5); mixed3: 3 + 1;
+    # mixed4–7: 4 × 5; mixed8: 3 + 1; mixed9: 1×1, the 3×3 conv, its two splits and their concat,
+    # the 3×3-dbl chain, its two splits and their concat, the pool branch and the block concat
+    # (11); mixed10: the same less its block concat, which chains into the head (avg pool →
+    # predictions → loss) (10 + 1); the optimizer's iteration counter 1 → 67 (paper: 83, TF-slim)
+    from engine.groupers import unit_groups
+
+    assert int(unit_groups(g).max()) + 1 == 1 + 15 + 4 + 20 + 4 + 11 + 11 + 1

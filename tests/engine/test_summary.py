@@ -9,7 +9,9 @@ The graph (seconds; bytes)::
 * fastest-kind compute: 1 + 2 + 3 + 4 + 0.5 = 10.5 s; critical path a→c→d = 1 + 3 + 4 = 8 s
   (a→b→d is 7 s).
 * levels: {a, e}, {b, c}, {d} → profile [2, 2, 1].
-* units to place: a, {b, c}, d, e → 4.
+* units to place: a, {b, c}, d, e → 4. Mirhoseini §3.3 rule: a's only consumer is {b, c}, and
+  {a, b, c}'s only consumer is d → {a, b, c, d}, e → 2. Layer units (no scopes): a is a variable
+  (a source with persistent bytes) whose users all lie in {b, c} → joins; d (a sink) and e stay → 3.
 * per kind: gpu = a 1 + b 2 + c 3 + e 0.5 = 6.5 (d cannot run there); cpu = 1 + 5 + 3 + 4 + 0.5
   = 13.5; "any" (the ops with one time for every kind) = 1 + 3 + 0.5 = 4.5.
 * memory: persistent 15, outputs 300, largest temp 40 → 355 bytes needed on one device.
@@ -47,6 +49,7 @@ def test_graph_summary_numbers():
     info = graph_summary(GRAPH)
     assert info["name"] == "summary"
     assert (info["ops"], info["edges"], info["groups"]) == (5, 4, 4)
+    assert (info["rule_groups"], info["unit_groups"]) == (2, 3)
     assert info["total_compute_s"] == pytest.approx(10.5)
     assert info["critical_path_s"] == pytest.approx(8.0)
     assert info["compute_by_kind_s"] == pytest.approx({"gpu": 6.5, "cpu": 13.5, "any": 4.5})

@@ -7,7 +7,7 @@ import pytest
 
 from engine.costmodel import FP32, K80, op_time
 from engine.generators import from_spec
-from engine.groupers import mirhoseini_groups, scope_groups
+from engine.groupers import mirhoseini_groups, scope_groups, unit_groups
 from engine.grouping import contract
 from engine.workloads.recurrent import TrainGraph, nmt, rnnlm
 
@@ -23,8 +23,12 @@ def mt():
 
 
 def _units(g) -> int:
-    """Mirhoseini's placement units: cells, lookups, attention and softmax steps (forward scopes)."""
-    return len({"/".join(s.split("/")[:3]) for s, p in zip(g.scope, g.phase, strict=True) if p == "forward"})
+    """Mirhoseini §4.1's groups as :func:`engine.groupers.unit_groups` forms them."""
+    return int(unit_groups(g).max()) + 1
+
+
+def _same_group(g, groups, *names) -> bool:
+    return len({int(groups[g.index[n]]) for n in names}) == 1
 
 
 def test_rnnlm_structure(lm):
@@ -44,7 +48,14 @@ def test_rnnlm_structure(lm):
 
 
 def test_rnnlm_groupings(lm):
-    assert _units(lm) == 165  # 80 cells + 40 lookups + 40 softmax steps + 5 (paper: 188)
+    # per step a lookup, 2 cells and a softmax step (4 × 40), plus the variable scopes embedding,
+    # lm/layer1, lm/layer2, softmax and the loss (5): 165 (paper: 188)
+    assert _units(lm) == 165
+    units = unit_groups(lm)
+    cell = "lm/layer2/step5"
+    assert _same_group(lm, units, f"{cell}/MatMul", f"{cell}/MatMul/grad0", f"{cell}/mul_h")  # forward + backward
+    assert not _same_group(lm, units, f"{cell}/MatMul", "lm/layer2/step6/MatMul")
+    assert _same_group(lm, units, "lm/layer2/kernel", "lm/layer2/kernel/ApplyGradientDescent")
     cells = contract(lm, scope_groups(lm, depth=3))
     assert cells.num_groups == 334  # forward and backward of each unit apart
     rule = contract(lm, mirhoseini_groups(lm))
@@ -53,7 +64,11 @@ def test_rnnlm_groupings(lm):
 
 def test_nmt_structure_and_groupings(mt):
     assert "decoder/attention/step39/scores" in mt.index and "encoder/layer2/step39/mul_h" in mt.index
-    assert _units(mt) == 330  # paper: 280
+    # per step: encoder and decoder lookups, 2 + 2 cells, attention and softmax (8 × 40), plus the
+    # variable scopes of both embeddings, the four layers, attention and softmax, the encoder's
+    # attention memory and the loss (10): 330 (paper: 280)
+    assert _units(mt) == 330
+    assert _units(nmt(length=3, units=8, batch=2, vocab=10)) == 8 * 3 + 10
     assert contract(mt, scope_groups(mt, depth=3)).num_groups == 668
     # decoder's first cell starts from the encoder's final state
     h0 = mt.index["encoder/layer1/step39/mul_h"]

@@ -210,3 +210,23 @@ def test_colocation_sets_are_united_into_one_group():
     assert t.reach[wu, f] and t.reach[f, wu] and t.reach[wu, wu]  # one cycle
     p = t.expand(t.random_placement(np.random.default_rng(0)))
     assert p[0] == p[2]
+
+
+def test_merge_and_colocate_reaches_its_target_despite_non_convex_colocation_sets():
+    """A Keras import colocates each variable with its update op: a set that is not convex (the
+    variable feeds the forward pass, whose gradient feeds the update). Started from those sets,
+    the quotient is cyclic and Merge-and-Colocate, which keeps it acyclic, stalls — at 6 groups
+    for a target of 2 on this two-layer MLP. Grouping without them and uniting them afterwards
+    reaches the target, with every variable on its update's group."""
+    import keras
+
+    from engine.importers.tensorflow_graph import graph_from_keras
+    from policies.rl.task import learning_groups
+
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(4)])
+    g = graph_from_keras(model, 4)
+    groups = learning_groups(g, 2)
+    assert int(groups.max()) + 1 <= 2
+    ids = g.colocation_ids
+    for k in range(int(ids.max()) + 1):
+        assert len(set(groups[ids == k].tolist())) == 1

@@ -188,3 +188,23 @@ def test_generalization_experiment_stores_three_methods_per_test_graph(tmp_path)
     assert run.meta["metrics"]["median_zero_shot_over_optimized"] == pytest.approx(
         row["zero_shot_s"] / row["optimized_s"])
     assert store.load(res["policy_run_id"]).meta["kind"] == "train"
+
+
+@pytest.mark.parametrize("placer, params", [("placeto", {"batch": 2}), ("rnn", {"samples": 2, "hidden": 16})])
+def test_learned_placers_place_mirhoseini_units(placer, params):
+    """grouping=units: 4 × 3 + 5 units on a 3-step RNNLM (see test_workloads_recurrent); each unit —
+    a cell's forward and backward ops, which no acyclic grouping can hold — lands on one device."""
+    from engine.generators import from_spec
+    from engine.groupers import unit_groups
+    from engine.presets import PRESETS
+    from policies.rl.agents import make_config
+    from policies.rl.jobs import task_for
+
+    g = from_spec("gen:rnnlm?steps=3&units=64&batch=4&vocab=100")
+    c = PRESETS["k80x2"]()
+    config = make_config(placer, {**params, "grouping": "units"})
+    assert task_for(g, c, config).num_groups == 17
+    p = make_placer(placer, episodes=2, grouping="units").place(g, c)
+    units = unit_groups(g)
+    for u in range(17):
+        assert len(set(p.devices[units == u].tolist())) == 1

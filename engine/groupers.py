@@ -163,6 +163,7 @@ def unit_groups(g: CompGraph, depth: int | None = None, branches: bool = True) -
     2. a variable (a source with persistent bytes) joins the unit of its consumers when, updates
        aside, they all lie in one unit (a layer's own weights); a variable shared by several
        units (an RNN's kernel, read at every step) joins the unit of its own scope (or forms it);
+       a variable with neither is left to rule 4;
     3. an update op joins the variable it writes (an input variable, or its colocation set);
     4. every op left over (reads, casts, an optimizer's scaled gradient) joins its consumers'
        group when they are all in one — Mirhoseini §3.3's rule, applied to the leftovers only so
@@ -217,8 +218,10 @@ def unit_groups(g: CompGraph, depth: int | None = None, branches: bool = True) -
         users = {find_root(parent, int(w)) for w in g.successors(v) if not update[w] and keyed[w]}
         if len(users) == 1:
             union(v, users.pop())
-        elif g.scope[v]:
+        elif layer[v]:
             union(v, first_of.setdefault(layer[v], v))
+        else:
+            continue  # no layer to join: rule 4 treats it as any other op
         keyed[v] = True
     for u in np.flatnonzero(update).tolist():  # rule 3
         for v in g.predecessors(u).tolist():
@@ -228,7 +231,8 @@ def unit_groups(g: CompGraph, depth: int | None = None, branches: bool = True) -
     for i in g.topo_order[::-1].tolist():  # rule 4: consumers are settled before their producers
         if keyed[i]:
             continue
-        users = {find_root(parent, int(w)) for w in g.successors(i)}
+        own = find_root(parent, i)
+        users = {find_root(parent, int(w)) for w in g.successors(i)} - {own}
         if len(users) == 1:
             union(i, users.pop())
     if branches:

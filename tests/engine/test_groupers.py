@@ -221,3 +221,12 @@ def test_unit_groups_an_rnn_cell_is_not_merged_into_the_next():
     # producer, c1 one forward consumer), so the last cell and the loss share a group.
     assert _named_groups(g, unit_groups(g)) == [{"w", "acc", "upd"}, {"x0"}, {"x1"}, {"c0", "g0"},
                                                 {"c1", "g1", "loss"}]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_unit_groups_without_scopes_are_the_single_consumer_rule(seed):
+    """With no scopes, colocation or phases nothing is a unit, so every op goes by rule 4 — an op
+    joins the group of its consumers when they all lie in one — which is §3.3's rule op by op:
+    the same partition as mirhoseini_groups, worked out by its own fixed-point iteration."""
+    g = random_dag(ops=400, degree=1.2 + 0.2 * seed, seed=seed, window=30)
+    np.testing.assert_array_equal(unit_groups(g), mirhoseini_groups(g))

@@ -155,8 +155,8 @@ def unit_groups(g: CompGraph, depth: int | None = None, branches: bool = True) -
     "For RNNLM and NMT, we treat each LSTM cell, each embedding lookup, each attention step and
     each softmax prediction step as a group; for Inception-V3, we treat each branch as a group."
     A *unit* is a layer scope (:func:`layer_scopes`); it holds every forward and backward op of
-    that scope, as TF's ``colocate_gradients_with_ops`` places a
-    gradient with its op. The rules, in order:
+    that scope, as TF's ``colocate_gradients_with_ops`` places a gradient with its op. The
+    rules, in order:
 
     1. forward and backward ops (not variables, not updates) with the same layer scope form a unit;
        TF colocation sets are united with whatever they touch;

@@ -66,8 +66,8 @@ _FQ_T, _FQ_B = 4, 5  # wf columns 4-5: per-device FIFOs of frees (time, bytes), 
 _START, _END, _RT, _OUT_ARRIVE = range(4)  # wf: float64 [n, 6]
 _R_OP, _R_SRC, _R_DST, _R_REF, _R_PRIMARY, _CQ_KEY = range(6)  # ri: int64 [m, 6]
 _R_BYTES, _R_START, _R_END, _CQ_T = range(4)  # rf: float64 [m, 4]
-# per device, float64 [D, 9]
-_BUSY, _MEMCPY, _PEAK, _MEM, _BUSY_UNTIL, _CH_FREE, _PEND_T, _PEND_B, _DBYTES = range(9)
+# per device, float64 [D, 11]; _DGT / _DBNT: largest given transfer time / largest bytes without one
+_BUSY, _MEMCPY, _PEAK, _MEM, _BUSY_UNTIL, _CH_FREE, _PEND_T, _PEND_B, _DBYTES, _DGT, _DBNT = range(11)
 # per device, int64 [D + 1, 12]
 (_CNT, _RQ_OFF, _RQ_HEAD, _RQ_TAIL, _EV_PENDING, _SEEN, _DCOUNT,
  _FQ_HEAD, _FQ_TAIL, _CQ_OFF, _CQ_HEAD, _CQ_TAIL) = range(12)
@@ -87,7 +87,7 @@ class Workspace:
         self.ev_t = np.zeros(n + m + 2 * d + 8)
         self.ev_k = np.zeros(n + m + 2 * d + 8, np.int64)
         self.mr = np.zeros(((4 * n + 2 * m + 8) if record_memory else 1, 3))  # time, device, bytes
-        self.df = np.zeros((d, 9))
+        self.df = np.zeros((d, 11))
         self.di = np.zeros((d + 1, 12), np.int64)
         self.counts = np.zeros(2, np.int64)
         self.record_memory = record_memory
@@ -255,11 +255,16 @@ def _input_arrives(x, p, t, n, placeto_mode, wi, wf):
 def simulate_kernel(
     placeto_mode, num_devices,
     succ_ptr, succ_idx, succ_edge, pred_ptr, pred_idx,
-    edge_bytes, out_bytes, persistent, temp,
+    edge_bytes, edge_time, has_times, out_bytes, persistent, temp,
     dev, dur, bandwidth, latency, bw0, op_overhead, transfer_gap, record_memory,
     wi, wf, ri, rf, ev_t, ev_k, mr, df, di, counts,
 ):
     """Simulate one placement; results are left in the workspace arrays.
+
+    ``edge_time`` holds each edge's given transfer time (NaN: none; read only when
+    ``has_times``). A transfer's time is the largest over its edges of the given time, or of
+    bytes / bandwidth for an edge without one (+ latency in default mode, which does not hold
+    the channel); see ``engine/simulator.py``.
 
     Returns ``(makespan, transfer rows, memory records)``.
     """
@@ -378,6 +383,8 @@ def simulate_kernel(
                         break
         local = 0
         n_remote_dev = 0
+        p_given = -1.0  # placeto, with given times: the largest one, and whether an edge has none
+        p_untimed = not has_times
         for k in range(succ_ptr[c], succ_ptr[c + 1]):  # consumers: local now, remote by transfer
             x = succ_idx[k]
             dx = dev[x]
@@ -394,12 +401,25 @@ def simulate_kernel(
                 if di[dx, _SEEN] != c:
                     di[dx, _SEEN] = c
                     df[dx, _DBYTES] = 0.0
+                    df[dx, _DGT] = -1.0
+                    df[dx, _DBNT] = -1.0
                     di[dx, _DCOUNT] = 0
                     n_remote_dev += 1
                 di[dx, _DCOUNT] += 1
                 b = edge_bytes[succ_edge[k]]
                 if b > df[dx, _DBYTES]:
                     df[dx, _DBYTES] = b
+                if has_times:
+                    te = edge_time[succ_edge[k]]
+                    if te == te:
+                        if te > df[dx, _DGT]:
+                            df[dx, _DGT] = te
+                        if te > p_given:
+                            p_given = te
+                    else:
+                        p_untimed = True
+                        if b > df[dx, _DBNT]:
+                            df[dx, _DBNT] = b
         wi[c, _OUT_REF] = local
         if n_remote_dev > 0:
             wi[c, _FIRST_ROW] = nrows
@@ -417,15 +437,28 @@ def simulate_kernel(
             n_items = 1 if placeto_mode else n_remote_dev
             for j in range(n_items):
                 if placeto_mode:
-                    xfer = out_bytes[c] / bw0
+                    xfer = out_bytes[c] / bw0 if p_untimed else 0.0
+                    if p_given > xfer:
+                        xfer = p_given
                     lat = 0.0
                     slot = slot_all
                     r_lo = row0
                     r_hi = row0 + n_remote_dev
                 else:
                     slot = ri[row0 + j, _R_DST]
-                    xfer = rf[row0 + j, _R_BYTES] / bandwidth[d, slot]
                     lat = latency[d, slot]
+                    if has_times:  # given times hold the channel for all their time, no latency
+                        xfer = df[slot, _DBNT] / bandwidth[d, slot] if df[slot, _DBNT] >= 0 else 0.0
+                        if df[slot, _DBNT] < 0:
+                            lat = 0.0
+                        if df[slot, _DGT] > xfer + lat:
+                            xfer = df[slot, _DGT]
+                            lat = 0.0
+                        elif df[slot, _DGT] > xfer:
+                            lat -= df[slot, _DGT] - xfer
+                            xfer = df[slot, _DGT]
+                    else:
+                        xfer = rf[row0 + j, _R_BYTES] / bandwidth[d, slot]
                     r_lo = row0 + j
                     r_hi = r_lo + 1
                 free = df[d, _CH_FREE]

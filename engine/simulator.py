@@ -70,7 +70,8 @@ class Simulator:
         s = cluster.simulation
         self._args = (self.mode == "placeto", cluster.num_devices,
                       graph.succ.ptr, graph.succ.idx, graph.succ.edge, graph.pred.ptr, graph.pred.idx,
-                      graph.edge_bytes, graph.output_bytes, graph.persistent_bytes, graph.temp_bytes)
+                      graph.edge_bytes, graph.edge_transfer_s, graph.has_transfer_times,
+                      graph.output_bytes, graph.persistent_bytes, graph.temp_bytes)
         self._links = (np.ascontiguousarray(cluster.bandwidth), np.ascontiguousarray(cluster.latency),
                        float(cluster.link.bandwidth_bytes_per_s), float(s.op_overhead_s),
                        float(s.transfer_gap_s))

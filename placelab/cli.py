@@ -65,7 +65,8 @@ def graph_info(graph: GraphArg, cluster: Annotated[str | None, typer.Option("--c
              f"groups: {info['groups']} colocation sets, {info['rule_groups']} by the single-consumer rule "
              f"(Mirhoseini 3.3), {info['unit_groups']} layer units (Mirhoseini 4.1)",
              f"total compute {fmt_s(info['total_compute_s'])}, critical path {fmt_s(info['critical_path_s'])}",
-             f"memory: {fmt_bytes(info['persistent_bytes'])} persistent, {fmt_bytes(info['output_bytes'])} outputs",
+             (f"memory: {fmt_bytes(info['persistent_bytes'])} persistent, {fmt_bytes(info['output_bytes'])} outputs"
+              if info["memory_known"] else "memory: unknown (the source gives no sizes; no placement is OOM)"),
              f"parallelism: {info['levels']} levels, widest {info['max_width']} ops"]
     if cluster:
         lines.append(f"on {info['cluster']}: lower bound {fmt_s(info['lower_bound_s'])}, "

@@ -47,8 +47,10 @@ latency = st.one_of(st.just(0.0), st.sampled_from([2.0**-12]), st.floats(0.0, 1e
 
 
 @st.composite
-def cases(draw, mode: str | None = None, zeros: bool = True, discrete: bool = False):
+def cases(draw, mode: str | None = None, zeros: bool = True, discrete: bool = False, times: bool = False):
     """(graph, cluster, placement): 2–40 ops, edges i < j, 1–5 devices.
+
+    ``times`` gives some edges a transfer time of their own (``transfer_s``).
 
     ``zeros`` allows compute times and output / edge bytes of exactly 0 (zero-time ops and
     zero-time transfers); persistent and temp bytes may be 0 either way. ``discrete`` draws
@@ -69,6 +71,8 @@ def cases(draw, mode: str | None = None, zeros: bool = True, discrete: bool = Fa
         edge_src=[a for a, _ in edges], edge_dst=[b for _, b in edges],
         edge_bytes=(draw(st.lists(out, min_size=len(edges), max_size=len(edges)))
                     if explicit_edge_bytes else None),
+        edge_transfer_s=(draw(st.lists(st.one_of(st.just(np.nan), cost), min_size=len(edges), max_size=len(edges)))
+                         if times else None),
     )
     num_devices = draw(st.integers(1, 5))
     mode = mode or draw(st.sampled_from(["placeto", "default"]))
@@ -138,6 +142,13 @@ def test_kernel_matches_reference_with_zero_time_ops_default_mode(case):
 @settings(max_examples=150, **SETTINGS)
 @given(st.one_of(cases(mode="placeto", zeros=True), cases(mode="placeto", discrete=True)))
 def test_kernel_matches_reference_with_zero_time_ops_placeto_mode(case):
+    note(describe(*case))
+    assert_matches_reference(*case)
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(st.one_of(cases(times=True), cases(discrete=True, times=True)))
+def test_kernel_matches_reference_with_given_transfer_times(case):
     note(describe(*case))
     assert_matches_reference(*case)
 

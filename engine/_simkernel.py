@@ -1,4 +1,5 @@
-"""The compiled discrete-event core of :mod:`engine.simulator` (numba, cached on disk).
+"""The compiled kernel of the ``placeto`` and ``default`` modes of :mod:`engine.simulator`
+(numba, cached on disk; the event heap is :mod:`engine._simcore`'s).
 
 This is the one place where speed tricks are allowed (STYLE.md). Semantics are those of
 CONTRACTS §4; the public entry point, argument checking and the Schedule live in
@@ -54,6 +55,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from engine._simcore import HEAP_SIZE as _HS
+from engine._simcore import MEM_RECORDS as _MS
+from engine._simcore import ev_pop as _ev_pop
+from engine._simcore import ev_push as _ev_push
+from engine._simcore import record as _record
+
 ARRIVAL = 0
 BUS = 1  # placeto: a 0-byte transfer, landing when its bus runs it
 DEVICE = 2
@@ -71,8 +78,6 @@ _BUSY, _MEMCPY, _PEAK, _MEM, _BUSY_UNTIL, _CH_FREE, _PEND_T, _PEND_B, _DBYTES, _
 # per device, int64 [D + 1, 12]
 (_CNT, _RQ_OFF, _RQ_HEAD, _RQ_TAIL, _EV_PENDING, _SEEN, _DCOUNT,
  _FQ_HEAD, _FQ_TAIL, _CQ_OFF, _CQ_HEAD, _CQ_TAIL) = range(12)
-# counters, int64 [2]: event heap size, memory records
-_HS, _MS = range(2)
 
 
 class Workspace:
@@ -91,50 +96,6 @@ class Workspace:
         self.di = np.zeros((d + 1, 12), np.int64)
         self.counts = np.zeros(2, np.int64)
         self.record_memory = record_memory
-
-
-@njit(cache=True, _nrt=False)
-def _ev_push(ev_t, ev_k, counts, t, k):
-    i = counts[_HS]
-    counts[_HS] = i + 1
-    while i > 0:
-        par = (i - 1) >> 1
-        pt = ev_t[par]
-        pk = ev_k[par]
-        if pt < t or (pt == t and pk < k):
-            break
-        ev_t[i] = pt
-        ev_k[i] = pk
-        i = par
-    ev_t[i] = t
-    ev_k[i] = k
-
-
-@njit(cache=True, _nrt=False)
-def _ev_pop(ev_t, ev_k, counts):
-    t0 = ev_t[0]
-    k0 = ev_k[0]
-    n = counts[_HS] - 1
-    counts[_HS] = n
-    if n > 0:
-        t = ev_t[n]
-        k = ev_k[n]
-        i = 0
-        while True:
-            c = 2 * i + 1
-            if c >= n:
-                break
-            if c + 1 < n and (ev_t[c + 1] < ev_t[c] or (ev_t[c + 1] == ev_t[c] and ev_k[c + 1] < ev_k[c])):
-                c += 1
-            if ev_t[c] < t or (ev_t[c] == t and ev_k[c] < k):
-                ev_t[i] = ev_t[c]
-                ev_k[i] = ev_k[c]
-                i = c
-            else:
-                break
-        ev_t[i] = t
-        ev_k[i] = k
-    return t0, k0
 
 
 @njit(cache=True, _nrt=False)
@@ -173,15 +134,6 @@ def _arrival_later(d, t, key, ri, rf, di, ev_t, ev_k, counts):
             _ev_push(ev_t, ev_k, counts, t, key)
     else:
         _ev_push(ev_t, ev_k, counts, t, key)
-
-
-@njit(cache=True, _nrt=False)
-def _record(mr, counts, t, d, b):
-    k = counts[_MS]
-    mr[k, 0] = t
-    mr[k, 1] = d
-    mr[k, 2] = b
-    counts[_MS] = k + 1
 
 
 @njit(cache=True, _nrt=False)

@@ -191,6 +191,8 @@ def test_kernel_matches_reference_when_events_coincide(mode):
 def test_kernel_matches_reference_on_3000_op_graphs(preset, num_used, seed):
     g = random_dag(ops=3000, seed=seed)
     c = PRESETS[preset]()
+    if c.simulation.mode == "work_conserving":  # DOPPLER's machines: their links, in default mode
+        c = c.with_simulation(mode="default")
     rng = np.random.default_rng(seed)
     used = rng.choice(c.num_devices, size=num_used, replace=False)
     p = used[rng.integers(0, num_used, size=g.num_ops)]

@@ -372,10 +372,13 @@ def parse_simulation_options(pairs: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def load_cluster(spec: str | os.PathLike) -> Cluster:
-    """A cluster by preset name (see :mod:`engine.presets`) or from a ``placelab.cluster/1`` file."""
+def load_cluster(spec: str | os.PathLike | Cluster) -> Cluster:
+    """A cluster by preset name (see :mod:`engine.presets`) or from a ``placelab.cluster/1`` file
+    (a :class:`Cluster` is returned as it is, so callers may pass one wherever a spec goes)."""
     from engine.presets import PRESETS
 
+    if isinstance(spec, Cluster):
+        return spec
     s = os.fspath(spec)
     if s in PRESETS:
         return PRESETS[s]()

@@ -32,11 +32,14 @@ from placelab.cli_common import (
     ClusterOpt,
     GraphArg,
     JsonOpt,
+    ModeOpt,
     RunsDirOpt,
+    SimParamOpt,
     emit,
     fmt_bytes,
     fmt_s,
     parse_params,
+    simulation_cluster,
     text_table,
 )
 from policies.runner import compare as run_compare
@@ -84,14 +87,18 @@ def _sim_text(res: dict[str, Any]) -> str:
 
 @app.command()
 def simulate(graph: GraphArg, cluster: ClusterOpt, placement: Annotated[str, typer.Option(help="placement file")],
-             mode: Annotated[str | None, typer.Option(help="placeto | default (overrides the cluster's)")] = None,
-             as_json: JsonOpt = False) -> None:
+             mode: ModeOpt = None, sim_param: SimParamOpt = None, as_json: JsonOpt = False) -> None:
     """Simulate a placement: makespan, peak memory per device, OOM, lower bound."""
-    g, c = load_graph(graph), load_cluster(cluster)
+    g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
     p = load_placement(placement, g, c)
-    sched = Simulator(g, c, mode=mode).run(p)
-    res = placement_metrics(g, c, sched)
-    emit(res, as_json, _sim_text(res))
+    sim = Simulator(g, c)
+    res = {**placement_metrics(g, c, sim.run(p)), "mode": c.simulation.mode, "simulation": c.simulation.options()}
+    text = _sim_text(res)
+    if sim.runs > 1:  # the mean ± std of the seeded executions (DOPPLER §6: "average of 10 executions")
+        st = sim.makespan_stats(p)
+        res.update(makespan_mean_s=st.mean, makespan_std_s=st.std, runs=sim.runs)
+        text += f"\n{sim.runs} runs: makespan {fmt_s(st.mean)} ± {fmt_s(st.std)}"
+    emit(res, as_json, text)
 
 
 # ---------------------------------------------------------------------------------- place
@@ -102,9 +109,10 @@ def place(graph: GraphArg, cluster: ClusterOpt,
           param: Annotated[list[str] | None, typer.Option(help="placer parameter key=value")] = None,
           save: Annotated[bool, typer.Option(help="store the result as a run")] = False,
           output: Annotated[str | None, typer.Option("--output", "-o", help="write the placement file")] = None,
+          mode: ModeOpt = None, sim_param: SimParamOpt = None,
           runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Run a placer, simulate its placement, optionally save it as a run."""
-    g, c = load_graph(graph), load_cluster(cluster)
+    g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
     res = place_and_simulate(g, c, placer, seed=seed, budget=budget, params=parse_params(param or []),
                                       store=RunStore(runs_dir) if save else None)
     if output:
@@ -123,9 +131,10 @@ def place(graph: GraphArg, cluster: ClusterOpt,
 def compare(graph: GraphArg, cluster: ClusterOpt,
             placers: Annotated[str | None, typer.Option(help="comma-separated placers (default: all)")] = None,
             seed: int = 0, save: Annotated[bool, typer.Option(help="store each result as a run")] = True,
+            mode: ModeOpt = None, sim_param: SimParamOpt = None,
             runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Run several placers on one graph and cluster; a table like Placeto Table 1."""
-    g, c = load_graph(graph), load_cluster(cluster)
+    g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
     names = [p.strip() for p in placers.split(",") if p.strip()] if placers else None
     results = run_compare(g, c, names, seed=seed, store=RunStore(runs_dir) if save else None,
                                progress=lambda msg: typer.echo(msg, err=True))
@@ -145,9 +154,10 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
 # ---------------------------------------------------------------------------------- bench
 @bench_app.command("simulate")
 def bench_simulate(graph: GraphArg, cluster: ClusterOpt, placement: Annotated[str, typer.Option()],
-                   repeat: Annotated[int, typer.Option(min=1)] = 20, as_json: JsonOpt = False) -> None:
+                   repeat: Annotated[int, typer.Option(min=1)] = 20, mode: ModeOpt = None,
+                   sim_param: SimParamOpt = None, as_json: JsonOpt = False) -> None:
     """Median seconds per simulation of one placement (prepared simulator, warm)."""
-    g, c = load_graph(graph), load_cluster(cluster)
+    g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
     p = load_placement(placement, g, c)
     sim = Simulator(g, c)
     makespan = sim.makespan(p)
@@ -158,7 +168,7 @@ def bench_simulate(graph: GraphArg, cluster: ClusterOpt, placement: Annotated[st
         times.append(time.perf_counter() - t0)
     med = float(np.median(times))
     res = {"makespan_s": makespan, "seconds_per_simulation": med, "ops_per_second": g.num_ops / med,
-           "repeat": repeat, "ops": g.num_ops}
+           "repeat": repeat, "ops": g.num_ops, "mode": c.simulation.mode}
     emit(res, as_json, f"{g.num_ops} ops: {med * 1e3:.3f} ms per simulation (median of {repeat}), "
                        f"{g.num_ops / med / 1e6:.2f} M ops/s; makespan {fmt_s(makespan)}")
 

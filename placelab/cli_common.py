@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from engine.cluster import SIMULATION_MODES, Cluster, load_cluster, parse_simulation_options
 from engine.errors import SpecError
 from engine.jsonio import dumps
 
@@ -13,7 +14,19 @@ GraphArg = Annotated[str, typer.Argument(help="graph file (any supported format)
 ClusterOpt = Annotated[str, typer.Option("--cluster", "-c", help="preset name or cluster file")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object")]
 RunsDirOpt = Annotated[str, typer.Option("--runs-dir", envvar="PLACELAB_RUNS_DIR", help="run store folder")]
+ModeOpt = Annotated[str | None, typer.Option(
+    "--mode", help=f"simulation mode: {' | '.join(SIMULATION_MODES)} (default: the cluster's)")]
+SimParamOpt = Annotated[list[str] | None, typer.Option(
+    "--sim-param", help="simulation setting key=value, e.g. choose=b_level, noise=0.1, runs=10 (docs/simulation.md)")]
 DEFAULT_RUNS = "runs"
+
+
+def simulation_cluster(cluster: str | Cluster, mode: str | None, sim_params: list[str] | None) -> Cluster:
+    """The cluster (a spec or a Cluster) with ``--mode`` / ``--sim-param`` applied: every
+    simulation on it (placers, learned placers, trainers) runs with these settings, and runs
+    store them with the cluster."""
+    c = cluster if isinstance(cluster, Cluster) else load_cluster(cluster)
+    return c.with_simulation(mode=mode, **parse_simulation_options(sim_params or []))
 
 
 def emit(obj: dict[str, Any], as_json: bool, text: str) -> None:

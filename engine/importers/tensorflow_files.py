@@ -125,8 +125,10 @@ def load_saved_model(path: str | os.PathLike, *, tag: str = "serve", signature: 
     fdefs = {f.signature.name: f for f in gd.library.function}
     shapes = None
     try:
+        outer = _library_graph(gd)
         for _ in range(_MAX_CALL_DEPTH):  # descend through wrappers that only call one function
-            fg = function_def_to_graph(fdefs[fn_name], input_shapes=shapes)
+            with outer.as_default():
+                fg = function_def_to_graph(fdefs[fn_name], input_shapes=shapes, include_library_functions=True)
             work = [op for op in fg.get_operations()
                     if op.type not in _DROPPED and op.type not in _PASS_THROUGH and op.type != "Placeholder"]
             callee = _attr(work[0], "f") if len(work) == 1 and work[0].type in _CALLS else None
@@ -137,6 +139,20 @@ def load_saved_model(path: str | os.PathLike, *, tag: str = "serve", signature: 
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise GraphError(f"{p}: cannot rebuild signature '{signature}': {first}") from None
     return graph_from_tf_graph(fg, name=name, batch_size=batch_size, cost=cost)
+
+
+def _library_graph(gd: Any) -> Any:
+    """A graph holding only ``gd``'s function library, so functions that call other library
+    functions can be rebuilt in a new process (the exporting process has them registered in
+    its eager context, a fresh one does not)."""
+    tf = import_tensorflow()
+    lib = tf.compat.v1.GraphDef()
+    lib.library.CopyFrom(gd.library)
+    lib.versions.CopyFrom(gd.versions)
+    outer = tf.Graph()
+    with outer.as_default():
+        tf.graph_util.import_graph_def(lib, name="")
+    return outer
 
 
 def _signature_function(meta: Any, signature: str) -> str | None:

@@ -12,7 +12,6 @@ naming the path the user gave.
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import stat
@@ -177,7 +176,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            reason = os.strerror(exc.errno) if exc.errno in errno.errorcode else type(exc).__name__
+            reason = exc.strerror or str(exc) or type(exc).__name__
             raise WriteError(f"cannot write {os.fspath(path)}: {reason}") from None
         raise
     with contextlib.suppress(OSError):

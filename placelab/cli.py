@@ -222,9 +222,7 @@ def runs_export_trace(run: str, output: Annotated[str, typer.Option("--output", 
 @runs_app.command("delete")
 def runs_delete(run: str, runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Delete a stored run."""
-    store = RunStore(runs_dir)
-    rid = store.load(run).id
-    store.delete(rid)
+    rid = RunStore(runs_dir).delete(run)
     emit({"deleted": rid}, as_json, f"deleted {rid}")
 
 

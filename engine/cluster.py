@@ -18,6 +18,7 @@ import numpy as np
 
 from engine.errors import ClusterError
 from engine.jsonio import atomic_write_text, dumps, read_json_file
+from engine.limits import MAX_DEVICES, check_total
 
 __all__ = [
     "CLUSTER_SCHEMA",
@@ -81,6 +82,9 @@ class Cluster:
     def __post_init__(self) -> None:
         if not self.devices:
             raise ClusterError(f"cluster '{self.name}' has no devices")
+        if len(self.devices) > MAX_DEVICES:
+            raise ClusterError(f"cluster '{self.name}' has {len(self.devices)} devices, more than the "
+                               f"{MAX_DEVICES} placelab simulates")
         seen: set[str] = set()
         for d in self.devices:
             if not d.name or d.name in seen:
@@ -104,6 +108,12 @@ class Cluster:
             raise ClusterError(f"simulation mode must be one of {', '.join(SIMULATION_MODES)}, got '{s.mode}'")
         _nonnegative(s.op_overhead_s, "simulation.op_overhead_s")
         _nonnegative(s.transfer_gap_s, "simulation.transfer_gap_s")
+        links = [self.link, *(lk for _, _, lk in self.links)]
+        check_total([d.memory_bytes for d in self.devices], f"cluster '{self.name}': memory", ClusterError)
+        check_total([1 / d.speed for d in self.devices] + [1 / lk.bandwidth_bytes_per_s for lk in links],
+                    f"cluster '{self.name}': the reciprocal speeds and bandwidths", ClusterError)
+        check_total([lk.latency_s for lk in links] + [s.op_overhead_s, s.transfer_gap_s],
+                    f"cluster '{self.name}': the latencies and overheads", ClusterError)
 
     # ------------------------------------------------------------------ views
     @property

@@ -136,6 +136,8 @@ def check_write_target(path: str | os.PathLike) -> Path:
         mode = target.stat().st_mode
     except FileNotFoundError:
         mode = None
+    except NotADirectoryError:
+        raise WriteError(f"cannot write {shown}: {target.parent} is not a folder") from None
     except OSError as exc:
         raise WriteError(f"cannot write {shown}: {exc.strerror or type(exc).__name__}") from None
     if mode is not None and not stat.S_ISREG(mode):

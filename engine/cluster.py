@@ -18,6 +18,7 @@ import numpy as np
 
 from engine.errors import ClusterError
 from engine.jsonio import atomic_write_text, dumps, read_json_file
+from engine.limits import MAX_DEVICES, check_total
 
 __all__ = [
     "CHOOSE_TASK",
@@ -144,6 +145,9 @@ class Cluster:
     def __post_init__(self) -> None:
         if not self.devices:
             raise ClusterError(f"cluster '{self.name}' has no devices")
+        if len(self.devices) > MAX_DEVICES:
+            raise ClusterError(f"cluster '{self.name}' has {len(self.devices)} devices, more than the "
+                               f"{MAX_DEVICES} placelab simulates")
         seen: set[str] = set()
         for d in self.devices:
             if not d.name or d.name in seen:
@@ -163,6 +167,13 @@ class Cluster:
             if a is not None and a == b:
                 raise ClusterError(f"{where} connects a device to itself")
         self.simulation.validate()
+        s = self.simulation
+        links = [self.link, *(lk for _, _, lk in self.links)]
+        check_total([d.memory_bytes for d in self.devices], f"cluster '{self.name}': memory", ClusterError)
+        check_total([1 / d.speed for d in self.devices] + [1 / lk.bandwidth_bytes_per_s for lk in links],
+                    f"cluster '{self.name}': the reciprocal speeds and bandwidths", ClusterError)
+        check_total([lk.latency_s for lk in links] + [s.op_overhead_s, s.transfer_gap_s],
+                    f"cluster '{self.name}': the latencies and overheads", ClusterError)
 
     def with_simulation(self, mode: str | None = None, **options: Any) -> Cluster:
         """This cluster with other simulation settings: ``mode`` and/or options of

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.errors import GraphError
+from engine.limits import check_total
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -217,6 +218,10 @@ class CompGraph:
         if not runnable.all():
             i = int(np.argmin(runnable))
             raise GraphError(f"op '{names[i]}' has no compute time for any device kind")
+        check_total(np.concatenate([self.compute_any, cbk.ravel()]), f"graph '{self.name}': the ops' compute",
+                    GraphError)
+        check_total(np.concatenate([self.output_bytes, self.persistent_bytes, self.temp_bytes]),
+                    f"graph '{self.name}': the ops' bytes", GraphError)
         for i, ph in enumerate(self.phase):
             if ph is not None and ph not in PHASES:
                 raise GraphError(f"op '{names[i]}': phase must be one of {', '.join(PHASES)}, got '{ph}'")
@@ -244,6 +249,8 @@ class CompGraph:
             e = int(np.argmax(bad))
             raise GraphError(f"edge '{self.op_names[src[e]]}' -> '{self.op_names[dst[e]]}': transfer_s must be "
                              f"a finite number >= 0, got {float(etime[e])!r}")
+        check_total(ebytes, f"graph '{self.name}': the edges' bytes", GraphError)
+        check_total(np.nan_to_num(etime), f"graph '{self.name}': the edges' transfer times", GraphError)
         key = src * n + dst
         uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
         if len(uniq) != len(key):  # merge parallel edges: distinct tensors, bytes (and times) add up

@@ -14,11 +14,12 @@ from typing import Annotated, Any
 
 import numpy as np
 import typer
+import typer.main
 from typer.exceptions import TyperException
 
 from engine.cluster import load_cluster
-from engine.errors import PlacelabError
-from engine.jsonio import atomic_write_json
+from engine.errors import PlacelabError, SpecError
+from engine.jsonio import atomic_write_json, check_write_target
 from engine.objectives import lower_bound
 from engine.placement import load_placement
 from engine.run_records import export_trace, placement_metrics
@@ -38,6 +39,7 @@ from placelab.cli_common import (
     emit,
     fmt_bytes,
     fmt_s,
+    guard_numbers,
     parse_params,
     simulation_cluster,
     text_table,
@@ -112,6 +114,8 @@ def place(graph: GraphArg, cluster: ClusterOpt,
           mode: ModeOpt = None, sim_param: SimParamOpt = None,
           runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Run a placer, simulate its placement, optionally save it as a run."""
+    if output:
+        check_write_target(output)
     g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
     res = place_and_simulate(g, c, placer, seed=seed, budget=budget, params=parse_params(param or []),
                                       store=RunStore(runs_dir) if save else None)
@@ -134,8 +138,10 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
             mode: ModeOpt = None, sim_param: SimParamOpt = None,
             runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Run several placers on one graph and cluster; a table like Placeto Table 1."""
+    names = [p.strip() for p in placers.split(",") if p.strip()] if placers is not None else None
+    if names == []:
+        raise SpecError(f"--placers names no placer: '{placers}'")
     g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
-    names = [p.strip() for p in placers.split(",") if p.strip()] if placers else None
     results = run_compare(g, c, names, seed=seed, store=RunStore(runs_dir) if save else None,
                                progress=lambda msg: typer.echo(msg, err=True))
     rows = [[r["placer"], fmt_s(r.get("makespan_s")),
@@ -219,6 +225,7 @@ def runs_show(run: str, runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = 
 def runs_export_trace(run: str, output: Annotated[str, typer.Option("--output", "-o")],
                       runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Write the run's timeline as Chrome Trace Event JSON (open it in ui.perfetto.dev)."""
+    check_write_target(output)
     info = export_trace(RunStore(runs_dir).load(run), output)
     emit(info, as_json, f"wrote {info['events']} trace events to {output}")
 
@@ -226,9 +233,7 @@ def runs_export_trace(run: str, output: Annotated[str, typer.Option("--output", 
 @runs_app.command("delete")
 def runs_delete(run: str, runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Delete a stored run."""
-    store = RunStore(runs_dir)
-    rid = store.load(run).id
-    store.delete(rid)
+    rid = RunStore(runs_dir).delete(run)
     emit({"deleted": rid}, as_json, f"deleted {rid}")
 
 
@@ -240,7 +245,9 @@ def _one_line(msg: str) -> str:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one-line errors, exit 2 for bad input, never a traceback."""
     try:
-        app(args=argv, standalone_mode=False, prog_name="placelab")
+        command = typer.main.get_command(app)
+        guard_numbers(command)
+        command(args=argv, standalone_mode=False, prog_name="placelab")
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import Annotated, Any
 
 import typer
@@ -55,6 +57,7 @@ def fmt_bytes(b: float) -> str:
 
 
 def parse_params(pairs: list[str]) -> dict[str, Any]:
+    """``--param key=value`` pairs as a dict: int, else finite float, else string."""
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -67,4 +70,55 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
                 out[key] = float(value)
             except ValueError:
                 out[key] = value
+            else:
+                if not math.isfinite(out[key]):
+                    raise SpecError(f"--param {key} must be a finite number, got '{value}'") from None
     return out
+
+
+# ---------------------------------------------------------------------------------- numbers
+#: Seeds feed numpy, torch and Python's random; all take 0 … 2^32 − 1.
+MAX_SEED = 2**32 - 1
+
+
+def check_number(name: str, value: Any, low: float | None = 0, high: float | None = None) -> None:
+    """Raise a one-sentence :class:`SpecError` unless ``value`` is finite and in ``[low, high]``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SpecError(f"{name} must be a finite number, got {value}")
+    if low is not None and value < low:
+        raise SpecError(f"{name} must be >= {low}, got {value}")
+    if high is not None and value > high:
+        raise SpecError(f"{name} must be <= {high}, got {value}")
+
+
+def guard_numbers(command: Any) -> None:
+    """Give every numeric option of ``command`` and its subcommands one validation.
+
+    Before a command body runs, each int or float value it received is checked: floats must
+    be finite (``nan`` or ``inf`` would make a time budget never end), a number is >= 0 unless
+    the option declares its own range (typer's ``min``/``max``), and a ``--seed`` is at most
+    :data:`MAX_SEED`. A bad value is one :class:`SpecError` naming the option (exit 2), and
+    no work has started.
+    """
+    callback = getattr(command, "callback", None)
+    if callback is not None and not getattr(callback, "_numbers_guarded", False):
+        params = {p.name: p for p in command.params}
+
+        @functools.wraps(callback)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            for key, value in kwargs.items():
+                if not isinstance(value, int | float) or isinstance(value, bool) or key not in params:
+                    continue
+                p = params[key]
+                opts = getattr(p, "opts", None) or [f"--{key.replace('_', '-')}"]
+                low = getattr(p, "min", None)
+                high = getattr(p, "max", None)
+                if key == "seed":
+                    high = MAX_SEED if high is None else min(high, MAX_SEED)
+                check_number(max(opts, key=len), value, 0 if low is None else low, high)
+            return callback(*args, **kwargs)
+
+        guarded._numbers_guarded = True  # type: ignore[attr-defined]
+        command.callback = guarded
+    for sub in getattr(command, "commands", {}).values():
+        guard_numbers(sub)

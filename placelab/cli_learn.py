@@ -150,13 +150,15 @@ def experiment(family: Annotated[str, typer.Option(help="graph family: nmt, ptb 
                episodes: Annotated[int, typer.Option(help="episodes of training on the train split")] = 3000,
                optimized_episodes: Annotated[int, typer.Option(help="episodes per test graph for Optimized")] = 300,
                random_samples: Annotated[int, typer.Option(help="random placements per test graph")] = 10,
-               test_graphs: Annotated[int | None, typer.Option(help="use only the first N test graphs")] = None,
+               test_graphs: Annotated[int | None, typer.Option(min=1, help="use only the first N test graphs")] = None,
                param: Annotated[list[str] | None, typer.Option(help="hyper-parameter key=value")] = None,
                seed: int = 0, threads: Annotated[int | None, typer.Option(help="torch CPU threads")] = None,
                runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Placeto §4.2 generalization: Zero-Shot vs Optimized vs Random on a family's test graphs."""
+    from policies.rl.agents import make_config
     from policies.rl.experiment import generalization
 
+    make_config(placer, parse_params(param or []))  # a wrong placer or parameter fails before any training
     _threads(threads)
     for what, v in (("--episodes", episodes), ("--optimized-episodes", optimized_episodes),
                     ("--random-samples", random_samples)):

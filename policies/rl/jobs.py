@@ -34,7 +34,7 @@ from engine.sources import expand_graph_specs, load_graph
 from policies.rl.agents import make_agent, make_config
 from policies.rl.reinforce import Budget, StoppingRule
 from policies.rl.task import PlacementTask, make_task
-from policies.rl.trainer import CHECKPOINT, STOP_REQUEST, Trainer
+from policies.rl.trainer import CHECKPOINT, CURVE, STOP_REQUEST, Trainer
 
 __all__ = ["POLICY", "TrainOutcome", "evaluate_policy", "load_policy", "load_tasks", "policy_place",
            "request_stop", "resume_training", "start_training", "task_for"]
@@ -175,6 +175,7 @@ def resume_training(store: RunStore, ref: str, *, episodes: int | None = None, s
     stopping = StoppingRule(**doc["stopping"])
     trainer = Trainer(agent, tasks, seed=doc["seed"], budget=budget, stopping=stopping, run=run, progress=progress)
     trainer.load_checkpoint(run.path / CHECKPOINT)
+    run.cut_table(CURVE, "episode", trainer.episodes)  # episodes after the checkpoint are trained again
     (run.path / STOP_REQUEST).unlink(missing_ok=True)
     if budget != Budget(**b):
         run.write_json(POLICY, {**doc, "budget": _budget_doc(budget)})

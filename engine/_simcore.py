@@ -5,8 +5,9 @@ The event heap holds ``(time, key)`` pairs in two parallel arrays, ordered by ti
 key, so ties break deterministically (SimPy's ``(time, priority, counter)`` idea with the
 priority and counter packed into one int64 key by each kernel). ``counts[HEAP_SIZE]`` is
 the heap's size and ``counts[MEM_RECORDS]`` the number of memory records written so far.
-Every function runs without numba's reference counting (``_nrt=False``): no allocation, so
-a call costs no more than the arithmetic in it.
+Every function runs without numba's reference counting (``_nrt=False``): no allocation, and
+is inlined into the kernel that calls it (``inline="always"``), so a call costs no more than
+the arithmetic in it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ __all__ = ["HEAP_SIZE", "MEM_RECORDS", "ev_pop", "ev_push", "record"]
 HEAP_SIZE, MEM_RECORDS = range(2)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def ev_push(ev_t, ev_k, counts, t, k):
     """Add event ``(t, k)``."""
     i = counts[HEAP_SIZE]
@@ -36,7 +37,7 @@ def ev_push(ev_t, ev_k, counts, t, k):
     ev_k[i] = k
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def ev_pop(ev_t, ev_k, counts):
     """Remove and return the earliest event ``(t, k)`` (the heap must not be empty)."""
     t0 = ev_t[0]
@@ -64,7 +65,7 @@ def ev_pop(ev_t, ev_k, counts):
     return t0, k0
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def record(mr, counts, t, d, b):
     """Append one memory change: ``b`` bytes (negative: freed) on device ``d`` at time ``t``."""
     k = counts[MEM_RECORDS]

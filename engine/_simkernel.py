@@ -9,8 +9,11 @@ Speed tricks
 ------------
 * Every function is compiled with ``_nrt=False``: no reference counting, so helper calls
   cost nothing (with NRT each array argument costs two atomic operations per call, which
-  made a heap push/pop 10x slower). Nothing here allocates: :class:`Workspace` holds every
-  array, allocated once per (graph, cluster) and reused for each placement.
+  made a heap push/pop 10x slower); helpers are inlined (``inline="always"``: no array
+  structs passed per call, ~8 % faster on random placements) and the kernel uses numpy's
+  error model (no division-by-zero checks: bandwidths are validated > 0). Nothing here
+  allocates: :class:`Workspace` holds every array, allocated once per (graph, cluster) and
+  reused for each placement.
 * Only two kinds of heap events exist. Consumers on the producer's own device are served
   when it starts (their ready time is known then), idle devices get no wake-up events
   (``busy_until`` says when a device can start), and a device's outgoing channel needs no
@@ -98,7 +101,7 @@ class Workspace:
         self.record_memory = record_memory
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _free_later(d, t, b, wf, di):
     """Schedule a free of ``b`` bytes on device ``d`` at ``t``: device d's free FIFO, kept in
     time order by an insertion sort at the tail (pushes come almost in order)."""
@@ -114,7 +117,7 @@ def _free_later(d, t, b, wf, di):
     wf[j, _FQ_B] = b
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _arrival_later(d, t, key, ri, rf, di, ev_t, ev_k, counts):
     """Schedule a transfer arrival from device ``d``'s channel.
 
@@ -136,7 +139,7 @@ def _arrival_later(d, t, key, ri, rf, di, ev_t, ev_k, counts):
         _ev_push(ev_t, ev_k, counts, t, key)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _settle(now, d, wf, df, di, mr, counts, rec):
     """Apply device ``d``'s frees due by ``now``: its end-of-op free and its free FIFO."""
     if df[d, _PEND_B] != 0.0 and df[d, _PEND_T] <= now:
@@ -153,7 +156,7 @@ def _settle(now, d, wf, df, di, mr, counts, rec):
         di[d, _FQ_HEAD] += 1
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _alloc(now, d, b, df, mr, counts, rec):
     df[d, _MEM] += b
     if df[d, _MEM] > df[d, _PEAK]:
@@ -162,7 +165,7 @@ def _alloc(now, d, b, df, mr, counts, rec):
         _record(mr, counts, now, d, b)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _enqueue(c, d, now, wi, wf, di, df, ev_t, ev_k, counts):
     """Append ready op ``c`` to device ``d``'s FIFO in (ready time, tie) order; wake ``d`` for it.
 
@@ -188,7 +191,7 @@ def _enqueue(c, d, now, wi, wf, di, df, ev_t, ev_k, counts):
         _ev_push(ev_t, ev_k, counts, w if w > now else now, (DEVICE << _SHIFT) | d)
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, inline="always")
 def _input_arrives(x, p, t, n, placeto_mode, wi, wf):
     """Producer ``p``'s output reaches op ``x`` at ``t``; True when ``x`` has all its inputs."""
     if t > wf[x, _RT]:
@@ -203,7 +206,7 @@ def _input_arrives(x, p, t, n, placeto_mode, wi, wf):
     return False
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False, error_model="numpy")
 def simulate_kernel(
     placeto_mode, num_devices,
     succ_ptr, succ_idx, succ_edge, pred_ptr, pred_idx,

@@ -47,12 +47,13 @@ import numpy as np
 
 from engine import _dagkernels, _simkernel, _simkernel_wc
 from engine.cluster import Cluster, SimulationSettings
+from engine.dag import edge_transfer_cost
 from engine.errors import SimulationError
 from engine.graph import CompGraph
 from engine.placement import Constraints, Placement
 from engine.schedule import Schedule
 
-__all__ = ["KERNELS", "MakespanStats", "Simulator", "edge_transfer_cost", "simulate", "wc_durations"]
+__all__ = ["KERNELS", "MakespanStats", "Simulator", "simulate", "wc_durations"]
 
 
 def wc_durations(settings: SimulationSettings, durations: np.ndarray, num_edges: int,
@@ -72,25 +73,6 @@ def wc_durations(settings: SimulationSettings, durations: np.ndarray, num_edges:
     op_f = np.exp(sigma * rng.standard_normal(len(durations)) - sigma * sigma / 2)
     edge_f = np.exp(sigma * rng.standard_normal(num_edges) - sigma * sigma / 2)
     return durations * op_f, edge_f
-
-
-def edge_transfer_cost(graph: CompGraph, cluster: Cluster, devices: np.ndarray | None = None) -> np.ndarray:
-    """Seconds each edge's transfer takes (one value per edge id).
-
-    With ``devices`` (a placement): 0 for an edge within one device, else the edge's given
-    ``transfer_s`` or latency + bytes / bandwidth of the link between the two devices.
-    Without: every edge as if it crossed the cluster's default link (the communication
-    cost of DOPPLER App. E, for t-levels and b-levels before placement). Use it as the
-    ``edge_cost`` of :func:`engine.dag.b_level` / :func:`engine.dag.t_level`.
-    """
-    given = graph.edge_transfer_s
-    if devices is None:
-        by_link = cluster.link.latency_s + graph.edge_bytes / cluster.link.bandwidth_bytes_per_s
-        return np.where(np.isnan(given), by_link, given)
-    dev = np.asarray(devices, dtype=np.int64)
-    a, b = dev[graph.edge_src], dev[graph.edge_dst]
-    by_link = cluster.latency[a, b] + graph.edge_bytes / cluster.bandwidth[a, b]
-    return np.where(a == b, 0.0, np.where(np.isnan(given), by_link, given))
 
 
 @dataclass(frozen=True)

@@ -69,3 +69,25 @@ def test_given_time_replaces_bytes_over_bandwidth(mode):
     assert s.op_start.tolist() == [0.0, 1.5, 1.0]
     assert s.transfer_start.tolist() == [1.0] and s.transfer_end.tolist() == [1.5]
     assert s.makespan == 2.5
+
+
+def test_edge_transfer_cost_and_levels_with_communication():
+    from engine.dag import b_level, edge_transfer_cost, t_level
+    from engine.importers.doppler_text import graph_from_doppler_text
+
+    s = 10**13  # one second in the authors' units
+    text = "6\n4,5,\n0,0,1,2,\n1,2,3,3,\n" + "".join(f"{c},{4 * c},einsummable,\n" for c in (s, 2 * s, 3 * s, s))
+    g = graph_from_doppler_text(text)  # a (1 s) -> b (2 s), c (3 s) -> d (1 s); comm = 4 x comp
+    c = uniform_cluster("c", [Device("g0", "gpu", 1e9), Device("g1", "gpu", 1e9)], 1e9)
+    np.testing.assert_allclose(edge_transfer_cost(g, c), [4, 4, 8, 12])  # edges a-b, a-c, b-d, c-d
+    # unplaced: b-level(a) = 1 + 4 + (3 + 12 + 1) = 21
+    np.testing.assert_allclose(b_level(g, g.compute_any, edge_transfer_cost(g, c)), [21, 11, 16, 1])
+    placed = np.array([0, 0, 1, 0])
+    cost = edge_transfer_cost(g, c, placed)
+    np.testing.assert_allclose(cost, [0, 4, 0, 12])
+    # with c alone on g1 the critical path a -> c -> d is the simulated makespan (21 s) and
+    # d's t-level its start (20 s)
+    np.testing.assert_allclose(b_level(g, g.compute_any, cost), [21, 3, 16, 1])
+    np.testing.assert_allclose(t_level(g, g.compute_any, cost), [0, 1, 5, 20])
+    s_wc = simulate(g, c.with_simulation(mode="work_conserving"), placed)
+    assert s_wc.makespan == pytest.approx(21.0) and s_wc.op_start[3] == pytest.approx(20.0)

@@ -27,7 +27,8 @@ GRAPH = "gen:random?ops=12&seed=1"
 
 
 def start(*args: str, cwd: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    # train imports TensorFlow through torch's TensorBoard writer; these keep its start-up lines off stderr
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}
     return subprocess.Popen([sys.executable, "-m", "placelab.cli", *args], cwd=cwd, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 

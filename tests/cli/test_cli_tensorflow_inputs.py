@@ -18,7 +18,6 @@ from protobuf_bytes import chain_with_cycle, graphdef, node  # noqa: E402
 
 pytest.importorskip("tensorflow")
 from engine.errors import GraphError  # noqa: E402
-from engine.importers.tensorflow_files import _check_nodes  # noqa: E402
 
 
 def child(code_or_args: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
@@ -49,6 +48,8 @@ def ns(name: str, op: str, inputs: list[str] = ()) -> SimpleNamespace:
 
 
 def test_while_loop_back_edge_is_not_a_cycle():
+    from engine.importers.tensorflow_files import _check_nodes
+
     loop = [ns("enter", "Enter", ["x"]), ns("merge", "Merge", ["enter", "next"]), ns("body", "Add", ["merge:0"]),
             ns("next", "NextIteration", ["body"]), ns("exit", "Exit", ["^merge"])]
     _check_nodes(loop, "loop.pb")  # x is a function argument / missing node: skipped

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from policies.rl.agent import EpisodeStats
+from policies.rl.agent import EpisodeStats, PerTask
 from policies.rl.placeto_net import PlacetoNet, SparsePair, StateBatch
 from policies.rl.reinforce import StepBaseline, returns_to_go
 from policies.rl.task import Evaluation, PlacementTask, check_grouping
@@ -133,6 +133,20 @@ def _selection(ptr: np.ndarray, col: np.ndarray, shape: tuple[int, int], grad: b
     return SparsePair(a, _csr_tensor(t_ptr, rows[order].astype(np.int64), (shape[1], shape[0]), vals[order]))
 
 
+def _task_cache(task: PlacementTask) -> _TaskCache:
+    t, b = task.group_time, task.group_out_bytes
+    static = np.log1p(np.column_stack([t / max(t.mean(), 1e-30), b / max(b.mean(), 1e-30)]))
+    n = task.num_groups
+    r = task.reach.copy()
+    np.fill_diagonal(r, False)
+    par = ~(r | r.T)
+    np.fill_diagonal(par, False)
+    sets = [[np.flatnonzero(r[:, v]) for v in range(n)], [np.flatnonzero(r[v]) for v in range(n)],
+            [np.flatnonzero(par[v]) for v in range(n)]]
+    src, dst = task.edges
+    return _TaskCache(static, _csr_of(n, dst, src), _csr_of(n, src, dst), sets)
+
+
 class _Episode:
     def __init__(self, task: PlacementTask, key: str, devices: np.ndarray, order: np.ndarray, steps: int) -> None:
         self.task, self.key, self.dev, self.order, self.steps = task, key, devices, order, steps
@@ -175,7 +189,7 @@ class PlacetoAgent:
         self.model = PlacetoNet(num_devices, emb=c.emb, hidden=c.hidden, head=c.head, rounds=c.rounds,
                                 variant=c.variant)
         self.baseline = StepBaseline(c.baseline_window)
-        self._cache: dict[int, _TaskCache] = {}
+        self._cache = PerTask(num_devices, _task_cache)
 
     @property
     def episodes_per_update(self) -> int:
@@ -184,24 +198,7 @@ class PlacetoAgent:
     # -- states ---------------------------------------------------------------------------
 
     def _prepare(self, task: PlacementTask) -> _TaskCache:
-        tc = self._cache.get(id(task))
-        if tc is None:
-            if task.num_devices != self.num_devices:
-                raise ValueError(f"this policy places on {self.num_devices} devices; cluster "
-                                 f"'{task.cluster.name}' has {task.num_devices}")
-            t, b = task.group_time, task.group_out_bytes
-            static = np.log1p(np.column_stack([t / max(t.mean(), 1e-30), b / max(b.mean(), 1e-30)]))
-            n = task.num_groups
-            r = task.reach.copy()
-            np.fill_diagonal(r, False)
-            par = ~(r | r.T)
-            np.fill_diagonal(par, False)
-            sets = [[np.flatnonzero(r[:, v]) for v in range(n)], [np.flatnonzero(r[v]) for v in range(n)],
-                    [np.flatnonzero(par[v]) for v in range(n)]]
-            src, dst = task.edges
-            tc = _TaskCache(static, _csr_of(n, dst, src), _csr_of(n, src, dst), sets)
-            self._cache[id(task)] = tc
-        return tc
+        return self._cache[task]
 
     def _features(self, ep: _Episode, v: int) -> np.ndarray:
         n, d = ep.task.num_groups, self.num_devices

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from policies.rl.agent import EpisodeStats
+from policies.rl.agent import EpisodeStats, PerTask
 from policies.rl.reinforce import MovingAverageBaseline
 from policies.rl.rnn_net import GroupInputs, RNNPlacerNet, group_inputs
 from policies.rl.task import PlacementTask, check_grouping
@@ -95,12 +95,6 @@ def advantages(rewards: np.ndarray, oom: np.ndarray, baseline: float, *, step: i
     return np.where(used, np.asarray(rewards, dtype=float) - baseline, 0.0), used
 
 
-@dataclass
-class _TaskCache:
-    task: PlacementTask  # held so that its id is not reused while cached
-    inputs: GroupInputs
-
-
 class RNNAgent:
     """The seq2seq policy, its K-sample REINFORCE update and its baseline (see the module docstring)."""
 
@@ -124,22 +118,15 @@ class RNNAgent:
                                   shape_len=c.shape_len, hidden=c.hidden, device_dim=c.device_dim,
                                   attention=c.attention)
         self.baseline = MovingAverageBaseline(c.baseline_decay)
-        self._cache: dict[int, _TaskCache] = {}
+        c = self.config
+        self._cache = PerTask(num_devices, lambda task: group_inputs(task, c.vocab, c.shape_len, c.max_groups))
 
     @property
     def episodes_per_update(self) -> int:
         return self.config.samples
 
     def _prepare(self, task: PlacementTask) -> GroupInputs:
-        tc = self._cache.get(id(task))
-        if tc is None:
-            if task.num_devices != self.num_devices:
-                raise ValueError(f"this policy places on {self.num_devices} devices; cluster "
-                                 f"'{task.cluster.name}' has {task.num_devices}")
-            c = self.config
-            tc = _TaskCache(task, group_inputs(task, c.vocab, c.shape_len, c.max_groups))
-            self._cache[id(task)] = tc
-        return tc.inputs
+        return self._cache[task]
 
     def train_step(self, tasks: list[PlacementTask], keys: list[str], *, entropy_coef: float, step: int,
                    rng: np.random.Generator) -> list[EpisodeStats]:

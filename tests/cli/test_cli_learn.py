@@ -75,7 +75,7 @@ def test_train_without_save_stores_nothing(capsys, files):
     (["train", "--placer", "placeto", "--graphs", "G", "--cluster", "C2", "--param", "lr=-1"], "must be > 0"),
     (["train", "--placer", "rnn", "--graphs", "G", "--cluster", "C2", "--param", "samples=0"], "must be >= 1"),
     (["train", "--placer", "rnn", "--graphs", "G", "--cluster", "C2", "--param", "grouping=layers"],
-     "unknown grouping 'layers'"),
+     "must be one of merge, units, got 'layers'"),
     (["train", "--placer", "placeto", "--graphs", "G", "--cluster", "C2", "--param", "unit_depth=0"], "must be >= 1"),
     (["train", "--placer", "placeto", "--graphs", "family:imagenet", "--cluster", "C2"], "unknown graph family"),
     (["train", "--resume", "nope"], "no run"),

@@ -155,8 +155,8 @@ def experiment(family: Annotated[str, typer.Option(help="graph family: nmt, ptb 
                seed: int = 0, threads: Annotated[int | None, typer.Option(help="torch CPU threads")] = None,
                runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Placeto §4.2 generalization: Zero-Shot vs Optimized vs Random on a family's test graphs."""
-    from policies.rl.agents import make_config
     from policies.rl.experiment import generalization
+    from policies.rl.registry import make_config
 
     make_config(placer, parse_params(param or []))  # a wrong placer or parameter fails before any training
     _threads(threads)

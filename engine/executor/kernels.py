@@ -1,0 +1,114 @@
+"""The real work a worker does: dense matmuls sized to a duration, and copies of bytes.
+
+torch is imported inside :func:`make_kernel` only, in the worker process, so ``engine``
+imports without it.
+
+An op of duration *t* runs ``full`` matmuls of a ``max_rows × K`` block by a ``K × K``
+matrix, then one of ``rows`` rows, chosen from the worker's linear timing model
+``time(rows) = a + b · rows`` (fitted by :meth:`Kernel.calibrate`): the model is what
+"sized to match the op's compute time after a calibration of the worker's throughput"
+means here. Throughput = ``2 K² / b`` FLOP/s.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Kernel", "KernelModel", "make_kernel"]
+
+INNER = 256
+"""K: the inner and output width of every matmul (a 256×256 fp32 matrix, 256 KiB)."""
+MAX_ROWS = 1024
+"""Rows of the largest block; a block is ~1 ms on one CPU core, so long ops loop over it."""
+_CAL_ROWS = (1, 8, 32, 96, 256, 512, 1024)
+
+
+@dataclass(frozen=True)
+class KernelModel:
+    """``time(rows) = overhead_s + per_row_s · rows`` for one matmul call on one worker."""
+
+    overhead_s: float
+    per_row_s: float
+
+    @property
+    def flops_per_s(self) -> float:
+        return 2.0 * INNER * INNER / self.per_row_s
+
+    def split(self, duration_s: float) -> tuple[int, int]:
+        """``(full blocks, remainder rows)`` whose modelled time is closest to ``duration_s``."""
+        block = self.overhead_s + self.per_row_s * MAX_ROWS
+        full = int(duration_s // block)
+        rest = duration_s - full * block
+        rows = int(round((rest - self.overhead_s) / self.per_row_s)) if rest > self.overhead_s else 0
+        if rest > 0 and rows == 0 and rest > self.overhead_s / 2:
+            rows = 1
+        return full, min(max(rows, 0), MAX_ROWS)
+
+
+class Kernel:
+    """Matmul and copy primitives on one device (CPU core or CUDA device)."""
+
+    def __init__(self, torch_mod, device: str) -> None:
+        self.torch = torch_mod
+        self.device = device
+        self.cuda = device.startswith("cuda")
+        gen = torch_mod.Generator().manual_seed(0)
+        self.a = torch_mod.rand(MAX_ROWS, INNER, generator=gen).to(device)
+        self.b = (torch_mod.rand(INNER, INNER, generator=gen) / INNER).to(device)
+        self.c = torch_mod.empty(MAX_ROWS, INNER, device=device)
+        self.out = torch_mod.zeros(0, dtype=torch_mod.uint8, device=device)
+        self.model = KernelModel(1e-6, 1e-6)
+
+    def sync(self) -> None:
+        if self.cuda:
+            self.torch.cuda.synchronize(self.device)
+
+    def matmul(self, rows: int) -> None:
+        self.torch.mm(self.a[:rows], self.b, out=self.c[:rows])
+
+    def run_for(self, split: tuple[int, int]) -> None:
+        """Run an op's matmuls (see :meth:`KernelModel.split`) and wait for them to finish."""
+        full, rows = split
+        for _ in range(full):
+            self.matmul(MAX_ROWS)
+        if rows:
+            self.matmul(rows)
+        self.sync()
+
+    def ensure_output(self, nbytes: int) -> None:
+        """Grow the buffer that stands for op outputs to at least ``nbytes``."""
+        if self.out.numel() < nbytes:
+            self.out = self.torch.ones(nbytes, dtype=self.torch.uint8, device=self.device)
+
+    def copy_out(self, dest: np.ndarray, nbytes: int) -> None:
+        """Copy ``nbytes`` of output into ``dest`` (host shared memory): memcpy or device→host."""
+        if nbytes:
+            self.torch.from_numpy(dest[:nbytes]).copy_(self.out[:nbytes])
+            self.sync()
+
+    def calibrate(self, repeats: int = 15) -> KernelModel:
+        """Fit the timing model by least squares over medians of ``repeats`` calls per size."""
+        for rows in _CAL_ROWS:  # warm-up: allocator, caches, CUDA context
+            self.run_for((0, rows))
+        med = []
+        for rows in _CAL_ROWS:
+            ts = []
+            for _ in range(repeats):
+                t0 = time.perf_counter_ns()
+                self.run_for((0, rows))
+                ts.append(time.perf_counter_ns() - t0)
+            med.append(float(np.median(ts)) / 1e9)
+        per_row, overhead = np.polyfit(np.array(_CAL_ROWS, float), np.array(med), 1)
+        self.model = KernelModel(max(float(overhead), 0.0), max(float(per_row), 1e-12))
+        return self.model
+
+
+def make_kernel(device: str) -> Kernel:
+    """A kernel on ``"cpu"`` (one thread) or ``"cuda:N"``; imports torch."""
+    import torch
+
+    torch.set_num_threads(1)
+    return Kernel(torch, device)

@@ -42,7 +42,7 @@ class KernelModel:
         block = self.overhead_s + self.per_row_s * MAX_ROWS
         full = int(duration_s // block)
         rest = duration_s - full * block
-        rows = int(round((rest - self.overhead_s) / self.per_row_s)) if rest > self.overhead_s else 0
+        rows = round((rest - self.overhead_s) / self.per_row_s) if rest > self.overhead_s else 0
         if rest > 0 and rows == 0 and rest > self.overhead_s / 2:
             rows = 1
         return full, min(max(rows, 0), MAX_ROWS)

@@ -79,7 +79,7 @@ def transfer_table(graph: CompGraph, devices: np.ndarray) -> dict[tuple[int, int
     src, dst, nbytes = graph.edge_src, graph.edge_dst, graph.edge_bytes
     for e in np.flatnonzero(devices[src] != devices[dst]).tolist():
         key = (int(src[e]), int(devices[dst[e]]))
-        out[key] = max(out.get(key, 0), int(round(nbytes[e])))
+        out[key] = max(out.get(key, 0), round(nbytes[e]))
     return out
 
 

@@ -12,6 +12,7 @@ memory is not allocated (peak memory is the CONTRACTS §4 rules on measured inte
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass
@@ -152,10 +153,8 @@ class Executor:
     def close(self) -> None:
         """Stop the workers (terminate them if they do not stop) and free shared memory."""
         for conn in self._ctrl:
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 conn.send(("stop", None))
-            except (OSError, ValueError):
-                pass
         deadline = time.monotonic() + 5.0
         for p in self._procs:
             p.join(max(0.0, deadline - time.monotonic()))

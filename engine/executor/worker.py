@@ -89,7 +89,7 @@ def _run(plan, splits, kernel, slabs, inbox, outbox, ctrl, t0_ns: int) -> dict[s
     while done < n:
         # take in every arrival already signalled; block only when nothing is ready
         while peers and (not ready or any(c.poll() for c in peers)):
-            for conn in connection.wait(peers + [ctrl]) if not ready else [c for c in peers if c.poll()]:
+            for conn in connection.wait([*peers, ctrl]) if not ready else [c for c in peers if c.poll()]:
                 if conn is ctrl:
                     raise SystemExit(3)  # stopped by the parent (another worker failed)
                 try:

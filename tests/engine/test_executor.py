@@ -191,7 +191,7 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
-@pytest.mark.skipif(not _cuda(), reason="torch.cuda reports no GPU: the CUDA executor test needs one (run on a GPU host)")
+@pytest.mark.skipif(not _cuda(), reason="torch.cuda reports no GPU: the CUDA executor test needs one (GPU host)")
 def test_cuda_device_runs_matmuls_and_copies():
     devs = (Device("gpu:0", "gpu", 1e10), Device("cpu:0", "cpu", 1e12))
     c = Cluster("mixed", devs, Link(5e9), (), SimulationSettings("default"))

@@ -140,7 +140,7 @@ class Executor:
         except BaseException:
             self.close()
             raise
-        self.models = [KernelModel(r["overhead_s"], r["per_row_s"]) for r in ready]
+        self.models = [KernelModel(r["overhead_s"], r["per_row_s"], r["inner"], r["max_rows"]) for r in ready]
         self.worker_info = ready
 
     # ------------------------------------------------------------------ lifecycle

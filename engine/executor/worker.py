@@ -40,8 +40,9 @@ def worker_main(index: int, device: str, core: int | None, ctrl: Any, inbox: dic
 
     kernel = make_kernel(device)
     model = kernel.calibrate()
-    ctrl.send(("ready", {"overhead_s": model.overhead_s, "per_row_s": model.per_row_s,
-                         "flops_per_s": model.flops_per_s, "pid": os.getpid(), "core": core}))
+    ctrl.send(("ready", {"overhead_s": model.overhead_s, "per_row_s": model.per_row_s, "inner": model.inner,
+                         "max_rows": model.max_rows, "flops_per_s": model.flops_per_s, "pid": os.getpid(),
+                         "core": core, "device": device}))
     slabs: dict[str, tuple[shared_memory.SharedMemory, np.ndarray]] = {}
     plan = None
     while True:
@@ -103,8 +104,10 @@ def _run(plan, splits, kernel, slabs, inbox, outbox, ctrl, t0_ns: int) -> dict[s
                         seq += 1
         _, _, k = heapq.heappop(ready)
         start = time.monotonic_ns()
-        kernel.run_for(splits[k])
+        device_ns = kernel.run_for(splits[k])
         end = time.monotonic_ns()
+        if device_ns is not None:  # CUDA events: the kernels' own time, ending when the host saw them end
+            start = max(start, end - device_ns)
         op_ns[k] = (start, end)
         done += 1
         for s in plan.local_succ[k]:

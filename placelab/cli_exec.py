@@ -71,7 +71,7 @@ def measured_text(metrics: dict[str, Any]) -> str:
 def calibrate_cmd(output: Annotated[str | None, typer.Option(
                       "--output", "-o", help="cluster file to write (default: refresh the cached 'local' preset)")]
                   = None,
-                  devices: Annotated[int | None, typer.Option(min=1, help="workers (default: one per core, ≤ 8)")]
+                  devices: Annotated[int | None, typer.Option(min=1, help="workers (default: per core ≤8 or per GPU)")]
                   = None,
                   kind: Annotated[str, typer.Option(help="cpu (one worker per core) or gpu (one per CUDA device)")]
                   = "cpu",
@@ -92,6 +92,12 @@ def calibrate_cmd(output: Annotated[str | None, typer.Option(
         doc = cluster_to_dict(local_cluster(refresh=True, progress=say))
         where = str(local_cache_path())
     else:
+        if devices is None and kind == "gpu":
+            import torch
+
+            devices = torch.cuda.device_count() if torch.cuda.is_available() else 0
+            if not devices:
+                raise SpecError("--kind gpu: torch.cuda reports no GPU on this machine")
         doc = calibrate(devices or local_devices(), kind=kind, name=name, progress=say)
         atomic_write_text(output, dumps(doc, indent=1))
         where = output

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from multiprocessing import connection, get_context, shared_memory
@@ -94,6 +95,15 @@ def _check_cuda(needed: int) -> None:
     have = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if have < needed:
         raise ExecutionError(f"the cluster has {needed} GPU devices but torch.cuda reports {have}")
+
+
+def _check_shared_memory(nbytes: int) -> None:
+    """Refuse copies that /dev/shm cannot hold (writing past it kills a worker with SIGBUS)."""
+    if nbytes and os.path.isdir("/dev/shm"):
+        free = shutil.disk_usage("/dev/shm").free
+        if nbytes > free:
+            raise ExecutionError(f"the transfers need {nbytes / 1e6:.1f} MB of shared memory but /dev/shm has "
+                                 f"{free / 1e6:.1f} MB free; scale the graph's bytes down (bytes_scale)")
 
 
 class Executor:
@@ -215,6 +225,8 @@ class Executor:
         for (op, dst), nbytes in table.items():
             key = (int(devices[op]), dst)
             need[key] = max(need.get(key, 1), nbytes)
+        grow = sum(size for key, size in need.items() if key not in self._slabs or self._slabs[key].size < size)
+        _check_shared_memory(grow)
         dropped = []
         for key, size in need.items():
             old = self._slabs.get(key)

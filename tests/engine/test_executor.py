@@ -179,6 +179,17 @@ def test_a_killed_worker_gives_one_clear_error_and_no_hung_process():
         e.run(g, dev)
 
 
+def test_transfers_larger_than_shared_memory_are_refused(ex, monkeypatch):
+    from engine.executor import pool
+
+    monkeypatch.setattr(pool.shutil, "disk_usage", lambda _p: type("U", (), {"free": 10_000})())
+    g = graph([(0, 1, 50_000.0)], [1 * MS, 1 * MS])
+    with pytest.raises(ExecutionError, match=r"need 0.1 MB of shared memory but /dev/shm has 0.0 MB free"):
+        ex.run(g, np.array([0, 1]))
+    monkeypatch.undo()
+    assert ex.run(g, np.array([0, 1]), warmup=0).schedule.transfer_bytes.tolist() == [50_000.0]
+
+
 def test_engine_imports_without_torch():
     code = ("import sys; import engine.executor, engine.executor.calibration, engine.presets; "
             "assert 'torch' not in sys.modules, 'torch was imported'")

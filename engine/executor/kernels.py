@@ -128,4 +128,6 @@ def make_kernel(device: str) -> Kernel:
     import torch
 
     torch.set_num_threads(1)
+    if device.startswith("cuda"):
+        torch.cuda.set_device(device)  # CUDA events record on the current device's stream
     return Kernel(torch, device)

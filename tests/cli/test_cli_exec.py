@@ -104,3 +104,12 @@ def test_bad_input_is_one_line_and_exit_2(capsys, two, args, words):
     code, stdout, stderr = run_cli(capsys, *[two if a == "TWO" else a for a in args])
     assert code == 2 and stdout == ""
     assert words in stderr and stderr.count("\n") == 1
+
+
+def test_calibrate_gpu_without_a_gpu_is_one_line(capsys, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the no-GPU message cannot be checked here")
+    code, _, stderr = run_cli(capsys, "calibrate", "-o", str(tmp_path / "g.json"), "--kind", "gpu")
+    assert code == 2 and "torch.cuda reports no GPU" in stderr and stderr.count("\n") == 1

@@ -105,8 +105,11 @@ def test_one_device_measures_close_to_the_sum_of_op_times(ex):
     busy = float((s.op_end - s.op_start).sum())
     # the step is its ops back to back: dispatch gaps are a small part of it
     assert busy <= s.makespan - s.op_start.min() <= busy + 6 * 0.5 * MS
-    # generous: on a shared machine other jobs preempt the pinned workers (3x seen under load 6)
-    assert 0.7 * total <= busy <= 4.0 * total
+    # ops are sized from the fastest calibration calls, so they cannot run much shorter; on a
+    # shared machine other jobs preempt the pinned workers: ~3x longer was seen at load average
+    # 6 and ~6x at 21 on 2 cores, so the upper bound grows with the load per core
+    oversubscribed = max(1.0, os.getloadavg()[0] / len(os.sched_getaffinity(0)))
+    assert 0.7 * total <= busy <= 4.0 * oversubscribed * total
 
 
 def test_independent_chains_on_two_devices_run_at_the_same_time(ex):
@@ -120,14 +123,19 @@ def test_independent_chains_on_two_devices_run_at_the_same_time(ex):
 
 
 def test_device_serves_requests_first_come_first_served(ex):
-    # cpu:0: op0 (6 ms, no inputs) -> op1 (local consumer, requests cpu:0 at ~6 ms).
-    # cpu:1: op2 (0.5 ms) -> op3 on cpu:0 (requests cpu:0 at ~0.5 ms + copy, while op0 runs).
-    # Work-conserving FIFO: op3 asked first, so it runs before op1 despite its higher index.
-    g = graph([(0, 1, 100.0), (2, 3, 100.0)], [6 * MS, 1 * MS, 0.5 * MS, 1 * MS])
-    s = ex.run(g, np.array([0, 0, 1, 0]), repeats=3).schedule
-    assert s.op_start[3] < s.op_start[1]
-    assert s.op_start[3] >= s.op_end[0]
-    check_causality(g, s)
+    # cpu:0: op0 (20 ms, no inputs) -> op1 (local consumer: requests cpu:0 when op0 ends).
+    # cpu:1: op2 (0.5 ms) -> op3 on cpu:0 (requests cpu:0 when op2's copy has landed).
+    # Work-conserving FIFO: whichever asked first runs first, whatever the op index; op3
+    # normally asks first (during op0), unless a preempted cpu:1 worker makes it late.
+    g = graph([(0, 1, 100.0), (2, 3, 100.0)], [20 * MS, 1 * MS, 0.5 * MS, 1 * MS])
+    m = ex.run(g, np.array([0, 0, 1, 0]), repeats=3)
+    for s in m.schedules:
+        check_causality(g, s)
+        op3_asks = float(s.transfer_end[s.transfer_op == 2][0])
+        first, second = (3, 1) if op3_asks < s.op_end[0] else (1, 3)
+        assert s.op_start[first] < s.op_start[second]
+        assert s.op_start[first] >= s.op_end[0]
+        assert s.op_start[second] >= s.op_end[first]
 
 
 def test_placement_object_and_execute_entry_point():

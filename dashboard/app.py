@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.app_pages import compare, graphs, home, place, runs, train
+from dashboard.app_pages import compare, fidelity, graphs, home, place, runs, train
 
 PRESENTATION_CSS = """
 <style>
@@ -39,4 +39,5 @@ st.navigation([
     st.Page(train.page, title="Train", url_path="train"),
     st.Page(compare.page, title="Compare", url_path="compare"),
     st.Page(runs.page, title="Runs", url_path="runs"),
+    st.Page(fidelity.page, title="Fidelity", url_path="fidelity"),
 ]).run()

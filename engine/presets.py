@@ -83,6 +83,17 @@ def _h100x8() -> Cluster:
                    "HGX H100: 8 × H100 80 GB, NVSwitch all-to-all (450 GB/s per direction)")
 
 
+def _local() -> Cluster:
+    # This machine, measured by the executor's calibration (issue #14): one CPU device per
+    # core, matmul throughput, per-op overhead and copy bandwidth/latency between workers.
+    # Calibrated on first use and cached in the user cache dir (engine.executor.calibration).
+    from engine.executor.calibration import local_cluster
+
+    return local_cluster()
+
+
+_local.description = "this machine: one CPU worker per core, calibrated on first use (placelab calibrate)"
+
 PRESETS: dict[str, Callable[[], Cluster]] = {
     "k80x2": lambda: _k80(2),
     "k80x4": lambda: _k80(4),
@@ -93,9 +104,10 @@ PRESETS: dict[str, Callable[[], Cluster]] = {
     "p100x4-8gb": lambda: _p100x4(8.0, "p100x4-8gb", " (8 of 16 GB usable, App. H Table 8)"),
     "v100x8": _v100x8,
     "h100x8": _h100x8,
+    "local": _local,
 }
 
 
 def preset_descriptions() -> dict[str, str]:
     """Preset name -> one-line description."""
-    return {name: make().description for name, make in PRESETS.items()}
+    return {name: getattr(make, "description", None) or make().description for name, make in PRESETS.items()}

@@ -28,7 +28,7 @@ from engine.runs import Run, RunStore
 from engine.schedule import Schedule
 
 __all__ = ["PlacementRun", "export_trace", "load_placement_run", "placement_metrics", "save_placement_run",
-           "write_placement_files"]
+           "write_placement_files", "write_schedule_tables"]
 
 
 def placement_metrics(graph: CompGraph, cluster: Cluster, schedule: Schedule) -> dict[str, Any]:
@@ -53,12 +53,19 @@ def save_placement_run(
     store: RunStore, graph: CompGraph, cluster: Cluster, placement: Placement, schedule: Schedule, *,
     placer: str, parameters: dict[str, Any], seed: int | None, seconds_to_place: float,
     kind: str = "place", tags: list[str] | None = None, extra_metrics: dict[str, Any] | None = None,
+    measured: Schedule | None = None,
 ) -> Run:
-    """Store a placed and simulated graph as a finished run; returns the run."""
+    """Store a placed and simulated graph as a finished run; returns the run.
+
+    ``measured`` (an executed schedule, :mod:`engine.executor`) is stored beside the
+    simulated one as ``measured_ops.csv`` / ``measured_transfers.csv``.
+    """
     run = store.create(kind, graph_name=graph.name, graph_hash=graph.content_hash, cluster=cluster.name,
                        placer=placer, parameters=parameters, seed=seed, tags=list(tags or []))
     with run:
         metrics = write_placement_files(run, graph, cluster, placement, schedule)
+        if measured is not None:
+            write_schedule_tables(run, graph, cluster, measured, "measured")
         metrics["seconds_to_place"] = seconds_to_place
         metrics.update(extra_metrics or {})
         run.finish("done", metrics)
@@ -71,8 +78,15 @@ def write_placement_files(run: Run, graph: CompGraph, cluster: Cluster, placemen
     run.write_json("graph.json", graph_to_dict(graph))
     run.write_json("cluster.json", cluster_to_dict(cluster))
     run.write_json("placement.json", placement.to_dict(graph, cluster))
+    write_schedule_tables(run, graph, cluster, schedule)
+    return placement_metrics(graph, cluster, schedule)
+
+
+def write_schedule_tables(run: Run, graph: CompGraph, cluster: Cluster, schedule: Schedule,
+                          prefix: str = "schedule") -> None:
+    """Write ``{prefix}_ops.csv`` and ``{prefix}_transfers.csv`` (``measured_`` for executed runs)."""
     devs = [d.name for d in cluster.devices]
-    run.write_table("schedule_ops.csv", {
+    run.write_table(f"{prefix}_ops.csv", {
         "op": list(graph.op_names),
         "index": list(range(graph.num_ops)),
         "device": [devs[d] for d in schedule.op_device.tolist()],
@@ -80,7 +94,7 @@ def write_placement_files(run: Run, graph: CompGraph, cluster: Cluster, placemen
         "end_s": schedule.op_end.tolist(),
         "phase": [p or "" for p in graph.phase],
     })
-    run.write_table("schedule_transfers.csv", {
+    run.write_table(f"{prefix}_transfers.csv", {
         "op": [graph.op_names[i] for i in schedule.transfer_op.tolist()],
         "src": [devs[d] for d in schedule.transfer_src.tolist()],
         "dst": [devs[d] for d in schedule.transfer_dst.tolist()],
@@ -88,7 +102,6 @@ def write_placement_files(run: Run, graph: CompGraph, cluster: Cluster, placemen
         "start_s": schedule.transfer_start.tolist(),
         "end_s": schedule.transfer_end.tolist(),
     })
-    return placement_metrics(graph, cluster, schedule)
 
 
 @dataclass(frozen=True)

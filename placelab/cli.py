@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from contextlib import nullcontext
 from typing import Annotated, Any
 
 import numpy as np
@@ -27,7 +28,7 @@ from engine.runs import RunStore
 from engine.simulator import Simulator
 from engine.sources import load_graph
 from engine.summary import graph_summary, run_summary
-from placelab import cli_learn
+from placelab import cli_exec, cli_learn
 from placelab.cli_common import (
     DEFAULT_RUNS,
     ClusterOpt,
@@ -56,6 +57,7 @@ app.add_typer(graph_app, name="graph")
 app.add_typer(bench_app, name="bench")
 app.add_typer(runs_app, name="runs")
 cli_learn.register(app)
+cli_exec.register(app)
 
 # ---------------------------------------------------------------------------------- graph
 @graph_app.command("info")
@@ -112,20 +114,27 @@ def place(graph: GraphArg, cluster: ClusterOpt,
           save: Annotated[bool, typer.Option(help="store the result as a run")] = False,
           output: Annotated[str | None, typer.Option("--output", "-o", help="write the placement file")] = None,
           mode: ModeOpt = None, sim_param: SimParamOpt = None,
+          execute: cli_exec.ExecuteOpt = False, repeats: cli_exec.RepeatsOpt = 3,
+          time_scale: cli_exec.TimeScaleOpt = None,
           runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
-    """Run a placer, simulate its placement, optionally save it as a run."""
+    """Run a placer, simulate its placement, optionally save it as a run (and execute it: --execute)."""
     if output:
         check_write_target(output)
     g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
-    res = place_and_simulate(g, c, placer, seed=seed, budget=budget, params=parse_params(param or []),
-                                      store=RunStore(runs_dir) if save else None)
+    if execute:
+        g = cli_exec.executable_graph(g, c.num_devices, time_scale)
+    with cli_exec.measuring(c, repeats) if execute else nullcontext() as measure:
+        res = place_and_simulate(g, c, placer, seed=seed, budget=budget, params=parse_params(param or []),
+                                 store=RunStore(runs_dir) if save else None, measure=measure)
     if output:
         atomic_write_json(output, res.placement.to_dict(g, c))
     out = {**res.metrics, "placer": placer, "seconds_to_place": res.seconds_to_place,
            "placement": res.placement.to_mapping(g, c)}
     if res.run_id:
         out["run_id"] = res.run_id
+    out.update({k: v for k, v in res.metrics.items() if k.startswith("measured_")})
     text = f"{placer}: {_sim_text(res.metrics)}\nplaced in {res.seconds_to_place:.3f} s"
+    text += cli_exec.measured_text(res.metrics)
     if res.run_id:
         text += f"\nsaved as run {res.run_id}"
     emit(out, as_json, text)
@@ -136,22 +145,29 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
             placers: Annotated[str | None, typer.Option(help="comma-separated placers (default: all)")] = None,
             seed: int = 0, save: Annotated[bool, typer.Option(help="store each result as a run")] = True,
             mode: ModeOpt = None, sim_param: SimParamOpt = None,
+            execute: cli_exec.ExecuteOpt = False, repeats: cli_exec.RepeatsOpt = 3,
+            time_scale: cli_exec.TimeScaleOpt = None,
             runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
-    """Run several placers on one graph and cluster; a table like Placeto Table 1."""
+    """Run several placers on one graph and cluster; a table like Placeto Table 1 (measured too: --execute)."""
     names = [p.strip() for p in placers.split(",") if p.strip()] if placers is not None else None
     if names == []:
         raise SpecError(f"--placers names no placer: '{placers}'")
     g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
-    results = run_compare(g, c, names, seed=seed, store=RunStore(runs_dir) if save else None,
-                               progress=lambda msg: typer.echo(msg, err=True))
+    if execute:
+        g = cli_exec.executable_graph(g, c.num_devices, time_scale)
+    with cli_exec.measuring(c, repeats) if execute else nullcontext() as measure:
+        results = run_compare(g, c, names, seed=seed, store=RunStore(runs_dir) if save else None,
+                              progress=lambda msg: typer.echo(msg, err=True), measure=measure)
     rows = [[r["placer"], fmt_s(r.get("makespan_s")),
              f"{r['makespan_s'] / r['lower_bound_s']:.2f}" if r.get("makespan_s") else "-",
              fmt_bytes(max(r["peak_memory_bytes"].values())) if r.get("peak_memory_bytes") else "-",
              ("yes" if r["oom"] else "no") if "oom" in r else "-",
              fmt_bytes(r["communication_bytes"]) if "communication_bytes" in r else "-",
              f"{r['seconds_to_place']:.2f} s" if r.get("seconds_to_place") is not None else "-",
+             *([fmt_s(r.get("measured_makespan_s"))] if execute else []),
              r.get("error") or r.get("run_id") or ""] for r in results]
-    header = ["placer", "makespan", "×LB", "peak mem", "OOM", "comm", "time", "run / note"]
+    header = ["placer", "makespan", "×LB", "peak mem", "OOM", "comm", "time", *(["measured"] if execute else []),
+              "run / note"]
     lb = lower_bound(g, c)
     emit({"graph": g.name, "cluster": c.name, "lower_bound_s": lb, "results": results}, as_json,
          f"{g.name} on {c.name} (lower bound {fmt_s(lb)})\n" + text_table(rows, header))

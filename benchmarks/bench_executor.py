@@ -1,0 +1,139 @@
+"""How close is the simulator to real execution here, and what does the executor cost?
+
+1. **Fidelity** (issue #14 goal: Spearman ≥ 0.9 and median relative error ≤ 10 % in the
+   calibrated ``work_conserving`` mode; DOPPLER App. G.1 reports 0.79 / 0.69): for
+   ``gen:chainmm``, ``gen:ffnn`` and a Placeto family graph (``gen:family-cifar10``), each
+   scaled so one device's share of the work takes ``--step-ms`` and its transfers take, relative
+   to compute, what they would on a ``--link-gbps`` link (default 20 GB/s, DOPPLER's P100
+   NVLink; the graphs' bytes at this machine's copy bandwidth would make transfers dominate),
+   ``--placements`` placements
+   (the baselines', then random ones) are executed ``--repeats`` times on 2 calibrated CPU
+   workers and simulated in every available mode; Pearson, Spearman, median and max relative
+   error per mode.
+2. **Dispatch cost per op** (goal ≤ 50 µs): a chain of ``--dispatch-ops`` zero-time ops on one
+   device and the same number of independent zero-time ops: the median time from one op's start
+   to the next one's (robust to the odd preemption), and makespan / ops (median of 5 runs).
+3. **Repeat noise** (goal: std ≤ 5 % of the mean on an idle machine): one placement
+   (round-robin of ``gen:chainmm``) executed ``--noise-repeats`` times after a warm-up.
+
+The cluster is calibrated first (2 devices, into a temporary file; nothing is written to the
+user cache or to runs/). Pinned workers are disturbed by any other load on the machine:
+report the load (printed) with the figures.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_executor.py                 # full (50 placements each)
+    .venv/bin/python benchmarks/bench_executor.py --quick         # 10 placements, 2 repeats
+    .venv/bin/python benchmarks/bench_executor.py --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+from engine.cluster import cluster_from_dict
+from engine.executor import Executor, scale_graph
+from engine.executor.calibration import calibrate
+from engine.graph import CompGraph
+from engine.sources import load_graph
+from policies import make_placer
+from policies.fidelity import validate
+
+GRAPHS = ("gen:chainmm", "gen:ffnn", "gen:family-cifar10")
+
+
+def _zero_ops(n: int, chain: bool) -> CompGraph:
+    edges = np.arange(n - 1) if chain else np.zeros(0, int)
+    return CompGraph("zero", [f"z{i}" for i in range(n)], compute_any=np.zeros(n), edge_src=edges,
+                     edge_dst=edges + 1 if chain else edges)
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def _scaled(spec: str, cluster, args) -> CompGraph:
+    g = load_graph(spec)
+    share = float(g.min_compute().sum()) / cluster.num_devices
+    time_scale = args.step_ms * 1e-3 / share
+    return scale_graph(g, time_scale, time_scale * cluster.link.bandwidth_bytes_per_s / (args.link_gbps * 1e9))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--placements", type=int, default=50)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--step-ms", type=float, default=50.0)
+    ap.add_argument("--link-gbps", type=float, default=20.0)
+    ap.add_argument("--graphs", default=",".join(GRAPHS))
+    ap.add_argument("--dispatch-ops", type=int, default=1000)
+    ap.add_argument("--noise-repeats", type=int, default=10)
+    ap.add_argument("--quick", action="store_true", help="10 placements, 2 repeats")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.placements, args.repeats = 10, 2
+    say = (lambda m: print(m, file=sys.stderr)) if args.json else print
+    load = os.getloadavg()
+    say(f"host {platform.node()}, {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    t0 = time.perf_counter()
+    doc = calibrate(2)
+    cluster = cluster_from_dict(doc)
+    cal = doc["calibration"]
+    say(f"calibrated in {time.perf_counter() - t0:.1f} s: matmul "
+        + ", ".join(f"{w['matmul_flops_per_s'] / 1e9:.1f}" for w in cal["workers"])
+        + f" GFLOP/s; op overhead {doc['simulation']['op_overhead_s'] * 1e6:.1f} µs; copy "
+        f"{doc['link']['bandwidth_bytes_per_s'] / 1e9:.2f} GB/s + {doc['link']['latency_s'] * 1e6:.1f} µs")
+    out: dict = {"host": platform.node(), "load_average": load, "calibration": doc, "fidelity": {}}
+
+    for spec in [s for s in args.graphs.split(",") if s]:
+        g = _scaled(spec, cluster, args)
+        t = time.perf_counter()
+        v = validate(g, cluster, placements=args.placements, repeats=args.repeats)
+        out["fidelity"][spec] = {"graph": g.name, "ops": g.num_ops, "modes": v.stats, "unavailable": v.unavailable,
+                                 "measured_range_s": [min(v.measured_mean), max(v.measured_mean)],
+                                 "relative_std_median": float(np.median(np.array(v.measured_std)
+                                                                        / np.array(v.measured_mean))),
+                                 "seconds": time.perf_counter() - t}
+        say(f"\n{g.name} ({g.num_ops} ops), {len(v.sources)} placements × {args.repeats} runs, "
+            f"measured {min(v.measured_mean) * 1e3:.1f}–{max(v.measured_mean) * 1e3:.1f} ms "
+            f"({time.perf_counter() - t:.0f} s)")
+        for mode, s in v.stats.items():
+            say(f"  {mode:16s} Pearson {_num(s['pearson'])}  Spearman {_num(s['spearman'])}  "
+                f"median rel. err {s['median_rel_error']:.1%}  max {s['max_rel_error']:.1%}  "
+                f"sim/measured {s['mean_ratio']:.2f}")
+        for mode in v.unavailable:
+            say(f"  {mode:16s} unavailable in the simulator")
+
+    n = args.dispatch_ops
+    chainmm = _scaled("gen:chainmm", cluster, args)
+    with Executor(cluster) as ex:
+        per_op = {}
+        for label, chain in (("chain", True), ("independent", False)):
+            m = ex.run(_zero_ops(n, chain), np.zeros(n, int), repeats=5)
+            gaps = np.concatenate([np.diff(np.sort(s.op_start)) for s in m.schedules])
+            per_op[label] = {"median_gap_s": float(np.median(gaps)), "makespan_per_op_s":
+                             float(np.median(m.makespans)) / n}
+            say(f"dispatch cost per zero-time op, {label} of {n}: median {per_op[label]['median_gap_s'] * 1e6:.1f} µs "
+                f"start to start, {per_op[label]['makespan_per_op_s'] * 1e6:.1f} µs makespan / ops; goal ≤ 50 µs")
+        p = make_placer("round-robin").place(chainmm, cluster, seed=0)
+        m = ex.run(chainmm, p, repeats=args.noise_repeats)
+        noise = m.std / m.mean
+        say(f"repeat noise, {chainmm.name} round-robin, {args.noise_repeats} runs: {m.mean * 1e3:.2f} ± "
+            f"{m.std * 1e3:.2f} ms = {noise:.1%} of the mean; goal ≤ 5 %")
+    out.update({"dispatch_s_per_op": per_op, "repeat_noise": {"mean_s": m.mean, "std_s": m.std, "relative": noise,
+                                                              "repeats": args.noise_repeats}})
+    if args.json:
+        print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

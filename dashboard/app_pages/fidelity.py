@@ -1,0 +1,46 @@
+"""Fidelity: how far the simulator is from measured execution (runs of ``placelab validate``)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard.common import guard, run_store, show_figure
+from dashboard.figures.fidelity import fidelity_scatter, measured_vs_simulated
+from engine.executor.fidelity import load_measured_schedule
+from engine.run_records import load_placement_run
+from engine.runs import Run
+from engine.simulator import Simulator
+
+
+def _label(run: Run) -> str:
+    m = run.meta
+    return f"{m.get('name') or run.id} · {(m.get('graph') or {}).get('name') or '-'} · {m.get('cluster')}"
+
+
+def page() -> None:
+    st.title("Fidelity")
+    st.caption("Placements executed for real on this machine's devices and simulated in each mode "
+               "(DOPPLER App. G.1 reports Pearson 0.79 / Spearman 0.69 for its simulator).")
+    runs = run_store().list(kind="validate", status="done")
+    if not runs:
+        st.info("No fidelity runs yet — run `placelab calibrate -o local.json` and "
+                "`placelab validate GRAPH -c local.json --placements 20`.")
+        return
+    run = st.selectbox("Validation run", runs, format_func=_label, key="fidelity_run")
+    with guard("Cannot show this run"):
+        metrics = run.meta.get("metrics", {})
+        stats = pd.DataFrame([{"mode": mode, **s} for mode, s in metrics.get("fidelity", {}).items()])
+        st.dataframe(stats, hide_index=True)
+        for mode, why in metrics.get("unavailable_modes", {}).items():
+            st.caption(f"{mode}: {why}")
+        table = run.read_table("fidelity.csv")
+        simulated = {c[len("simulated_"):-2]: table[c] for c in table if c.startswith("simulated_")}
+        show_figure(fidelity_scatter(table["measured_mean_s"], simulated, sources=table["source"]),
+                    key="fidelity_scatter")
+        pr = load_placement_run(run)
+        mode = st.selectbox("Simulation mode for the timeline", list(simulated), key="fidelity_mode")
+        sim = Simulator(pr.graph, pr.cluster, mode=mode).run(pr.placement)
+        measured = load_measured_schedule(run, pr.graph, pr.cluster)
+        st.subheader(f"Placement 0 ({table['source'][0]}): measured and simulated")
+        show_figure(measured_vs_simulated(measured, sim, pr.graph, pr.cluster), key="fidelity_timeline")

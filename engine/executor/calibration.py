@@ -1,0 +1,145 @@
+"""Calibration: measure this machine and write the cluster file that predicts the executor.
+
+:func:`calibrate` starts the executor's workers and measures, with the executor itself:
+
+* **matmul throughput** of every worker (its kernel timing model, FLOP/s);
+* **per-op overhead**: a chain of ``N`` ops of ``c`` seconds on one device takes
+  ``N·(c + overhead)``; the overhead becomes ``simulation.op_overhead_s`` (Placeto's δ1,
+  which the simulator adds after every non-zero op);
+* **copy bandwidth and latency** between two workers: a chain of zero-time ops that
+  alternate between two devices, one copy of ``B`` bytes per hop; a line through the hop
+  time against ``B`` gives ``latency_s`` (intercept) and ``bandwidth_bytes_per_s`` (1/slope).
+
+The result is a ``placelab.cluster/1`` document plus a ``calibration`` object with the raw
+figures (ignored by the cluster loader). The ``local`` preset is this machine, calibrated on
+first use and cached in the user cache directory (``$PLACELAB_CACHE_DIR``, else
+``$XDG_CACHE_HOME/placelab``, else ``~/.cache/placelab``), never in the repository.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.cluster import Cluster, Device, Link, SimulationSettings, cluster_from_dict, cluster_to_dict
+from engine.errors import ClusterError
+from engine.graph import CompGraph
+from engine.jsonio import atomic_write_text, dumps
+
+__all__ = ["cache_dir", "calibrate", "local_cache_path", "local_cluster", "local_devices", "machine_cluster"]
+
+_CHAIN_OPS = 120
+_CHAIN_OP_S = 300e-6
+_HOPS = 30
+_COPY_BYTES = (4_096, 262_144, 2_097_152, 8_388_608)
+MAX_LOCAL_DEVICES = 8
+"""The ``local`` preset uses one device per core, at most this many."""
+
+
+def cache_dir() -> Path:
+    """Where the ``local`` calibration is cached (created on demand)."""
+    base = os.environ.get("PLACELAB_CACHE_DIR")
+    if base:
+        return Path(base)
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(xdg) / "placelab"
+
+
+def machine_cluster(num_devices: int, *, kind: str = "cpu", link: Link | None = None,
+                    simulation: SimulationSettings | None = None, name: str = "local") -> Cluster:
+    """This machine as a cluster of ``num_devices`` devices of ``kind`` (``cpu`` or ``gpu``).
+
+    Memory per device: CPU devices share the machine's RAM equally; a GPU device has its
+    CUDA memory. ``link`` and ``simulation`` are placeholders until calibrated.
+    """
+    if kind not in ("cpu", "gpu") or num_devices < 1:
+        raise ClusterError(f"a machine cluster needs >= 1 devices of kind cpu or gpu, got {num_devices} × {kind!r}")
+    if kind == "cpu":
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        mem = [ram / num_devices] * num_devices
+    else:
+        import torch
+
+        mem = [float(torch.cuda.get_device_properties(i).total_memory) for i in range(num_devices)]
+    devices = tuple(Device(f"{kind}:{i}", kind, m) for i, m in enumerate(mem))
+    return Cluster(name, devices, link or Link(1e9), (), simulation or SimulationSettings("default"),
+                   f"this machine ({platform.node()}): {num_devices} × {kind} worker, calibrated")
+
+
+def _chain(devices: list[int], compute_s: float, nbytes: float) -> CompGraph:
+    n = len(devices)
+    return CompGraph("calibration-chain", [f"op{i}" for i in range(n)], compute_any=np.full(n, compute_s),
+                     output_bytes=np.full(n, nbytes), edge_src=np.arange(n - 1), edge_dst=np.arange(1, n))
+
+
+def calibrate(num_devices: int, *, kind: str = "cpu", name: str = "local", repeats: int = 5,
+              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Measure this machine; return a ``placelab.cluster/1`` document with a ``calibration`` object."""
+    from engine.executor.pool import Executor
+
+    say = progress or (lambda _msg: None)
+    probe = machine_cluster(num_devices, kind=kind, name=name)
+    t0 = time.time()
+    say(f"starting {num_devices} {kind} workers ...")
+    with Executor(probe) as ex:
+        say("per-op overhead ...")
+        over = []
+        for d in range(num_devices):
+            g = _chain([d] * _CHAIN_OPS, _CHAIN_OP_S, 0.0)
+            m = ex.run(g, np.full(_CHAIN_OPS, d), repeats=repeats)
+            over.append(float(np.median(m.makespans)) / _CHAIN_OPS - _CHAIN_OP_S)
+        zero = ex.run(_chain([0] * _CHAIN_OPS, 0.0, 0.0), np.zeros(_CHAIN_OPS, int), repeats=repeats)
+        dispatch = float(np.median(zero.makespans)) / _CHAIN_OPS
+        bandwidth, latency, hops = 1e12, 0.0, []
+        if num_devices >= 2:
+            say("copy bandwidth and latency ...")
+            alternate = [i % 2 for i in range(_HOPS + 1)]
+            for nbytes in _COPY_BYTES:
+                m = ex.run(_chain(alternate, 0.0, nbytes), np.array(alternate), repeats=repeats)
+                hops.append(float(np.median(m.makespans)) / _HOPS)
+            slope, intercept = np.polyfit(np.array(_COPY_BYTES, float), np.array(hops), 1)
+            bandwidth = 1.0 / max(float(slope), 1e-13)
+            latency = max(float(intercept), 0.0)
+        workers = ex.worker_info
+    sim = SimulationSettings("default", op_overhead_s=max(float(np.mean(over)), 0.0), transfer_gap_s=0.0)
+    cluster = machine_cluster(num_devices, kind=kind, link=Link(bandwidth, latency), simulation=sim, name=name)
+    doc = cluster_to_dict(cluster)
+    doc["calibration"] = {
+        "host": platform.node(), "created_unix": time.time(), "seconds": time.time() - t0,
+        "workers": [{"device": d.name, "core": w["core"], "matmul_flops_per_s": w["flops_per_s"],
+                     "matmul_call_overhead_s": w["overhead_s"]} for d, w in zip(cluster.devices, workers, strict=True)],
+        "op_overhead_s_per_device": over, "dispatch_s_per_zero_op": dispatch,
+        "copy_bytes": list(_COPY_BYTES), "copy_hop_s": hops,
+    }
+    return doc
+
+
+def local_devices() -> int:
+    """Number of devices of the ``local`` preset: one per usable core, at most 8."""
+    return min(len(os.sched_getaffinity(0)), MAX_LOCAL_DEVICES)
+
+
+def local_cache_path() -> Path:
+    """The cache file of the ``local`` preset (per host and device count)."""
+    return cache_dir() / f"local-cpu{local_devices()}-{platform.node()}.json"
+
+
+def local_cluster(*, refresh: bool = False, progress: Callable[[str], None] | None = None) -> Cluster:
+    """The ``local`` preset: this machine's cores as CPU devices, calibrated once and cached."""
+    path = local_cache_path()
+    if path.exists() and not refresh:
+        try:
+            return cluster_from_dict(json.loads(path.read_text()), source=str(path))
+        except (ClusterError, ValueError):
+            pass  # a damaged cache is recalibrated, not trusted
+    doc = calibrate(local_devices(), progress=progress)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, dumps(doc, indent=1))
+    return cluster_from_dict(doc, source=str(path))

@@ -1,0 +1,163 @@
+"""Real execution on the command line: ``calibrate``, ``validate`` and ``--execute`` (issue #14).
+
+``placelab calibrate -o cluster.json`` measures this machine into a ``placelab.cluster/1``
+file (without ``-o`` it refreshes the cached ``local`` preset). ``placelab validate GRAPH -c
+CLUSTER`` executes and simulates many placements and reports the simulator's fidelity per
+mode. ``place`` and ``compare`` take ``--execute`` (see :func:`measuring`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+
+from engine.cluster import Cluster, load_cluster
+from engine.errors import SpecError
+from engine.executor import Executor, scale_graph
+from engine.graph import CompGraph
+from engine.jsonio import atomic_write_text, dumps
+from engine.placement import Placement
+from engine.runs import RunStore
+from engine.schedule import Schedule
+from engine.sources import load_graph
+from placelab.cli_common import DEFAULT_RUNS, ClusterOpt, GraphArg, JsonOpt, RunsDirOpt, emit, fmt_s, text_table
+
+__all__ = ["ExecuteOpt", "RepeatsOpt", "TimeScaleOpt", "executable_graph", "measuring", "register"]
+
+ExecuteOpt = Annotated[bool, typer.Option(
+    "--execute", help="also run the placement for real on this machine's devices and store the measurement")]
+RepeatsOpt = Annotated[int, typer.Option(min=1, help="measured executions per placement (after one warm-up)")]
+TimeScaleOpt = Annotated[float | None, typer.Option(
+    help="multiply compute times (and sizes) by this for execution; default: a step of --step-ms")]
+StepOpt = Annotated[float, typer.Option(help="with no --time-scale: scale the graph so one device's share "
+                                             "of the work takes this many ms")]
+BytesScaleOpt = Annotated[float | None, typer.Option(help="multiply bytes by this (default: the time scale)")]
+
+
+def executable_graph(graph: CompGraph, num_devices: int, time_scale: float | None, step_ms: float = 100.0,
+                     bytes_scale: float | None = None) -> CompGraph:
+    """``graph`` scaled for execution: by ``time_scale``, or so that total compute / devices = ``step_ms``."""
+    if time_scale is None:
+        if not step_ms > 0:
+            raise SpecError(f"--step-ms must be > 0, got {step_ms}")
+        share = float(graph.min_compute().sum()) / num_devices
+        time_scale = step_ms * 1e-3 / share if share > 0 else 1.0
+    return scale_graph(graph, time_scale, bytes_scale)
+
+
+@contextmanager
+def measuring(cluster: Cluster, repeats: int = 3, warmup: int = 1) -> Iterator[Any]:
+    """Workers for ``cluster``, kept open; yields a ``measure(graph, placement)`` for the runner."""
+    with Executor(cluster) as ex:
+        def measure(graph: CompGraph, placement: Placement) -> tuple[Schedule, dict[str, Any]]:
+            m = ex.run(graph, placement, repeats=repeats, warmup=warmup)
+            return m.schedule, {"measured_makespan_s": m.mean, "measured_std_s": m.std,
+                                "measured_repeats": repeats, "measured_makespans_s": m.makespans.tolist()}
+        yield measure
+
+
+def measured_text(metrics: dict[str, Any]) -> str:
+    """One line for people: measured mean ± std over the repeats."""
+    if "measured_makespan_s" not in metrics:
+        return ""
+    return (f"\nmeasured {fmt_s(metrics['measured_makespan_s'])} ± {fmt_s(metrics['measured_std_s'])} "
+            f"over {metrics['measured_repeats']} runs")
+
+
+def calibrate_cmd(output: Annotated[str | None, typer.Option(
+                      "--output", "-o", help="cluster file to write (default: refresh the cached 'local' preset)")]
+                  = None,
+                  devices: Annotated[int | None, typer.Option(min=1, help="workers (default: per core ≤8 or per GPU)")]
+                  = None,
+                  kind: Annotated[str, typer.Option(help="cpu (one worker per core) or gpu (one per CUDA device)")]
+                  = "cpu",
+                  name: Annotated[str, typer.Option(help="cluster name in the file")] = "local",
+                  as_json: JsonOpt = False) -> None:
+    """Measure this machine (matmul throughput, per-op overhead, copy bandwidth/latency) into a cluster file."""
+    from engine.executor.calibration import calibrate, local_cluster, local_devices
+
+    if kind not in ("cpu", "gpu"):
+        raise SpecError(f"--kind must be cpu or gpu, got '{kind}'")
+    say = lambda msg: typer.echo(msg, err=True)  # noqa: E731
+    if output is None:
+        if devices is not None or kind != "cpu" or name != "local":
+            raise SpecError("--devices, --kind and --name need --output (the 'local' preset is this machine's cores)")
+        from engine.cluster import cluster_to_dict
+        from engine.executor.calibration import local_cache_path
+
+        doc = cluster_to_dict(local_cluster(refresh=True, progress=say))
+        where = str(local_cache_path())
+    else:
+        if devices is None and kind == "gpu":
+            import torch
+
+            devices = torch.cuda.device_count() if torch.cuda.is_available() else 0
+            if not devices:
+                raise SpecError("--kind gpu: torch.cuda reports no GPU on this machine")
+        doc = calibrate(devices or local_devices(), kind=kind, name=name, progress=say)
+        atomic_write_text(output, dumps(doc, indent=1))
+        where = output
+    sim, link = doc["simulation"], doc["link"]
+    emit({**doc, "path": where}, as_json,
+         f"wrote {where}: {len(doc['devices'])} × {kind}, op overhead {sim['op_overhead_s'] * 1e6:.1f} µs, "
+         f"copy {link['bandwidth_bytes_per_s'] / 1e9:.2f} GB/s + {link['latency_s'] * 1e6:.1f} µs")
+
+
+def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
+                 placements: Annotated[int, typer.Option(min=1, help="placements to execute and simulate")] = 20,
+                 placers: Annotated[str | None, typer.Option(
+                     help="comma-separated placers whose placements come first (default: a few baselines); "
+                          "the rest are random")] = None,
+                 param: Annotated[list[str] | None, typer.Option(
+                     help="placer parameter PLACER.key=value (e.g. placeto.policy=RUN)")] = None,
+                 repeats: RepeatsOpt = 3, time_scale: TimeScaleOpt = None, step_ms: StepOpt = 100.0,
+                 bytes_scale: BytesScaleOpt = None, seed: int = 0,
+                 save: Annotated[bool, typer.Option(help="store a run of kind 'validate'")] = True,
+                 runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+    """Execute N placements and simulate them in every mode: Pearson, Spearman, relative errors."""
+    from policies.fidelity import validate
+
+    c = load_cluster(cluster)
+    g = executable_graph(load_graph(graph), c.num_devices, time_scale, step_ms, bytes_scale)
+    names = [p.strip() for p in placers.split(",") if p.strip()] if placers else None
+    v = validate(g, c, placements=placements, placers=names, placer_params=_placer_params(param or []),
+                 repeats=repeats, seed=seed, store=RunStore(runs_dir) if save else None,
+                 parameters={"graph_spec": graph, "time_scale": time_scale, "step_ms": step_ms},
+                 progress=lambda msg: typer.echo(msg, err=True))
+    out = {"graph": g.name, "cluster": c.name, "placements": len(v.sources), "repeats": repeats,
+           "modes": v.stats, "unavailable_modes": v.unavailable, "skipped_placers": v.skipped,
+           "rows": v.rows(), "run_id": v.run_id}
+
+    def num(x: float | None) -> str:
+        return "-" if x is None else f"{x:.3f}"
+
+    rows = [[mode, num(s["pearson"]), num(s["spearman"]), f"{s['median_rel_error']:.1%}",
+             f"{s['max_rel_error']:.1%}"] for mode, s in v.stats.items()]
+    rows += [[mode, "unavailable", "", "", ""] for mode in v.unavailable]
+    text = (f"{g.name} on {c.name}: {len(v.sources)} placements, {repeats} runs each; measured "
+            f"{fmt_s(float(np.min(v.measured_mean)))} – {fmt_s(float(np.max(v.measured_mean)))}\n"
+            + text_table(rows, ["mode", "Pearson", "Spearman", "median rel. err", "max rel. err"])
+            + (f"\nsaved as run {v.run_id}" if v.run_id else ""))
+    emit(out, as_json, text)
+
+
+def _placer_params(pairs: list[str]) -> dict[str, dict[str, Any]]:
+    from placelab.cli_common import parse_params
+
+    out: dict[str, dict[str, Any]] = {}
+    for pair in pairs:
+        placer, dot, rest = pair.partition(".")
+        if not dot or not placer:
+            raise SpecError(f"--param expects PLACER.key=value, got '{pair}'")
+        out.setdefault(placer, {}).update(parse_params([rest]))
+    return out
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``calibrate`` and ``validate`` to the ``placelab`` app."""
+    app.command("calibrate")(calibrate_cmd)
+    app.command("validate")(validate_cmd)

@@ -1,0 +1,142 @@
+"""Validate the simulator against the executor: many placements, executed and simulated.
+
+The placements are those of the named placers (baselines or a learned policy, e.g.
+``placeto`` with ``policy=RUN``), then uniformly random ones (the ``random`` placer with
+seeds 0, 1, …) up to the number asked for, duplicates removed. Every placement is executed
+``repeats`` times after a warm-up on the cluster's devices (:class:`engine.executor.Executor`)
+and simulated in every simulation mode the simulator offers
+(:data:`engine.cluster.SIMULATION_MODES`; a mode it does not implement yet is reported as
+unavailable). As in DOPPLER App. G.1, fidelity is the correlation of simulated with measured
+makespans over the placements, here with relative errors too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from engine.cluster import SIMULATION_MODES, Cluster
+from engine.errors import PlacelabError, SimulationError
+from engine.executor import Executor
+from engine.executor.fidelity import fidelity_stats
+from engine.graph import CompGraph
+from engine.placement import Placement
+from engine.run_records import write_placement_files, write_schedule_tables
+from engine.runs import RunStore
+from engine.schedule import Schedule
+from engine.simulator import Simulator
+from policies.base import make_placer
+
+__all__ = ["DEFAULT_PLACERS", "Validation", "validate"]
+
+DEFAULT_PLACERS = ("round-robin", "heft", "m-etf", "metis", "critical-path")
+
+
+@dataclass
+class Validation:
+    """Measured and simulated makespans of each placement, and the fidelity per mode."""
+
+    sources: list[str]
+    placements: list[np.ndarray]
+    measured_mean: list[float]
+    measured_std: list[float]
+    predicted: dict[str, list[float]]
+    stats: dict[str, dict[str, Any]]
+    unavailable: dict[str, str]
+    example: Schedule
+    skipped: dict[str, str] = field(default_factory=dict)
+    run_id: str | None = None
+
+    def rows(self) -> dict[str, list]:
+        """The table stored as ``fidelity.csv``: one row per placement."""
+        out: dict[str, list] = {"placement": list(range(len(self.sources))), "source": self.sources,
+                                "measured_mean_s": self.measured_mean, "measured_std_s": self.measured_std}
+        for mode, values in self.predicted.items():
+            out[f"simulated_{mode}_s"] = values
+        return out
+
+
+def _placements(graph: CompGraph, cluster: Cluster, count: int, placers: list[str], params: dict[str, Any],
+                seed: int) -> tuple[list[str], list[np.ndarray], dict[str, str]]:
+    sources, found, skipped, seen = [], [], {}, set()
+
+    def add(name: str, p: Placement) -> None:
+        key = p.devices.tobytes()
+        if key not in seen and len(found) < count:
+            seen.add(key)
+            sources.append(name)
+            found.append(p.devices.copy())
+
+    for name in placers:
+        try:
+            add(name, make_placer(name, **params.get(name, {})).place(graph, cluster, seed=seed))
+        except PlacelabError as exc:
+            skipped[name] = str(exc)
+    rand = make_placer("random")
+    k = 0
+    while len(found) < count and k < 20 * count:
+        add(f"random#{k}", rand.place(graph, cluster, seed=seed + k))
+        k += 1
+    return sources, found, skipped
+
+
+def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placers: list[str] | None = None,
+             placer_params: dict[str, dict[str, Any]] | None = None, repeats: int = 3, warmup: int = 1,
+             seed: int = 0, store: RunStore | None = None, parameters: dict[str, Any] | None = None,
+             progress: Callable[[str], None] | None = None) -> Validation:
+    """Execute and simulate ``placements`` placements of ``graph`` on ``cluster``; report fidelity.
+
+    ``graph`` must already be executable here (see :func:`engine.executor.scale_graph`).
+    With ``store``, a run of kind ``validate`` keeps the per-placement table
+    (``fidelity.csv``), the statistics per mode as metrics, and the first placement with
+    its simulated (``schedule_*.csv``) and measured (``measured_*.csv``) schedules.
+    """
+    say = progress or (lambda _msg: None)
+    names = list(DEFAULT_PLACERS if placers is None else placers)
+    for name in names:  # an unknown name is bad input: refuse it before anything runs
+        make_placer(name, **(placer_params or {}).get(name, {}))
+    sources, devs, skipped = _placements(graph, cluster, placements, names, placer_params or {}, seed)
+    sims, unavailable = {}, {}
+    for mode in SIMULATION_MODES:
+        try:
+            sims[mode] = Simulator(graph, cluster, mode=mode)
+        except SimulationError as exc:
+            unavailable[mode] = str(exc)
+    means, stds, example = [], [], None
+    predicted: dict[str, list[float]] = {m: [] for m in sims}
+    with Executor(cluster) as ex:
+        for i, (src, dev) in enumerate(zip(sources, devs, strict=True)):
+            m = ex.run(graph, dev, repeats=repeats, warmup=warmup)
+            means.append(m.mean)
+            stds.append(m.std)
+            example = example or m.schedule
+            for mode, sim in sims.items():
+                predicted[mode].append(sim.makespan(dev))
+            say(f"[{i + 1}/{len(devs)}] {src}: measured {m.mean * 1e3:.3f} ± {m.std * 1e3:.3f} ms, "
+                + ", ".join(f"{mode} {v[-1] * 1e3:.3f} ms" for mode, v in predicted.items()))
+    stats = {mode: fidelity_stats(means, values) for mode, values in predicted.items()}
+    result = Validation(sources, devs, means, stds, predicted, stats, unavailable, example, skipped)
+    if store is not None:
+        result.run_id = _store(store, graph, cluster, result, {**(parameters or {}), "placements": placements,
+                                                                "placers": names, "repeats": repeats,
+                                                                "warmup": warmup}, seed)
+    return result
+
+
+def _store(store: RunStore, graph: CompGraph, cluster: Cluster, v: Validation, parameters: dict[str, Any],
+           seed: int) -> str:
+    run = store.create("validate", graph_name=graph.name, graph_hash=graph.content_hash, cluster=cluster.name,
+                       placer=None, parameters=parameters, seed=seed, tags=["fidelity"])
+    with run:
+        first = Placement(v.placements[0])
+        write_placement_files(run, graph, cluster, first, Simulator(graph, cluster).run(first))
+        write_schedule_tables(run, graph, cluster, v.example, "measured")
+        run.write_table("fidelity.csv", v.rows())
+        run.write_json("placements.json", {"sources": v.sources, "devices": [d.tolist() for d in v.placements]})
+        run.finish("done", {"fidelity": v.stats, "unavailable_modes": v.unavailable, "skipped_placers": v.skipped,
+                            "placements": len(v.sources), "makespan_s": v.measured_mean[0],
+                            "measured_makespan_s": v.measured_mean[0]})
+    return run.id

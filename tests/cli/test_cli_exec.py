@@ -1,0 +1,115 @@
+"""``placelab calibrate``, ``validate`` and ``place/compare --execute`` (2 CPU workers, tiny graphs)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from cli_run import run_cli
+
+from engine.cluster import SIMULATION_MODES, cluster_to_dict, load_cluster
+from engine.executor import calibration
+from engine.executor.calibration import machine_cluster
+from engine.runs import RunStore
+
+pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the executor needs 2 CPU cores")
+
+GRAPH = "gen:random?ops=12&seed=3"
+
+
+@pytest.fixture
+def two(tmp_path):
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(cluster_to_dict(machine_cluster(2, name="two"))))
+    return str(path)
+
+
+def test_calibrate_writes_a_cluster_that_loads(capsys, tmp_path):
+    out = tmp_path / "c.json"
+    code, stdout, _ = run_cli(capsys, "calibrate", "-o", str(out), "--devices", "2", "--json")
+    assert code == 0
+    doc = json.loads(stdout)
+    c = load_cluster(str(out))
+    assert [d.name for d in c.devices] == ["cpu:0", "cpu:1"] and c.name == "local"
+    assert c.link.bandwidth_bytes_per_s > 0 and c.link.latency_s >= 0 and c.simulation.op_overhead_s >= 0
+    cal = json.loads(out.read_text())["calibration"]
+    assert [w["device"] for w in cal["workers"]] == ["cpu:0", "cpu:1"]
+    assert all(w["matmul_flops_per_s"] > 1e8 for w in cal["workers"])
+    assert len(cal["copy_hop_s"]) == len(cal["copy_bytes"]) and doc["path"] == str(out)
+
+
+def test_local_preset_is_calibrated_once_then_read_from_the_cache(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("PLACELAB_CACHE_DIR", str(tmp_path / "cache"))
+    calls = []
+
+    def fake(n, **_kw):  # the measurement itself is tested above; here only the caching
+        calls.append(n)
+        return cluster_to_dict(machine_cluster(n))
+
+    monkeypatch.setattr(calibration, "calibrate", fake)
+    first = load_cluster("local")
+    assert calls == [calibration.local_devices()] and calibration.local_cache_path().exists()
+    assert str(tmp_path / "cache") in str(calibration.local_cache_path())
+    assert load_cluster("local") == first and len(calls) == 1  # cached: no second calibration
+    code, _, _ = run_cli(capsys, "calibrate", "--json")  # refresh
+    assert code == 0 and len(calls) == 2
+
+
+def test_validate_reports_every_mode_and_stores_a_run(capsys, tmp_path, two):
+    runs = tmp_path / "runs"
+    code, stdout, _ = run_cli(capsys, "validate", GRAPH, "-c", two, "--placements", "3", "--placers", "round-robin",
+                              "--repeats", "1", "--step-ms", "5", "--runs-dir", str(runs), "--json")
+    assert code == 0
+    res = json.loads(stdout)
+    assert res["placements"] == 3 and res["rows"]["source"][0] == "round-robin"
+    assert set(res["modes"]) | set(res["unavailable_modes"]) == set(SIMULATION_MODES)
+    for stats in res["modes"].values():
+        assert stats["placements"] == 3 and stats["median_rel_error"] >= 0
+    run = RunStore(runs).load(res["run_id"])
+    assert {"fidelity.csv", "measured_ops.csv", "schedule_ops.csv"} <= set(run.files())
+
+
+def test_place_execute_stores_the_measured_schedule(capsys, tmp_path, two):
+    runs = tmp_path / "runs"
+    code, stdout, _ = run_cli(capsys, "place", GRAPH, "-c", two, "--placer", "round-robin", "--execute",
+                              "--repeats", "2", "--time-scale", "1", "--save", "--runs-dir", str(runs), "--json")
+    assert code == 0
+    res = json.loads(stdout)
+    assert res["measured_repeats"] == 2 and len(res["measured_makespans_s"]) == 2
+    assert res["measured_makespan_s"] == pytest.approx(sum(res["measured_makespans_s"]) / 2)
+    run = RunStore(runs).load(res["run_id"])
+    assert {"measured_ops.csv", "measured_transfers.csv", "schedule_ops.csv"} <= set(run.files())
+    assert run.meta["metrics"]["measured_makespan_s"] == res["measured_makespan_s"]
+    assert run.read_table("measured_ops.csv")["device"] == run.read_table("schedule_ops.csv")["device"]
+
+
+def test_compare_execute_measures_every_placer(capsys, tmp_path, two):
+    code, stdout, _ = run_cli(capsys, "compare", GRAPH, "-c", two, "--placers", "round-robin,heft", "--execute",
+                              "--repeats", "1", "--time-scale", "0.5", "--runs-dir", str(tmp_path / "runs"), "--json")
+    assert code == 0
+    rows = json.loads(stdout)["results"]
+    assert [r["placer"] for r in rows] == ["round-robin", "heft"]
+    assert all(r["measured_makespan_s"] > 0 and r["measured_repeats"] == 1 for r in rows)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["validate", GRAPH, "-c", "TWO", "--placers", "nosuch"], "unknown placer 'nosuch'"),
+    (["validate", GRAPH, "-c", "TWO", "--time-scale", "-1"], "time_scale must be a finite number > 0"),
+    (["validate", GRAPH, "-c", "TWO", "--param", "oops"], "PLACER.key=value"),
+    (["calibrate", "-o", "x.json", "--kind", "tpu"], "--kind must be cpu or gpu"),
+    (["calibrate", "--devices", "2"], "need --output"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, two, args, words):
+    code, stdout, stderr = run_cli(capsys, *[two if a == "TWO" else a for a in args])
+    assert code == 2 and stdout == ""
+    assert words in stderr and stderr.count("\n") == 1
+
+
+def test_calibrate_gpu_without_a_gpu_is_one_line(capsys, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the no-GPU message cannot be checked here")
+    code, _, stderr = run_cli(capsys, "calibrate", "-o", str(tmp_path / "g.json"), "--kind", "gpu")
+    assert code == 2 and "torch.cuda reports no GPU" in stderr and stderr.count("\n") == 1

@@ -1,0 +1,26 @@
+"""Session-wide test setup: the ``local`` preset's calibration cache lives in a temp dir.
+
+The cache is seeded with an uncalibrated description of this machine (placeholder link and
+overheads), so tests that merely list or load presets never start executor workers; tests
+of calibration itself point ``PLACELAB_CACHE_DIR`` at their own empty directory.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.cluster import cluster_to_dict
+from engine.jsonio import atomic_write_text, dumps
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _local_preset_cache(tmp_path_factory):
+    from engine.executor.calibration import local_cache_path, local_devices, machine_cluster
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PLACELAB_CACHE_DIR", str(tmp_path_factory.mktemp("placelab-cache")))
+    path = local_cache_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, dumps(cluster_to_dict(machine_cluster(local_devices())), indent=1))
+    yield
+    mp.undo()

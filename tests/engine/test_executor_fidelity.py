@@ -1,0 +1,99 @@
+"""Fidelity statistics, the validate workflow, its figures and the Fidelity page."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard.figures.fidelity import fidelity_scatter, measured_vs_simulated
+from engine.cluster import SIMULATION_MODES
+from engine.executor.calibration import machine_cluster
+from engine.executor.fidelity import fidelity_stats, load_measured_schedule
+from engine.generators import random_dag
+from engine.run_records import load_placement_run
+from engine.runs import RunStore
+from engine.simulator import Simulator
+from policies.fidelity import validate
+
+
+def test_fidelity_stats_by_hand():
+    s = fidelity_stats([1.0, 2.0, 3.0, 4.0], [1.1, 1.8, 3.3, 4.0])
+    # relative errors 0.1, 0.1, 0.1, 0: median 0.1, max 0.1; the order is kept: Spearman 1
+    assert s["median_rel_error"] == pytest.approx(0.1) and s["max_rel_error"] == pytest.approx(0.1)
+    assert s["spearman"] == pytest.approx(1.0)
+    assert s["pearson"] == pytest.approx(np.corrcoef([1, 2, 3, 4], [1.1, 1.8, 3.3, 4.0])[0, 1])
+    assert s["placements"] == 4 and s["mean_ratio"] == pytest.approx((1.1 + 0.9 + 1.1 + 1.0) / 4)
+    # a reversed order: Spearman -1; constant predictions: correlations undefined
+    assert fidelity_stats([1.0, 2.0, 3.0], [3.0, 2.0, 1.0])["spearman"] == pytest.approx(-1.0)
+    flat = fidelity_stats([1.0, 2.0, 4.0], [2.0, 2.0, 2.0])
+    assert flat["pearson"] is None and flat["spearman"] is None and flat["max_rel_error"] == pytest.approx(1.0)
+
+
+def test_scatter_has_one_series_per_mode_and_the_diagonal():
+    fig = fidelity_scatter([0.010, 0.020], {"placeto": [0.011, 0.019], "default": [0.012, 0.018]},
+                           sources=["a", "b"])
+    names = [t.name for t in fig.data]
+    assert names == ["placeto", "default", "simulated = measured"]
+    assert list(fig.data[0].x) == pytest.approx([10.0, 20.0]) and list(fig.data[1].y) == pytest.approx([12.0, 18.0])
+    diag = fig.data[2]
+    assert list(diag.x) == list(diag.y) == pytest.approx([10.0, 20.0])  # spans every point, both axes
+
+
+@pytest.fixture(scope="module")
+def validation(tmp_path_factory):
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("validation executes on 2 CPU workers")
+    root = tmp_path_factory.mktemp("runs")
+    g = random_dag(ops=12, seed=3)
+    g = type(g)(g.name, g.op_names, compute_any=g.min_compute() * (2e-3 / g.min_compute().max()),
+                edge_src=g.edge_src, edge_dst=g.edge_dst, edge_bytes=np.full(g.num_edges, 20_000.0))
+    c = machine_cluster(2)
+    v = validate(g, c, placements=4, placers=["round-robin"], repeats=2, warmup=0, store=RunStore(root))
+    return v, RunStore(root), g, c
+
+
+def test_validate_executes_and_simulates_every_placement(validation):
+    v, store, g, c = validation
+    assert v.sources[0] == "round-robin" and len(v.sources) == 4 and v.sources[1].startswith("random#")
+    assert len({p.tobytes() for p in v.placements}) == 4
+    assert set(v.stats) | set(v.unavailable) == set(SIMULATION_MODES)
+    for mode, values in v.predicted.items():
+        assert values == pytest.approx([Simulator(g, c, mode=mode).makespan(p) for p in v.placements])
+        assert v.stats[mode] == fidelity_stats(v.measured_mean, values)
+    assert all(m > 0 for m in v.measured_mean)
+    run = store.load(v.run_id)
+    assert run.meta["kind"] == "validate" and run.meta["metrics"]["placements"] == 4
+    assert run.read_table("fidelity.csv")["source"] == v.sources
+    pr = load_placement_run(run)
+    measured = load_measured_schedule(run, pr.graph, pr.cluster)
+    np.testing.assert_array_equal(measured.op_device, v.placements[0])
+    assert measured.makespan == pytest.approx(v.example.makespan)
+
+
+def test_timeline_figure_puts_both_schedules_on_one_axis(validation):
+    v, _, g, c = validation
+    sim = Simulator(g, c).run(v.placements[0])
+    fig = measured_vs_simulated(v.example, sim, g, c)
+    lanes = {t.y[0] for t in fig.data}
+    assert lanes == {f"cpu:{d} {kind}" for d in (0, 1) for kind in ("measured", "simulated (default)")}
+    measured_ops = sum(len(t.x) for t in fig.data if t.name.endswith("measured"))
+    assert measured_ops == g.num_ops
+
+
+def test_fidelity_page_shows_the_stored_validation(validation, monkeypatch):
+    _, store, _, _ = validation
+    monkeypatch.setenv("PLACELAB_RUNS_DIR", str(store.root))
+    app = AppTest.from_string("from dashboard.app_pages import fidelity\nfidelity.page()\n", default_timeout=60).run()
+    assert not app.exception and not app.error
+    assert [t.value for t in app.title] == ["Fidelity"]
+    assert len(app.get("plotly_chart")) == 2
+    assert set(app.dataframe[0].value["mode"]) <= set(SIMULATION_MODES)
+
+
+def test_fidelity_page_without_runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("PLACELAB_RUNS_DIR", str(tmp_path / "none"))
+    app = AppTest.from_string("from dashboard.app_pages import fidelity\nfidelity.page()\n", default_timeout=60).run()
+    assert not app.exception and "placelab validate" in app.info[0].value

@@ -84,19 +84,20 @@ def _push(ev_t, ev_k, counts, t, kind, payload):
 
 @njit(cache=True, _nrt=False, inline="always")
 def _alloc(t, d, b, df, mr, counts, rec):
-    if b > 0:
+    """Allocate ``b`` bytes on device ``d`` (``rec``: 0 memory not tracked, 1 peak only, 2 every change)."""
+    if rec > 0 and b > 0:
         df[d, _MEM] += b
         if df[d, _MEM] > df[d, _PEAK]:
             df[d, _PEAK] = df[d, _MEM]
-        if rec:
+        if rec == 2:
             record(mr, counts, t, d, b)
 
 
 @njit(cache=True, _nrt=False, inline="always")
 def _free(t, d, b, df, mr, counts, rec):
-    if b > 0:
+    if rec > 0 and b > 0:
         df[d, _MEM] -= b
-        if rec:
+        if rec == 2:
             record(mr, counts, t, d, -b)
 
 
@@ -222,6 +223,8 @@ def _start_transfer(t, r, ri, rf, df, ev_t, ev_k, counts):
 @njit(cache=True, _nrt=False, inline="always")
 def _release_output(t, p, dev, out_bytes, oi, df, mr, counts, rec):
     """One holder of op ``p``'s output let go of it; the last frees it."""
+    if rec == 0:
+        return
     oi[p, _OUT_REF] -= 1
     if oi[p, _OUT_REF] == 0:
         _free(t, dev[p], out_bytes[p], df, mr, counts, rec)
@@ -231,7 +234,7 @@ def _release_output(t, p, dev, out_bytes, oi, df, mr, counts, rec):
 def simulate_wc(
     num_devices, out_ptr, out_edge, pred_ptr, pred_edge, edge_src, edge_dst,
     edge_bytes, edge_given, edge_noise, bandwidth, latency, out_bytes, persistent, temp, need, capacity,
-    dev, dur, prio, choose, contention, memory_aware, record_memory,
+    dev, dur, prio, choose, contention, memory_aware, memory,
     oi, of, q, ri, rf, rnext, row_of_edge, ch, ev_t, ev_k, mr, df, di, counts,
 ):
     """Simulate one placement; results are left in the workspace arrays.
@@ -239,12 +242,14 @@ def simulate_wc(
     ``out_ptr`` / ``out_edge`` list each op's out-edges in the order the source listed them.
     A transfer along edge ``e`` takes ``edge_given[e]`` (NaN: latency + bytes / bandwidth of
     the link) times ``edge_noise[e]``. ``prio`` is only read with ``choose=PRIORITY``;
-    ``need`` (temp + output bytes per op) only with ``memory_aware``.
+    ``need`` (temp + output bytes per op) only with ``memory_aware``. ``memory``: 0 = no
+    memory tracking (op and transfer times only: the makespan-only call), 1 = peaks,
+    2 = peaks and every change recorded (must be >= 1 with ``memory_aware``).
     Returns ``(makespan, transfer rows, memory records, ops run)``.
     """
     n = len(dur)
     D = num_devices
-    rec = record_memory
+    rec = memory
     # ---------------------------------------------------------------- reset the workspace
     for d in range(D):
         for k in range(df.shape[1]):
@@ -297,7 +302,7 @@ def simulate_wc(
             di[d, _RUNNING] = -1
             _free(t, d, temp[c], df, mr, counts, rec)
             _release_output(t, c, dev, out_bytes, oi, df, mr, counts, rec)
-            for k in range(pred_ptr[c], pred_ptr[c + 1]):  # its inputs: copies and local outputs
+            for k in range(pred_ptr[c], pred_ptr[c + 1] if rec > 0 else 0):  # inputs: copies, local outputs
                 e = pred_edge[k]
                 p = edge_src[e]
                 if dev[p] == d:

@@ -57,17 +57,18 @@ __all__ = ["KERNELS", "MakespanStats", "Simulator", "simulate", "wc_durations"]
 
 
 def wc_durations(settings: SimulationSettings, durations: np.ndarray, num_edges: int,
-                 run: int = 0) -> tuple[np.ndarray, np.ndarray]:
+                 run: int = 0, ones: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Op durations and per-edge transfer-time factors of one seeded work-conserving run.
 
     Noise model (ours; DOPPLER §2 leaves P(⟨t_out, a⟩ | S, t_in) open): every op time and
     every transfer time is multiplied by an independent log-normal factor
     ``exp(σ·Z − σ²/2)`` with ``σ = settings.noise``: mean 1 (expected times are the graph's),
     always positive, coefficient of variation ≈ σ. ``Z`` are standard normals drawn by
-    numpy's PCG64 from the seed ``(settings.seed, run)``: ops first, then edges.
+    numpy's PCG64 from the seed ``(settings.seed, run)``: ops first, then edges. Without
+    noise the factors are ``ones`` (a reusable array of 1.0) or new ones.
     """
     if settings.noise == 0:
-        return durations, np.ones(num_edges)
+        return durations, np.ones(num_edges) if ones is None else ones
     rng = np.random.default_rng([settings.seed, run])
     sigma = settings.noise
     op_f = np.exp(sigma * rng.standard_normal(len(durations)) - sigma * sigma / 2)
@@ -98,7 +99,7 @@ class _EventKernel:
                       float(cluster.link.bandwidth_bytes_per_s), float(s.op_overhead_s), float(s.transfer_gap_s))
         self.workspaces: dict[bool, _simkernel.Workspace] = {}
 
-    def __call__(self, dev: np.ndarray, dur: np.ndarray, record_memory: bool, run: int = 0):
+    def __call__(self, dev: np.ndarray, dur: np.ndarray, record_memory: bool, run: int = 0, memory: bool = True):
         ws = self.workspaces.get(record_memory)
         if ws is None:
             ws = self.workspaces[record_memory] = _simkernel.Workspace(
@@ -138,6 +139,7 @@ class _WorkConservingKernel:
         self.contention = {"none": _simkernel_wc.NO_CONTENTION, "per_device": _simkernel_wc.PER_DEVICE,
                            "per_link": _simkernel_wc.PER_LINK}[s.contention]
         self.no_priority = np.zeros(graph.num_ops)
+        self.no_noise = np.ones(graph.num_edges)
         self.workspaces: dict[bool, _simkernel_wc.Workspace] = {}
 
     def priority(self, dev: np.ndarray, dur: np.ndarray, edge_noise: np.ndarray) -> np.ndarray:
@@ -149,15 +151,17 @@ class _WorkConservingKernel:
         ec = edge_transfer_cost(g, self.cluster, dev) * edge_noise
         return _dagkernels.longest_to_sinks(g.topo_order, g.succ.ptr, g.succ.idx, g.succ.edge, dur, ec)
 
-    def __call__(self, dev: np.ndarray, dur: np.ndarray, record_memory: bool, run: int = 0):
+    def __call__(self, dev: np.ndarray, dur: np.ndarray, record_memory: bool, run: int = 0, memory: bool = True):
+        """``memory=False``: op and transfer times only (peaks not computed), unless memory-aware."""
         ws = self.workspaces.get(record_memory)
         if ws is None:
             ws = self.workspaces[record_memory] = _simkernel_wc.Workspace(
                 self.graph.num_ops, self.graph.num_edges, self.cluster.num_devices, record_memory)
-        dur, edge_noise = wc_durations(self.settings, dur, self.graph.num_edges, run)
+        dur, edge_noise = wc_durations(self.settings, dur, self.graph.num_edges, run, self.no_noise)
         makespan, nrows, nmem, _done = _simkernel_wc.simulate_wc(
             *self.args, edge_noise, *self.links, dev, dur, self.priority(dev, dur, edge_noise), self.choose,
-            self.contention, self.settings.memory_aware, record_memory,
+            self.contention, self.settings.memory_aware,
+            2 if record_memory else 1 if memory or self.settings.memory_aware else 0,
             ws.oi, ws.of, ws.q, ws.ri, ws.rf, ws.rnext, ws.row_of_edge, ws.ch, ws.ev_t, ws.ev_k, ws.mr,
             ws.df, ws.di, ws.counts)
         return ws, float(makespan), int(nrows), int(nmem)
@@ -244,7 +248,7 @@ class Simulator:
     def makespan_stats(self, devices: np.ndarray | Placement) -> MakespanStats:
         """Makespans of the ``runs`` seeded executions (one unless work-conserving with runs > 1)."""
         dev, dur = self._prepare(devices)
-        values = tuple(self._kernel(dev, dur, False, r)[1] for r in range(self.runs))
+        values = tuple(self._kernel(dev, dur, False, r, memory=False)[1] for r in range(self.runs))
         return MakespanStats(float(np.mean(values)), float(np.std(values)), values)
 
     def makespan(self, devices: np.ndarray | Placement) -> float:
@@ -253,7 +257,7 @@ class Simulator:
         if self.runs > 1:
             return self.makespan_stats(devices).mean
         dev, dur = self._prepare(devices)
-        return self._kernel(dev, dur, False)[1]
+        return self._kernel(dev, dur, False, memory=False)[1]
 
     def makespan_and_peak(self, devices: np.ndarray | Placement) -> tuple[float, np.ndarray]:
         """Makespan (s, mean over runs) and per-device peak memory (bytes, the largest over runs)."""

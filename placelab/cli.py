@@ -26,7 +26,7 @@ from engine.runs import RunStore
 from engine.simulator import Simulator
 from engine.sources import load_graph
 from engine.summary import graph_summary, run_summary
-from placelab import cli_learn
+from placelab import cli_learn, cli_sweep
 from placelab.cli_common import (
     DEFAULT_RUNS,
     ClusterOpt,
@@ -51,6 +51,7 @@ app.add_typer(graph_app, name="graph")
 app.add_typer(bench_app, name="bench")
 app.add_typer(runs_app, name="runs")
 cli_learn.register(app)
+cli_sweep.register(app)
 
 # ---------------------------------------------------------------------------------- graph
 @graph_app.command("info")
@@ -122,12 +123,14 @@ def place(graph: GraphArg, cluster: ClusterOpt,
 def compare(graph: GraphArg, cluster: ClusterOpt,
             placers: Annotated[str | None, typer.Option(help="comma-separated placers (default: all)")] = None,
             seed: int = 0, save: Annotated[bool, typer.Option(help="store each result as a run")] = True,
+            workers: cli_sweep.WorkersOpt = None, address: cli_sweep.AddressOpt = None,
             runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Run several placers on one graph and cluster; a table like Placeto Table 1."""
     g, c = load_graph(graph), load_cluster(cluster)
     names = [p.strip() for p in placers.split(",") if p.strip()] if placers else None
-    results = run_compare(g, c, names, seed=seed, store=RunStore(runs_dir) if save else None,
-                               progress=lambda msg: typer.echo(msg, err=True))
+    with cli_sweep.executor(workers, address) as ex:
+        results = run_compare(g, c, names, seed=seed, store=RunStore(runs_dir) if save else None,
+                              progress=lambda msg: typer.echo(msg, err=True), executor=ex)
     rows = [[r["placer"], fmt_s(r.get("makespan_s")),
              f"{r['makespan_s'] / r['lower_bound_s']:.2f}" if r.get("makespan_s") else "-",
              fmt_bytes(max(r["peak_memory_bytes"].values())) if r.get("peak_memory_bytes") else "-",

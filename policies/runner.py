@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.cluster import Cluster
@@ -16,8 +16,9 @@ from engine.runs import RunStore
 from engine.schedule import Schedule
 from engine.simulator import Simulator
 from policies.base import PLACERS, make_placer
+from policies.parallel import Executor
 
-__all__ = ["PlaceResult", "compare", "place_and_simulate"]
+__all__ = ["PlaceFailed", "PlaceResult", "compare", "place_and_simulate", "place_task", "result_row", "store_result"]
 
 
 @dataclass(frozen=True)
@@ -30,49 +31,94 @@ class PlaceResult:
     run_id: str | None
 
 
+@dataclass(frozen=True)
+class PlaceFailed:
+    """A placer that does not apply to a graph or cluster: its one-line reason."""
+
+    placer: str
+    error: str
+
+
 def place_and_simulate(graph: CompGraph, cluster: Cluster, placer: str, *, seed: int = 0,
                        budget: int | None = None, params: dict[str, Any] | None = None,
                        store: RunStore | None = None, kind: str = "place", tags: list[str] | None = None,
                        progress: Callable[[int, int, str], None] | None = None) -> PlaceResult:
     """Place ``graph`` with a registered placer, simulate it, and store a run if ``store`` is given."""
+    res = _place(graph, cluster, placer, seed, budget, params, progress)
+    return store_result(store, graph, cluster, res, seed=seed, budget=budget, params=params, kind=kind,
+                        tags=tags) if store is not None else res
+
+
+def place_task(graph: CompGraph, cluster: Cluster, placer: str, seed: int, budget: int | None,
+               params: dict[str, Any] | None) -> PlaceResult | PlaceFailed:
+    """One placer run as an independent task (see :mod:`policies.parallel`): nothing is stored.
+
+    A placer that does not apply (it raises a placelab error) is an answer, not a failure:
+    it comes back as :class:`PlaceFailed` with the one-line message.
+    """
+    try:
+        return _place(graph, cluster, placer, seed, budget, params, None)
+    except PlacelabError as exc:
+        return PlaceFailed(placer, str(exc))
+
+
+def store_result(store: RunStore, graph: CompGraph, cluster: Cluster, res: PlaceResult, *, seed: int,
+                 budget: int | None, params: dict[str, Any] | None, kind: str,
+                 tags: list[str] | None = None) -> PlaceResult:
+    """Store a placement result as a finished run; the result with its ``run_id``."""
+    run = save_placement_run(store, graph, cluster, res.placement, res.schedule, placer=res.placer,
+                             parameters={**(params or {}), "budget": budget}, seed=seed,
+                             seconds_to_place=res.seconds_to_place, kind=kind, tags=tags)
+    return replace(res, run_id=run.id)
+
+
+def _place(graph, cluster, placer, seed, budget, params, progress) -> PlaceResult:
     p = make_placer(placer, **(params or {}))
     t0 = time.perf_counter()
     placement = p.place(graph, cluster, seed=seed, budget=budget, progress=progress)
     seconds = time.perf_counter() - t0
     schedule = Simulator(graph, cluster).run(placement)
-    run_id = None
-    if store is not None:
-        run = save_placement_run(store, graph, cluster, placement, schedule, placer=placer,
-                                 parameters={**(params or {}), "budget": budget}, seed=seed,
-                                 seconds_to_place=seconds, kind=kind, tags=tags)
-        run_id = run.id
-    return PlaceResult(placer, placement, schedule, placement_metrics(graph, cluster, schedule), seconds, run_id)
+    return PlaceResult(placer, placement, schedule, placement_metrics(graph, cluster, schedule), seconds, None)
 
 
 def compare(graph: CompGraph, cluster: Cluster, placers: list[str] | None = None, *, seed: int = 0,
-            store: RunStore | None = None, progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+            store: RunStore | None = None, progress: Callable[[str], None] | None = None,
+            executor: Executor | None = None) -> list[dict[str, Any]]:
     """Run each placer (default: every registered one) and report a row per placer.
 
     A placer that does not apply to this graph or cluster (it raises a placelab error)
     gets a row with its one-line ``error`` instead of numbers; the others still run. An
     unknown placer name raises :class:`~engine.errors.SpecError` before any placer runs.
+    The placers run as independent tasks on ``executor`` (default: in this process, one
+    after another); each result is stored as it arrives.
     """
     names = list(PLACERS) if placers is None else placers
     for name in names:  # bad names are bad input: refuse them before any placer runs or is stored
         if name not in PLACERS:
             make_placer(name)
-    rows = []
-    for name in names:
+    rows: list[dict[str, Any]] = [{} for _ in names]
+
+    def started(i: int) -> None:
         if progress:
-            progress(f"placing with {name} ...")
-        try:
-            res = place_and_simulate(graph, cluster, name, seed=seed, store=store, kind="compare")
-        except PlacelabError as exc:
-            rows.append({"placer": name, "error": str(exc)})
-            continue
-        m = res.metrics
-        rows.append({"placer": name, "makespan_s": m["makespan_s"], "lower_bound_s": m["lower_bound_s"],
-                     "peak_memory_bytes": m["peak_memory_bytes"], "oom": m["oom"],
-                     "communication_bytes": m["communication_bytes"], "seconds_to_place": res.seconds_to_place,
-                     "run_id": res.run_id})
+            progress(f"placing with {names[i]} ...")
+
+    def finished(i: int, res: PlaceResult | PlaceFailed) -> None:
+        if isinstance(res, PlaceFailed):
+            rows[i] = {"placer": res.placer, "error": res.error}
+            return
+        if store is not None:
+            res = store_result(store, graph, cluster, res, seed=seed, budget=None, params=None, kind="compare")
+        rows[i] = result_row(res)
+
+    (executor or Executor()).map(place_task, [(graph, cluster, n, seed, None, None) for n in names],
+                                 on_start=started, on_result=finished)
     return rows
+
+
+def result_row(res: PlaceResult) -> dict[str, Any]:
+    """The row ``compare`` reports for one placer's result."""
+    m = res.metrics
+    return {"placer": res.placer, "makespan_s": m["makespan_s"], "lower_bound_s": m["lower_bound_s"],
+            "peak_memory_bytes": m["peak_memory_bytes"], "oom": m["oom"],
+            "communication_bytes": m["communication_bytes"], "seconds_to_place": res.seconds_to_place,
+            "run_id": res.run_id}

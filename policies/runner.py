@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -10,8 +11,9 @@ from typing import Any
 from engine.cluster import Cluster
 from engine.errors import PlacelabError
 from engine.graph import CompGraph
+from engine.jsonio import atomic_write_bytes
 from engine.placement import Placement
-from engine.run_records import placement_metrics, save_placement_run
+from engine.run_records import placement_metrics, save_placement_run, write_placement_files
 from engine.runs import RunStore
 from engine.schedule import Schedule
 from engine.simulator import Simulator
@@ -29,6 +31,7 @@ class PlaceResult:
     metrics: dict[str, Any]
     seconds_to_place: float
     run_id: str | None
+    files: dict[str, bytes] | None = None  # the run's files, encoded by the task (place_task(encode=True))
 
 
 @dataclass(frozen=True)
@@ -50,26 +53,55 @@ def place_and_simulate(graph: CompGraph, cluster: Cluster, placer: str, *, seed:
 
 
 def place_task(graph: CompGraph, cluster: Cluster, placer: str, seed: int, budget: int | None,
-               params: dict[str, Any] | None) -> PlaceResult | PlaceFailed:
+               params: dict[str, Any] | None, encode: bool = False) -> PlaceResult | PlaceFailed:
     """One placer run as an independent task (see :mod:`policies.parallel`): nothing is stored.
 
     A placer that does not apply (it raises a placelab error) is an answer, not a failure:
-    it comes back as :class:`PlaceFailed` with the one-line message.
+    it comes back as :class:`PlaceFailed` with the one-line message. With ``encode`` the task
+    also encodes the run's files (graph, cluster, placement, schedule tables: most of the cost
+    of storing a run) so that the driver, which stores every result, only writes bytes.
     """
     try:
-        return _place(graph, cluster, placer, seed, budget, params, None)
+        res = _place(graph, cluster, placer, seed, budget, params, None)
     except PlacelabError as exc:
         return PlaceFailed(placer, str(exc))
+    return replace(res, files=_encoded_files(graph, cluster, res)) if encode else res
+
+
+def _encoded_files(graph: CompGraph, cluster: Cluster, res: PlaceResult) -> dict[str, bytes]:
+    """A placement run's files as :func:`~engine.run_records.write_placement_files` writes them, as bytes.
+
+    They are written into a scratch run in a temporary directory and read back, so a stored
+    run's files are the same whichever process encoded them.
+    """
+    with tempfile.TemporaryDirectory(prefix="placelab-") as tmp:
+        scratch = RunStore(tmp).create("scratch", graph_name=graph.name, graph_hash="", cluster=cluster.name,
+                                       placer=res.placer, parameters={}, seed=None)
+        write_placement_files(scratch, graph, cluster, res.placement, res.schedule)
+        return {name: (scratch.path / name).read_bytes() for name in scratch.files() if name != "run.json"}
 
 
 def store_result(store: RunStore, graph: CompGraph, cluster: Cluster, res: PlaceResult, *, seed: int,
                  budget: int | None, params: dict[str, Any] | None, kind: str,
                  tags: list[str] | None = None) -> PlaceResult:
-    """Store a placement result as a finished run; the result with its ``run_id``."""
-    run = save_placement_run(store, graph, cluster, res.placement, res.schedule, placer=res.placer,
-                             parameters={**(params or {}), "budget": budget}, seed=seed,
-                             seconds_to_place=res.seconds_to_place, kind=kind, tags=tags)
-    return replace(res, run_id=run.id)
+    """Store a placement result as a finished run; the result with its ``run_id``.
+
+    A result whose task encoded the run's files (``files``) is stored by writing those bytes
+    (each atomically); otherwise the files are encoded here.
+    """
+    parameters = {**(params or {}), "budget": budget}
+    if res.files is None:
+        run = save_placement_run(store, graph, cluster, res.placement, res.schedule, placer=res.placer,
+                                 parameters=parameters, seed=seed, seconds_to_place=res.seconds_to_place,
+                                 kind=kind, tags=tags)
+        return replace(res, run_id=run.id)
+    run = store.create(kind, graph_name=graph.name, graph_hash=graph.content_hash, cluster=cluster.name,
+                       placer=res.placer, parameters=parameters, seed=seed, tags=list(tags or []))
+    with run:
+        for name, data in res.files.items():
+            atomic_write_bytes(run.path / name, data)
+        run.finish("done", {**res.metrics, "seconds_to_place": res.seconds_to_place})
+    return replace(res, run_id=run.id, files=None)
 
 
 def _place(graph, cluster, placer, seed, budget, params, progress) -> PlaceResult:
@@ -110,7 +142,8 @@ def compare(graph: CompGraph, cluster: Cluster, placers: list[str] | None = None
             res = store_result(store, graph, cluster, res, seed=seed, budget=None, params=None, kind="compare")
         rows[i] = result_row(res)
 
-    (executor or Executor()).map(place_task, [(graph, cluster, n, seed, None, None) for n in names],
+    (executor or Executor()).map(place_task, [(graph, cluster, n, seed, None, None, store is not None)
+                                              for n in names],
                                  on_start=started, on_result=finished)
     return rows
 

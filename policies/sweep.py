@@ -175,8 +175,8 @@ def _execute(store: RunStore, run: Run, spec: SweepSpec, graphs: dict[str, CompG
     with run:
         if progress:
             progress(count[0], len(plan), f"{len(todo)} tasks, {ex.describe()}")
-        ex.map(place_task, [(graphs[plan[i][0]], clusters[plan[i][1]], plan[i][2], plan[i][3], spec.budget, None)
-                            for i in todo], on_result=finished)
+        ex.map(place_task, [(graphs[plan[i][0]], clusters[plan[i][1]], plan[i][2], plan[i][3], spec.budget, None,
+                             True) for i in todo], on_result=finished)
         rows = sweep_rows(run)
         run.write_table(SWEEP_TABLE, {k: [r[k] for r in rows] for k in SWEEP_COLUMNS})
         run.finish("done", {"tasks": len(plan), "errors": sum(1 for r in rows if r["error"]),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -21,6 +22,8 @@ from policies.base import PLACERS, make_placer
 from policies.parallel import Executor
 
 __all__ = ["PlaceFailed", "PlaceResult", "compare", "place_and_simulate", "place_task", "result_row", "store_result"]
+
+_SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # see _encoded_files
 
 
 @dataclass(frozen=True)
@@ -72,9 +75,10 @@ def _encoded_files(graph: CompGraph, cluster: Cluster, res: PlaceResult) -> dict
     """A placement run's files as :func:`~engine.run_records.write_placement_files` writes them, as bytes.
 
     They are written into a scratch run in a temporary directory and read back, so a stored
-    run's files are the same whichever process encoded them.
+    run's files are the same whichever process encoded them. The scratch goes to memory
+    (``/dev/shm``) where there is one: its durable writes then cost no disk flushes.
     """
-    with tempfile.TemporaryDirectory(prefix="placelab-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="placelab-", dir=_SCRATCH) as tmp:
         scratch = RunStore(tmp).create("scratch", graph_name=graph.name, graph_hash="", cluster=cluster.name,
                                        placer=res.placer, parameters={}, seed=None)
         write_placement_files(scratch, graph, cluster, res.placement, res.schedule)

@@ -27,6 +27,7 @@ Ray is imported only here and only when a Ray executor is used: importing ``engi
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,6 +37,7 @@ __all__ = ["Executor", "TaskLost"]
 
 _PLAIN = (str, int, float, bool, bytes, type(None))
 _POLL_S = 0.2  # ray.wait timeout: keeps the driver responsive to Ctrl-C
+_CONNECT_S = 5.0
 
 
 class TaskLost(RuntimeError):
@@ -112,6 +114,7 @@ class Executor:
         if self.workers is not None:
             ray.init(num_cpus=self.workers, runtime_env=env, **quiet)
         else:
+            _check_reachable(self.address)
             try:
                 ray.init(address=self.address, **quiet)
             except (ConnectionError, ValueError) as exc:
@@ -199,6 +202,19 @@ def _shared_refs(tasks: Sequence[tuple], put: Callable[[Any], Any]) -> dict[int,
                 seen[id(a)] = a
                 counts[id(a)] = counts.get(id(a), 0) + 1
     return {k: put(seen[k]) for k, n in counts.items() if n > 1}
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse an address nothing listens on in seconds (Ray itself retries for minutes)."""
+    if address == "auto":  # Ray looks up the cluster started on this machine and says so at once
+        return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise SpecError(f"--address expects auto, HOST:PORT or ray://HOST:PORT, got '{address}'")
+    try:
+        socket.create_connection((host, int(port)), timeout=_CONNECT_S).close()
+    except OSError as exc:
+        raise SpecError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
 
 
 def _import_roots() -> list[str]:

@@ -95,6 +95,8 @@ def test_sweep_pivot_is_table_1_shaped():
     (["--placers", "round-robin", "--workers", "2", "--address", "auto"], "not both"),
     (["--placers", "round-robin", "--mode", "bogus"], "simulation mode must be one of"),
     (["--placers", " , "], "--placers names nothing"),
+    (["--placers", "round-robin", "--address", "127.0.0.1:1"], "cannot reach the Ray cluster at 127.0.0.1:1"),
+    (["--placers", "round-robin", "--address", "headnode"], "--address expects auto, HOST:PORT or ray://"),
 ])
 def test_bad_sweep_input_is_one_line_and_stores_nothing(capsys, files, args, message):
     code, out, err = run_cli(capsys, "sweep", "-g", str(files / "chain.json"), "-c", str(files / "two.json"),

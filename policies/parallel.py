@@ -181,8 +181,8 @@ class Executor:
                     except RayTaskError as exc:  # the task's own exception: re-raise it as raised
                         raise exc.cause from None
                     except RayError as exc:  # the worker or its node died more often than retried
-                        raise TaskLost(f"task {i} failed {self.max_retries + 1} times: "
-                                       f"{type(exc).__name__}") from None
+                        raise TaskLost(f"task {i}: its worker died in each of its {self.max_retries + 1} "
+                                       f"attempt(s) ({type(exc).__name__})") from None
                     if on_result:
                         on_result(i, results[i])
         except BaseException:

@@ -22,7 +22,7 @@ import pytest
 
 from engine.errors import SpecError
 from engine.runs import RunStore
-from policies.parallel import Executor
+from policies.parallel import Executor, TaskLost
 from policies.runner import compare
 from policies.sweep import SweepSpec, resume_sweep, run_sweep, sweep_rows
 
@@ -129,11 +129,10 @@ def _our_task_workers(fn_name: str) -> list[psutil.Process]:
     return mine
 
 
-def test_killed_worker_task_is_retried_and_nothing_is_lost(ray_executor, sequential, tmp_path):
-    spec = SweepSpec.from_specs(GRAPHS, "k80x2", "local-search", seeds=4, budget=400)
-    killed: list[int] = []
+def _kill_one_worker(killed: list[int]) -> threading.Thread:
+    """A thread that kills (SIGKILL) the first of our Ray workers it finds running a placement task."""
 
-    def kill_one_worker():
+    def kill():
         deadline = time.monotonic() + 60
         while not killed and time.monotonic() < deadline:
             for p in _our_task_workers("place_task"):
@@ -142,8 +141,15 @@ def test_killed_worker_task_is_retried_and_nothing_is_lost(ray_executor, sequent
                 break
             time.sleep(0.05)
 
-    killer = threading.Thread(target=kill_one_worker)
-    killer.start()
+    thread = threading.Thread(target=kill)
+    thread.start()
+    return thread
+
+
+def test_killed_worker_task_is_retried_and_nothing_is_lost(ray_executor, sequential, tmp_path):
+    spec = SweepSpec.from_specs(GRAPHS, "k80x2", "local-search", seeds=4, budget=400)
+    killed: list[int] = []
+    killer = _kill_one_worker(killed)
     store = RunStore(tmp_path)
     out = run_sweep(store, spec, executor=ray_executor)
     killer.join()
@@ -154,6 +160,23 @@ def test_killed_worker_task_is_retried_and_nothing_is_lost(ray_executor, sequent
     runs = store.list()
     assert sorted(r.meta["status"] for r in runs) == ["done"] * (len(out["results"]) + 1)
     assert len(store.list(kind="compare")) == 2 * 4  # one run per result, no half-written leftovers
+
+
+def test_a_task_lost_beyond_its_retries_fails_the_sweep_which_resumes(ray_executor, tmp_path):
+    spec = SweepSpec.from_specs(GRAPHS, "k80x2", "local-search", seeds=4, budget=400)
+    killed: list[int] = []
+    killer = _kill_one_worker(killed)
+    store = RunStore(tmp_path)
+    with pytest.raises(TaskLost, match="its worker died in each of its 1 attempt"):
+        run_sweep(store, spec, executor=Executor(workers=2, max_retries=0))  # joins the running runtime
+    killer.join()
+    (sweep,) = store.list(kind="sweep")
+    assert sweep.meta["status"] == "failed" and "worker died" in sweep.meta["error"]
+    kept = len(sweep_rows(sweep))
+    assert len(store.list(kind="compare")) == kept < len(spec.plan())
+    out = resume_sweep(store, sweep.id, executor=ray_executor)
+    assert out["ran"] == len(spec.plan()) - kept
+    assert _results(out["results"]) == _results(run_sweep(RunStore(tmp_path / "ref"), spec)["results"])
 
 
 def test_ctrl_c_cancels_workers_and_leaves_the_sweep_interrupted_then_resumable(ray_executor, sequential, tmp_path):

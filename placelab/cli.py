@@ -28,7 +28,7 @@ from engine.runs import RunStore
 from engine.simulator import Simulator
 from engine.sources import load_graph
 from engine.summary import graph_summary, run_summary
-from placelab import cli_exec, cli_learn
+from placelab import cli_exec, cli_learn, cli_sweep
 from placelab.cli_common import (
     DEFAULT_RUNS,
     ClusterOpt,
@@ -58,6 +58,7 @@ app.add_typer(bench_app, name="bench")
 app.add_typer(runs_app, name="runs")
 cli_learn.register(app)
 cli_exec.register(app)
+cli_sweep.register(app)
 
 # ---------------------------------------------------------------------------------- graph
 @graph_app.command("info")
@@ -147,17 +148,22 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
             mode: ModeOpt = None, sim_param: SimParamOpt = None,
             execute: cli_exec.ExecuteOpt = False, repeats: cli_exec.RepeatsOpt = 3,
             time_scale: cli_exec.TimeScaleOpt = None,
+            workers: cli_sweep.WorkersOpt = None, address: cli_sweep.AddressOpt = None,
             runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Run several placers on one graph and cluster; a table like Placeto Table 1 (measured too: --execute)."""
     names = [p.strip() for p in placers.split(",") if p.strip()] if placers is not None else None
     if names == []:
         raise SpecError(f"--placers names no placer: '{placers}'")
+    if execute and (workers or address):
+        raise SpecError("--execute runs the placements on this machine's devices, one at a time: "
+                        "it cannot be combined with --workers or --address")
     g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
     if execute:
         g = cli_exec.executable_graph(g, c.num_devices, time_scale)
-    with cli_exec.measuring(c, repeats) if execute else nullcontext() as measure:
+    with cli_exec.measuring(c, repeats) if execute else nullcontext() as measure, \
+            cli_sweep.executor(workers, address) as ex:
         results = run_compare(g, c, names, seed=seed, store=RunStore(runs_dir) if save else None,
-                              progress=lambda msg: typer.echo(msg, err=True), measure=measure)
+                              progress=lambda msg: typer.echo(msg, err=True), measure=measure, executor=ex)
     rows = [[r["placer"], fmt_s(r.get("makespan_s")),
              f"{r['makespan_s'] / r['lower_bound_s']:.2f}" if r.get("makespan_s") else "-",
              fmt_bytes(max(r["peak_memory_bytes"].values())) if r.get("peak_memory_bytes") else "-",

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.cluster import Cluster
 from engine.errors import PlacelabError
 from engine.graph import CompGraph
+from engine.jsonio import atomic_write_bytes
 from engine.placement import Placement
-from engine.run_records import placement_metrics, save_placement_run
+from engine.run_records import placement_metrics, save_placement_run, write_placement_files
 from engine.runs import RunStore
 from engine.schedule import Schedule
 from engine.simulator import Simulator
 from policies.base import PLACERS, make_placer
+from policies.parallel import Executor
 
-__all__ = ["PlaceResult", "compare", "place_and_simulate"]
+__all__ = ["PlaceFailed", "PlaceResult", "compare", "place_and_simulate", "place_task", "result_row", "store_result",
+           "with_measurement"]
+
+_SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # see _encoded_files
 
 
 Measure = Callable[[CompGraph, Placement], tuple[Schedule, dict[str, Any]]]
@@ -33,6 +40,15 @@ class PlaceResult:
     seconds_to_place: float
     run_id: str | None
     measured: Schedule | None = None
+    files: dict[str, bytes] | None = None  # the run's files, encoded by the task (place_task(encode=True))
+
+
+@dataclass(frozen=True)
+class PlaceFailed:
+    """A placer that does not apply to a graph or cluster: its one-line reason."""
+
+    placer: str
+    error: str
 
 
 def place_and_simulate(graph: CompGraph, cluster: Cluster, placer: str, *, seed: int = 0,
@@ -45,48 +61,123 @@ def place_and_simulate(graph: CompGraph, cluster: Cluster, placer: str, *, seed:
     With ``measure``, the placement is also executed; its measured schedule is stored beside
     the simulated one and its metrics (``measured_makespan_s``, ...) join the run's.
     """
+    res = _place(graph, cluster, placer, seed, budget, params, progress)
+    if measure is not None:
+        res = with_measurement(graph, res, measure)
+    return store_result(store, graph, cluster, res, seed=seed, budget=budget, params=params, kind=kind,
+                        tags=tags) if store is not None else res
+
+
+def place_task(graph: CompGraph, cluster: Cluster, placer: str, seed: int, budget: int | None,
+               params: dict[str, Any] | None, encode: bool = False) -> PlaceResult | PlaceFailed:
+    """One placer run as an independent task (see :mod:`policies.parallel`): nothing is stored.
+
+    A placer that does not apply (it raises a placelab error) is an answer, not a failure:
+    it comes back as :class:`PlaceFailed` with the one-line message. With ``encode`` the task
+    also encodes the run's files (graph, cluster, placement, schedule tables: most of the cost
+    of storing a run) so that the driver, which stores every result, only writes bytes.
+    """
+    try:
+        res = _place(graph, cluster, placer, seed, budget, params, None)
+    except PlacelabError as exc:
+        return PlaceFailed(placer, str(exc))
+    return replace(res, files=_encoded_files(graph, cluster, res)) if encode else res
+
+
+def with_measurement(graph: CompGraph, res: PlaceResult, measure: Measure) -> PlaceResult:
+    """``res`` with its placement executed by ``measure``: the measured schedule and metrics added."""
+    measured, measured_metrics = measure(graph, res.placement)
+    return replace(res, measured=measured, metrics={**res.metrics, **measured_metrics}, files=None)
+
+
+def _encoded_files(graph: CompGraph, cluster: Cluster, res: PlaceResult) -> dict[str, bytes]:
+    """A placement run's files as :func:`~engine.run_records.write_placement_files` writes them, as bytes.
+
+    They are written into a scratch run in a temporary directory and read back, so a stored
+    run's files are the same whichever process encoded them. The scratch goes to memory
+    (``/dev/shm``) where there is one: its durable writes then cost no disk flushes.
+    """
+    with tempfile.TemporaryDirectory(prefix="placelab-", dir=_SCRATCH) as tmp:
+        scratch = RunStore(tmp).create("scratch", graph_name=graph.name, graph_hash="", cluster=cluster.name,
+                                       placer=res.placer, parameters={}, seed=None)
+        write_placement_files(scratch, graph, cluster, res.placement, res.schedule)
+        return {name: (scratch.path / name).read_bytes() for name in scratch.files() if name != "run.json"}
+
+
+def store_result(store: RunStore, graph: CompGraph, cluster: Cluster, res: PlaceResult, *, seed: int,
+                 budget: int | None, params: dict[str, Any] | None, kind: str,
+                 tags: list[str] | None = None) -> PlaceResult:
+    """Store a placement result as a finished run; the result with its ``run_id``.
+
+    A result whose task encoded the run's files (``files``) is stored by writing those bytes
+    (each atomically); otherwise the files are encoded here.
+    """
+    parameters = {**(params or {}), "budget": budget}
+    if res.files is None:
+        measured_metrics = {k: v for k, v in res.metrics.items() if k.startswith("measured_")}
+        run = save_placement_run(store, graph, cluster, res.placement, res.schedule, placer=res.placer,
+                                 parameters=parameters, seed=seed, seconds_to_place=res.seconds_to_place,
+                                 kind=kind, tags=tags, extra_metrics=measured_metrics, measured=res.measured)
+        return replace(res, run_id=run.id)
+    run = store.create(kind, graph_name=graph.name, graph_hash=graph.content_hash, cluster=cluster.name,
+                       placer=res.placer, parameters=parameters, seed=seed, tags=list(tags or []))
+    with run:
+        for name, data in res.files.items():
+            atomic_write_bytes(run.path / name, data)
+        run.finish("done", {**res.metrics, "seconds_to_place": res.seconds_to_place})
+    return replace(res, run_id=run.id, files=None)
+
+
+def _place(graph, cluster, placer, seed, budget, params, progress) -> PlaceResult:
     p = make_placer(placer, **(params or {}))
     t0 = time.perf_counter()
     placement = p.place(graph, cluster, seed=seed, budget=budget, progress=progress)
     seconds = time.perf_counter() - t0
     schedule = Simulator(graph, cluster).run(placement)
-    measured, measured_metrics = measure(graph, placement) if measure else (None, {})
-    run_id = None
-    if store is not None:
-        run = save_placement_run(store, graph, cluster, placement, schedule, placer=placer,
-                                 parameters={**(params or {}), "budget": budget}, seed=seed,
-                                 seconds_to_place=seconds, kind=kind, tags=tags, extra_metrics=measured_metrics,
-                                 measured=measured)
-        run_id = run.id
-    metrics = {**placement_metrics(graph, cluster, schedule), **measured_metrics}
-    return PlaceResult(placer, placement, schedule, metrics, seconds, run_id, measured)
+    return PlaceResult(placer, placement, schedule, placement_metrics(graph, cluster, schedule), seconds, None)
 
 
 def compare(graph: CompGraph, cluster: Cluster, placers: list[str] | None = None, *, seed: int = 0,
             store: RunStore | None = None, progress: Callable[[str], None] | None = None,
-            measure: Measure | None = None) -> list[dict[str, Any]]:
+            measure: Measure | None = None, executor: Executor | None = None) -> list[dict[str, Any]]:
     """Run each placer (default: every registered one) and report a row per placer.
 
     A placer that does not apply to this graph or cluster (it raises a placelab error)
     gets a row with its one-line ``error`` instead of numbers; the others still run. An
     unknown placer name raises :class:`~engine.errors.SpecError` before any placer runs.
+    The placers run as independent tasks on ``executor`` (default: in this process, one
+    after another); each result is stored as it arrives.
     """
     names = list(PLACERS) if placers is None else placers
     for name in names:  # bad names are bad input: refuse them before any placer runs or is stored
         if name not in PLACERS:
             make_placer(name)
-    rows = []
-    for name in names:
+    rows: list[dict[str, Any]] = [{} for _ in names]
+
+    def started(i: int) -> None:
         if progress:
-            progress(f"placing with {name} ...")
-        try:
-            res = place_and_simulate(graph, cluster, name, seed=seed, store=store, kind="compare", measure=measure)
-        except PlacelabError as exc:
-            rows.append({"placer": name, "error": str(exc)})
-            continue
-        m = res.metrics
-        rows.append({"placer": name, "makespan_s": m["makespan_s"], "lower_bound_s": m["lower_bound_s"],
-                     "peak_memory_bytes": m["peak_memory_bytes"], "oom": m["oom"],
-                     "communication_bytes": m["communication_bytes"], "seconds_to_place": res.seconds_to_place,
-                     "run_id": res.run_id, **{k: v for k, v in m.items() if k.startswith("measured_")}})
+            progress(f"placing with {names[i]} ...")
+
+    def finished(i: int, res: PlaceResult | PlaceFailed) -> None:
+        if isinstance(res, PlaceFailed):
+            rows[i] = {"placer": res.placer, "error": res.error}
+            return
+        if measure is not None:  # executed here, in the driver, one placement at a time
+            res = with_measurement(graph, res, measure)
+        if store is not None:
+            res = store_result(store, graph, cluster, res, seed=seed, budget=None, params=None, kind="compare")
+        rows[i] = result_row(res)
+
+    encode = store is not None and measure is None  # a measured run is stored with its measured tables
+    (executor or Executor()).map(place_task, [(graph, cluster, n, seed, None, None, encode) for n in names],
+                                 on_start=started, on_result=finished)
     return rows
+
+
+def result_row(res: PlaceResult) -> dict[str, Any]:
+    """The row ``compare`` reports for one placer's result."""
+    m = res.metrics
+    return {"placer": res.placer, "makespan_s": m["makespan_s"], "lower_bound_s": m["lower_bound_s"],
+            "peak_memory_bytes": m["peak_memory_bytes"], "oom": m["oom"],
+            "communication_bytes": m["communication_bytes"], "seconds_to_place": res.seconds_to_place,
+            "run_id": res.run_id, **{k: v for k, v in m.items() if k.startswith("measured_")}}

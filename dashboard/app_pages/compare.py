@@ -19,6 +19,7 @@ from dashboard.app_pages.stored import (
 )
 from dashboard.common import guard, run_store, show_figure
 from dashboard.figures import cdf_figure, learning_curves, makespan_bars, timeline
+from policies.sweep import sweep_pivot, sweep_rows
 
 
 def page() -> None:
@@ -38,6 +39,7 @@ def page() -> None:
             rows = [{"label": r.meta.get("name") or r.id, **(r.meta.get("metrics") or {})} for r in selected]
             show_figure(makespan_bars(rows), key="compare_bars")
             _timelines(store, [r for r in selected if has_placement(r)])
+    _sweeps(store)
     _cdfs(store)
     _learning_curves(store)
 
@@ -61,6 +63,15 @@ def _timelines(store, runs) -> None:
             with col:
                 show_figure(timeline(schedule, pr.graph, pr.cluster, title=pr.run.meta.get("name") or rid,
                                      time_range_ms=(0.0, end)), key=f"compare_tl_{'l' if col is cols[0] else 'r'}")
+
+
+def _sweeps(store) -> None:
+    sweeps = store.list(kind="sweep")
+    if sweeps:
+        st.subheader("Sweeps (makespan per placer)")
+        by_id = {r.id: r for r in sweeps}
+        rid = st.selectbox("Sweep", list(by_id), key="compare_sweep", format_func=lambda i: run_label(by_id[i]))
+        st.dataframe(pd.DataFrame(sweep_pivot(sweep_rows(by_id[rid]))), hide_index=True)
 
 
 def _cdfs(store) -> None:

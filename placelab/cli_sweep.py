@@ -1,0 +1,83 @@
+"""``placelab sweep``: graphs × clusters × placers × seeds as independent tasks, in-process or on Ray.
+
+Also the ``--workers`` / ``--address`` options that every command running independent tasks
+shares (``compare``, ``sweep``): see :mod:`policies.parallel`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from engine.errors import SpecError
+from engine.runs import RunStore
+from placelab.cli_common import DEFAULT_RUNS, JsonOpt, RunsDirOpt, emit, fmt_s, text_table
+from placelab.cli_learn import ProgressLine
+from policies.parallel import Executor
+
+__all__ = ["AddressOpt", "WorkersOpt", "executor", "register"]
+
+WorkersOpt = Annotated[int | None, typer.Option(
+    help="run the tasks on a local Ray runtime with this many CPUs (default: in this process)")]
+AddressOpt = Annotated[str | None, typer.Option(
+    help="run the tasks on the Ray cluster at this address (auto, HOST:PORT or ray://HOST:10001)")]
+
+
+def executor(workers: int | None, address: str | None) -> Executor:
+    """The executor the ``--workers`` / ``--address`` options ask for (in-process without either)."""
+    return Executor(workers=workers, address=address)
+
+
+def sweep(graphs: Annotated[str | None, typer.Option(
+              "--graphs", "-g", help="graph specs, comma-separated; family:NAME[:train|:test]")] = None,
+          clusters: Annotated[str | None, typer.Option("--clusters", "-c", help="presets or cluster files, "
+                                                       "comma-separated")] = None,
+          placers: Annotated[str | None, typer.Option(help="placers, comma-separated")] = None,
+          seeds: Annotated[int, typer.Option(help="seeds per combination: --seed, --seed+1, ...")] = 1,
+          seed: Annotated[int, typer.Option(help="first seed")] = 0,
+          mode: Annotated[str | None, typer.Option(help="simulation mode for every cluster (overrides theirs)")]
+          = None,
+          budget: Annotated[int | None, typer.Option(help="each placer's budget")] = None,
+          resume: Annotated[str | None, typer.Option(help="finish the interrupted sweep run RUN")] = None,
+          workers: WorkersOpt = None, address: AddressOpt = None,
+          name: Annotated[str | None, typer.Option(help="run name")] = None,
+          tag: Annotated[list[str] | None, typer.Option(help="run tag")] = None,
+          runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+    """Every graph × cluster × placer × seed as a task; one run per result and a sweep run indexing them."""
+    from policies.sweep import SweepSpec, resume_sweep, run_sweep, sweep_pivot
+
+    store = RunStore(runs_dir)
+    ex = executor(workers, address)
+    bar = ProgressLine("tasks")
+    try:
+        if resume:
+            if graphs or clusters or placers or mode or budget is not None or seeds != 1:
+                raise SpecError("--resume finishes a stored sweep: leave out --graphs, --clusters, --placers, "
+                                "--seeds, --mode, --budget")
+            with ex:
+                out = resume_sweep(store, resume, executor=ex, progress=bar)
+        else:
+            missing = [o for o, v in (("--graphs", graphs), ("--clusters", clusters), ("--placers", placers))
+                       if not v]
+            if missing:
+                raise SpecError(f"sweep needs {', '.join(missing)} (or --resume RUN)")
+            spec = SweepSpec.from_specs(graphs, clusters, placers, seeds=seeds, first_seed=seed, mode=mode,
+                                        budget=budget)
+            with ex:
+                out = run_sweep(store, spec, executor=ex, progress=bar, name=name, tags=tag)
+    finally:
+        bar.close()
+    table = sweep_pivot(out["results"])
+    placer_names = list(dict.fromkeys(r["placer"] for r in out["results"]))
+    rows = [[r["graph"], r["cluster"], str(r["seed"]), *(fmt_s(r.get(p)) for p in placer_names)] for r in table]
+    errors = sum(1 for r in out["results"] if r["error"])
+    text = (text_table(rows, ["graph", "cluster", "seed", *placer_names])
+            + f"\n{out['tasks']} tasks ({out['ran']} run now, {errors} not applicable) in {out['wall_s']:.1f} s "
+              f"({ex.describe()}); saved as sweep run {out['run_id']}")
+    emit(out, as_json, text)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``sweep`` to the ``placelab`` app."""
+    app.command()(sweep)

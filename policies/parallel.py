@@ -1,0 +1,225 @@
+"""One way to run independent tasks: in this process (the default) or on Ray.
+
+A *task* is a call ``fn(*args)`` of a module-level function whose result the caller wants
+back in the driver. :class:`Executor` runs a list of them and hands each result to the
+caller as it finishes (``on_result``), so the caller stores results one by one in the run
+store, in the driver process: workers never write runs, and a task whose worker dies has
+written nothing.
+
+In-process (``Executor()``) the tasks run one after another in the calling process, in
+order, through the same code path the caller uses with Ray.
+
+On Ray (``Executor(workers=N)`` starts a local Ray runtime with N CPUs, one task per CPU;
+``Executor(address=...)`` joins an existing cluster, ``"auto"`` or ``ray://host:10001``):
+
+* a task whose worker process dies is retried up to ``max_retries`` times (Ray's task
+  retries; exceptions the task raises are *not* retried, they are the task's answer);
+* an object passed to more than one task (the same graph or cluster) is put into Ray's
+  object store once, not shipped with every task;
+* Ctrl-C (or any exception in ``on_result``) cancels every task still pending or running
+  (``ray.cancel(force=True)`` kills their workers) before the exception propagates, so the
+  caller can mark its runs ``interrupted``; a runtime this executor started is shut down.
+
+Ray is imported only here and only when a Ray executor is used: importing ``engine``,
+``policies``, ``placelab`` or opening the app never imports or starts Ray.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from engine.errors import SpecError
+
+__all__ = ["Executor", "TaskLost"]
+
+_PLAIN = (str, int, float, bool, bytes, type(None))
+_POLL_S = 0.2  # ray.wait timeout: keeps the driver responsive to Ctrl-C
+_CONNECT_S = 5.0
+
+
+class TaskLost(RuntimeError):
+    """A task's worker died more often than the executor retries."""
+
+
+class Executor:
+    """Runs independent tasks in-process or on Ray (see the module docstring).
+
+    Parameters
+    ----------
+    workers : int, optional
+        Start a local Ray runtime with this many CPUs (one task per CPU at a time).
+    address : str, optional
+        Join the Ray cluster at this address instead (``auto``, ``HOST:PORT`` or
+        ``ray://HOST:10001``); its CPUs decide the parallelism.
+    max_retries : int
+        How often a task whose worker died is run again.
+
+    Raises
+    ------
+    SpecError
+        Both ``workers`` and ``address``, or fewer than one worker.
+
+    Examples
+    --------
+    >>> with Executor() as ex:
+    ...     ex.map(pow, [(2, 3), (3, 2)])
+    [8, 9]
+    """
+
+    def __init__(self, workers: int | None = None, address: str | None = None, *, max_retries: int = 3) -> None:
+        if workers is not None and address is not None:
+            raise SpecError("give --workers (a local Ray runtime) or --address (an existing cluster), not both")
+        if workers is not None and workers < 1:
+            raise SpecError(f"--workers must be at least 1, got {workers}")
+        if max_retries < 0:
+            raise SpecError(f"max_retries must be at least 0, got {max_retries}")
+        self.workers = workers
+        self.address = address
+        self.max_retries = max_retries
+        self._started = False
+
+    @property
+    def in_process(self) -> bool:
+        """True when tasks run in this process (no Ray)."""
+        return self.workers is None and self.address is None
+
+    def describe(self) -> str:
+        """One line for logs and run parameters: where the tasks run."""
+        if self.in_process:
+            return "in-process"
+        return f"ray local, {self.workers} CPUs" if self.workers else f"ray cluster at {self.address}"
+
+    def __enter__(self) -> Executor:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def start(self) -> None:
+        """Start (``workers``) or join (``address``) Ray; a no-op in-process or when Ray already runs."""
+        if self.in_process:
+            return
+        import ray
+
+        if ray.is_initialized():
+            return
+        # Workers must import placelab's packages: give them this process's import path.
+        env = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in _import_roots() if p)}}
+        quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": "error",
+                 "configure_logging": True}
+        if self.workers is not None:
+            ray.init(num_cpus=self.workers, runtime_env=env, **quiet)
+        else:
+            _check_reachable(self.address)
+            try:
+                ray.init(address=self.address, **quiet)
+            except (ConnectionError, ValueError) as exc:
+                raise SpecError(f"cannot join the Ray cluster at {self.address}: {exc}") from None
+        self._started = True
+
+    def shutdown(self) -> None:
+        """Stop the Ray runtime this executor started (or disconnect from the cluster it joined)."""
+        if self._started:
+            import ray
+
+            ray.shutdown()
+            self._started = False
+
+    def map(self, fn: Callable[..., Any], tasks: Sequence[tuple], *,
+            on_start: Callable[[int], None] | None = None,
+            on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
+        """Run ``fn(*args)`` for every ``args`` in ``tasks``; the results in task order.
+
+        ``on_start(i)`` is called when task ``i`` is handed out (in-process: just before it
+        runs; on Ray: when it is submitted) and ``on_result(i, result)`` in the driver as each
+        task finishes (in-process: in order; on Ray: in completion order).
+
+        Raises
+        ------
+        Exception
+            The first exception a task raises, as the task raised it (pending tasks are cancelled).
+        TaskLost
+            A task's worker died more than ``max_retries`` times.
+        KeyboardInterrupt
+            Ctrl-C; every task still pending or running has been cancelled.
+        """
+        if self.in_process:
+            results = []
+            for i, args in enumerate(tasks):
+                if on_start:
+                    on_start(i)
+                results.append(fn(*args))
+                if on_result:
+                    on_result(i, results[-1])
+            return results
+        self.start()
+        return self._ray_map(fn, tasks, on_start, on_result)
+
+    def _ray_map(self, fn, tasks, on_start, on_result) -> list[Any]:
+        import ray
+        from ray.exceptions import RayError, RayTaskError
+
+        remote = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(fn)
+        shared = _shared_refs(tasks, ray.put)
+        pending: dict[Any, int] = {}
+        for i, args in enumerate(tasks):
+            pending[remote.remote(*(shared.get(id(a), a) for a in args))] = i
+            if on_start:
+                on_start(i)
+        results: list[Any] = [None] * len(tasks)
+        try:
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=_POLL_S)
+                for ref in done:
+                    i = pending.pop(ref)
+                    try:
+                        results[i] = ray.get(ref)
+                    except RayTaskError as exc:  # the task's own exception: re-raise it as raised
+                        raise exc.cause from None
+                    except RayError as exc:  # the worker or its node died more often than retried
+                        raise TaskLost(f"task {i}: its worker died in each of its {self.max_retries + 1} "
+                                       f"attempt(s) ({type(exc).__name__})") from None
+                    if on_result:
+                        on_result(i, results[i])
+        except BaseException:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            raise
+        return results
+
+
+def _shared_refs(tasks: Sequence[tuple], put: Callable[[Any], Any]) -> dict[int, Any]:
+    """Object-store references for the non-plain arguments that several tasks share (by identity)."""
+    seen: dict[int, Any] = {}
+    counts: dict[int, int] = {}
+    for args in tasks:
+        for a in args:
+            if not isinstance(a, _PLAIN):
+                seen[id(a)] = a
+                counts[id(a)] = counts.get(id(a), 0) + 1
+    return {k: put(seen[k]) for k, n in counts.items() if n > 1}
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse an address nothing listens on in seconds (Ray itself retries for minutes)."""
+    if address == "auto":  # Ray looks up the cluster started on this machine and says so at once
+        return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise SpecError(f"--address expects auto, HOST:PORT or ray://HOST:PORT, got '{address}'")
+    try:
+        socket.create_connection((host, int(port)), timeout=_CONNECT_S).close()
+    except OSError as exc:
+        raise SpecError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
+
+
+def _import_roots() -> list[str]:
+    """The import path workers need: the directory holding ``engine``/``policies``, then ``$PYTHONPATH``."""
+    import engine
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(engine.__file__)))
+    return [root, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]

@@ -1,0 +1,218 @@
+"""Sweeps: every combination of graphs × clusters × placers × seeds as independent tasks.
+
+A sweep is a table-building experiment (Placeto Table 1 and its like, over many graphs and
+seeds). Each combination is one task of :mod:`policies.parallel` — placed and simulated in a
+worker (or in this process) — and each result is stored by the driver as it arrives:
+
+* one ``compare`` run per result (placement, schedule, metrics; tag ``sweep:<sweep id>``),
+  so every result opens on the Place, Runs and Compare pages like any other;
+* one ``sweep`` run whose ``sweep.csv`` indexes them: a row per combination in plan order
+  (``task, graph, graph_name, cluster, placer, seed, run_id, makespan_s, lower_bound_s,
+  ratio_to_lower_bound, peak_memory_bytes, oom, communication_bytes, seconds_to_place,
+  error``). A placer that does not apply gets its one-line reason in ``error``.
+
+The plan is deterministic (graphs, then clusters, placers, seeds, in the order given), and
+every task carries its own seed, so a sweep gives the same results in-process and on any
+number of Ray workers. Ctrl-C leaves the sweep run ``interrupted`` with the rows finished so
+far; :func:`resume_sweep` runs only the combinations its table does not hold yet.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from engine.cluster import Cluster, load_cluster
+from engine.errors import RunError, SpecError
+from engine.graph import CompGraph
+from engine.runs import Run, RunStore
+from engine.simulator import Simulator
+from engine.sources import expand_graph_specs, load_graph
+from policies.base import PLACERS, make_placer
+from policies.parallel import Executor
+from policies.runner import PlaceFailed, PlaceResult, place_task, store_result
+
+__all__ = ["SWEEP_COLUMNS", "SweepSpec", "resume_sweep", "run_sweep", "sweep_pivot", "sweep_rows"]
+
+SWEEP_TABLE = "sweep.csv"
+SWEEP_COLUMNS = ("task", "graph", "graph_name", "cluster", "placer", "seed", "run_id", "makespan_s",
+                 "lower_bound_s", "ratio_to_lower_bound", "peak_memory_bytes", "oom", "communication_bytes",
+                 "seconds_to_place", "error")
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """What a sweep runs: each graph × cluster × placer × seed once.
+
+    ``graphs`` are single-graph specs (paths, ``gen:``; :func:`from_specs` expands
+    ``family:``), ``clusters`` preset names or files, ``mode`` overrides every cluster's
+    simulation mode (CONTRACTS §4), ``budget`` is each placer's budget.
+    """
+
+    graphs: tuple[str, ...]
+    clusters: tuple[str, ...]
+    placers: tuple[str, ...]
+    seeds: tuple[int, ...] = (0,)
+    mode: str | None = None
+    budget: int | None = None
+
+    @classmethod
+    def from_specs(cls, graphs: str, clusters: str, placers: str, *, seeds: int = 1, first_seed: int = 0,
+                   mode: str | None = None, budget: int | None = None) -> SweepSpec:
+        """Parse the comma-separated lists of the command line.
+
+        Raises
+        ------
+        SpecError
+            An empty list, an unknown placer, fewer than one seed.
+        """
+        if seeds < 1:
+            raise SpecError(f"--seeds must be at least 1, got {seeds}")
+        cs, ps = _names(clusters, "--clusters"), _names(placers, "--placers")
+        for p in ps:
+            if p not in PLACERS:
+                make_placer(p)  # raises the registry's one-line message
+        gs = tuple(dict.fromkeys(expand_graph_specs(graphs)))
+        return cls(gs, cs, ps, tuple(range(first_seed, first_seed + seeds)), mode, budget)
+
+    def plan(self) -> list[tuple[str, str, str, int]]:
+        """Every combination ``(graph, cluster, placer, seed)``, in the order of the table."""
+        return [(g, c, p, s) for g in self.graphs for c in self.clusters for p in self.placers for s in self.seeds]
+
+    def to_parameters(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
+
+    @classmethod
+    def from_parameters(cls, params: dict[str, Any]) -> SweepSpec:
+        try:
+            return cls(tuple(params["graphs"]), tuple(params["clusters"]), tuple(params["placers"]),
+                       tuple(params["seeds"]), params.get("mode"), params.get("budget"))
+        except (KeyError, TypeError):
+            raise RunError("the run's parameters do not describe a sweep") from None
+
+
+def run_sweep(store: RunStore, spec: SweepSpec, *, executor: Executor | None = None,
+              progress: Callable[[int, int, str], None] | None = None, name: str | None = None,
+              tags: list[str] | None = None) -> dict[str, Any]:
+    """Run a sweep and store it (see the module docstring); returns its summary.
+
+    Every graph and cluster is loaded, and each cluster's simulation mode checked, before any
+    task runs or any run is stored, so bad input stores nothing.
+    """
+    graphs, clusters = _load_inputs(spec)
+    digest = hashlib.sha256("\x00".join(g.content_hash for g in graphs.values()).encode()).hexdigest()[:16]
+    run = store.create("sweep", graph_name=f"{len(graphs)} graphs", graph_hash=digest,
+                       cluster=",".join(spec.clusters), placer=None, parameters=spec.to_parameters(), seed=None,
+                       tags=tags or [], name=name)
+    return _execute(store, run, spec, graphs, clusters, set(), executor, progress)
+
+
+def resume_sweep(store: RunStore, ref: str, *, executor: Executor | None = None,
+                 progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+    """Finish an interrupted (or failed) sweep run: only the combinations its table lacks run.
+
+    Raises
+    ------
+    RunError
+        ``ref`` is not a sweep run, or it is still running.
+    """
+    run = store.load(ref)
+    if run.meta.get("kind") != "sweep":
+        raise RunError(f"run {run.id} is a {run.meta.get('kind')} run, not a sweep")
+    if run.status == "running":
+        raise RunError(f"sweep {run.id} is still running (pid {run.meta.get('pid')})")
+    spec = SweepSpec.from_parameters(run.meta.get("parameters") or {})
+    graphs, clusters = _load_inputs(spec)
+    done = {int(r["task"]) for r in sweep_rows(run)}
+    run.update(status="running", pid=os.getpid(), error=None)
+    return _execute(store, run, spec, graphs, clusters, done, executor, progress)
+
+
+def sweep_rows(run: Run) -> list[dict[str, Any]]:
+    """The rows of a sweep run's index table (empty when it holds none yet), by task."""
+    if SWEEP_TABLE not in run.files():
+        return []
+    table = run.read_table(SWEEP_TABLE)
+    rows = [dict(zip(table, values, strict=True)) for values in zip(*table.values(), strict=True)]
+    for r in rows:  # the CSV cell of a bool reads back as its text
+        r["oom"] = None if r["oom"] is None else r["oom"] == "True"
+    return sorted(rows, key=lambda r: r["task"])
+
+
+def sweep_pivot(rows: list[dict[str, Any]], value: str = "makespan_s") -> list[dict[str, Any]]:
+    """One row per graph, cluster and seed, one column per placer holding ``value`` (Table 1's shape)."""
+    out: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        key = (r["graph_name"], r["cluster"], r["seed"])
+        out.setdefault(key, {"graph": key[0], "cluster": key[1], "seed": key[2]})[r["placer"]] = r.get(value)
+    return list(out.values())
+
+
+def _execute(store: RunStore, run: Run, spec: SweepSpec, graphs: dict[str, CompGraph], clusters: dict[str, Cluster],
+             done: set[int], executor: Executor | None, progress) -> dict[str, Any]:
+    plan = spec.plan()
+    todo = [i for i in range(len(plan)) if i not in done]
+    t0 = time.perf_counter()
+    count = [len(done)]
+
+    def finished(j: int, res: PlaceResult | PlaceFailed) -> None:
+        i = todo[j]
+        g, c, placer, seed = plan[i]
+        if isinstance(res, PlaceResult):
+            res = store_result(store, graphs[g], clusters[c], res, seed=seed, budget=spec.budget, params=None,
+                               kind="compare", tags=[f"sweep:{run.id}"])
+        run.append_row(SWEEP_TABLE, _row(i, plan[i], graphs[g].name, res))
+        count[0] += 1
+        if progress:
+            progress(count[0], len(plan), f"{placer} on {graphs[g].name} / {c} / seed {seed}")
+
+    ex = executor or Executor()
+    with run:
+        if progress:
+            progress(count[0], len(plan), f"{len(todo)} tasks, {ex.describe()}")
+        ex.map(place_task, [(graphs[plan[i][0]], clusters[plan[i][1]], plan[i][2], plan[i][3], spec.budget, None,
+                             True) for i in todo], on_result=finished)
+        rows = sweep_rows(run)
+        run.write_table(SWEEP_TABLE, {k: [r[k] for r in rows] for k in SWEEP_COLUMNS})
+        run.finish("done", {"tasks": len(plan), "errors": sum(1 for r in rows if r["error"]),
+                            "wall_s": time.perf_counter() - t0, "executor": ex.describe()})
+    return {"run_id": run.id, "tasks": len(plan), "ran": len(todo), "wall_s": time.perf_counter() - t0,
+            "results": rows}
+
+
+def _row(task: int, combo: tuple[str, str, str, int], graph_name: str, res: PlaceResult | PlaceFailed) -> dict:
+    g, c, placer, seed = combo
+    row: dict[str, Any] = dict.fromkeys(SWEEP_COLUMNS)
+    row.update(task=task, graph=g, graph_name=graph_name, cluster=c, placer=placer, seed=seed)
+    if isinstance(res, PlaceFailed):
+        row["error"] = res.error
+        return row
+    m = res.metrics
+    row.update(run_id=res.run_id, makespan_s=m["makespan_s"], lower_bound_s=m["lower_bound_s"],
+               ratio_to_lower_bound=m["ratio_to_lower_bound"], peak_memory_bytes=max(m["peak_memory_bytes"].values()),
+               oom=m["oom"], communication_bytes=m["communication_bytes"], seconds_to_place=res.seconds_to_place)
+    return row
+
+
+def _load_inputs(spec: SweepSpec) -> tuple[dict[str, CompGraph], dict[str, Cluster]]:
+    graphs = {g: load_graph(g) for g in dict.fromkeys(spec.graphs)}
+    clusters = {}
+    for name in dict.fromkeys(spec.clusters):
+        c = load_cluster(name)
+        if spec.mode:
+            c = dataclasses.replace(c, simulation=dataclasses.replace(c.simulation, mode=spec.mode))
+        Simulator(next(iter(graphs.values())), c)  # an unavailable mode is bad input: say so before any task
+        clusters[name] = c
+    return graphs, clusters
+
+
+def _names(text: str, what: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if not names:
+        raise SpecError(f"{what} names nothing")
+    return names

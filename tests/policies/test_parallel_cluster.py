@@ -1,0 +1,57 @@
+"""A sweep across several Ray nodes: ``ray.cluster_utils.Cluster`` simulates a head and two
+worker nodes on this machine, and the executor joins it by address as it would a real cluster."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+
+from engine.runs import RunStore
+from policies.parallel import Executor
+from policies.sweep import SweepSpec, run_sweep, sweep_rows
+
+
+def _node_of_task(pause_s: float) -> str:
+    import ray
+
+    time.sleep(pause_s)  # hold the CPU so the next tasks go to the other nodes
+    return ray.get_runtime_context().get_node_id()
+
+
+@pytest.fixture()
+def three_nodes():
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    for _ in range(2):
+        cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    try:
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+def test_a_sweep_runs_across_simulated_nodes(three_nodes, tmp_path):
+    import ray
+
+    ex = Executor(address=three_nodes.address)
+    with ex:
+        assert len([n for n in ray.nodes() if n["Alive"]]) == 3
+        assert len(set(ex.map(_node_of_task, [(1.0,)] * 3))) == 3  # one task per node at a time
+        spec = SweepSpec.from_specs("gen:random?ops=30&seed=4,gen:chainmm", "k80x2", "random,m-etf", seeds=2)
+        store = RunStore(tmp_path)
+        out = run_sweep(store, spec, executor=ex)
+    reference = run_sweep(RunStore(tmp_path / "ref"), spec)
+    strip = ("run_id", "seconds_to_place")
+    assert [{k: v for k, v in r.items() if k not in strip} for r in out["results"]] == \
+           [{k: v for k, v in r.items() if k not in strip} for r in reference["results"]]
+    assert len(sweep_rows(store.load(out["run_id"]))) == 2 * 2 * 2
+    assert store.load(out["run_id"]).meta["metrics"]["executor"] == f"ray cluster at {three_nodes.address}"

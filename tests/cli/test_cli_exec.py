@@ -95,7 +95,8 @@ def test_compare_execute_measures_every_placer(capsys, tmp_path, two):
 
 @pytest.mark.parametrize("args, words", [
     (["validate", GRAPH, "-c", "TWO", "--placers", "nosuch"], "unknown placer 'nosuch'"),
-    (["validate", GRAPH, "-c", "TWO", "--time-scale", "-1"], "time_scale must be a finite number > 0"),
+    (["validate", GRAPH, "-c", "TWO", "--time-scale", "-1"], "--time-scale must be >= 0"),
+    (["validate", GRAPH, "-c", "TWO", "--time-scale", "0"], "time_scale must be a finite number > 0"),
     (["validate", GRAPH, "-c", "TWO", "--param", "oops"], "PLACER.key=value"),
     (["calibrate", "-o", "x.json", "--kind", "tpu"], "--kind must be cpu or gpu"),
     (["calibrate", "--devices", "2"], "need --output"),

@@ -53,7 +53,7 @@ def _tensorflow() -> Any:
     """TensorFlow, imported without its two start-up log lines on stderr."""
     if "tensorflow" in sys.modules:
         return import_tensorflow()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with _quiet_stderr():
         return import_tensorflow()
 
@@ -154,7 +154,7 @@ def _graph_from_graphdef(gd: Any, name: str, batch_size: int, cost: CostFn | Non
     tf = _tensorflow()
     g = tf.Graph()
     try:
-        with g.as_default():
+        with g.as_default(), _quiet_stderr():  # C++ warnings about the user's graph: the error says it
             tf.graph_util.import_graph_def(gd, name="")
     except Exception as exc:  # unknown ops, bad inputs, shape errors
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -210,7 +210,7 @@ def load_saved_model(path: str | os.PathLike, *, tag: str = "serve", signature: 
     try:
         outer = _library_graph(gd)
         for _ in range(_MAX_CALL_DEPTH):  # descend through wrappers that only call one function
-            with outer.as_default():
+            with outer.as_default(), _quiet_stderr():
                 fg = function_def_to_graph(fdefs[fn_name], input_shapes=shapes, include_library_functions=True)
             work = [op for op in fg.get_operations()
                     if op.type not in _DROPPED and op.type not in _PASS_THROUGH and op.type != "Placeholder"]
@@ -233,7 +233,7 @@ def _library_graph(gd: Any) -> Any:
     lib.library.CopyFrom(gd.library)
     lib.versions.CopyFrom(gd.versions)
     outer = tf.Graph()
-    with outer.as_default():
+    with outer.as_default(), _quiet_stderr():
         tf.graph_util.import_graph_def(lib, name="")
     return outer
 

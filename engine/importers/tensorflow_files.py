@@ -159,7 +159,17 @@ def _graph_from_graphdef(gd: Any, name: str, batch_size: int, cost: CostFn | Non
     except Exception as exc:  # unknown ops, bad inputs, shape errors
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise GraphError(f"{name}: TensorFlow cannot import the GraphDef: {first}") from None
-    return graph_from_tf_graph(g, name=name, batch_size=batch_size, cost=cost)
+    return _walk(g, name, batch_size, cost)
+
+
+def _walk(g: Any, name: str, batch_size: int, cost: CostFn | None) -> CompGraph:
+    """:func:`graph_from_tf_graph`, with a malformed attribute TensorFlow accepted (a crafted
+    ``_output_shapes``, say) reported as one GraphError instead of an internal error."""
+    try:
+        return graph_from_tf_graph(g, name=name, batch_size=batch_size, cost=cost)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+        detail = " ".join(str(exc).split())[:160] or type(exc).__name__
+        raise GraphError(f"{name}: the TensorFlow graph has a malformed attribute ({detail})") from None
 
 
 def load_graphdef(path: str | os.PathLike, *, batch_size: int = 1, cost: CostFn | None = None) -> CompGraph:
@@ -221,7 +231,7 @@ def load_saved_model(path: str | os.PathLike, *, tag: str = "serve", signature: 
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise GraphError(f"{p}: cannot rebuild signature '{signature}': {first}") from None
-    return graph_from_tf_graph(fg, name=name, batch_size=batch_size, cost=cost)
+    return _walk(fg, name, batch_size, cost)
 
 
 def _library_graph(gd: Any) -> Any:

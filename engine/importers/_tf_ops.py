@@ -67,7 +67,7 @@ def _static_shape(t: Any) -> Any:
     if shape.is_fully_defined():
         return shape
     recorded = _attr(t.op, "_output_shapes")
-    if recorded and t.value_index < len(recorded):
+    if isinstance(recorded, list | tuple) and t.value_index < len(recorded):  # a crafted file may hold one shape
         import tensorflow as tf
 
         return shape.merge_with(tf.TensorShape(recorded[t.value_index])) if shape.is_compatible_with(

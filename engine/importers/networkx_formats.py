@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from typing import Any
 
 import numpy as np
@@ -267,9 +268,11 @@ def load_graphml(path: str | os.PathLike) -> CompGraph:
         raise GraphError(f"{p}: file is larger than the {MAX_FILE_BYTES / 1e6:.0f} MB limit")
     _scan_graphml(p, base)
     try:
-        g = nx.read_graphml(p)
+        with warnings.catch_warnings():  # e.g. "No key type for id t. Using string": not the user's concern
+            warnings.simplefilter("ignore")
+            g = nx.read_graphml(p)
     except (ET.ParseError, nx.NetworkXError, ValueError, KeyError, TypeError, IndexError, AttributeError,
-            UnicodeError, RecursionError) as exc:
+            UnicodeError, RecursionError, LookupError) as exc:
         detail = _one_line(str(exc))[:160] or exc.__class__.__name__
         raise GraphError(f"{base} is not valid GraphML ({detail})") from None
     except OSError as exc:
@@ -320,7 +323,7 @@ def _scan_graphml(path: str, base: str) -> None:
             parser.ParseFile(f)
     except _Refused as exc:
         raise GraphError(f"{base} is not valid GraphML: it has {exc}") from None
-    except expat.ExpatError as exc:
+    except (expat.ExpatError, LookupError, ValueError) as exc:  # LookupError: an unknown encoding
         raise GraphError(f"{base} is not valid GraphML ({_one_line(str(exc))[:160]})") from None
     except OSError as exc:
         raise GraphError(f"{base}: cannot read the file ({exc.__class__.__name__})") from None

@@ -53,7 +53,7 @@ def _tensorflow() -> Any:
     """TensorFlow, imported without its two start-up log lines on stderr."""
     if "tensorflow" in sys.modules:
         return import_tensorflow()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with _quiet_stderr():
         return import_tensorflow()
 
@@ -154,12 +154,22 @@ def _graph_from_graphdef(gd: Any, name: str, batch_size: int, cost: CostFn | Non
     tf = _tensorflow()
     g = tf.Graph()
     try:
-        with g.as_default():
+        with g.as_default(), _quiet_stderr():  # C++ warnings about the user's graph: the error says it
             tf.graph_util.import_graph_def(gd, name="")
     except Exception as exc:  # unknown ops, bad inputs, shape errors
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise GraphError(f"{name}: TensorFlow cannot import the GraphDef: {first}") from None
-    return graph_from_tf_graph(g, name=name, batch_size=batch_size, cost=cost)
+    return _walk(g, name, batch_size, cost)
+
+
+def _walk(g: Any, name: str, batch_size: int, cost: CostFn | None) -> CompGraph:
+    """:func:`graph_from_tf_graph`, with a malformed attribute TensorFlow accepted (a crafted
+    ``_output_shapes``, say) reported as one GraphError instead of an internal error."""
+    try:
+        return graph_from_tf_graph(g, name=name, batch_size=batch_size, cost=cost)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+        detail = " ".join(str(exc).split())[:160] or type(exc).__name__
+        raise GraphError(f"{name}: the TensorFlow graph has a malformed attribute ({detail})") from None
 
 
 def load_graphdef(path: str | os.PathLike, *, batch_size: int = 1, cost: CostFn | None = None) -> CompGraph:
@@ -210,7 +220,7 @@ def load_saved_model(path: str | os.PathLike, *, tag: str = "serve", signature: 
     try:
         outer = _library_graph(gd)
         for _ in range(_MAX_CALL_DEPTH):  # descend through wrappers that only call one function
-            with outer.as_default():
+            with outer.as_default(), _quiet_stderr():
                 fg = function_def_to_graph(fdefs[fn_name], input_shapes=shapes, include_library_functions=True)
             work = [op for op in fg.get_operations()
                     if op.type not in _DROPPED and op.type not in _PASS_THROUGH and op.type != "Placeholder"]
@@ -221,7 +231,7 @@ def load_saved_model(path: str | os.PathLike, *, tag: str = "serve", signature: 
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise GraphError(f"{p}: cannot rebuild signature '{signature}': {first}") from None
-    return graph_from_tf_graph(fg, name=name, batch_size=batch_size, cost=cost)
+    return _walk(fg, name, batch_size, cost)
 
 
 def _library_graph(gd: Any) -> Any:
@@ -233,7 +243,7 @@ def _library_graph(gd: Any) -> Any:
     lib.library.CopyFrom(gd.library)
     lib.versions.CopyFrom(gd.versions)
     outer = tf.Graph()
-    with outer.as_default():
+    with outer.as_default(), _quiet_stderr():
         tf.graph_util.import_graph_def(lib, name="")
     return outer
 

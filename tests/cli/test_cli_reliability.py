@@ -222,6 +222,19 @@ def test_hostile_graphml(env, capsys, dtd, body, fragment):
     assert_bad_input(*run_cli(capsys, "graph", "info", "h.graphml"), "h.graphml", fragment)
 
 
+def test_graphml_found_by_the_soak(env, capsys):
+    # a mutated XML declaration: expat raised LookupError (exit 1, "internal error")
+    (env / "enc.graphml").write_text(GRAPHML.format(dtd="", body='<node id="a"/>').replace(
+        'version="1.0"', 'version="1.0" encoding="UTFtrue"'))
+    assert_bad_input(*run_cli(capsys, "graph", "info", "enc.graphml"), "enc.graphml is not valid GraphML",
+                     "unknown encoding")
+    # an undeclared data key: networkx's UserWarning came before the error line (a child process: pytest
+    # would capture the warning)
+    (env / "key.graphml").write_text(GRAPHML.format(dtd="", body='<node id="a"><data key="t">1</data></node>'))
+    proc = cli_process("graph", "info", "key.graphml", cwd=env)
+    assert_bad_input(proc.returncode, proc.stdout, proc.stderr, "key.graphml is not valid GraphML")
+
+
 def test_graphml_with_declared_nodes_still_imports(env, capsys):
     body = '<node id="a"/><node id="b"/><edge source="a" target="b"/>'
     (env / "ok.graphml").write_text(GRAPHML.format(dtd="", body=body))

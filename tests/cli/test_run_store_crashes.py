@@ -50,6 +50,12 @@ def curve_episodes(run_dir: Path) -> list[int]:
     return [int(line.split(",", 1)[0]) for line in lines if line.count(",") > 5]
 
 
+def checkpoint_episodes(run_dir: Path) -> int:
+    import torch
+
+    return json.loads(torch.load(run_dir / "checkpoint.pt", weights_only=True)["state"])["episodes"]
+
+
 def only_run(store: RunStore) -> Run:
     runs = store.list()
     assert len(runs) == 1, store.problems
@@ -80,7 +86,9 @@ def test_kill_during_train_then_resume_with_a_clean_curve(tmp_path):
     assert store.load(run.id).status == "interrupted"
 
     # two resumes at once: exactly one runs, the other is refused with one line
-    total = len(killed_at) + 16
+    saved = checkpoint_episodes(run.path)
+    assert saved < len(killed_at)  # episodes after the checkpoint were logged: resume must cut them
+    total = saved + 8
     a, b = (start("train", "--resume", run.id, "--episodes", str(10 * total), "--runs-dir", "runs", cwd=tmp_path)
             for _ in range(2))
     wait_for(lambda: a.poll() is not None or b.poll() is not None, what="one resume to give up")

@@ -67,7 +67,7 @@ def _threads(n: int | None) -> None:
         torch.set_num_threads(n)
 
 
-def train(placer: Annotated[str | None, typer.Option(help="learned placer: placeto or rnn")] = None,
+def train(placer: Annotated[str | None, typer.Option(help="a learned placer (placelab placers)")] = None,
           graphs: Annotated[str | None, typer.Option("--graphs", "-g", help=_GRAPHS_HELP)] = None,
           cluster: Annotated[str | None, typer.Option("--cluster", "-c", help="preset name or cluster file")] = None,
           episodes: Annotated[int | None, typer.Option(help="episode budget (default 1000)")] = None,
@@ -75,7 +75,8 @@ def train(placer: Annotated[str | None, typer.Option(help="learned placer: place
           max_seconds: Annotated[float | None, typer.Option(help="wall-time budget (s)")] = None,
           stop_window: Annotated[int, typer.Option(help="stopping rule window in episodes (0: off)")] = 1000,
           stop_tolerance: Annotated[float, typer.Option(help="stopping rule relative change")] = 0.02,
-          param: Annotated[list[str] | None, typer.Option(help="hyper-parameter key=value")] = None,
+          param: Annotated[list[str] | None, typer.Option(
+              help="hyper-parameter key=value: a field of the placer's config (policies/rl/<placer>.py)")] = None,
           seed: int = 0, save: Annotated[bool, typer.Option(help="store the run (policy, curve, checkpoint)")] = False,
           resume: Annotated[str | None, typer.Option(help="continue the stored training run RUN")] = None,
           name: Annotated[str | None, typer.Option(help="run name")] = None,
@@ -83,7 +84,7 @@ def train(placer: Annotated[str | None, typer.Option(help="learned placer: place
           threads: Annotated[int | None, typer.Option(help="torch CPU threads")] = None,
           mode: ModeOpt = None, sim_param: SimParamOpt = None,
           runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
-    """Train a learned placer (Placeto or the RNN placer) on one or many graphs."""
+    """Train a learned placer (e.g. Placeto or the RNN placer) on one or many graphs."""
     from policies.rl.jobs import resume_training, start_training
     from policies.rl.reinforce import Budget, StoppingRule
 

@@ -27,14 +27,19 @@ Deviations (measured on ``gen:family-nmt?index=0`` at 128 groups on ``k80x2``, 8
 2. ``Â = A / std(A)`` over the update (``normalize_advantages``): a step's runtime change is often
    under 1 % of L, and without it the entropy bonus outweighed the policy gradient (entropy
    still ln 2 after 700 episodes).
-3. γ = 0 (``discount``) instead of the paper's undiscounted sum: with γ = 1 the policy stayed
-   uniform for 80 updates (sampled runtime flat at ~395 ms) because a step's return sums the
-   noise of every later step; with γ = 0 (each action credited with its own runtime change) the
-   sampled runtime fell from 490 ms to 334 ms in 64 updates, greedy 319 ms (expert: 368 ms).
+3. Superseded (γ is the paper's 1 again): γ = 0 had been the default, crediting each action
+   with its own runtime change only. Tuned on the NMT graph it learned there (sampled runtime
+   490 → 334 ms in 64 updates, where γ = 1 stayed flat at ~395 ms for 80 updates), but it is
+   myopic: from the single-device start, moving one group away rarely pays before its
+   successors move too, so on ``gen:random?ops=200&seed=1`` on ``p100x4`` the policy learned to
+   keep groups together and the sampled runtime *rose* (median of episodes 1–40 vs 81–120:
+   4.22 → 4.72 ms with γ = 0, 4.20 → 4.63 ms with γ = 0.9, 4.21 → 4.05 ms with γ = 1, the best
+   reaching m-ETF's 3.30 ms; ``benchmarks/bench_learning_matrix.py``). A return that sums the
+   rest of the episode (``R(p_t) − R(p_T)``) credits a move with what it enables later.
 4. ``lr`` 3e-3 (the paper's range 1e-3–1e-4 moved nothing in 100 updates) and β 3e-3 (1e-3
    collapsed to a deterministic 396 ms policy).
 5. ``init="single"``, the "trivial placement" of Fig. 8b, rather than a random start whose
-   variance the per-step baseline cannot remove. ``discount=1 init=random lr=1e-3`` is the paper's setup.
+   variance the per-step baseline cannot remove. ``init=random lr=1e-3`` is the paper's setup.
 6. The ``batch`` episodes of an update are rolled out side by side, every step one GNN call for
    all of them, and the update re-evaluates all visited states in one batched pass (the rollout
    runs without autograd); Placeto used 8 workers with synchronous updates (A.7 "Workers").
@@ -80,8 +85,8 @@ class PlacetoConfig(LearnedConfig):
     baseline_window: int = param(10, "k episodes averaged by the per-step baseline", "Placeto App. A.7", low=1)
     normalize_advantages: bool = param(True, "divide the advantages by their standard deviation over the update",
                                        "ours: deviation 2 of the module docstring")
-    discount: float = param(0.0, "γ of the returns", "ours: deviation 3 (the paper sums undiscounted, γ = 1)",
-                            low=0.0, high=1.0)
+    discount: float = param(1.0, "γ of the returns", "Placeto App. A.1 Eq. 1 (undiscounted); γ = 0 learned the "
+                            "wrong thing off its tuning graph (deviation 3)", low=0.0, high=1.0)
     batch: int = param(8, "episodes per update, rolled out together", "Placeto App. A.7: 8 synchronous workers",
                        low=1)
     init: str = param("single", "initial placement: every group on its first feasible device, or random",

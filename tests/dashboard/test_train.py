@@ -55,6 +55,15 @@ def test_train_page_without_runs(empty_runs):
     app.selectbox(key="train_placer").set_value("rnn").run()
     assert not app.exception
     assert app.number_input(key="train_rnn_samples").value == 8  # RNNConfig's default K
+    # the form is the registered config: one widget per field, keyed by it, with the config's defaults
+    from policies.rl.registry import config_fields, make_config
+
+    defaults = make_config("rnn", {}).to_dict()
+    shown = {w.key: w.value for kind in ("number_input", "selectbox", "checkbox", "text_input")
+             for w in app.get(kind) if (w.key or "").startswith("train_rnn_")}
+    assert set(shown) == {f"train_rnn_{f.name}" for f in config_fields("rnn")}
+    assert shown["train_rnn_baseline_decay"] == defaults["baseline_decay"]
+    assert shown["train_rnn_grouping"] == defaults["grouping"] and shown["train_rnn_vocab"] == ""
 
 
 def test_train_page_lists_runs_and_curves(learning_runs):

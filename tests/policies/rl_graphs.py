@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from engine.cluster import Cluster, Device, Link, SimulationSettings
+from engine.cluster import Cluster, Device, Link, SimulationSettings, save_cluster
 from engine.graph import CompGraph
-from engine.graph_io import graph_from_dict
+from engine.graph_io import graph_from_dict, save_graph
 
 GB = 1e9
 
@@ -36,3 +36,17 @@ def diamond() -> CompGraph:
     ops = [{"name": n, "compute": c, "output_bytes": 1000.0}
            for n, c in (("s", 1.0), ("l", 2.0), ("r", 3.0), ("t", 4.0), ("u", 2.0))]
     return graph(ops, [("s", "l"), ("s", "r"), ("l", "t"), ("r", "t")], name="diamond")
+
+
+def graph_file(tmp_path, g: CompGraph | None = None) -> str:
+    """``g`` (default: two chains with 0.1 s transfers) saved as a graph file under ``tmp_path``."""
+    path = tmp_path / "g.json"
+    save_graph(g or two_chains(0.1e9), path)
+    return str(path)
+
+
+def cluster_file(tmp_path, n: int = 2) -> str:
+    """:func:`cluster` of ``n`` devices saved as a cluster file under ``tmp_path``."""
+    path = tmp_path / f"c{n}.json"
+    save_cluster(cluster(n), path)
+    return str(path)

@@ -173,7 +173,7 @@ def test_hand_worked_update_with_two_samples():
     # two independent 4 s ops on 2 devices: apart, makespan 4 and R = sqrt(4) = 2; together,
     # makespan 8 and R = sqrt(8). Failing signal 3 = the baseline before the update.
     task = make_task(graph([4.0, 4.0]), cluster(), groups=None, failing_signal=3.0)
-    agent = agent_for([task])
+    agent = agent_for([task], baseline_init="failing", normalize_advantages=False)  # §3.1 as written
     beta = 0.5
     stats = train_step(agent, {"g": task}, ["g"] * 2, np.random.default_rng(3), entropy_coef=beta, step=0)
     devices = np.stack([s.best_devices for s in stats])
@@ -195,6 +195,25 @@ def test_hand_worked_update_with_two_samples():
     assert [s.entropy for s in stats] == pytest.approx(entropy.mean(dim=1).tolist(), abs=1e-6)
 
 
+def test_default_update_starts_the_baseline_at_the_first_rewards_and_divides_by_their_spread():
+    # the same two ops; K = 4 samples. B starts at the mean of the first update's rewards
+    # (deviation 6) and the advantages are divided by the rewards' standard deviation (deviation 5)
+    task = make_task(graph([4.0, 4.0]), cluster(), groups=None, failing_signal=3.0)
+    agent = agent_for([task], samples=4)
+    stats = train_step(agent, {"g": task}, ["g"] * 4, np.random.default_rng(1), entropy_coef=0.0, step=0)
+    devices = np.stack([s.best_devices for s in stats])
+    r = np.sqrt([4.0 if d[0] != d[1] else 8.0 for d in devices])
+    assert r.std() > 0  # this seed samples both kinds of placement
+    assert agent.baseline.values["g"] == pytest.approx(r.mean())  # 0.95·mean + 0.05·mean
+    got = grads(agent.model)
+    agent.model.zero_grad()
+    _, chosen = log_probs(agent, task, devices)
+    adv = torch.tensor((r - r.mean()) / r.std(), dtype=torch.float32)
+    (adv * chosen.sum(dim=1)).mean().backward()
+    for a, b in zip(got, grads(agent.model), strict=True):
+        torch.testing.assert_close(a, b)
+
+
 def oom_task():
     """op0 and op1 (0.6 GB of weights each) pinned to gpu:0 of 1 GB: every placement fails; op2 is free."""
     g = graph([1.0] * 3, [(0, 1), (1, 2)], pers=[0.6 * GB, 0.6 * GB, 0.0], pin=["gpu:0", "gpu:0", None])
@@ -204,7 +223,7 @@ def oom_task():
 @pytest.mark.parametrize("step", [9, 10])
 def test_failing_placements_count_before_the_grace_steps_and_are_skipped_after(step):
     task = oom_task()
-    agent = agent_for([task], failing_grace_steps=10)
+    agent = agent_for([task], failing_grace_steps=10, normalize_advantages=False)
     agent.load_state_dict({"baseline": {"decay": 0.95, "values": {"g": 1.0}}})
     stats = train_step(agent, {"g": task}, ["g"] * 4, np.random.default_rng(0), entropy_coef=0.0, step=step)
     assert all(s.final.oom for s in stats)
@@ -244,7 +263,7 @@ def test_learns_one_chain_per_device_on_two_chains():
     ms = {p: task.evaluate(np.array(p)).makespan for p in itertools.product(range(2), repeat=6)}
     assert min(ms.values()) == pytest.approx(3.0)
     assert sorted(p for p, m in ms.items() if m < 3.5) == [(0, 0, 0, 1, 1, 1), (1, 1, 1, 0, 0, 0)]
-    agent = agent_for([task], hidden=32, attention=16)
+    agent = agent_for([task], hidden=32, attention=16, baseline_init="failing", normalize_advantages=False)
     train(agent, task, 300, 3e-3, np.random.default_rng(0))
     best = agent.place(task, np.random.default_rng(0))
     assert task.evaluate(best).makespan == pytest.approx(3.0)

@@ -15,7 +15,8 @@ import streamlit as st
 
 from dashboard.app_pages.stored import MAX_CURVE_POINTS, curves_by_name, learning_curve
 from dashboard.background import Job, job_of_run, launch, list_jobs, made_by, resume_command, train_command
-from dashboard.common import cluster_picker, fmt_ms, graph_from_spec, guard, run_store, show_figure
+from dashboard.common import fmt_ms, graph_from_spec, guard, run_store, show_figure
+from dashboard.context import current_cluster
 from dashboard.figures import learning_curves
 from engine.runs import Run, RunStore
 
@@ -157,8 +158,9 @@ def _start_form(store: RunStore) -> None:
     cols = st.columns(2)
     placer = cols[0].selectbox("Learned placer", AGENT_NAMES, key="train_placer",
                                format_func=lambda n: descriptions.get(n, n).split(":")[0])
-    with cols[1]:
-        cluster = cluster_picker("train_cluster")
+    cluster = current_cluster().name
+    cols[1].text_input("Cluster (sidebar)", value=cluster, disabled=True, key="train_cluster_shown",
+                       help="Training uses the sidebar's cluster preset with the preset's simulation settings")
     st.session_state.setdefault("train_graphs", next(iter(SUGGESTED_GRAPHS)))
     cols = st.columns([3, 2])
     graphs = cols[0].text_input("Graphs", key="train_graphs",

@@ -58,7 +58,7 @@ def show_graph_view(graph: CompGraph, devices: np.ndarray | None, cluster: Clust
     st.caption(f"Graph view built in {time.perf_counter() - t0:.2f} s.")
 
 
-def show_metrics(metrics: dict, seconds_to_place: float | None = None) -> None:
+def show_metrics(metrics: dict, seconds_to_place: float | None = None, startup_s: float | None = None) -> None:
     """Makespan, ratio to the lower bound, peak memory, OOM, communication volume."""
     cols = st.columns(6)
     cols[0].metric("Makespan", fmt_ms(metrics["makespan_s"]))
@@ -71,16 +71,24 @@ def show_metrics(metrics: dict, seconds_to_place: float | None = None) -> None:
     cols[4].metric("Out of memory", ("yes: " + ", ".join(oom)) if metrics.get("oom") else "no")
     cols[5].metric("Communication", fmt_bytes(metrics.get("communication_bytes")))
     if seconds_to_place is not None:
-        st.caption(f"Placer took {seconds_to_place:.3f} s · simulation mode {metrics.get('mode')} · peak per device: "
+        startup = "" if not startup_s else f" (plus {startup_s:.3f} s one-time start-up, e.g. JIT compilation)"
+        st.caption(f"Placer took {seconds_to_place:.3f} s{startup} · simulation mode {metrics.get('mode')} · "
+                   "peak per device: "
                    + ", ".join(f"{d} {fmt_bytes(b)}" for d, b in peaks.items()))
 
 
-def show_schedule_figures(schedule: Schedule, graph: CompGraph, cluster: Cluster, key: str) -> None:
-    """Timeline, load/memcpy profile and memory over time, each in its own tab."""
+def show_schedule_figures(schedule: Schedule, graph: CompGraph, cluster: Cluster, key: str,
+                          title: str | None = None) -> None:
+    """Timeline, load/memcpy profile and memory over time, each in its own tab; ``title`` names the run."""
     tabs = st.tabs(["Timeline", "Load and memcpy", "Memory over time"])
+    what = f" — {title}" if title else ""
     with tabs[0]:
-        show_figure(timeline(schedule, graph, cluster), key=f"{key}_timeline")
+        show_figure(timeline(schedule, graph, cluster, title=title), key=f"{key}_timeline")
     with tabs[1]:
-        show_figure(load_profile(schedule, graph, cluster), key=f"{key}_load")
+        fig = load_profile(schedule, graph, cluster)
+        fig.update_layout(title=fig.layout.title.text + what)
+        show_figure(fig, key=f"{key}_load")
     with tabs[2]:
-        show_figure(memory_over_time(schedule, cluster), key=f"{key}_memory")
+        fig = memory_over_time(schedule, cluster)
+        fig.update_layout(title=fig.layout.title.text + what)
+        show_figure(fig, key=f"{key}_memory")

@@ -5,6 +5,7 @@ Tests call them directly on small known schedules; pages only lay them out.
 
 from dashboard.figures.charts import cdf_figure, learning_curves, load_profile, makespan_bars, memory_over_time
 from dashboard.figures.graph_view import GRAPH_VIEW_MAX_OPS, graph_view_mode, placement_graph_html
+from dashboard.figures.tables import table_latex
 from dashboard.figures.theme import apply_presentation, figure_html, figure_image
 from dashboard.figures.timeline import TIMELINE_MAX_OPS, timeline
 
@@ -21,5 +22,6 @@ __all__ = [
     "makespan_bars",
     "memory_over_time",
     "placement_graph_html",
+    "table_latex",
     "timeline",
 ]

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from dashboard.figures.theme import PALETTE, device_color
+from dashboard.figures.theme import PALETTE, device_color, run_color
 from engine.cluster import Cluster
 from engine.graph import CompGraph
 from engine.schedule import Schedule
@@ -77,30 +77,40 @@ def memory_over_time(schedule: Schedule, cluster: Cluster) -> go.Figure:
     return fig
 
 
-def makespan_bars(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+def makespan_bars(rows: Sequence[Mapping[str, Any]], *, title: str = "Makespan") -> go.Figure:
     """Bars of makespan (ms) per row with each row's lower bound as a line.
 
-    ``rows``: dicts with ``label`` (or ``placer``), ``makespan_s``, optional ``lower_bound_s``
-    and ``oom``. One shared lower bound is drawn as a horizontal line; different lower bounds
-    (different graphs) as a short mark on each bar.
+    ``rows``: dicts with ``label`` (or ``placer``), ``makespan_s``, optional ``lower_bound_s``,
+    ``oom`` and ``hover`` (e.g. the run id, shown on hover). Each label keeps its colour
+    (:func:`run_color`); out-of-memory bars are hatched and say so. One shared lower bound is
+    drawn as a horizontal line; different lower bounds (different graphs) as a short mark on
+    each bar. The axis starts at 0 and leaves room for the value labels.
     """
     labels = [str(r.get("label") or r.get("placer") or f"run {i}") for i, r in enumerate(rows)]
     ms = [float(r["makespan_s"]) * 1e3 for r in rows]
-    colors = ["#B00020" if r.get("oom") else PALETTE[0] for r in rows]
-    fig = go.Figure(go.Bar(x=labels, y=ms, marker_color=colors, name="makespan", text=[f"{v:.3f}" for v in ms],
-                           textposition="outside", hovertemplate="%{x}: %{y:.4f} ms<extra>makespan</extra>"))
+    hover = [str(r.get("hover") or "") for r in rows]
+    oom = [bool(r.get("oom")) for r in rows]
+    fig = go.Figure(go.Bar(x=labels, y=ms, marker={"color": [run_color(lb) for lb in labels],
+                                                   "pattern": {"shape": ["x" if o else "" for o in oom]}},
+                           name="makespan", text=[f"{v:.4g}" + (" (OOM)" if o else "") for v, o in zip(ms, oom,
+                                                                                                   strict=True)],
+                           textposition="outside", cliponaxis=False, customdata=hover,
+                           hovertemplate="%{x}: %{y:.4f} ms<br>%{customdata}<extra>makespan</extra>"))
     lbs = [r.get("lower_bound_s") for r in rows]
     known = {float(v) for v in lbs if v is not None}
+    top = max([*ms, *(v * 1e3 for v in known)], default=1.0)
     if len(known) == 1:
         lb = known.pop() * 1e3
         fig.add_hline(y=lb, line_dash="dash", line_color="#009E73",
-                      annotation_text=f"lower bound {lb:.3f} ms", annotation_position="bottom right")
+                      annotation_text=f"lower bound {lb:.4g} ms", annotation_position="bottom right")
     elif known:
         fig.add_trace(go.Scatter(x=labels, y=[None if v is None else v * 1e3 for v in lbs], mode="markers",
                                  marker={"symbol": "line-ew-open", "size": 40, "color": "#009E73",
                                          "line": {"width": 3}}, name="lower bound"))
-    fig.update_layout(title="Makespan (red: out of memory)", yaxis_title="makespan (ms)", height=400,
-                      margin={"l": 10, "r": 10, "t": 50, "b": 40}, showlegend=len(known) > 1)
+    fig.update_layout(title=title, yaxis_title="makespan (ms)", height=420, yaxis_range=[0, top * 1.18],
+                      margin={"l": 10, "r": 10, "t": 60, "b": 40}, showlegend=len(known) > 1)
+    fig.update_yaxes(automargin=True, rangemode="tozero")
+    fig.update_xaxes(automargin=True)
     return fig
 
 

@@ -8,7 +8,9 @@ import numpy as np
 import streamlit as st
 
 from dashboard.common import fmt_bytes, fmt_ms, show_figure, show_html
+from dashboard.context import keep
 from dashboard.figures import (
+    CURVE_X,
     GRAPH_VIEW_MAX_OPS,
     graph_view_mode,
     load_profile,
@@ -39,13 +41,14 @@ def graph_view_controls(key: str, *, placed: bool, num_ops: int) -> tuple[str, i
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def _graph_html(_graph: CompGraph, graph_hash: str, devices: tuple[int, ...] | None, color_by: str,
-                device_names: tuple[str, ...] | None, max_ops: int) -> str:
+                device_names: tuple[str, ...] | None, max_ops: int, highlight: tuple[bool, ...] | None) -> str:
     return placement_graph_html(_graph, None if devices is None else np.array(devices), color_by=color_by,
-                                device_names=device_names, max_ops=max_ops)
+                                device_names=device_names, max_ops=max_ops,
+                                highlight=None if highlight is None else np.array(highlight, dtype=bool))
 
 
 def show_graph_view(graph: CompGraph, devices: np.ndarray | None, cluster: Cluster | None, *,
-                    color_by: str, max_ops: int = GRAPH_VIEW_MAX_OPS) -> None:
+                    color_by: str, max_ops: int = GRAPH_VIEW_MAX_OPS, highlight: np.ndarray | None = None) -> None:
     """The pyvis graph view, with a sentence saying whether ops or groups are shown."""
     _, sentence = graph_view_mode(graph, devices, max_ops=max_ops)
     st.caption(sentence + " Hover a node for its card; scroll to zoom, drag to pan.")
@@ -53,7 +56,7 @@ def show_graph_view(graph: CompGraph, devices: np.ndarray | None, cluster: Clust
     t0 = time.perf_counter()
     with st.spinner("Laying out the graph ..."):
         page = _graph_html(graph, graph.content_hash, None if devices is None else tuple(devices.tolist()),
-                           color_by, names, max_ops)
+                           color_by, names, max_ops, None if highlight is None else tuple(highlight.tolist()))
     show_html(page, height=640)
     st.caption(f"Graph view built in {time.perf_counter() - t0:.2f} s.")
 
@@ -92,3 +95,12 @@ def show_schedule_figures(schedule: Schedule, graph: CompGraph, cluster: Cluster
         fig = memory_over_time(schedule, cluster)
         fig.update_layout(title=fig.layout.title.text + what)
         show_figure(fig, key=f"{key}_memory")
+
+
+def curve_controls(key: str) -> tuple[str, float]:
+    """The learning curves' x axis and smoothing weight (TensorBoard's slider)."""
+    cols = st.columns([2, 3])
+    x = cols[0].radio("x axis", list(CURVE_X), horizontal=True, key=keep(f"{key}_curve_x"))
+    smoothing = cols[1].slider("smoothing", 0.0, 0.99, 0.6, 0.01, key=keep(f"{key}_curve_smoothing"),
+                               help="Exponential moving average, debiased (as in TensorBoard); 0 = raw")
+    return x, float(smoothing)

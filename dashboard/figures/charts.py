@@ -1,4 +1,4 @@
-"""Bar, line and CDF figures: load profile, memory over time, makespans, CDFs, learning curves."""
+"""Bar, line and CDF figures: load profile, memory over time, makespans, CDFs."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from engine.cluster import Cluster
 from engine.graph import CompGraph
 from engine.schedule import Schedule
 
-__all__ = ["PHASE_ORDER", "cdf_figure", "learning_curves", "load_profile", "makespan_bars", "memory_over_time",
-           "phase_compute", "thin_rows"]
+__all__ = ["PHASE_ORDER", "cdf_figure", "load_profile", "makespan_bars", "memory_over_time", "phase_compute"]
 
 #: Stack order of the load profile (Mirhoseini et al. 2017 Fig. 8–9); "compute" = phase unknown.
 PHASE_ORDER = ("forward", "backward", "update", "compute")
@@ -128,46 +127,4 @@ def cdf_figure(series: Mapping[str, Sequence[float]], *, x_title: str = "makespa
                                  "color": PALETTE[i % len(PALETTE)]}, name=name))
     fig.update_layout(title=title, xaxis_title=x_title, yaxis_title="fraction of graphs", yaxis_range=[0, 1.02],
                       height=380, margin={"l": 10, "r": 10, "t": 50, "b": 40})
-    return fig
-
-
-def thin_rows(n: int, max_points: int | None) -> np.ndarray:
-    """Indices of at most about ``max_points`` of ``n`` rows: every k-th row, always with the last one."""
-    if max_points is None or n <= max_points:
-        return np.arange(n)
-    step = -(-n // max(max_points, 1))  # ceil(n / max_points)
-    return np.unique(np.r_[np.arange(0, n, step), n - 1])
-
-
-def learning_curves(curves: Mapping[str, Mapping[str, Sequence[float]]], *,
-                    max_points: int | None = None) -> go.Figure:
-    """Runtime against episode and against placements evaluated, side by side.
-
-    ``curves``: name → columns of a learning curve (CONTRACTS §6): ``episode``, and
-    ``sampled_runtime`` / ``best_runtime`` (s), optionally ``placements_evaluated``.
-    ``max_points`` thins long curves for display (every k-th episode and the last, see
-    :func:`thin_rows`); None draws every episode.
-    """
-    from plotly.subplots import make_subplots
-
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("per episode", "per placements evaluated"))
-    for i, (name, c) in enumerate(curves.items()):
-        color = PALETTE[i % len(PALETTE)]
-        episode = list(c.get("episode", range(len(c.get("best_runtime", [])))))
-        keep = thin_rows(len(episode), max_points)
-        evaluated = np.asarray(list(c.get("placements_evaluated") or episode))[keep]
-        episode = np.asarray(episode)[keep]
-        for col, x in ((1, episode), (2, evaluated)):
-            if c.get("sampled_runtime"):
-                fig.add_trace(go.Scatter(x=x, y=np.asarray(c["sampled_runtime"], float)[keep] * 1e3, mode="lines",
-                                         line={"color": color, "width": 1}, opacity=0.35, name=f"{name} sampled",
-                                         legendgroup=name, showlegend=col == 1), row=1, col=col)
-            if c.get("best_runtime"):
-                fig.add_trace(go.Scatter(x=x, y=np.asarray(c["best_runtime"], float)[keep] * 1e3, mode="lines",
-                                         line={"color": color, "width": 2.5}, name=f"{name} best",
-                                         legendgroup=name, showlegend=col == 1), row=1, col=col)
-    fig.update_xaxes(title_text="episode", row=1, col=1)
-    fig.update_xaxes(title_text="placements evaluated", row=1, col=2)
-    fig.update_yaxes(title_text="runtime (ms)", row=1, col=1)
-    fig.update_layout(title="Learning curves", height=400, margin={"l": 10, "r": 10, "t": 70, "b": 40})
     return fig

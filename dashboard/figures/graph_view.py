@@ -137,7 +137,8 @@ def _legend_html(legend: dict[str, str], note: str) -> str:
 
 def placement_graph_html(graph: CompGraph, devices: Sequence[int] | np.ndarray | None, *,
                          color_by: str = "device", device_names: Sequence[str] | None = None,
-                         height_px: int = 560, max_ops: int = GRAPH_VIEW_MAX_OPS) -> str:
+                         height_px: int = 560, max_ops: int = GRAPH_VIEW_MAX_OPS,
+                         highlight: np.ndarray | None = None, highlight_label: str = "moved") -> str:
     """A self-contained HTML page showing the graph, colored by placement or op attributes.
 
     Parameters
@@ -152,6 +153,10 @@ def placement_graph_html(graph: CompGraph, devices: Sequence[int] | np.ndarray |
     device_names : names of the device indices, for hover cards and the legend.
     max_ops : int
         Largest graph drawn op by op (default :data:`GRAPH_VIEW_MAX_OPS`).
+
+    highlight : bool array per op, optional
+        Ops to mark (a placement diff: the ops that moved). Marked nodes (groups with a marked
+        op) are drawn red and large, the others grey, whatever ``color_by`` says.
 
     Node size grows with compute time, edge width with bytes; every node has a hover card.
     Above ``max_ops`` ops, groups of ops are drawn (see :func:`graph_view_mode`).
@@ -203,6 +208,10 @@ def placement_graph_html(graph: CompGraph, devices: Sequence[int] | np.ndarray |
         colors = _scale_colors(g_memory)
         legend = {f"memory {_fmt_b(g_memory.min())} → {_fmt_b(g_memory.max())} (Viridis)": "#21918c"}
 
+    if highlight is not None:
+        marked = np.bincount(group, weights=np.asarray(highlight, dtype=float), minlength=k) > 0
+        colors = ["#D55E00" if m else "#c8ccd0" for m in marked.tolist()]
+        legend = {f"{highlight_label} ({int(np.sum(highlight))} ops)": "#D55E00", "unchanged": "#c8ccd0"}
     cmax = g_compute.max() if g_compute.max() > 0 else 1.0
     sizes = 8.0 + 24.0 * np.sqrt(g_compute / cmax)
     nodes = []

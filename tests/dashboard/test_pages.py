@@ -177,10 +177,14 @@ def test_compare_experiment_cdf_and_learning_curves(learning_runs):
     assert lines.pop(eval_line) == pytest.approx([1.0, 1.0, 1.1, 1.2, 1.3, 1.4])
     assert lines == {"Zero-Shot": pytest.approx([1.2, 1.2, 1.5]), "Optimized": pytest.approx([1.1, 1.1, 1.3]),
                      "Random": pytest.approx([2.0, 2.0, 3.0])}
-    curves = figure(app, "Learning curves")
+    curves = figure(app, "Learning curves (smoothing 0.6)")
     best = [t for t in curves["data"] if t["name"] == "tiny placeto best"]
-    assert [len(values(t["x"])) for t in best] == [4, 4]  # per episode and per placements evaluated
-    assert values(best[0]["x"]) == [1, 2, 3, 4]
+    assert len(best) == 1 and values(best[0]["x"]) == [1, 2, 3, 4]
+    names = {t["name"] for t in curves["data"]}
+    assert {"tiny placeto reward", "tiny placeto entropy", "tiny placeto learning_rate"} <= names
+    app.radio(key="compare_curve_x").set_value("placements evaluated").run()
+    best = [t for t in figure(app, "Learning curves (smoothing 0.6)")["data"] if t["name"] == "tiny placeto best"]
+    assert values(best[0]["x"])[-1] > 4  # placements evaluated grow faster than episodes
     # only the experiment in the CDF: its three methods
     app.multiselect(key="compare_cdf_runs").set_value([ids["experiment"]]).run()
     assert [t["name"] for t in figure(app, "CDF over test graphs")["data"]] == ["Zero-Shot", "Optimized", "Random"]
@@ -196,6 +200,7 @@ def test_runs_filter_rename_tag_delete(stored_runs):
     app.text_input(key=f"runs_name_{ids[0]}").set_value("baseline A").run()
     app.button(key="runs_rename").click().run()
     assert store.load(ids[0]).meta["name"] == "baseline A"
+    assert app.selectbox(key="runs_selected").value == ids[0]  # the renamed run stays selected
     app.text_input(key=f"runs_tags_{ids[0]}").set_value("x, y").run()
     app.button(key="runs_save_tags").click().run()
     assert store.load(ids[0]).meta["tags"] == ["x", "y"]
@@ -214,9 +219,10 @@ def test_runs_downloads(stored_runs):
     assert any("no placement" in c.value for c in app.caption)
     app.selectbox(key="runs_selected").set_value(ids[1]).run()
     labels = [b.proto.label for b in app.get("download_button")]
-    assert labels[:4] == ["Schedule CSV (ops)", "Schedule CSV (transfers)", "Placement JSON",
-                          "Chrome trace (Perfetto)"]
-    assert labels[4] == "Download timeline (HTML)"
+    assert labels[:2] == ["CSV", "LaTeX"]  # the runs table
+    assert labels[2:6] == ["Schedule CSV (ops)", "Schedule CSV (transfers)", "Placement JSON",
+                           "Chrome trace (Perfetto)"]
+    assert labels[6] == "Download PNG"  # the figure export, PNG first
     assert not app.exception
 
 

@@ -185,7 +185,7 @@ def test_learning_curves_of_several_seeds_are_a_mean_with_a_band():
     t = _traces(fig, "two")
     mean = t["two mean of 2 seeds"]
     assert list(mean.y) == pytest.approx([2000.0, 3000.0, 4000.0])
-    band = [tr for tr in fig.data if tr.name == "two 95% CI"][0]
+    band = next(tr for tr in fig.data if tr.name == "two 95% CI")
     # the bootstrap band of the mean of two runs lies between them
     assert min(band.y) >= 1000.0 - 1e-9 and max(band.y) <= 5000.0 + 1e-9
 

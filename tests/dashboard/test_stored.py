@@ -2,7 +2,14 @@
 
 import pytest
 
-from dashboard.app_pages.stored import cdf_series, eval_series, experiment_series, learning_curve, seed_groups, setting_of
+from dashboard.app_pages.stored import (
+    cdf_series,
+    eval_series,
+    experiment_series,
+    learning_curve,
+    seed_groups,
+    setting_of,
+)
 from engine.runs import RunStore
 
 

@@ -18,7 +18,7 @@ from dashboard.figures import apply_presentation, table_latex
 from dashboard.figures.theme import EXPORT_FORMATS, export_figure, figure_html, figure_image
 from engine.errors import PlacelabError
 from engine.graph import CompGraph
-from engine.runs import RunStore
+from engine.runs import Run, RunStore
 
 #: Base font size (px) of figures in presentation mode.
 PRESENTATION_FONT = 22
@@ -34,12 +34,43 @@ EXAMPLE_SPECS = {
 
 
 def runs_dir() -> Path:
-    """The directory holding stored runs (``PLACELAB_RUNS_DIR`` overrides ``<repo>/runs``)."""
-    return Path(os.environ.get("PLACELAB_RUNS_DIR") or REPO_ROOT / "runs")
+    """The user's run store, where the app saves and trains: ``PLACELAB_RUNS_DIR``, else the CLI's default
+    (``placelab.cli_common.DEFAULT_RUNS``, a per-user data folder apart from the bundled examples)."""
+    from placelab.cli_common import DEFAULT_RUNS
+
+    return Path(os.environ.get("PLACELAB_RUNS_DIR") or DEFAULT_RUNS)
+
+
+def example_runs_dir() -> Path:
+    """The example runs shipped with placelab, read-only (``PLACELAB_EXAMPLE_RUNS_DIR`` overrides ``<repo>/runs``)."""
+    return Path(os.environ.get("PLACELAB_EXAMPLE_RUNS_DIR") or REPO_ROOT / "runs")
 
 
 def run_store() -> RunStore:
+    """The user's store (the only one the app writes to)."""
     return RunStore(runs_dir())
+
+
+def _example_store() -> RunStore | None:
+    ex, mine = example_runs_dir(), runs_dir()
+    if not ex.is_dir() or (mine.exists() and ex.resolve() == mine.resolve()):
+        return None
+    return RunStore(ex)
+
+
+def is_example(run: Run) -> bool:
+    """Whether ``run`` is one of the bundled, read-only examples."""
+    store = _example_store()
+    return store is not None and run.path.parent.resolve() == store.root.resolve()
+
+
+def list_runs(kind: str | None = None, status: str | None = None, tag: str | None = None) -> list[Run]:
+    """The user's runs, then the bundled examples, each newest first."""
+    runs = run_store().list(kind=kind, status=status, tag=tag) if runs_dir().is_dir() else []
+    examples = _example_store()
+    if examples is not None:
+        runs += examples.list(kind=kind, status=status, tag=tag)
+    return runs
 
 
 @contextlib.contextmanager

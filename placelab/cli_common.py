@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -13,7 +15,11 @@ GraphArg = Annotated[str, typer.Argument(help="graph file (any supported format)
 ClusterOpt = Annotated[str, typer.Option("--cluster", "-c", help="preset name or cluster file")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object")]
 RunsDirOpt = Annotated[str, typer.Option("--runs-dir", envvar="PLACELAB_RUNS_DIR", help="run store folder")]
-DEFAULT_RUNS = "runs"
+#: Where runs are saved unless ``--runs-dir`` / ``PLACELAB_RUNS_DIR`` says otherwise: the user's own store,
+#: apart from the read-only examples shipped in ``runs/`` (``$PLACELAB_USER_RUNS``, else
+#: ``$XDG_DATA_HOME/placelab/runs``, else ``~/.local/share/placelab/runs``). The app reads it from here.
+DEFAULT_RUNS = os.environ.get("PLACELAB_USER_RUNS") or str(
+    Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "placelab" / "runs")
 
 
 def emit(obj: dict[str, Any], as_json: bool, text: str) -> None:

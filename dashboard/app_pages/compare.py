@@ -21,7 +21,7 @@ from dashboard.app_pages.stored import (
     setting_of,
 )
 from dashboard.app_pages.views import curve_controls, show_graph_view
-from dashboard.common import guard, run_store, show_figure, table_downloads
+from dashboard.common import guard, list_runs, show_figure, table_downloads
 from dashboard.context import current_cluster, current_graph, keep
 from dashboard.figures import cdf_figure, learning_curves, makespan_bars, timeline
 from dashboard.figures.diff import moved_ops, placement_diff
@@ -55,18 +55,17 @@ def bar_labels(runs: list[Run]) -> list[str]:
 
 def page() -> None:
     st.title("Compare")
-    store = run_store()
-    runs = [r for r in store.list() if (r.meta.get("metrics") or {}).get("makespan_s") is not None]
+    runs = [r for r in list_runs() if (r.meta.get("metrics") or {}).get("makespan_s") is not None]
     if not runs:
         st.info("No finished placement runs to compare yet — save some on the Place page or run "
                 "`placelab compare GRAPH --cluster C` / `placelab place … --save`.")
     else:
-        _placements(store, runs)
-    _cdfs(store)
-    _learning_curves(store)
+        _placements(runs)
+    _cdfs()
+    _learning_curves()
 
 
-def _placements(store, runs: list[Run]) -> None:
+def _placements(runs: list[Run]) -> None:
     by_setting: dict[tuple[str, str], list[Run]] = {}
     for r in runs:
         by_setting.setdefault(setting_of(r), []).append(r)
@@ -103,10 +102,10 @@ def _placements(store, runs: list[Run]) -> None:
     rows = [{"label": lb, "hover": f"run {r.id} · {r.meta.get('name') or ''}", **(r.meta.get("metrics") or {})}
             for lb, r in zip(bar_labels(selected), selected, strict=True)]
     show_figure(makespan_bars(rows, title=f"Makespan on {graph} · {cluster}"), key="compare_bars")
-    _timelines(store, [r for r in selected if has_placement(r)])
+    _timelines([r for r in selected if has_placement(r)])
 
 
-def _timelines(store, runs: list[Run]) -> None:
+def _timelines(runs: list[Run]) -> None:
     st.subheader("Two runs: timelines on one time axis, and what moved")
     if not runs:
         st.info("None of the selected runs stores a placement to replay.")
@@ -118,7 +117,7 @@ def _timelines(store, runs: list[Run]) -> None:
     right = cols[1].selectbox("Right", ids, index=min(1, len(ids) - 1), key="compare_right", format_func=labels.get)
     picked = {r.id: r for r in runs}
     with guard("Replaying runs"), st.spinner("Re-simulating the stored placements ..."):
-        replays = {i: replay(store, picked[i]) for i in {left, right}}
+        replays = {i: replay(picked[i]) for i in {left, right}}
         end = max(s.makespan for _, s in replays.values()) * 1e3 * 1.03
         for side, col, rid in (("l", cols[0], left), ("r", cols[1], right)):
             pr, schedule = replays[rid]
@@ -148,9 +147,9 @@ def _diff(a, b) -> None:
         show_graph_view(a.graph, b.placement.devices, b.cluster, color_by="device", highlight=moved)
 
 
-def _cdfs(store) -> None:
+def _cdfs() -> None:
     st.subheader("CDF over test graphs")
-    sources = store.list(kind="eval") + store.list(kind="experiment")
+    sources = list_runs(kind="eval") + list_runs(kind="experiment")
     usable = [r for r in sources if eval_series(r) or experiment_series(r)]
     if not usable:
         st.info("CDFs (Placeto Fig. 5) compare placers over many test graphs. They need runs of kind \"experiment\" "
@@ -175,9 +174,9 @@ def _cdfs(store) -> None:
         show_figure(cdf_figure(series), key="compare_cdf")
 
 
-def _learning_curves(store) -> None:
+def _learning_curves() -> None:
     st.subheader("Learning curves")
-    runs = store.list(kind="train")
+    runs = list_runs(kind="train")
     if not runs:
         st.info("No training runs yet — start one on the Train page or with `placelab train … --save`.")
         return

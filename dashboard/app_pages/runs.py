@@ -10,7 +10,16 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.app_pages.stored import has_placement, replay, run_label
-from dashboard.common import figure_export_controls, guard, run_store, table_downloads
+from dashboard.common import (
+    example_runs_dir,
+    figure_export_controls,
+    guard,
+    is_example,
+    list_runs,
+    run_store,
+    runs_dir,
+    table_downloads,
+)
 from dashboard.figures import load_profile, memory_over_time, timeline
 from engine.run_records import export_trace
 from engine.runs import STATUSES, Run, RunStore
@@ -37,18 +46,19 @@ def _filters(runs: list[Run]) -> tuple[str | None, str | None, str | None]:
 def page() -> None:
     st.title("Runs")
     store = run_store()
-    everything = store.list()
-    if store.problems:
+    everything = list_runs()
+    if runs_dir().is_dir() and store.problems:
         st.warning("Skipped unreadable run directories: " + "; ".join(store.problems[:5]))
+    st.caption(f"Your runs: `{runs_dir()}` · bundled examples (read-only): `{example_runs_dir()}`")
     if not everything:
         st.info(f"No runs in {store.root} yet — save one on the Place page or with `placelab place … --save`.")
         return
     kind, status, tag = _filters(everything)
-    runs = store.list(kind=kind, status=status, tag=tag)
+    runs = list_runs(kind=kind, status=status, tag=tag)
     if not runs:
         st.info("No run matches these filters.")
         return
-    table = pd.DataFrame([run_summary(r) for r in runs])
+    table = pd.DataFrame([{"source": "example" if is_example(r) else "yours", **run_summary(r)} for r in runs])
     table["tags"] = table["tags"].map(", ".join)
     st.dataframe(table, hide_index=True)
     table_downloads(table, "runs_table", "runs")
@@ -61,11 +71,15 @@ def page() -> None:
     with st.expander("Metadata (run.json)"):
         st.json(run.meta, expanded=1)
     _edit(store, run)
-    _downloads(store, run)
+    _downloads(run)
 
 
 def _edit(store: RunStore, run: Run) -> None:
     st.subheader("Edit")
+    if is_example(run):
+        st.caption("A bundled example: read-only (the app never changes the examples). Re-run it on the Place "
+                   "page to get an editable copy in your own store.")
+        return
     cols = st.columns(3)
     with cols[0]:
         name = st.text_input("Name", value=run.meta.get("name") or run.id, key=f"runs_name_{run.id}")
@@ -91,16 +105,16 @@ def _edit(store: RunStore, run: Run) -> None:
                 st.rerun()
 
 
-def _trace_bytes(store: RunStore, run: Run) -> Callable[[], bytes]:
+def _trace_bytes(run: Run) -> Callable[[], bytes]:
     def make() -> bytes:
         with tempfile.TemporaryDirectory(prefix="placelab-trace-") as tmp:
             path = Path(tmp) / "trace.json"
-            export_trace(store.load(run.id), str(path))
+            export_trace(RunStore(run.path.parent).load(run.id), str(path))
             return path.read_bytes()
     return make
 
 
-def _downloads(store: RunStore, run: Run) -> None:
+def _downloads(run: Run) -> None:
     st.subheader("Downloads")
     files = set(run.files())
     cols = st.columns(4)
@@ -114,11 +128,11 @@ def _downloads(store: RunStore, run: Run) -> None:
     if not has_placement(run):
         st.caption("This run stores no placement, so there is no trace or figure to export.")
         return
-    cols[3].download_button("Chrome trace (Perfetto)", _trace_bytes(store, run), file_name=f"{run.id}-trace.json",
+    cols[3].download_button("Chrome trace (Perfetto)", _trace_bytes(run), file_name=f"{run.id}-trace.json",
                             mime="application/json", key="runs_dl_trace")
     which = st.selectbox("Figure", list(FIGURES), key="runs_figure")
     with guard("Figure"):
-        pr, schedule = replay(store, run)
+        pr, schedule = replay(run)
         fig = FIGURES[which](schedule, pr)
         fig.update_layout(title=f"{fig.layout.title.text} — {run_label(run)}")
         figure_export_controls(fig, f"runs_fig_{which.replace(' ', '_')}")

@@ -20,9 +20,14 @@ MAX_CURVE_POINTS = 2000
 
 
 def run_label(run: Run) -> str:
+    """``name · placer · graph · cluster``, marked ``example ·`` for a bundled (read-only) run."""
+    from dashboard.common import is_example
+
     m = run.meta
     name = m.get("name") or run.id
-    return f"{name} · {m.get('placer') or '-'} · {(m.get('graph') or {}).get('name') or '-'} · {m.get('cluster')}"
+    mark = "example · " if is_example(run) else ""
+    return (f"{mark}{name} · {m.get('placer') or '-'} · {(m.get('graph') or {}).get('name') or '-'} · "
+            f"{m.get('cluster')}")
 
 
 def has_placement(run: Run) -> bool:
@@ -35,12 +40,12 @@ def _replay(root: str, run_id: str, updated: str) -> tuple[PlacementRun, Schedul
     return pr, Simulator(pr.graph, pr.cluster).run(pr.placement, record_memory=True)
 
 
-def replay(store: RunStore, run: Run) -> tuple[PlacementRun, Schedule]:
-    """Graph, cluster, placement and the schedule (memory recorded) of a stored placement run.
+def replay(run: Run) -> tuple[PlacementRun, Schedule]:
+    """Graph, cluster, placement and the schedule (memory recorded) of a stored placement run (any store).
 
     The simulator is deterministic, so re-simulating gives the stored schedule again.
     """
-    return _replay(str(store.root), run.id, str(run.meta.get("updated")))
+    return _replay(str(run.path.parent), run.id, str(run.meta.get("updated")))
 
 
 def comparison_row(run: Run) -> dict[str, Any]:

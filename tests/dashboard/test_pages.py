@@ -289,3 +289,26 @@ def test_sidebar_simulation_mode_applies_to_the_cluster(empty_runs):
     assert any(f"k80x2 ({other})" in c.value for c in app.caption)
     app.selectbox(key="ctx_cluster").set_value("p100x4").run()  # a new preset brings its own settings
     assert app.selectbox(key="ctx_sim_mode").value == "default"
+
+
+def _tree(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in sorted(root.rglob("*"))}
+
+
+def test_bundled_examples_are_listed_labelled_and_never_written(example_runs):
+    root, example = example_runs
+    before = _tree(root)
+    app = page_app("home").run()
+    assert [s.value for s in app.subheader] == ["Your runs", "Bundled examples (read-only)"]
+    assert list(app.dataframe[1].value["id"]) == [example]
+    app = page_app("runs").run()
+    table = app.dataframe[0].value
+    assert dict(zip(table["id"], table["source"], strict=True))[example] == "example"
+    app.selectbox(key="runs_selected").set_value(example).run()
+    assert not app.exception
+    assert not [b for b in app.button if b.key in ("runs_rename", "runs_delete", "runs_save_tags")]
+    assert any("read-only" in c.value for c in app.caption)
+    app = page_app("compare").run()
+    assert not app.exception
+    assert any(o.startswith("example · ") for o in app.multiselect(key="compare_runs").options)
+    assert _tree(root) == before  # the app wrote nothing there

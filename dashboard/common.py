@@ -209,6 +209,8 @@ def graph_picker(key: str = "graphs") -> bool:
             set_graph(_graph_from_upload(digest, upload.name, data), f"upload: {upload.name}")
             st.session_state["ctx_upload_digest"] = digest
             ok = True
+        if ok:
+            st.rerun()  # the sidebar, drawn before this page, shows the new graph
         return ok
     if source == "Example":
         examples = example_sources()
@@ -230,6 +232,8 @@ def graph_picker(key: str = "graphs") -> bool:
     with guard(), st.spinner(f"Loading {spec} ..."):
         set_graph(_graph_from_spec(spec), label or spec, spec)
         ok = True
+    if ok:
+        st.rerun()  # the sidebar, drawn before this page, shows the new graph
     return ok
 
 

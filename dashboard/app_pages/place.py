@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.app_pages.views import graph_view_controls, show_graph_view, show_metrics, show_schedule_figures
-from dashboard.common import fmt_bytes, guard, run_store, show_figure
+from dashboard.common import fmt_bytes, guard, run_store, show_figure, table_downloads
 from dashboard.context import cluster_label, current_cluster, current_graph, keep
 from dashboard.figures import makespan_bars
 from engine.errors import PlacelabError
@@ -162,7 +162,9 @@ def _show_results(g, cluster) -> None:
     message = st.session_state.pop("place_saved_message", None)
     if message:
         st.success(message)
-    st.dataframe(_results_table(results), hide_index=True)
+    table = _results_table(results)
+    st.dataframe(table, hide_index=True)
+    table_downloads(table, "place_table", f"results-{rg.name}-{rc.name}")
     show_figure(makespan_bars([{"label": r["placer"], "hover": r["run_id"] or "not saved", **r["metrics"]}
                                for r in results], title=f"Makespan on {rg.name} · {cluster_label(rc)}"),
                 key="place_bars")

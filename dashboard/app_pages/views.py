@@ -74,8 +74,8 @@ def show_metrics(metrics: dict, seconds_to_place: float | None = None, startup_s
     cols[4].metric("Out of memory", ("yes: " + ", ".join(oom)) if metrics.get("oom") else "no")
     cols[5].metric("Communication", fmt_bytes(metrics.get("communication_bytes")))
     if seconds_to_place is not None:
-        startup = "" if not startup_s else f" (plus {startup_s:.3f} s one-time start-up, e.g. JIT compilation)"
-        st.caption(f"Placer took {seconds_to_place:.3f} s{startup} · simulation mode {metrics.get('mode')} · "
+        startup = "" if not startup_s else f" (plus {startup_s:.3g} s one-time start-up, e.g. JIT compilation)"
+        st.caption(f"Placer took {seconds_to_place:.3g} s{startup} · simulation mode {metrics.get('mode')} · "
                    "peak per device: "
                    + ", ".join(f"{d} {fmt_bytes(b)}" for d, b in peaks.items()))
 

@@ -17,16 +17,17 @@ from dashboard.app_pages import compare, graphs, home, place, runs, train
 from dashboard.context import retain_widgets, sidebar
 
 # Everything larger, nothing recoloured: the app's light or dark theme stays, so text stays readable.
-# Metric values hold a markdown container, so their rule must come after (and be more specific than) the
-# general text rule, or headline numbers would shrink to the body size.
+# Metric values hold a markdown container with a <p>, so their rule must be more specific than the general
+# text rule (two attribute selectors beat one and a tag), or headline numbers would shrink to the body size.
 PRESENTATION_CSS = """
 <style>
 [data-testid="stAppViewContainer"] p, [data-testid="stAppViewContainer"] li,
 [data-testid="stAppViewContainer"] label, [data-testid="stMarkdownContainer"] { font-size: 1.3rem !important; }
 [data-testid="stSidebar"] p, [data-testid="stSidebar"] label { font-size: 1.15rem !important; }
-[data-testid="stMetricValue"], [data-testid="stMetricValue"] * {
+[data-testid="stAppViewContainer"] [data-testid="stMetricValue"],
+[data-testid="stAppViewContainer"] [data-testid="stMetricValue"] * {
   font-size: 3rem !important; line-height: 1.2 !important; }
-[data-testid="stMetricLabel"], [data-testid="stMetricLabel"] * { font-size: 1.3rem !important; }
+[data-testid="stAppViewContainer"] [data-testid="stMetricLabel"] * { font-size: 1.3rem !important; }
 h1 { font-size: 3.2rem !important; line-height: 1.25 !important; padding-top: 0.4rem !important; }
 h2, h3 { font-size: 2.3rem !important; line-height: 1.25 !important; }
 [data-testid="stDataFrame"] { font-size: 1.2rem !important; }

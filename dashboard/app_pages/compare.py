@@ -122,7 +122,7 @@ def _timelines(runs: list[Run]) -> None:
         for side, col, rid in (("l", cols[0], left), ("r", cols[1], right)):
             pr, schedule = replays[rid]
             with col:
-                name = f"{pr.run.meta.get('placer')} · {pr.run.meta.get('name') or rid}"
+                name = run_label(pr.run)
                 show_figure(timeline(schedule, pr.graph, pr.cluster, title=name, time_range_ms=(0.0, end)),
                             key=f"compare_tl_{side}")
         _diff(replays[left][0], replays[right][0])

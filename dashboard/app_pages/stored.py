@@ -26,8 +26,9 @@ def run_label(run: Run) -> str:
     m = run.meta
     name = m.get("name") or run.id
     mark = "example · " if is_example(run) else ""
-    return (f"{mark}{name} · {m.get('placer') or '-'} · {(m.get('graph') or {}).get('name') or '-'} · "
-            f"{m.get('cluster')}")
+    parts = [str(p) for p in (m.get("placer"), (m.get("graph") or {}).get("name"), m.get("cluster"))
+             if p and str(p) not in name]  # a default name "placer · graph · cluster" already says them
+    return " · ".join([mark + name, *parts])
 
 
 def has_placement(run: Run) -> bool:

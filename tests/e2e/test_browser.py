@@ -199,8 +199,8 @@ def test_walk_through_the_app(browser_page, app_url, spec, graph, ops):
     goto(page, "Place")
     page.get_by_text("Results:").first.wait_for(timeout=GUARD_MS)  # results kept across pages
     page.wait_for_timeout(800)
-    size = page.evaluate("parseFloat(getComputedStyle(document.querySelector("
-                         "'[data-testid=\"stMetricValue\"] div')).fontSize)")
+    size = page.evaluate("Math.min(...[...document.querySelectorAll('[data-testid=\"stMetricValue\"] *')]"
+                         ".filter(e => !e.children.length).map(e => parseFloat(getComputedStyle(e).fontSize)))")
     assert size >= 40, f"headline numbers shrank to {size}px in presentation mode"
     assert_clean(page, f"{tag}-08-place-presentation")
     toggle.click()

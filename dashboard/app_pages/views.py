@@ -19,6 +19,7 @@ from dashboard.figures import (
     timeline,
 )
 from dashboard.figures.graph_view import COLOR_BY
+from dashboard.figures.timeline import match_ops
 from engine.cluster import Cluster
 from engine.graph import CompGraph
 from engine.schedule import Schedule
@@ -86,7 +87,7 @@ def show_schedule_figures(schedule: Schedule, graph: CompGraph, cluster: Cluster
     tabs = st.tabs(["Timeline", "Load and memcpy", "Memory over time"])
     what = f" — {title}" if title else ""
     with tabs[0]:
-        show_figure(timeline(schedule, graph, cluster, title=title), key=f"{key}_timeline")
+        show_timeline(schedule, graph, cluster, key=key, title=title)
     with tabs[1]:
         fig = load_profile(schedule, graph, cluster)
         fig.update_layout(title=fig.layout.title.text + what)
@@ -104,3 +105,26 @@ def curve_controls(key: str) -> tuple[str, float]:
     smoothing = cols[1].slider("smoothing", 0.0, 0.99, 0.6, 0.01, key=keep(f"{key}_curve_smoothing"),
                                help="Exponential moving average, debiased (as in TensorBoard); 0 = raw")
     return x, float(smoothing)
+
+
+def show_timeline(schedule: Schedule, graph: CompGraph, cluster: Cluster, *, key: str, title: str | None) -> None:
+    """The Gantt chart with a trace viewer's controls: a time window (zoom in to see single ops and their
+    names), op search by name / type / scope, and dependency and transfer arrows on demand."""
+    end = float(schedule.makespan * 1e3) or 1.0
+    cols = st.columns([4, 3, 2], vertical_alignment="bottom")
+    window = cols[0].slider("Time window (ms)", 0.0, end, (0.0, end), key=f"{key}_tl_window",
+                            help="Narrow it to see single ops (with names when few) instead of busy bins")
+    query = cols[1].text_input("Find op (name, type or scope)", key=f"{key}_tl_find")
+    arrows = cols[2].checkbox("Dependency arrows", key=f"{key}_tl_arrows",
+                              help="Producer end → consumer start; dashed when the edge is a transfer")
+    hits = match_ops(graph, query)
+    if query.strip():
+        first = np.flatnonzero(hits)[:5].tolist()
+        where = [f"{graph.op_names[i]} at {schedule.op_start[i] * 1e3:.4g} ms on "
+                 f"{cluster.devices[schedule.op_device[i]].name}" for i in first]
+        st.caption(f"{int(hits.sum()):,} ops match" + (": " + ", ".join(where) if where else "")
+                   + (" …" if hits.sum() > 5 else ""))
+    zoomed = window != (0.0, end)
+    fig = timeline(schedule, graph, cluster, title=title, window_ms=window if zoomed else None,
+                   highlight=hits if query.strip() else None, arrows=arrows)
+    show_figure(fig, key=f"{key}_timeline")

@@ -249,3 +249,37 @@ def test_makespan_bars_start_at_zero_and_keep_colours():
     assert dict(zip(again.data[0].x, again.data[0].marker.color, strict=True)) == colors  # colour follows the label
     assert list(fig.data[0].customdata) == ["run-1", ""]
     assert list(fig.data[0].marker.pattern.shape) == ["", "x"]
+
+
+def test_timeline_window_shows_single_named_ops_of_a_large_graph():
+    from dashboard.figures.timeline import ops_in_window
+
+    g, c = random_dag(ops=TIMELINE_MAX_OPS + 500, seed=3), PRESETS["k80x2"]()
+    s = simulate(g, c, np.arange(g.num_ops) % 2)
+    assert "binned" in timeline(s, g, c).layout.title.text
+    # a window holding a few ops: every op overlapping it is a bar of its own, with its name
+    mid = float(s.op_start[g.num_ops // 2]) * 1e3
+    window = (mid, mid + 1e-6)
+    shown = ops_in_window(s, window)
+    fig = timeline(s, g, c, window_ms=window)
+    assert "binned" not in fig.layout.title.text and list(fig.layout.xaxis.range) == list(window)
+    compute = [t for t in _bars(fig) if t.name.endswith("compute")]
+    assert sum(len(t.x) for t in compute) == int(shown.sum()) >= 1
+    assert sorted(n for t in compute for n in t.text) == sorted(g.op_names[i] for i in np.flatnonzero(shown))
+
+
+def test_timeline_search_marks_matches_and_arrows_follow_edges(diamond):
+    from dashboard.figures.timeline import match_ops
+
+    g, c, s = diamond
+    assert match_ops(g, "matmul").tolist() == [True, False, True, False]  # by type, any case
+    assert match_ops(g, "  ").tolist() == [False] * 4
+    fig = timeline(s, g, c, highlight=match_ops(g, "MatMul"), arrows=True)
+    [marks] = [t for t in fig.data if t.name == "matches"]
+    assert list(marks.text) == ["a", "c"]
+    assert list(marks.x) == pytest.approx([(s.op_start[i] + s.op_end[i]) * 500 for i in (0, 2)])
+    # a→b and c→d cross devices (dashed, transfers); a→c and b→d stay (solid)
+    lines = {t.name: t for t in fig.data if t.name in ("dependency", "transfer")}
+    assert lines["transfer"].line.dash == "dash" and len(lines["transfer"].x) == 6
+    assert len(lines["dependency"].x) == 6
+    assert list(lines["dependency"].x[:2]) == pytest.approx([s.op_end[0] * 1e3, s.op_start[2] * 1e3])

@@ -61,4 +61,4 @@ def page() -> None:
         show_figure(fig, key="graphs_profile")
     st.subheader("Structure")
     color_by, max_ops = graph_view_controls("graphs", placed=False, num_ops=g.num_ops)
-    show_graph_view(g, None, None, color_by=color_by, max_ops=max_ops)
+    show_graph_view(g, None, None, color_by=color_by, max_ops=max_ops, key="graphs_gv")

@@ -184,4 +184,5 @@ def _show_results(g, cluster) -> None:
             show_schedule_figures(r["schedule"], rg, rc, key=f"place_{i}",
                                   title=f"{r['placer']} · {rg.name} · {cluster_label(rc)}")
             color_by, max_ops = graph_view_controls(f"place_{i}", placed=True, num_ops=rg.num_ops)
-            show_graph_view(rg, r["placement"].devices, rc, color_by=color_by, max_ops=max_ops)
+            show_graph_view(rg, r["placement"].devices, rc, color_by=color_by, max_ops=max_ops, key=f"place_{i}_gv",
+                            find_key=f"place_{i}_tl_find")

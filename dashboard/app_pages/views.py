@@ -18,7 +18,7 @@ from dashboard.figures import (
     placement_graph_html,
     timeline,
 )
-from dashboard.figures.graph_view import COLOR_BY
+from dashboard.figures.graph_view import COLOR_BY, scope_choices
 from dashboard.figures.timeline import match_ops
 from engine.cluster import Cluster
 from engine.graph import CompGraph
@@ -42,22 +42,43 @@ def graph_view_controls(key: str, *, placed: bool, num_ops: int) -> tuple[str, i
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def _graph_html(_graph: CompGraph, graph_hash: str, devices: tuple[int, ...] | None, color_by: str,
-                device_names: tuple[str, ...] | None, max_ops: int, highlight: tuple[bool, ...] | None) -> str:
+                device_names: tuple[str, ...] | None, max_ops: int, highlight: tuple[bool, ...] | None,
+                highlight_label: str, expand: str | None) -> str:
     return placement_graph_html(_graph, None if devices is None else np.array(devices), color_by=color_by,
                                 device_names=device_names, max_ops=max_ops,
-                                highlight=None if highlight is None else np.array(highlight, dtype=bool))
+                                highlight=None if highlight is None else np.array(highlight, dtype=bool),
+                                highlight_label=highlight_label, expand=expand)
 
 
 def show_graph_view(graph: CompGraph, devices: np.ndarray | None, cluster: Cluster | None, *,
-                    color_by: str, max_ops: int = GRAPH_VIEW_MAX_OPS, highlight: np.ndarray | None = None) -> None:
-    """The pyvis graph view, with a sentence saying whether ops or groups are shown."""
-    _, sentence = graph_view_mode(graph, devices, max_ops=max_ops)
-    st.caption(sentence + " Hover a node for its card; scroll to zoom, drag to pan.")
+                    color_by: str, max_ops: int = GRAPH_VIEW_MAX_OPS, highlight: np.ndarray | None = None,
+                    key: str | None = None, find_key: str | None = None) -> None:
+    """The pyvis graph view, with a sentence saying whether ops or groups are shown.
+
+    With ``key``: a scope to expand (aggregated view by scope) and an op search; ``find_key`` names
+    another search box (the timeline's) whose query the view highlights too, linking the two.
+    """
+    mode, sentence = graph_view_mode(graph, devices, max_ops=max_ops)
+    expand, label = None, "moved"
+    if key is not None:
+        cols = st.columns([3, 3])
+        if mode == "scope":
+            expand = cols[0].selectbox("Expand scope", scope_choices(graph), index=None, key=f"{key}_expand",
+                                       placeholder="all collapsed", help="Opens one layer scope into its parts")
+        query = cols[1].text_input("Find op in the graph (name, type or scope)", key=f"{key}_find",
+                                   help="Empty: the timeline's search above is highlighted here")
+        if not query.strip() and find_key:  # linked: what the timeline searches, the graph shows
+            query = str(st.session_state.get(find_key) or "")
+        if query.strip():
+            highlight, label = match_ops(graph, query), f"matches '{query.strip()}'"
+    st.caption(sentence + (f" Expanded: {expand}." if expand else "")
+               + " Hover a node for its card; scroll to zoom, drag to pan.")
     names = tuple(d.name for d in cluster.devices) if cluster is not None else None
     t0 = time.perf_counter()
     with st.spinner("Laying out the graph ..."):
         page = _graph_html(graph, graph.content_hash, None if devices is None else tuple(devices.tolist()),
-                           color_by, names, max_ops, None if highlight is None else tuple(highlight.tolist()))
+                           color_by, names, max_ops, None if highlight is None else tuple(highlight.tolist()),
+                           label, expand)
     show_html(page, height=640)
     st.caption(f"Graph view built in {time.perf_counter() - t0:.2f} s.")
 

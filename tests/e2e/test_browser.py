@@ -165,28 +165,46 @@ def test_walk_through_the_app(browser_page, app_url, spec, graph, ops):
         export_figure(page, 0, fmt, f"{tag}-makespan")
     export_figure(page, 1, "html", f"{tag}-timeline")
     assert "gpu:0" in (ARTIFACTS / f"{tag}-timeline.html").read_text()
+    # linked: a search in the timeline is highlighted in the graph view below it
+    finder = page.get_by_role("textbox", name="Find op (name, type or scope)").first
+    finder.fill("0")
+    finder.press("Enter")
+    wait_idle(page)
+    page.get_by_text(re.compile(r"^[\d,]+ ops match")).first.wait_for(timeout=GUARD_MS)
+    view = page.frame_locator("iframe").first
+    view.locator("#placelab-view-note").wait_for(timeout=GUARD_MS)
+    view.get_by_text("matches '0'").wait_for(timeout=GUARD_MS)
+    if page.get_by_text("Expand scope").count():  # a scope-aggregated view: open the first scope
+        box = page.locator('[data-testid="stSelectbox"]', has_text="Expand scope").first
+        box.get_by_role("combobox").click()
+        first = page.locator('[role="option"]').first
+        scope = first.inner_text().strip()
+        first.click()
+        wait_idle(page)
+        page.get_by_text(f"Expanded: {scope}.").first.wait_for(timeout=GUARD_MS)
+    assert_clean(page, f"{tag}-04-place-linked")
     page.get_by_role("button", name="Save as run").first.click()
     page.get_by_text("Saved as run").wait_for(timeout=GUARD_MS)
     page.get_by_text("Stored as run").first.wait_for()  # the saved one shows its id, its Save button is gone
     assert not page.get_by_role("button", name="Save as run").first.is_visible()
-    assert_clean(page, f"{tag}-04-place-saved")
+    assert_clean(page, f"{tag}-05-place-saved")
 
     goto(page, "Compare")
     page.get_by_text("Two runs: timelines").wait_for(timeout=GUARD_MS)
     page.wait_for_timeout(1000)
     main = page.locator('[data-testid="stMain"]').inner_text()
     assert graph in main and "Not comparable" not in main
-    assert_clean(page, f"{tag}-05-compare")
+    assert_clean(page, f"{tag}-06-compare")
 
     goto(page, "Train")
-    assert_clean(page, f"{tag}-06-train")
+    assert_clean(page, f"{tag}-07-train")
 
     goto(page, "Runs")
     page.get_by_text("Downloads").first.wait_for()
     download(page, page.get_by_role("button", name="Chrome trace (Perfetto)"), f"{tag}-trace.json")
     trace = json.loads((ARTIFACTS / f"{tag}-trace.json").read_text())
     assert any(e.get("ph") == "X" for e in trace["traceEvents"])
-    assert_clean(page, f"{tag}-07-runs")
+    assert_clean(page, f"{tag}-08-runs")
 
     goto(page, "Graphs")  # the selection survived every page
     assert graph in sidebar_text(page)
@@ -202,7 +220,7 @@ def test_walk_through_the_app(browser_page, app_url, spec, graph, ops):
     size = page.evaluate("Math.min(...[...document.querySelectorAll('[data-testid=\"stMetricValue\"] *')]"
                          ".filter(e => !e.children.length).map(e => parseFloat(getComputedStyle(e).fontSize)))")
     assert size >= 40, f"headline numbers shrank to {size}px in presentation mode"
-    assert_clean(page, f"{tag}-08-place-presentation")
+    assert_clean(page, f"{tag}-09-place-presentation")
     toggle.click()
     wait_idle(page)
 

@@ -1,7 +1,9 @@
-"""The app in a real browser: every page, a placement with two placers, comparison, a trace download,
-a training started from the Train page and watched live.
+"""The app in a real browser: a walk through Graphs → Place → Compare → Train → Runs → presentation mode on
+chainmm and on gen:nmt (the graph chosen once survives every page; every export — figure PNG/SVG/PDF/HTML,
+table CSV/LaTeX, Perfetto trace — is a non-empty file of its type; the timeline's search is highlighted in the
+graph view, a scope expands), large graph views, a training started from the Train page and watched live.
 
-Screenshots land in ``tests/artifacts/``. The graph-view timings are printed (run with ``-s``);
+Screenshots and exported files land in ``tests/artifacts/`` (git-ignored). The graph-view timings are printed (run with ``-s``);
 the only timed check is a generous 60 s guard against a hang.
 """
 

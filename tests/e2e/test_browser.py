@@ -3,7 +3,8 @@ chainmm and on gen:nmt (the graph chosen once survives every page; every export 
 table CSV/LaTeX, Perfetto trace — is a non-empty file of its type; the timeline's search is highlighted in the
 graph view, a scope expands), large graph views, a training started from the Train page and watched live.
 
-Screenshots and exported files land in ``tests/artifacts/`` (git-ignored). The graph-view timings are printed (run with ``-s``);
+Screenshots and exported files land in ``tests/artifacts/`` (git-ignored). The graph-view timings are
+printed (run with ``-s``);
 the only timed check is a generous 60 s guard against a hang.
 """
 

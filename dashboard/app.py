@@ -5,7 +5,8 @@ Pages: Home · Graphs · Place · Train · Compare · Runs, as function pages in
 mode, where the first request for ``/graphs`` on a fresh server runs that module as a script
 and shows a blank page.) Stored runs are read from ``runs/`` at the repository root, or from
 the directory named by the environment variable ``PLACELAB_RUNS_DIR``. The sidebar's
-presentation toggle switches to a light theme with large fonts, for lab meetings.
+presentation toggle makes text, headline numbers and figures larger, for lab meetings.
+The sidebar also holds the current graph and cluster that every page works on (``dashboard/context.py``).
 """
 
 from __future__ import annotations
@@ -13,23 +14,31 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.app_pages import compare, fidelity, graphs, home, place, runs, train
+from dashboard.context import retain_widgets, sidebar
 
+# Everything larger, nothing recoloured: the app's light or dark theme stays, so text stays readable.
+# Metric values hold a markdown container with a <p>, so their rule must be more specific than the general
+# text rule (two attribute selectors beat one and a tag), or headline numbers would shrink to the body size.
 PRESENTATION_CSS = """
 <style>
-[data-testid="stAppViewContainer"], [data-testid="stHeader"], [data-testid="stSidebar"] {
-  background: #ffffff !important; color: #111111 !important; }
 [data-testid="stAppViewContainer"] p, [data-testid="stAppViewContainer"] li,
 [data-testid="stAppViewContainer"] label, [data-testid="stMarkdownContainer"] { font-size: 1.3rem !important; }
-[data-testid="stMetricValue"] { font-size: 2.6rem !important; }
-[data-testid="stMetricLabel"] p { font-size: 1.25rem !important; }
-h1 { font-size: 3.2rem !important; } h2, h3 { font-size: 2.2rem !important; }
+[data-testid="stSidebar"] p, [data-testid="stSidebar"] label { font-size: 1.15rem !important; }
+[data-testid="stAppViewContainer"] [data-testid="stMetricValue"],
+[data-testid="stAppViewContainer"] [data-testid="stMetricValue"] * {
+  font-size: 3rem !important; line-height: 1.2 !important; }
+[data-testid="stAppViewContainer"] [data-testid="stMetricLabel"] * { font-size: 1.3rem !important; }
+h1 { font-size: 3.2rem !important; line-height: 1.25 !important; padding-top: 0.4rem !important; }
+h2, h3 { font-size: 2.3rem !important; line-height: 1.25 !important; }
 [data-testid="stDataFrame"] { font-size: 1.2rem !important; }
 </style>
 """
 
 st.set_page_config(page_title="placelab", layout="wide")
+retain_widgets()
+sidebar()
 st.sidebar.toggle("Presentation mode", key="presentation",
-                  help="Light theme with large fonts and figures, for showing results in a meeting")
+                  help="Large fonts and figures, for showing results in a meeting (light or dark theme alike)")
 if st.session_state.get("presentation"):
     st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)
 st.navigation([

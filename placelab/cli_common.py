@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -20,7 +22,11 @@ ModeOpt = Annotated[str | None, typer.Option(
     "--mode", help=f"simulation mode: {' | '.join(SIMULATION_MODES)} (default: the cluster's)")]
 SimParamOpt = Annotated[list[str] | None, typer.Option(
     "--sim-param", help="simulation setting key=value, e.g. choose=b_level, noise=0.1, runs=10 (docs/simulation.md)")]
-DEFAULT_RUNS = "runs"
+#: Where runs are saved unless ``--runs-dir`` / ``PLACELAB_RUNS_DIR`` says otherwise: the user's own store,
+#: apart from the read-only examples shipped in ``runs/`` (``$PLACELAB_USER_RUNS``, else
+#: ``$XDG_DATA_HOME/placelab/runs``, else ``~/.local/share/placelab/runs``). The app reads it from here.
+DEFAULT_RUNS = os.environ.get("PLACELAB_USER_RUNS") or str(
+    Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "placelab" / "runs")
 
 
 def simulation_cluster(cluster: str | Cluster, mode: str | None, sim_params: list[str] | None) -> Cluster:

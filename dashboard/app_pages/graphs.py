@@ -6,28 +6,35 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard.app_pages.views import graph_view_controls, show_graph_view
-from dashboard.common import cluster_picker, current_graph, fmt_bytes, fmt_ms, graph_picker, guard, show_figure
-from engine.presets import PRESETS
+from dashboard.common import fmt_bytes, fmt_ms, graph_picker, guard, show_figure
+from dashboard.context import cluster_label, current_cluster, current_graph, graph_label
+from engine.cluster import Cluster
 from engine.summary import graph_summary
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def _summary(_graph, graph_hash: str, cluster_name: str) -> dict:
-    return graph_summary(_graph, PRESETS[cluster_name]())
+def _summary(_graph, graph_hash: str, _cluster: Cluster, cluster_key: str) -> dict:
+    return graph_summary(_graph, _cluster)
 
 
 def page() -> None:
     st.title("Graphs")
-    graph_picker("graphs")
+    with st.container(border=True):
+        st.markdown("**Choose the current graph** — every page works on it until you choose another")
+        ok = graph_picker("graphs")
     g = current_graph()
     if g is None:
-        st.info("Choose an example, type a generator spec or upload a graph file to begin.")
+        st.info("Choose an example, type a generator spec or upload a graph file, then *Use this graph*.")
         return
+    if not ok:  # a failed load or upload: the error above, not the previous graph under it
+        st.info(f"The current graph is still {g.name} ({graph_label()}).")
+        return
+    cluster = current_cluster()
+    cluster_name = cluster_label(cluster)
     st.subheader(f"Graph: {g.name}")
-    st.caption(f"Source: {st.session_state.get('graph_label', '')}")
-    cluster_name = cluster_picker("graphs_cluster")
+    st.caption(f"Source: {graph_label()} · cluster {cluster_name} (sidebar)")
     with guard("Summary"), st.spinner("Summarizing ..."):
-        info = _summary(g, g.content_hash, cluster_name)
+        info = _summary(g, g.content_hash, cluster, repr(cluster))
         cols = st.columns(4)
         cols[0].metric("Ops", f"{info['ops']:,}")
         cols[1].metric("Edges", f"{info['edges']:,}")
@@ -54,4 +61,4 @@ def page() -> None:
         show_figure(fig, key="graphs_profile")
     st.subheader("Structure")
     color_by, max_ops = graph_view_controls("graphs", placed=False, num_ops=g.num_ops)
-    show_graph_view(g, None, None, color_by=color_by, max_ops=max_ops)
+    show_graph_view(g, None, None, color_by=color_by, max_ops=max_ops, key="graphs_gv")

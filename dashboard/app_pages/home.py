@@ -7,13 +7,13 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from dashboard.common import runs_dir
+from dashboard.common import example_runs_dir, runs_dir
 from engine.runs import RunStore
 from engine.summary import run_summary
 
 
 def runs_table(root: Path) -> pd.DataFrame:
-    """One row per stored run under ``root``; empty when there are none."""
+    """One row per stored run under ``root``; empty when there are none (or no such folder)."""
     if not root.is_dir():
         return pd.DataFrame()
     rows = [run_summary(r) for r in RunStore(root).list()]
@@ -33,9 +33,16 @@ def page() -> None:
     st.markdown("**Graphs** loads and inspects a graph · **Place** runs placers on it · "
                 "**Train** trains the learned placers in the background and plots their learning curves · "
                 "**Compare** puts stored runs side by side · **Runs** browses, renames and exports them.")
-    st.subheader("Stored runs")
+    st.subheader("Your runs")
+    st.caption(f"Stored in `{runs_dir()}` (set `PLACELAB_RUNS_DIR` to use another folder).")
     table = runs_table(runs_dir())
     if table.empty:
         st.info("No runs yet — create one on the Place page (Save as run) or with `placelab place … --save`.")
     else:
         st.dataframe(table, hide_index=True)
+    examples = runs_table(example_runs_dir())
+    if not examples.empty:
+        st.subheader("Bundled examples (read-only)")
+        st.caption("Shipped with placelab so every page has something to show; Compare and Runs list them too, "
+                   "marked *example*.")
+        st.dataframe(examples, hide_index=True)

@@ -9,10 +9,10 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.app_pages.views import graph_view_controls, show_graph_view, show_metrics, show_schedule_figures
-from dashboard.common import cluster_picker, current_graph, fmt_bytes, graph_picker, guard, run_store, show_figure
+from dashboard.common import fmt_bytes, guard, run_store, show_figure, table_downloads
+from dashboard.context import cluster_label, current_cluster, current_graph, keep
 from dashboard.figures import makespan_bars
 from engine.errors import PlacelabError
-from engine.presets import PRESETS
 from engine.run_records import save_placement_run
 from engine.simulator import Simulator
 from policies import PLACERS, placer_descriptions
@@ -20,6 +20,8 @@ from policies.base import placer_parameters
 from policies.runner import place_and_simulate
 
 DEFAULT_PLACERS = ("single-device", "round-robin")
+#: Session key of the last results (kept across pages until the next run).
+RESULTS = "place_results"
 
 
 def _parse(text: str) -> Any:
@@ -34,7 +36,7 @@ def parameter_widgets(name: str) -> dict[str, Any]:
     """One widget per placer parameter, typed by its default; blank text means "use the default"."""
     params: dict[str, Any] = {}
     for key, default in placer_parameters(name).items():
-        wkey = f"place_param_{name}_{key}"
+        wkey = keep(f"place_param_{name}_{key}")
         if isinstance(default, bool):
             params[key] = st.checkbox(key, value=default, key=wkey)
         elif isinstance(default, int):
@@ -49,8 +51,7 @@ def parameter_widgets(name: str) -> dict[str, Any]:
     return params
 
 
-def _run_placers(graph, cluster_name: str, chosen: list[str], settings: dict[str, dict]) -> None:
-    cluster = PRESETS[cluster_name]()
+def _run_placers(graph, cluster, chosen: list[str], settings: dict[str, dict]) -> None:
     bar = st.progress(0.0, text="Starting ...")
     results, sim = [], Simulator(graph, cluster)
     for i, name in enumerate(chosen):
@@ -71,9 +72,10 @@ def _run_placers(graph, cluster_name: str, chosen: list[str], settings: dict[str
         schedule = sim.run(res.placement, record_memory=True)
         results.append({"placer": name, "params": s["params"], "seed": s["seed"], "budget": s["budget"],
                         "placement": res.placement, "schedule": schedule, "metrics": res.metrics,
-                        "seconds": res.seconds_to_place, "run_id": None})
+                        "seconds": res.seconds_to_place, "startup": getattr(res, "startup_seconds", None),
+                        "run_id": None})
     bar.progress(1.0, text=f"Done: {len(results)} of {len(chosen)} placers")
-    st.session_state["place_results"] = {"graph": graph, "cluster": cluster, "results": results}
+    st.session_state[RESULTS] = {"graph": graph, "cluster": cluster, "results": results}
 
 
 def _results_table(results: list[dict]) -> pd.DataFrame:
@@ -86,68 +88,101 @@ def _results_table(results: list[dict]) -> pd.DataFrame:
         "OOM": r["metrics"]["oom"],
         "communication": fmt_bytes(r["metrics"]["communication_bytes"]),
         "seconds to place": r["seconds"],
+        "start-up (s)": r.get("startup"),
         "run": r["run_id"] or "",
     } for r in results])
 
 
-def _save(state: dict, r: dict) -> None:
+def default_run_name(placer: str, graph_name: str, cluster_name: str) -> str:
+    """The name a saved run gets unless the user types another: ``placer · graph · cluster``."""
+    return f"{placer} · {graph_name} · {cluster_name}"
+
+
+def _save(state: dict, r: dict, name: str) -> None:
+    if r["run_id"]:  # a second click that arrived before the rerun: already saved
+        return
     g, c = state["graph"], state["cluster"]
     with guard("Save as run"):
-        run = save_placement_run(run_store(), g, c, r["placement"], r["schedule"], placer=r["placer"],
+        store = run_store()
+        run = save_placement_run(store, g, c, r["placement"], r["schedule"], placer=r["placer"],
                                  parameters={**r["params"], "budget": r["budget"]}, seed=r["seed"],
-                                 seconds_to_place=r["seconds"], tags=["app"])
+                                 seconds_to_place=r["seconds"], tags=["app"],
+                                 extra_metrics={} if r.get("startup") is None else {"startup_s": r["startup"]})
+        if name.strip():
+            store.rename(run.id, name.strip())
         r["run_id"] = run.id
-        st.success(f"Saved as run {run.id}")
+        st.session_state["place_saved_message"] = f"Saved as run {run.id} ({name.strip() or run.id})"
+        st.rerun()
 
 
 def page() -> None:
     st.title("Place")
     g = current_graph()
-    with st.expander("Graph" + (f": {g.name} ({g.num_ops:,} ops)" if g is not None else ""), expanded=g is None):
-        graph_picker("place")
-    g = current_graph()
     if g is None:
-        st.info("Load a graph first (here or on the Graphs page).")
+        st.info("Choose a graph on the Graphs page first; every page works on that one (sidebar).")
+        _show_results(None, None)
         return
-    cluster_name = cluster_picker("place_cluster")
+    cluster = current_cluster()
+    st.caption(f"On **{g.name}** ({g.num_ops:,} ops) and **{cluster_label(cluster)}** — change either in the "
+               "sidebar / on the Graphs page.")
     names = list(PLACERS)
     descriptions = placer_descriptions()
     defaults = [n for n in DEFAULT_PLACERS if n in names] or names[:1]
-    chosen = st.multiselect("Placers", names, default=defaults, key="place_placers",
+    if "place_placers" not in st.session_state:
+        st.session_state["place_placers"] = defaults
+    chosen = st.multiselect("Placers", names, key=keep("place_placers"),
                             format_func=lambda n: f"{n} — {descriptions[n]}")
     settings: dict[str, dict] = {}
     for name in chosen:
         with st.expander(f"Parameters of {name}"):
             cols = st.columns(2)
-            seed = int(cols[0].number_input("seed", value=0, min_value=0, step=1, key=f"place_seed_{name}"))
+            seed = int(cols[0].number_input("seed", value=0, min_value=0, step=1, key=keep(f"place_seed_{name}")))
             budget = int(cols[1].number_input("budget (0 = placer's default)", value=0, min_value=0, step=1,
-                                              key=f"place_budget_{name}"))
+                                              key=keep(f"place_budget_{name}")))
             if PLACERS[name].family == "learned":
                 st.caption("A learned placer with a `policy` (a training run id) places zero-shot. Without one it "
                            "trains on this graph here, for `episodes` (or the budget), and returns the best "
                            "placement found; for long training use the Train page, which runs in the background.")
             settings[name] = {"seed": seed, "budget": budget or None, "params": parameter_widgets(name)}
     if st.button("Run placers", type="primary", disabled=not chosen, key="place_run"):
-        _run_placers(g, cluster_name, chosen, settings)
-    state = st.session_state.get("place_results")
-    if not state or state["graph"] is not g:
+        _run_placers(g, cluster, chosen, settings)
+    _show_results(g, cluster)
+
+
+def _show_results(g, cluster) -> None:
+    """The last results, kept until the next *Run placers* (also after the graph or cluster changed)."""
+    state = st.session_state.get(RESULTS)
+    if not state or not state["results"]:
         return
-    results = state["results"]
-    if not results:
-        return
-    cluster = state["cluster"]
-    st.subheader(f"Results on {cluster.name}")
-    st.dataframe(_results_table(results), hide_index=True)
-    show_figure(makespan_bars([{"label": r["placer"], **r["metrics"]} for r in results]), key="place_bars")
+    results, rg, rc = state["results"], state["graph"], state["cluster"]
+    if rg is not g or rc != cluster:
+        st.warning(f"These results are on {rg.name} and {cluster_label(rc)}, not the current graph and cluster; "
+                   "they stay here until you run placers again (save the ones you want to keep).")
+    st.subheader(f"Results: {rg.name} on {cluster_label(rc)}")
+    message = st.session_state.pop("place_saved_message", None)
+    if message:
+        st.success(message)
+    table = _results_table(results)
+    st.dataframe(table, hide_index=True)
+    table_downloads(table, "place_table", f"results-{rg.name}-{rc.name}")
+    show_figure(makespan_bars([{"label": r["placer"], "hover": r["run_id"] or "not saved", **r["metrics"]}
+                               for r in results], title=f"Makespan on {rg.name} · {cluster_label(rc)}"),
+                key="place_bars")
     tabs = st.tabs([r["placer"] for r in results])
     for i, (tab, r) in enumerate(zip(tabs, results, strict=True)):
         with tab:
-            show_metrics(r["metrics"], r["seconds"])
+            show_metrics(r["metrics"], r["seconds"], r.get("startup"))
             if r["run_id"]:
-                st.caption(f"Stored as run {r['run_id']}")
-            elif st.button("Save as run", key=f"place_save_{i}"):
-                _save(state, r)
-            show_schedule_figures(r["schedule"], g, cluster, key=f"place_{i}")
-            color_by, max_ops = graph_view_controls(f"place_{i}", placed=True, num_ops=g.num_ops)
-            show_graph_view(g, r["placement"].devices, cluster, color_by=color_by, max_ops=max_ops)
-
+                st.caption(f"Stored as run `{r['run_id']}`")
+            else:
+                cols = st.columns([4, 1], vertical_alignment="bottom")
+                name = cols[0].text_input("Run name", value=default_run_name(r["placer"], rg.name,
+                                                                             cluster_label(rc)),
+                                          key=f"place_name_{i}")
+                if cols[1].button("Save as run", key=f"place_save_{i}"):
+                    _save(state, r, name)
+            show_schedule_figures(r["schedule"], rg, rc, key=f"place_{i}",
+                                  title=f"{r['placer']} · {rg.name} · {cluster_label(rc)}")
+            color_by, max_ops = graph_view_controls(f"place_{i}", placed=True, num_ops=rg.num_ops)
+            show_graph_view(rg, r["placement"].devices, rc, color_by=color_by, max_ops=max_ops, key=f"place_{i}_gv",
+                            find_key=f"place_{i}_tl_find")

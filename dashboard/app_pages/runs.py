@@ -7,12 +7,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard.app_pages.stored import has_placement, replay, run_label
-from dashboard.common import guard, run_store
-from dashboard.figures import figure_html, figure_image, load_profile, memory_over_time, timeline
+from dashboard.common import (
+    example_runs_dir,
+    figure_export_controls,
+    guard,
+    is_example,
+    list_runs,
+    run_store,
+    runs_dir,
+    table_downloads,
+)
+from dashboard.figures import load_profile, memory_over_time, timeline
 from engine.run_records import export_trace
 from engine.runs import STATUSES, Run, RunStore
 from engine.summary import run_summary
@@ -23,12 +31,6 @@ FIGURES: dict[str, Callable] = {
     "load profile": lambda s, pr: load_profile(s, pr.graph, pr.cluster),
     "memory over time": lambda s, pr: memory_over_time(s, pr.cluster),
 }
-
-
-@st.cache_resource(show_spinner=False)
-def kaleido_works() -> bool:
-    """Whether plotly can write PNG/SVG here (kaleido needs a chromium it can start)."""
-    return figure_image(go.Figure(go.Bar(x=[1], y=[1])), "png") is not None
 
 
 def _filters(runs: list[Run]) -> tuple[str | None, str | None, str | None]:
@@ -44,37 +46,47 @@ def _filters(runs: list[Run]) -> tuple[str | None, str | None, str | None]:
 def page() -> None:
     st.title("Runs")
     store = run_store()
-    everything = store.list()
-    if store.problems:
+    everything = list_runs()
+    if runs_dir().is_dir() and store.problems:
         st.warning("Skipped unreadable run directories: " + "; ".join(store.problems[:5]))
+    st.caption(f"Your runs: `{runs_dir()}` · bundled examples (read-only): `{example_runs_dir()}`")
     if not everything:
         st.info(f"No runs in {store.root} yet — save one on the Place page or with `placelab place … --save`.")
         return
     kind, status, tag = _filters(everything)
-    runs = store.list(kind=kind, status=status, tag=tag)
+    runs = list_runs(kind=kind, status=status, tag=tag)
     if not runs:
         st.info("No run matches these filters.")
         return
-    table = pd.DataFrame([run_summary(r) for r in runs])
+    table = pd.DataFrame([{"source": "example" if is_example(r) else "yours", **run_summary(r)} for r in runs])
     table["tags"] = table["tags"].map(", ".join)
     st.dataframe(table, hide_index=True)
+    table_downloads(table, "runs_table", "runs")
     by_id = {r.id: r for r in runs}
+    keep_selected = st.session_state.pop("runs_keep_selected", None)
+    if keep_selected in by_id:  # after a rename or tag edit the same run stays selected
+        st.session_state["runs_selected"] = keep_selected
     run_id = st.selectbox("Run", list(by_id), key="runs_selected", format_func=lambda i: run_label(by_id[i]))
     run = by_id[run_id]
     with st.expander("Metadata (run.json)"):
         st.json(run.meta, expanded=1)
     _edit(store, run)
-    _downloads(store, run)
+    _downloads(run)
 
 
 def _edit(store: RunStore, run: Run) -> None:
     st.subheader("Edit")
+    if is_example(run):
+        st.caption("A bundled example: read-only (the app never changes the examples). Re-run it on the Place "
+                   "page to get an editable copy in your own store.")
+        return
     cols = st.columns(3)
     with cols[0]:
         name = st.text_input("Name", value=run.meta.get("name") or run.id, key=f"runs_name_{run.id}")
         if st.button("Rename", key="runs_rename"):
             with guard("Rename"):
                 store.rename(run.id, name)
+                st.session_state["runs_keep_selected"] = run.id
                 st.rerun()
     with cols[1]:
         tags = st.text_input("Tags (comma separated)", value=", ".join(run.meta.get("tags", [])),
@@ -82,6 +94,7 @@ def _edit(store: RunStore, run: Run) -> None:
         if st.button("Save tags", key="runs_save_tags"):
             with guard("Tags"):
                 store.set_tags(run.id, [t.strip() for t in tags.split(",")])
+                st.session_state["runs_keep_selected"] = run.id
                 st.rerun()
     with cols[2]:
         sure = st.checkbox(f"Yes, delete {run.id} and all its files", key=f"runs_confirm_{run.id}")
@@ -92,16 +105,16 @@ def _edit(store: RunStore, run: Run) -> None:
                 st.rerun()
 
 
-def _trace_bytes(store: RunStore, run: Run) -> Callable[[], bytes]:
+def _trace_bytes(run: Run) -> Callable[[], bytes]:
     def make() -> bytes:
         with tempfile.TemporaryDirectory(prefix="placelab-trace-") as tmp:
             path = Path(tmp) / "trace.json"
-            export_trace(store.load(run.id), str(path))
+            export_trace(RunStore(run.path.parent).load(run.id), str(path))
             return path.read_bytes()
     return make
 
 
-def _downloads(store: RunStore, run: Run) -> None:
+def _downloads(run: Run) -> None:
     st.subheader("Downloads")
     files = set(run.files())
     cols = st.columns(4)
@@ -115,31 +128,11 @@ def _downloads(store: RunStore, run: Run) -> None:
     if not has_placement(run):
         st.caption("This run stores no placement, so there is no trace or figure to export.")
         return
-    cols[3].download_button("Chrome trace (Perfetto)", _trace_bytes(store, run), file_name=f"{run.id}-trace.json",
+    cols[3].download_button("Chrome trace (Perfetto)", _trace_bytes(run), file_name=f"{run.id}-trace.json",
                             mime="application/json", key="runs_dl_trace")
-    cols = st.columns([2, 2, 2])
-    which = cols[0].selectbox("Figure", list(FIGURES), key="runs_figure")
-    fmt = cols[1].radio("Format", ["HTML", "PNG", "SVG"], horizontal=True, key="runs_fig_format")
-    if fmt != "HTML":
-        with st.spinner("Checking image export ..."):
-            works = kaleido_works()
-        if not works:
-            st.warning("PNG/SVG export needs kaleido with a chromium it can start, which is not available here; "
-                       "download HTML instead (it opens offline in any browser).")
-            fmt = "HTML"
+    which = st.selectbox("Figure", list(FIGURES), key="runs_figure")
     with guard("Figure"):
-        pr, schedule = replay(store, run)
+        pr, schedule = replay(run)
         fig = FIGURES[which](schedule, pr)
-        data: Callable[[], bytes | str]
-        if fmt == "HTML":
-            def data() -> str:
-                return figure_html(fig)
-        else:
-            def data() -> bytes:
-                return figure_image(fig, fmt.lower()) or b""
-        cols[2].download_button(f"Download {which} ({fmt})", data, key="runs_dl_figure",
-                                file_name=f"{run.id}-{which.replace(' ', '_')}.{fmt.lower()}",
-                                mime={"HTML": "text/html", "PNG": "image/png", "SVG": "image/svg+xml"}[fmt])
-
-
-
+        fig.update_layout(title=f"{fig.layout.title.text} — {run_label(run)}")
+        figure_export_controls(fig, f"runs_fig_{which.replace(' ', '_')}")

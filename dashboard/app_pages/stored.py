@@ -20,9 +20,15 @@ MAX_CURVE_POINTS = 2000
 
 
 def run_label(run: Run) -> str:
+    """``name · placer · graph · cluster``, marked ``example ·`` for a bundled (read-only) run."""
+    from dashboard.common import is_example
+
     m = run.meta
     name = m.get("name") or run.id
-    return f"{name} · {m.get('placer') or '-'} · {(m.get('graph') or {}).get('name') or '-'} · {m.get('cluster')}"
+    mark = "example · " if is_example(run) else ""
+    parts = [str(p) for p in (m.get("placer"), (m.get("graph") or {}).get("name"), m.get("cluster"))
+             if p and str(p) not in name]  # a default name "placer · graph · cluster" already says them
+    return " · ".join([mark + name, *parts])
 
 
 def has_placement(run: Run) -> bool:
@@ -35,12 +41,12 @@ def _replay(root: str, run_id: str, updated: str) -> tuple[PlacementRun, Schedul
     return pr, Simulator(pr.graph, pr.cluster).run(pr.placement, record_memory=True)
 
 
-def replay(store: RunStore, run: Run) -> tuple[PlacementRun, Schedule]:
-    """Graph, cluster, placement and the schedule (memory recorded) of a stored placement run.
+def replay(run: Run) -> tuple[PlacementRun, Schedule]:
+    """Graph, cluster, placement and the schedule (memory recorded) of a stored placement run (any store).
 
     The simulator is deterministic, so re-simulating gives the stored schedule again.
     """
-    return _replay(str(store.root), run.id, str(run.meta.get("updated")))
+    return _replay(str(run.path.parent), run.id, str(run.meta.get("updated")))
 
 
 def comparison_row(run: Run) -> dict[str, Any]:
@@ -157,12 +163,38 @@ def learning_curve(run: Run) -> dict[str, list] | None:
     return table if table.get("episode") else None
 
 
-def curves_by_name(runs: list[Run]) -> dict[str, dict[str, list]]:
-    """Learning curves of ``runs`` keyed by run name (the id added where names repeat); runs without one left out."""
-    names = [r.meta.get("name") or r.id for r in runs]
-    out = {}
-    for r, name in zip(runs, names, strict=True):
+def setting_of(run: Run) -> tuple[str, str]:
+    """(graph, cluster) a run's numbers belong to: the graph's name and hash, or a training run's graph specs."""
+    m = run.meta
+    graph = m.get("graph") or {}
+    graphs = (m.get("parameters") or {}).get("graphs") if m.get("kind") == "train" else None
+    name = str(graphs or graph.get("name") or "-")
+    digest = "" if graphs else str(graph.get("hash") or "")
+    return (f"{name} [{digest[:8]}]" if digest else name), str(m.get("cluster") or "-")
+
+
+def seed_groups(runs: list[Run]) -> dict[str, list[dict[str, list]]]:
+    """Learning curves of ``runs``, those that differ only in their seed (and name) put together.
+
+    The key names the placer, graphs and cluster (with the seed count when there are several);
+    a group's value holds one curve per seed. Runs without a curve yet are left out.
+    """
+    groups: dict[tuple, list[tuple[Run, dict]]] = {}
+    for r in runs:
         curve = learning_curve(r)
-        if curve is not None:
-            out[name if names.count(name) == 1 else f"{name} ({r.id})"] = curve
+        if curve is None:
+            continue
+        m = r.meta
+        params = {k: v for k, v in (m.get("parameters") or {}).items() if k not in ("budget", "seed")}
+        key = (m.get("placer"), *setting_of(r), repr(sorted(params.items(), key=lambda kv: kv[0])))
+        groups.setdefault(key, []).append((r, curve))
+    out: dict[str, list[dict[str, list]]] = {}
+    for key, members in groups.items():
+        if len(members) == 1:
+            r = members[0][0]
+            base = r.meta.get("name") or r.id
+        else:
+            base = f"{key[0]} on {key[1]} · {key[2]} ({len(members)} seeds)"
+        name = base if base not in out else f"{base} ({members[0][0].id})"
+        out[name] = [c for _, c in members]
     return out

@@ -7,15 +7,18 @@ fragment that re-reads the store every :data:`POLL_S` seconds; the rest of the p
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from dashboard.app_pages.stored import MAX_CURVE_POINTS, curves_by_name, learning_curve
+from dashboard.app_pages.stored import MAX_CURVE_POINTS, learning_curve, seed_groups
+from dashboard.app_pages.views import curve_controls
 from dashboard.background import Job, job_of_run, launch, list_jobs, made_by, resume_command, train_command
-from dashboard.common import cluster_picker, fmt_ms, graph_from_spec, guard, run_store, show_figure
+from dashboard.common import fmt_ms, graph_from_spec, guard, run_store, show_figure
+from dashboard.context import current_cluster
 from dashboard.figures import learning_curves
 from engine.runs import Run, RunStore
 
@@ -164,8 +167,9 @@ def _start_form(store: RunStore) -> None:
     cols = st.columns(2)
     placer = cols[0].selectbox("Learned placer", list(placers), key="train_placer",
                                format_func=lambda n: placers[n].description.split(":")[0])
-    with cols[1]:
-        cluster = cluster_picker("train_cluster")
+    cluster = current_cluster().name
+    cols[1].text_input("Cluster (sidebar)", value=cluster, disabled=True, key="train_cluster_shown",
+                       help="Training uses the sidebar's cluster preset with the preset's simulation settings")
     st.session_state.setdefault("train_graphs", next(iter(SUGGESTED_GRAPHS)))
     cols = st.columns([3, 2])
     graphs = cols[0].text_input("Graphs", key="train_graphs",
@@ -184,7 +188,7 @@ def _start_form(store: RunStore) -> None:
     command = train_command(placer, graphs, cluster, episodes=episodes, params=params, seed=seed, name=name or None,
                             runs_dir=store.root)
     with st.expander("Command line"):
-        st.code(" ".join(["placelab", *command[3:]]), language="bash")
+        st.code(command_text(command), language="bash")
     if cols[3].button("Start training", type="primary", key="train_start"):
         with guard("Cannot start training"), st.spinner("Checking the graphs ..."):
             _check(placer, graphs, params)
@@ -231,6 +235,22 @@ def _loose_jobs(state: TrainingState) -> None:
             st.rerun()
 
 
+#: How a training run ended (``metrics.stop_reason``), in words.
+STOP_PHRASES = {"stopped": "stopped on request", "converged": "ended: reward settled (Placeto App. A.7)",
+                "episodes": "ended: episode budget reached", "placements": "ended: placement budget reached",
+                "seconds": "ended: time budget reached"}
+
+
+def stop_phrase(reason: str) -> str:
+    """``metrics.stop_reason`` as a phrase for the status line."""
+    return STOP_PHRASES.get(reason, f"ended: {reason}")
+
+
+def command_text(command: list[str]) -> str:
+    """The ``placelab …`` command line of a launched training, shell-quoted so it can be pasted."""
+    return shlex.join(["placelab", *command[3:]])
+
+
 def _progress_text(run: Run, status: str) -> tuple[float, str]:
     m = run.meta
     p = m.get("progress") or {}
@@ -240,7 +260,7 @@ def _progress_text(run: Run, status: str) -> tuple[float, str]:
              f"{float(p.get('wall_s') or 0):.0f} s"]
     reason = (m.get("metrics") or {}).get("stop_reason")
     if reason and status not in ACTIVE:
-        parts.append(f"stopped by {reason}")
+        parts.append(stop_phrase(reason))
     return (min(done / total, 1.0) if total else 0.0), " · ".join(parts)
 
 
@@ -270,6 +290,12 @@ def _controls(store: RunStore, run: Run, status: str, job: Job | None) -> None:
                 st.rerun()
 
 
+def _curve_settings() -> tuple[str, float]:
+    """The x axis and smoothing chosen above the cards (their widgets: :func:`curve_controls`)."""
+    return (st.session_state.get("train_curve_x", "episode"),
+            float(st.session_state.get("train_curve_smoothing", 0.6)))
+
+
 def _run_card(store: RunStore, run: Run, status: str, job: Job | None) -> None:
     m = run.meta
     graphs = (m.get("parameters") or {}).get("graphs") or (m.get("graph") or {}).get("name")
@@ -291,7 +317,10 @@ def _run_card(store: RunStore, run: Run, status: str, job: Job | None) -> None:
             st.caption("No episode has finished yet.")
             return
         name = m.get("name") or run.id
-        show_figure(learning_curves({name: curve}, max_points=MAX_CURVE_POINTS), key=f"train_curve_{run.id}")
+        x, smoothing = _curve_settings()
+        title = f"{m.get('placer')} on {graphs} · {m.get('cluster')}"
+        show_figure(learning_curves({name: curve}, x=x, smoothing=smoothing, max_points=MAX_CURVE_POINTS,
+                                    title=title), key=f"train_curve_{run.id}")
         from policies.rl.run_files import CURVE
 
         path = run.path / CURVE
@@ -312,8 +341,11 @@ def _training_runs(store: RunStore, polling: bool) -> None:
         return
     st.dataframe(pd.DataFrame([run_row(r, state.status[r.id]) for r in state.runs]), hide_index=True)
     chosen = _selection(state)
+    curve_controls("train")
     if len(chosen) > 1:
-        show_figure(learning_curves(curves_by_name(chosen), max_points=MAX_CURVE_POINTS), key="train_overlay")
+        x, smoothing = _curve_settings()
+        show_figure(learning_curves(seed_groups(chosen), x=x, smoothing=smoothing, max_points=MAX_CURVE_POINTS),
+                    key="train_overlay")
     for run in chosen:
         _run_card(store, run, state.status[run.id], state.jobs[run.id])
 

@@ -1,4 +1,4 @@
-"""Bar, line and CDF figures: load profile, memory over time, makespans, CDFs, learning curves."""
+"""Bar, line and CDF figures: load profile, memory over time, makespans, CDFs."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from dashboard.figures.theme import PALETTE, device_color
+from dashboard.figures.theme import PALETTE, device_color, run_color
 from engine.cluster import Cluster
 from engine.graph import CompGraph
 from engine.schedule import Schedule
 
-__all__ = ["PHASE_ORDER", "cdf_figure", "learning_curves", "load_profile", "makespan_bars", "memory_over_time",
-           "phase_compute", "thin_rows"]
+__all__ = ["PHASE_ORDER", "cdf_figure", "load_profile", "makespan_bars", "memory_over_time", "phase_compute"]
 
 #: Stack order of the load profile (Mirhoseini et al. 2017 Fig. 8–9); "compute" = phase unknown.
 PHASE_ORDER = ("forward", "backward", "update", "compute")
@@ -77,30 +76,40 @@ def memory_over_time(schedule: Schedule, cluster: Cluster) -> go.Figure:
     return fig
 
 
-def makespan_bars(rows: Sequence[Mapping[str, Any]]) -> go.Figure:
+def makespan_bars(rows: Sequence[Mapping[str, Any]], *, title: str = "Makespan") -> go.Figure:
     """Bars of makespan (ms) per row with each row's lower bound as a line.
 
-    ``rows``: dicts with ``label`` (or ``placer``), ``makespan_s``, optional ``lower_bound_s``
-    and ``oom``. One shared lower bound is drawn as a horizontal line; different lower bounds
-    (different graphs) as a short mark on each bar.
+    ``rows``: dicts with ``label`` (or ``placer``), ``makespan_s``, optional ``lower_bound_s``,
+    ``oom`` and ``hover`` (e.g. the run id, shown on hover). Each label keeps its colour
+    (:func:`run_color`); out-of-memory bars are hatched and say so. One shared lower bound is
+    drawn as a horizontal line; different lower bounds (different graphs) as a short mark on
+    each bar. The axis starts at 0 and leaves room for the value labels.
     """
     labels = [str(r.get("label") or r.get("placer") or f"run {i}") for i, r in enumerate(rows)]
     ms = [float(r["makespan_s"]) * 1e3 for r in rows]
-    colors = ["#B00020" if r.get("oom") else PALETTE[0] for r in rows]
-    fig = go.Figure(go.Bar(x=labels, y=ms, marker_color=colors, name="makespan", text=[f"{v:.3f}" for v in ms],
-                           textposition="outside", hovertemplate="%{x}: %{y:.4f} ms<extra>makespan</extra>"))
+    hover = [str(r.get("hover") or "") for r in rows]
+    oom = [bool(r.get("oom")) for r in rows]
+    fig = go.Figure(go.Bar(x=labels, y=ms, marker={"color": [run_color(lb) for lb in labels],
+                                                   "pattern": {"shape": ["x" if o else "" for o in oom]}},
+                           name="makespan", text=[f"{v:.4g}" + (" (OOM)" if o else "") for v, o in zip(ms, oom,
+                                                                                                   strict=True)],
+                           textposition="outside", cliponaxis=False, customdata=hover,
+                           hovertemplate="%{x}: %{y:.4f} ms<br>%{customdata}<extra>makespan</extra>"))
     lbs = [r.get("lower_bound_s") for r in rows]
     known = {float(v) for v in lbs if v is not None}
+    top = max([*ms, *(v * 1e3 for v in known)], default=1.0)
     if len(known) == 1:
         lb = known.pop() * 1e3
         fig.add_hline(y=lb, line_dash="dash", line_color="#009E73",
-                      annotation_text=f"lower bound {lb:.3f} ms", annotation_position="bottom right")
+                      annotation_text=f"lower bound {lb:.4g} ms", annotation_position="bottom right")
     elif known:
         fig.add_trace(go.Scatter(x=labels, y=[None if v is None else v * 1e3 for v in lbs], mode="markers",
                                  marker={"symbol": "line-ew-open", "size": 40, "color": "#009E73",
                                          "line": {"width": 3}}, name="lower bound"))
-    fig.update_layout(title="Makespan (red: out of memory)", yaxis_title="makespan (ms)", height=400,
-                      margin={"l": 10, "r": 10, "t": 50, "b": 40}, showlegend=len(known) > 1)
+    fig.update_layout(title=title, yaxis_title="makespan (ms)", height=420, yaxis_range=[0, top * 1.18],
+                      margin={"l": 10, "r": 10, "t": 60, "b": 40}, showlegend=len(known) > 1)
+    fig.update_yaxes(automargin=True, rangemode="tozero")
+    fig.update_xaxes(automargin=True)
     return fig
 
 
@@ -118,46 +127,4 @@ def cdf_figure(series: Mapping[str, Sequence[float]], *, x_title: str = "makespa
                                  "color": PALETTE[i % len(PALETTE)]}, name=name))
     fig.update_layout(title=title, xaxis_title=x_title, yaxis_title="fraction of graphs", yaxis_range=[0, 1.02],
                       height=380, margin={"l": 10, "r": 10, "t": 50, "b": 40})
-    return fig
-
-
-def thin_rows(n: int, max_points: int | None) -> np.ndarray:
-    """Indices of at most about ``max_points`` of ``n`` rows: every k-th row, always with the last one."""
-    if max_points is None or n <= max_points:
-        return np.arange(n)
-    step = -(-n // max(max_points, 1))  # ceil(n / max_points)
-    return np.unique(np.r_[np.arange(0, n, step), n - 1])
-
-
-def learning_curves(curves: Mapping[str, Mapping[str, Sequence[float]]], *,
-                    max_points: int | None = None) -> go.Figure:
-    """Runtime against episode and against placements evaluated, side by side.
-
-    ``curves``: name → columns of a learning curve (CONTRACTS §6): ``episode``, and
-    ``sampled_runtime`` / ``best_runtime`` (s), optionally ``placements_evaluated``.
-    ``max_points`` thins long curves for display (every k-th episode and the last, see
-    :func:`thin_rows`); None draws every episode.
-    """
-    from plotly.subplots import make_subplots
-
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("per episode", "per placements evaluated"))
-    for i, (name, c) in enumerate(curves.items()):
-        color = PALETTE[i % len(PALETTE)]
-        episode = list(c.get("episode", range(len(c.get("best_runtime", [])))))
-        keep = thin_rows(len(episode), max_points)
-        evaluated = np.asarray(list(c.get("placements_evaluated") or episode))[keep]
-        episode = np.asarray(episode)[keep]
-        for col, x in ((1, episode), (2, evaluated)):
-            if c.get("sampled_runtime"):
-                fig.add_trace(go.Scatter(x=x, y=np.asarray(c["sampled_runtime"], float)[keep] * 1e3, mode="lines",
-                                         line={"color": color, "width": 1}, opacity=0.35, name=f"{name} sampled",
-                                         legendgroup=name, showlegend=col == 1), row=1, col=col)
-            if c.get("best_runtime"):
-                fig.add_trace(go.Scatter(x=x, y=np.asarray(c["best_runtime"], float)[keep] * 1e3, mode="lines",
-                                         line={"color": color, "width": 2.5}, name=f"{name} best",
-                                         legendgroup=name, showlegend=col == 1), row=1, col=col)
-    fig.update_xaxes(title_text="episode", row=1, col=1)
-    fig.update_xaxes(title_text="placements evaluated", row=1, col=2)
-    fig.update_yaxes(title_text="runtime (ms)", row=1, col=1)
-    fig.update_layout(title="Learning curves", height=400, margin={"l": 10, "r": 10, "t": 70, "b": 40})
     return fig

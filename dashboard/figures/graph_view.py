@@ -22,7 +22,7 @@ from dashboard.figures.theme import PALETTE, device_color
 from engine.dag import levels
 from engine.graph import CompGraph
 
-__all__ = ["COLOR_BY", "GRAPH_VIEW_MAX_OPS", "graph_view_mode", "op_groups", "placement_graph_html"]
+__all__ = ["COLOR_BY", "GRAPH_VIEW_MAX_OPS", "graph_view_mode", "op_groups", "placement_graph_html", "scope_choices"]
 
 #: Above this many ops the view groups ops into aggregate nodes.
 GRAPH_VIEW_MAX_OPS = 1500
@@ -51,8 +51,12 @@ def _fmt_b(b: float) -> str:
     return f"{b:.0f} B"
 
 
-def _scope_groups(graph: CompGraph) -> tuple[np.ndarray, list[str]] | None:
-    """Group ops by the deepest scope prefix that yields at most ``_MAX_GROUPS`` groups."""
+def _scope_groups(graph: CompGraph, expand: str | None = None) -> tuple[np.ndarray, list[str]] | None:
+    """Group ops by the deepest scope prefix that yields at most ``_MAX_GROUPS`` groups.
+
+    ``expand`` opens one group (a scope prefix): its ops are split by the next scope level,
+    ops with no deeper scope each becoming their own node (TensorBoard's expand-on-click).
+    """
     scopes = [s.split("/") if s else [] for s in graph.scope]
     if sum(1 for s in scopes if s) < 0.9 * graph.num_ops:
         return None
@@ -67,8 +71,20 @@ def _scope_groups(graph: CompGraph) -> tuple[np.ndarray, list[str]] | None:
     if best is None or len(best[1]) < 2:
         return None
     keys, names = best
+    if expand:
+        depth = len(expand.split("/"))
+        keys = [("/".join(s[:depth + 1]) if len(s) > depth + 1 else f"{name} (op)")
+                if "/".join(s[:depth]) == expand else k
+                for k, s, name in zip(keys, scopes, graph.op_names, strict=True)]
+        names = sorted(set(keys))
     index = {n: i for i, n in enumerate(names)}
     return np.array([index[k] for k in keys], dtype=np.int64), names
+
+
+def scope_choices(graph: CompGraph) -> list[str]:
+    """The scope groups of the aggregated view (what :func:`placement_graph_html` can ``expand``)."""
+    groups = _scope_groups(graph)
+    return [] if groups is None else [n for n in groups[1] if n != "(no scope)"]
 
 
 def graph_view_mode(graph: CompGraph, devices: Sequence[int] | np.ndarray | None = None, *,
@@ -84,9 +100,10 @@ def graph_view_mode(graph: CompGraph, devices: Sequence[int] | np.ndarray | None
                             f"grouped by {what} (one node per group).")
 
 
-def op_groups(graph: CompGraph, devices: np.ndarray | None, lv: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """Group index per op and group labels for the aggregated view."""
-    by_scope = _scope_groups(graph)
+def op_groups(graph: CompGraph, devices: np.ndarray | None, lv: np.ndarray,
+              expand: str | None = None) -> tuple[np.ndarray, list[str]]:
+    """Group index per op and group labels for the aggregated view (``expand``: see :func:`_scope_groups`)."""
+    by_scope = _scope_groups(graph, expand)
     if by_scope is not None:
         return by_scope
     top = int(lv.max()) + 1
@@ -137,7 +154,9 @@ def _legend_html(legend: dict[str, str], note: str) -> str:
 
 def placement_graph_html(graph: CompGraph, devices: Sequence[int] | np.ndarray | None, *,
                          color_by: str = "device", device_names: Sequence[str] | None = None,
-                         height_px: int = 560, max_ops: int = GRAPH_VIEW_MAX_OPS) -> str:
+                         height_px: int = 560, max_ops: int = GRAPH_VIEW_MAX_OPS,
+                         highlight: np.ndarray | None = None, highlight_label: str = "moved",
+                         expand: str | None = None) -> str:
     """A self-contained HTML page showing the graph, colored by placement or op attributes.
 
     Parameters
@@ -152,6 +171,12 @@ def placement_graph_html(graph: CompGraph, devices: Sequence[int] | np.ndarray |
     device_names : names of the device indices, for hover cards and the legend.
     max_ops : int
         Largest graph drawn op by op (default :data:`GRAPH_VIEW_MAX_OPS`).
+
+    expand : scope prefix, optional
+        In the scope-aggregated view, the group opened one level deeper (see :func:`scope_choices`).
+    highlight : bool array per op, optional
+        Ops to mark (a placement diff: the ops that moved). Marked nodes (groups with a marked
+        op) are drawn red and large, the others grey, whatever ``color_by`` says.
 
     Node size grows with compute time, edge width with bytes; every node has a hover card.
     Above ``max_ops`` ops, groups of ops are drawn (see :func:`graph_view_mode`).
@@ -171,7 +196,7 @@ def placement_graph_html(graph: CompGraph, devices: Sequence[int] | np.ndarray |
         group = np.arange(graph.num_ops)
         labels = list(graph.op_names)
     else:
-        group, labels = op_groups(graph, dev, lv)
+        group, labels = op_groups(graph, dev, lv, expand)
     k = len(labels)
     g_compute = np.bincount(group, weights=compute, minlength=k)
     g_memory = np.bincount(group, weights=memory, minlength=k)
@@ -203,6 +228,10 @@ def placement_graph_html(graph: CompGraph, devices: Sequence[int] | np.ndarray |
         colors = _scale_colors(g_memory)
         legend = {f"memory {_fmt_b(g_memory.min())} → {_fmt_b(g_memory.max())} (Viridis)": "#21918c"}
 
+    if highlight is not None:
+        marked = np.bincount(group, weights=np.asarray(highlight, dtype=float), minlength=k) > 0
+        colors = ["#D55E00" if m else "#c8ccd0" for m in marked.tolist()]
+        legend = {f"{highlight_label} ({int(np.sum(highlight))} ops)": "#D55E00", "other ops": "#c8ccd0"}
     cmax = g_compute.max() if g_compute.max() > 0 else 1.0
     sizes = 8.0 + 24.0 * np.sqrt(g_compute / cmax)
     nodes = []

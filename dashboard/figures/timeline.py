@@ -10,11 +10,13 @@ from engine.cluster import Cluster
 from engine.graph import CompGraph
 from engine.schedule import Schedule
 
-__all__ = ["TIMELINE_MAX_OPS", "busy_per_bin", "lane_names", "timeline"]
+__all__ = ["TIMELINE_MAX_OPS", "busy_per_bin", "lane_names", "match_ops", "ops_in_window", "timeline"]
 
 #: Above this many ops the timeline draws binned utilization bars instead of one bar per op.
 TIMELINE_MAX_OPS = 5000
 _BINS = 200
+#: At most this many ops on screen get their names written on their bars.
+_NAMED_OPS = 200
 
 
 def lane_names(cluster: Cluster) -> list[str]:
@@ -44,20 +46,24 @@ def _fmt_bytes(b: float) -> str:
     return f"{b:.0f} B"
 
 
-def _op_bars(schedule: Schedule, graph: CompGraph, cluster: Cluster, fig: go.Figure) -> None:
+def _op_bars(schedule: Schedule, graph: CompGraph, cluster: Cluster, fig: go.Figure,
+             shown: np.ndarray | None = None, names: bool = False) -> None:
     dur = schedule.op_end - schedule.op_start
+    mask = np.ones(graph.num_ops, dtype=bool) if shown is None else shown
     for d, dev in enumerate(cluster.devices):
-        sel = np.flatnonzero(schedule.op_device == d)
+        sel = np.flatnonzero((schedule.op_device == d) & mask)
         custom = np.array([[graph.op_names[i], graph.op_types[i] or "-", _fmt_bytes(graph.output_bytes[i])]
                            for i in sel.tolist()], dtype=object).reshape(-1, 3)
         fig.add_trace(go.Bar(
             name=f"{dev.name} compute", legendgroup=dev.name, orientation="h",
             y=[dev.name] * len(sel), base=schedule.op_start[sel] * 1e3, x=dur[sel] * 1e3,
-            marker={"color": device_color(d), "line": {"width": 0}}, customdata=custom,
+            marker={"color": device_color(d), "line": {"width": 0.5, "color": "white"}}, customdata=custom,
+            text=[graph.op_names[i] for i in sel.tolist()] if names else None, textposition="inside",
+            insidetextanchor="middle", textangle=0, constraintext="inside",
             hovertemplate="<b>%{customdata[0]}</b> (%{customdata[1]})<br>start %{base:.4f} ms"
                           "<br>duration %{x:.4f} ms<br>output %{customdata[2]}<extra>" + dev.name + "</extra>",
         ))
-    tsel = np.flatnonzero(schedule.transfer_primary)
+    tsel = np.flatnonzero(schedule.transfer_primary & mask[schedule.transfer_op])
     for d, dev in enumerate(cluster.devices):
         rows = tsel[schedule.transfer_src[tsel] == d]
         custom = np.array([[graph.op_names[schedule.transfer_op[r]], cluster.devices[schedule.transfer_dst[r]].name,
@@ -95,34 +101,90 @@ def _binned_bars(schedule: Schedule, cluster: Cluster, fig: go.Figure) -> None:
             ))
 
 
+def ops_in_window(schedule: Schedule, window_ms: tuple[float, float]) -> np.ndarray:
+    """Bool per op: its run overlaps the window (ms), ends included."""
+    lo, hi = window_ms[0] / 1e3, window_ms[1] / 1e3
+    return (schedule.op_end >= lo) & (schedule.op_start <= hi)
+
+
+def match_ops(graph: CompGraph, query: str) -> np.ndarray:
+    """Bool per op: ``query`` (case-insensitive) occurs in its name, type or scope; none for an empty query."""
+    q = query.strip().lower()
+    if not q:
+        return np.zeros(graph.num_ops, dtype=bool)
+    return np.array([q in n.lower() or q in (t or "").lower() or q in (sc or "").lower()
+                     for n, t, sc in zip(graph.op_names, graph.op_types, graph.scope, strict=True)], dtype=bool)
+
+
+def _dependency_arrows(schedule: Schedule, graph: CompGraph, cluster: Cluster, shown: np.ndarray,
+                       fig: go.Figure) -> None:
+    """One segment per edge between shown ops: from the producer's end to the consumer's start,
+    dashed where the edge crosses devices (a transfer)."""
+    names = [d.name for d in cluster.devices]
+    keep = shown[graph.edge_src] & shown[graph.edge_dst]
+    src, dst = graph.edge_src[keep], graph.edge_dst[keep]
+    cross = schedule.op_device[src] != schedule.op_device[dst]
+    for flag, dash, label in ((False, "solid", "dependency"), (True, "dash", "transfer")):
+        sel = cross == flag
+        if not sel.any():
+            continue
+        xs, ys = [], []
+        for a, b in zip(src[sel].tolist(), dst[sel].tolist(), strict=True):
+            xs += [schedule.op_end[a] * 1e3, schedule.op_start[b] * 1e3, None]
+            ys += [names[schedule.op_device[a]], names[schedule.op_device[b]], None]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"color": "#444", "width": 1, "dash": dash},
+                                 opacity=0.6, hoverinfo="skip", name=label, showlegend=False))
+
+
 def timeline(schedule: Schedule, graph: CompGraph, cluster: Cluster, *, title: str | None = None,
-             time_range_ms: tuple[float, float] | None = None) -> go.Figure:
+             time_range_ms: tuple[float, float] | None = None, window_ms: tuple[float, float] | None = None,
+             highlight: np.ndarray | None = None, arrows: bool = False) -> go.Figure:
     """Gantt chart of a schedule: a compute lane and a memcpy lane per device (times in ms).
 
     Up to :data:`TIMELINE_MAX_OPS` ops every op and transfer is a bar with a hover card (op,
     type, start, duration, bytes). Beyond that each lane is cut into 200 time bins and a bin
     shows as a bar when the lane was busy in it (hover: the busy percentage), so very large
-    graphs stay fast. ``time_range_ms`` fixes the x axis (to compare two timelines).
+    graphs stay fast — unless ``window_ms`` zooms in far enough that the ops overlapping the
+    window are at most :data:`TIMELINE_MAX_OPS`: then those ops are drawn one by one, with their
+    names written on the bars when at most 200 are shown (like a trace viewer zoomed in).
+    ``time_range_ms`` fixes the x axis (to compare two timelines); ``window_ms`` sets it too.
+    ``highlight`` (bool per op, e.g. a search) marks ops with a red outline marker;
+    ``arrows`` draws dependencies between the shown ops (dashed: across devices, a transfer).
     """
     fig = go.Figure()
-    aggregated = graph.num_ops > TIMELINE_MAX_OPS
+    shown = None if window_ms is None else ops_in_window(schedule, window_ms)
+    count = graph.num_ops if shown is None else int(shown.sum())
+    aggregated = count > TIMELINE_MAX_OPS
     if aggregated:
         _binned_bars(schedule, cluster, fig)
     else:
-        _op_bars(schedule, graph, cluster, fig)
+        _op_bars(schedule, graph, cluster, fig, shown, names=count <= _NAMED_OPS)
+        if arrows:
+            _dependency_arrows(schedule, graph, cluster,
+                               np.ones(graph.num_ops, dtype=bool) if shown is None else shown, fig)
     lanes = lane_names(cluster)
     # an invisible marker per lane keeps idle lanes on the axis
     fig.add_trace(go.Scatter(x=[0.0] * len(lanes), y=lanes, mode="markers", marker={"opacity": 0},
                              hoverinfo="skip", showlegend=False, name="lanes"))
+    if highlight is not None and highlight.any():
+        hit = np.flatnonzero(highlight & (True if shown is None else shown))[:2000]
+        fig.add_trace(go.Scatter(
+            x=(schedule.op_start[hit] + schedule.op_end[hit]) * 0.5e3,
+            y=[cluster.devices[d].name for d in schedule.op_device[hit].tolist()], mode="markers",
+            marker={"symbol": "diamond-open", "size": 14, "color": "#D00000", "line": {"width": 2.5}},
+            text=[graph.op_names[i] for i in hit.tolist()], hovertemplate="<b>%{text}</b><extra>match</extra>",
+            name="matches", showlegend=False))
     note = f" — {graph.num_ops} ops, binned" if aggregated else ""
     fig.update_layout(
         title=(title or f"Timeline of {graph.name} on {cluster.name}")
         + f" — makespan {schedule.makespan * 1e3:.4g} ms" + note, barmode="overlay", bargap=0.15,
         xaxis_title="time (ms)", height=max(260, 60 + 44 * len(lanes)), showlegend=False,
-        yaxis={"categoryorder": "array", "categoryarray": lanes[::-1], "type": "category"},
-        margin={"l": 10, "r": 10, "t": 50, "b": 40},
+        yaxis={"categoryorder": "array", "categoryarray": lanes[::-1], "type": "category", "automargin": True},
+        margin={"l": 10, "r": 10, "t": 60, "b": 40},
     )
     fig.add_vline(x=schedule.makespan * 1e3, line_dash="dot", line_color="#666")
-    if time_range_ms is not None:
+    if window_ms is not None:
+        fig.update_xaxes(range=list(window_ms))
+    elif time_range_ms is not None:
         fig.update_xaxes(range=list(time_range_ms))
     return fig

@@ -13,6 +13,22 @@ from engine.runs import RunStore
 from policies.runner import place_and_simulate
 
 
+@pytest.fixture(autouse=True)
+def _no_bundled_examples(tmp_path, monkeypatch):
+    """Pages see only the test's own runs unless a test adds examples (``example_runs``)."""
+    monkeypatch.setenv("PLACELAB_EXAMPLE_RUNS_DIR", str(tmp_path / "no-examples"))
+
+
+@pytest.fixture
+def example_runs(stored_runs, tmp_path, monkeypatch):
+    """``stored_runs`` plus a bundled-example store holding one placement run (on the same graph)."""
+    root = tmp_path / "examples"
+    graph, cluster = random_dag(ops=40, seed=2), PRESETS["k80x2"]()
+    example = place_and_simulate(graph, cluster, "critical-path", store=RunStore(root)).run_id
+    monkeypatch.setenv("PLACELAB_EXAMPLE_RUNS_DIR", str(root))
+    return root, example
+
+
 @pytest.fixture
 def empty_runs(tmp_path, monkeypatch):
     root = tmp_path / "runs"

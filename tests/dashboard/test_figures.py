@@ -14,7 +14,8 @@ from dashboard.figures import (
     memory_over_time,
     timeline,
 )
-from dashboard.figures.charts import phase_compute, thin_rows
+from dashboard.figures.charts import phase_compute
+from dashboard.figures.curves import bootstrap_band, ema, rolling_median, thin_rows
 from dashboard.figures.timeline import busy_per_bin, lane_names
 from engine.generators import random_dag
 from engine.graph import CompGraph
@@ -145,15 +146,6 @@ def test_cdf_steps_to_one():
     assert list(fig.data[1].y) == [0.0, 1.0]
 
 
-def test_learning_curves_two_axes():
-    fig = learning_curves({"rnn": {"episode": [0, 1, 2], "sampled_runtime": [3.0, 2.0, 2.5],
-                                   "best_runtime": [3.0, 2.0, 2.0], "placements_evaluated": [10, 20, 30]}})
-    assert len(fig.data) == 4
-    best = [t for t in fig.data if t.name == "rnn best"]
-    assert [list(t.x) for t in best] == [[0, 1, 2], [10, 20, 30]]
-    assert list(best[0].y) == pytest.approx([3000.0, 2000.0, 2000.0])
-
-
 def test_thin_rows_keeps_every_kth_row_and_the_last():
     assert list(thin_rows(5, None)) == [0, 1, 2, 3, 4]
     assert list(thin_rows(5, 5)) == [0, 1, 2, 3, 4]
@@ -161,14 +153,133 @@ def test_thin_rows_keeps_every_kth_row_and_the_last():
     assert list(thin_rows(11, 4)) == [0, 3, 6, 9, 10]
 
 
+def _curve(n, runtime, **extra):
+    return {"episode": list(range(1, n + 1)), "sampled_runtime": runtime, "best_runtime": list(np.minimum.accumulate(
+        runtime)), "placements_evaluated": [5 * i for i in range(1, n + 1)], **extra}
+
+
+def _traces(fig, name):
+    return {t.name: t for t in fig.data if t.name == name or t.name.startswith(name + " ")}
+
+
+def test_learning_curves_panels_smoothing_and_rolling_median():
+    runtime = [0.004, 0.006, 0.005, 0.007]
+    curve = _curve(4, runtime, reward=[-1.0, -2.0, -1.0, -3.0], entropy=[0.7, 0.6, 0.5, 0.4],
+                   learning_rate=[0.01, 0.008, 0.006, 0.004])
+    fig = learning_curves({"pl": curve}, smoothing=0.5, median_window=2)
+    t = _traces(fig, "pl")
+    assert list(t["pl sampled"].y) == pytest.approx([4.0, 6.0, 5.0, 7.0])  # ms
+    # debiased EMA with w = 0.5: 4, (0.5·2 + 3)/0.75 = 5.333..., ...
+    assert list(t["pl"].y)[:2] == pytest.approx([4.0, (0.5 * 0.5 * 4 + 0.5 * 6) / 0.75])
+    assert list(t["pl rolling median (2)"].y) == pytest.approx([4.0, 5.0, 5.5, 6.0])
+    assert list(t["pl best"].y) == pytest.approx([4.0, 4.0, 4.0, 4.0])
+    assert list(t["pl learning_rate"].y) == pytest.approx([0.01, 0.008, 0.006, 0.004])  # never smoothed
+    assert {"pl reward", "pl entropy"} <= set(t)
+    fig = learning_curves({"pl": curve}, x="placements evaluated")
+    assert list(_traces(fig, "pl")["pl"].x) == [5, 10, 15, 20]
+
+
+def test_learning_curves_of_several_seeds_are_a_mean_with_a_band():
+    a, b = _curve(3, [1.0, 2.0, 3.0]), _curve(3, [3.0, 4.0, 5.0])
+    fig = learning_curves({"two": [a, b]}, smoothing=0.0)
+    t = _traces(fig, "two")
+    mean = t["two mean of 2 seeds"]
+    assert list(mean.y) == pytest.approx([2000.0, 3000.0, 4000.0])
+    band = next(tr for tr in fig.data if tr.name == "two 95% CI")
+    # the bootstrap band of the mean of two runs lies between them
+    assert min(band.y) >= 1000.0 - 1e-9 and max(band.y) <= 5000.0 + 1e-9
+
+
+def test_learning_curves_over_several_graphs_are_relative():
+    curve = _curve(4, [2.0, 10.0, 1.0, 5.0], graph=["a", "b", "a", "b"])
+    fig = learning_curves({"m": curve}, smoothing=0.0)
+    t = _traces(fig, "m")
+    assert list(t["m sampled"].y) == pytest.approx([2.0, 2.0, 1.0, 1.0])  # each over its graph's best
+    assert "m best" not in t  # a best across graphs would jump
+
+
 def test_learning_curves_thinned_for_display():
     n = 10
-    curve = {"episode": list(range(1, n + 1)), "sampled_runtime": [float(n - i) for i in range(n)],
-             "best_runtime": [float(n - i) for i in range(n)], "placements_evaluated": [5 * i for i in range(1, n + 1)]}
-    fig = learning_curves({"a": curve, "b": curve}, max_points=4)
-    assert len(fig.data) == 8  # two runs × (sampled, best) × two axes
-    best_a = [t for t in fig.data if t.name == "a best"]
-    assert [list(t.x) for t in best_a] == [[1, 4, 7, 10], [5, 20, 35, 50]]
-    assert list(best_a[0].y) == pytest.approx([10000.0, 7000.0, 4000.0, 1000.0])
-    assert {t.line.color for t in fig.data if t.name.startswith("a ")} != {t.line.color for t in fig.data
-                                                                       if t.name.startswith("b ")}
+    curve = _curve(n, [float(n - i) for i in range(n)])
+    fig = learning_curves({"a": curve, "b": curve}, max_points=4, smoothing=0.0)
+    best_a = _traces(fig, "a")["a best"]
+    assert list(best_a.x) == [1, 4, 7, 10]
+    assert list(best_a.y) == pytest.approx([10000.0, 7000.0, 4000.0, 1000.0])
+    assert _traces(fig, "a")["a"].line.color != _traces(fig, "b")["b"].line.color
+
+
+def test_ema_matches_tensorboard_debiasing():
+    assert list(ema([1.0, 2.0, 3.0], 0.0)) == [1.0, 2.0, 3.0]
+    w = 0.9
+    s1 = 0.1 * 1.0
+    s2 = w * s1 + 0.1 * 3.0
+    assert list(ema([1.0, float("nan"), 3.0], w)) == pytest.approx([s1 / 0.1, s1 / 0.1, s2 / (1 - w ** 2)])
+    with pytest.raises(ValueError):
+        ema([1.0], 1.0)
+
+
+def test_rolling_median_trails():
+    assert list(rolling_median([5.0, 1.0, 3.0, 10.0, 2.0], 3)) == [5.0, 3.0, 3.0, 3.0, 3.0]
+    assert len(rolling_median([], 4)) == 0
+
+
+def test_bootstrap_band_contains_the_mean_and_shrinks_with_agreement():
+    rng = np.random.default_rng(1)
+    runs = rng.normal(10.0, 1.0, size=(8, 50))
+    mean, lo, hi = bootstrap_band(runs)
+    assert mean == pytest.approx(runs.mean(axis=0))
+    assert np.all(lo <= mean) and np.all(mean <= hi)
+    # the 95 % band of a mean of 8 draws of sd 1 is about ±2·1/√8 ≈ ±0.7 wide
+    assert 0.3 < float(np.median(hi - lo)) / 2 < 1.1
+    same = np.tile(np.arange(5.0), (4, 1))
+    _, lo, hi = bootstrap_band(same)
+    assert list(lo) == list(hi) == [0.0, 1.0, 2.0, 3.0, 4.0]
+    m, lo, hi = bootstrap_band([[1.0, 2.0, 3.0], [3.0, 4.0]])  # cut to the shortest
+    assert list(m) == [2.0, 3.0]
+
+
+def test_makespan_bars_start_at_zero_and_keep_colours():
+    rows = [{"label": "metis", "makespan_s": 0.002, "hover": "run-1"},
+            {"label": "heft", "makespan_s": 0.001, "oom": True}]
+    fig = makespan_bars(rows, title="Makespan on g · k80x2")
+    assert fig.layout.title.text == "Makespan on g · k80x2"
+    assert fig.layout.yaxis.range[0] == 0 and fig.layout.yaxis.range[1] == pytest.approx(2.0 * 1.18)
+    again = makespan_bars(list(reversed(rows)))
+    colors = dict(zip(fig.data[0].x, fig.data[0].marker.color, strict=True))
+    assert dict(zip(again.data[0].x, again.data[0].marker.color, strict=True)) == colors  # colour follows the label
+    assert list(fig.data[0].customdata) == ["run-1", ""]
+    assert list(fig.data[0].marker.pattern.shape) == ["", "x"]
+
+
+def test_timeline_window_shows_single_named_ops_of_a_large_graph():
+    from dashboard.figures.timeline import ops_in_window
+
+    g, c = random_dag(ops=TIMELINE_MAX_OPS + 500, seed=3), PRESETS["k80x2"]()
+    s = simulate(g, c, np.arange(g.num_ops) % 2)
+    assert "binned" in timeline(s, g, c).layout.title.text
+    # a window holding a few ops: every op overlapping it is a bar of its own, with its name
+    mid = float(s.op_start[g.num_ops // 2]) * 1e3
+    window = (mid, mid + 1e-6)
+    shown = ops_in_window(s, window)
+    fig = timeline(s, g, c, window_ms=window)
+    assert "binned" not in fig.layout.title.text and list(fig.layout.xaxis.range) == list(window)
+    compute = [t for t in _bars(fig) if t.name.endswith("compute")]
+    assert sum(len(t.x) for t in compute) == int(shown.sum()) >= 1
+    assert sorted(n for t in compute for n in t.text) == sorted(g.op_names[i] for i in np.flatnonzero(shown))
+
+
+def test_timeline_search_marks_matches_and_arrows_follow_edges(diamond):
+    from dashboard.figures.timeline import match_ops
+
+    g, c, s = diamond
+    assert match_ops(g, "matmul").tolist() == [True, False, True, False]  # by type, any case
+    assert match_ops(g, "  ").tolist() == [False] * 4
+    fig = timeline(s, g, c, highlight=match_ops(g, "MatMul"), arrows=True)
+    [marks] = [t for t in fig.data if t.name == "matches"]
+    assert list(marks.text) == ["a", "c"]
+    assert list(marks.x) == pytest.approx([(s.op_start[i] + s.op_end[i]) * 500 for i in (0, 2)])
+    # a→b and c→d cross devices (dashed, transfers); a→c and b→d stay (solid)
+    lines = {t.name: t for t in fig.data if t.name in ("dependency", "transfer")}
+    assert lines["transfer"].line.dash == "dash" and len(lines["transfer"].x) == 6
+    assert len(lines["dependency"].x) == 6
+    assert list(lines["dependency"].x[:2]) == pytest.approx([s.op_end[0] * 1e3, s.op_start[2] * 1e3])

@@ -77,3 +77,25 @@ def test_large_scoped_graph_is_aggregated_by_scope():
     nodes, _ = _data(placement_graph_html(g, None, color_by="memory"))
     assert len(nodes) == (n + 99) // 100
     assert {nd["label"] for nd in nodes} == {f"layer{k}" for k in range((n + 99) // 100)}
+
+
+def test_expanding_a_scope_opens_it_one_level_and_search_highlights():
+    from dashboard.figures.graph_view import op_groups, scope_choices
+    from engine.dag import levels
+
+    # 2,000 ops in 4 layer scopes of 500, each with 5 blocks of 100 ops
+    n = 2000
+    scope = [f"layer{i // 500}/block{(i // 100) % 5}" for i in range(n)]
+    g = CompGraph("scoped", [f"op{i}" for i in range(n)], compute_any=np.full(n, 1e-3), output_bytes=np.zeros(n),
+                  persistent_bytes=np.zeros(n), edge_src=list(range(n - 1)), edge_dst=list(range(1, n)), scope=scope)
+    lv = levels(g)
+    group, labels = op_groups(g, None, lv)
+    assert len(labels) == 20  # the deepest level with at most 400 groups: layer/block
+    assert scope_choices(g) == labels
+    group, labels = op_groups(g, None, lv, expand="layer0/block0")
+    # that block's 100 ops become nodes of their own, the other 19 blocks stay one node each
+    assert len(labels) == 19 + 100 and "op7 (op)" in labels
+    assert len(set(group[:100].tolist())) == 100 and len(set(group[100:200].tolist())) == 1
+    page = placement_graph_html(g, None, color_by="op type", expand="layer0/block0",
+                                highlight=np.arange(n) == 7, highlight_label="matches 'op7'")
+    assert "matches &#x27;op7&#x27; (1 ops)" in page or "matches 'op7' (1 ops)" in page

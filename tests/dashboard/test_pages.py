@@ -12,8 +12,21 @@ APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
 TIMEOUT = 60
 
 
-def page_app(name: str) -> AppTest:
-    return AppTest.from_string(f"from dashboard.app_pages import {name}\n{name}.page()\n", default_timeout=TIMEOUT)
+def page_app(name: str, graph: str | None = None) -> AppTest:
+    """The page ``name`` alone; ``graph``: a spec made the current graph before the first run."""
+    preset = ("import streamlit as st\nfrom dashboard.context import set_graph, current_graph\n"
+              "from engine.sources import load_graph\n"
+              f"if current_graph() is None:\n    set_graph(load_graph({graph!r}), {graph!r}, {graph!r})\n"
+              if graph else "")
+    return AppTest.from_string(f"{preset}from dashboard.app_pages import {name}\n{name}.page()\n",
+                               default_timeout=TIMEOUT)
+
+
+def use_example(app: AppTest, label: str | None = None) -> AppTest:
+    """Pick an example on the Graphs page (the first one by default) and click *Use this graph*."""
+    if label is not None:
+        app.selectbox(key="graphs_example").set_value(label)
+    return app.button(key="graphs_use").click().run()
 
 
 def charts(app: AppTest) -> list:
@@ -60,6 +73,8 @@ def test_app_navigation_and_presentation_toggle(stored_runs):
 
 def test_graphs_page_example_summary_and_view(empty_runs):
     app = page_app("graphs").run()
+    assert not app.metric and any("Use this graph" in i.value for i in app.info)  # nothing loads by itself
+    use_example(app)
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Ops"] == "200"  # the first example: gen:random?ops=200
     assert "Lower bound on k80x2" in metrics
@@ -71,17 +86,22 @@ def test_graphs_page_generator_spec_and_bad_spec(empty_runs):
     app = page_app("graphs").run()
     app.radio(key="graphs_source").set_value("Generator spec").run()
     app.text_input(key="graphs_spec").set_value("gen:random?ops=57&seed=3").run()
+    app.button(key="graphs_use").click().run()
     assert not app.exception
     assert {m.label: m.value for m in app.metric}["Ops"] == "57"
     app.text_input(key="graphs_spec").set_value("gen:random?nodes=5").run()
+    app.button(key="graphs_use").click().run()
     assert not app.exception
     assert [e.value for e in app.error] == ["gen:random has no parameter 'nodes' (parameters: ops, degree, seed, "
                                             "window, name)"]
+    # the error, not the previous graph under it; the current graph is unchanged
+    assert not app.metric
+    assert any("still random-57-s3" in i.value for i in app.info)
 
 
 def test_graphs_page_aggregates_a_large_graph(empty_runs):
     app = page_app("graphs").run()
-    app.selectbox(key="graphs_example").set_value("random DAG, 2,000 ops").run()
+    use_example(app, "random DAG, 2,000 ops")
     assert not app.exception
     assert any(c.value.startswith("Aggregated view: 2000 ops") and "level band × op type" in c.value
                for c in app.caption)
@@ -92,7 +112,7 @@ def test_graphs_page_aggregates_a_large_graph(empty_runs):
 def test_place_two_placers_and_save(empty_runs):
     from engine.runs import RunStore
 
-    app = page_app("place").run()
+    app = page_app("place", "gen:random?ops=200&seed=1").run()
     assert not app.exception
     app.multiselect(key="place_placers").set_value(["single-device", "round-robin"]).run()
     app.button(key="place_run").click().run()
@@ -111,10 +131,13 @@ def test_place_two_placers_and_save(empty_runs):
     assert [r.meta["placer"] for r in runs] == ["round-robin"]
     assert runs[0].meta["metrics"]["makespan_s"] == pytest.approx(float(table["makespan (ms)"][1]) / 1e3)
     assert any(s.value.startswith("Saved as run") for s in app.success)
+    assert runs[0].meta["name"] == "round-robin · random-200-s1 · k80x2"  # the default name asked for
+    assert list(app.dataframe[0].value["run"]) == ["", runs[0].id]  # the saved id shows in the table
+    assert not [b for b in app.button if b.key == "place_save_1"]  # saved: no second Save button
 
 
 def test_place_reports_an_infeasible_placer(empty_runs):
-    app = page_app("place").run()
+    app = page_app("place", "gen:random?ops=200&seed=1").run()
     app.multiselect(key="place_placers").set_value(["cpu-only", "round-robin"]).run()
     app.button(key="place_run").click().run()
     assert not app.exception
@@ -154,10 +177,14 @@ def test_compare_experiment_cdf_and_learning_curves(learning_runs):
     assert lines.pop(eval_line) == pytest.approx([1.0, 1.0, 1.1, 1.2, 1.3, 1.4])
     assert lines == {"Zero-Shot": pytest.approx([1.2, 1.2, 1.5]), "Optimized": pytest.approx([1.1, 1.1, 1.3]),
                      "Random": pytest.approx([2.0, 2.0, 3.0])}
-    curves = figure(app, "Learning curves")
+    curves = figure(app, "Learning curves (smoothing 0.6)")
     best = [t for t in curves["data"] if t["name"] == "tiny placeto best"]
-    assert [len(values(t["x"])) for t in best] == [4, 4]  # per episode and per placements evaluated
-    assert values(best[0]["x"]) == [1, 2, 3, 4]
+    assert len(best) == 1 and values(best[0]["x"]) == [1, 2, 3, 4]
+    names = {t["name"] for t in curves["data"]}
+    assert {"tiny placeto reward", "tiny placeto entropy", "tiny placeto learning_rate"} <= names
+    app.radio(key="compare_curve_x").set_value("placements evaluated").run()
+    best = [t for t in figure(app, "Learning curves (smoothing 0.6)")["data"] if t["name"] == "tiny placeto best"]
+    assert values(best[0]["x"])[-1] > 4  # placements evaluated grow faster than episodes
     # only the experiment in the CDF: its three methods
     app.multiselect(key="compare_cdf_runs").set_value([ids["experiment"]]).run()
     assert [t["name"] for t in figure(app, "CDF over test graphs")["data"]] == ["Zero-Shot", "Optimized", "Random"]
@@ -173,6 +200,7 @@ def test_runs_filter_rename_tag_delete(stored_runs):
     app.text_input(key=f"runs_name_{ids[0]}").set_value("baseline A").run()
     app.button(key="runs_rename").click().run()
     assert store.load(ids[0]).meta["name"] == "baseline A"
+    assert app.selectbox(key="runs_selected").value == ids[0]  # the renamed run stays selected
     app.text_input(key=f"runs_tags_{ids[0]}").set_value("x, y").run()
     app.button(key="runs_save_tags").click().run()
     assert store.load(ids[0]).meta["tags"] == ["x", "y"]
@@ -191,16 +219,17 @@ def test_runs_downloads(stored_runs):
     assert any("no placement" in c.value for c in app.caption)
     app.selectbox(key="runs_selected").set_value(ids[1]).run()
     labels = [b.proto.label for b in app.get("download_button")]
-    assert labels[:4] == ["Schedule CSV (ops)", "Schedule CSV (transfers)", "Placement JSON",
-                          "Chrome trace (Perfetto)"]
-    assert labels[4] == "Download timeline (HTML)"
+    assert labels[:2] == ["CSV", "LaTeX"]  # the runs table
+    assert labels[2:6] == ["Schedule CSV (ops)", "Schedule CSV (transfers)", "Placement JSON",
+                           "Chrome trace (Perfetto)"]
+    assert labels[6] == "Download PNG"  # the figure export, PNG first
     assert not app.exception
 
 
 def test_place_every_registered_placer_with_its_parameter_widgets(empty_runs):
     from policies import PLACERS
 
-    app = page_app("place").run()
+    app = page_app("place", "gen:random?ops=200&seed=1").run()
     app.multiselect(key="place_placers").set_value(list(PLACERS)).run()
     assert not app.exception
     for name in ("placeto", "rnn"):  # the learned placers train on the graph: a few episodes on 8 groups
@@ -211,3 +240,75 @@ def test_place_every_registered_placer_with_its_parameter_widgets(empty_runs):
     placed = list(app.dataframe[0].value["placer"])
     refused = [e.value.split(":")[0] for e in app.error]  # a placer may not apply (cpu-only on k80x2)
     assert sorted(placed + refused) == sorted(PLACERS)
+
+
+def _two_pages() -> None:
+    """Sidebar and one of two pages, picked by ``st.session_state["which"]`` (a stand-in for navigation)."""
+    import streamlit as st
+
+    from dashboard.app_pages import graphs, place
+    from dashboard.context import retain_widgets, sidebar
+
+    retain_widgets()
+    sidebar()
+    (place if st.session_state.get("which") == "place" else graphs).page()
+
+
+def test_graph_cluster_and_results_survive_navigation(empty_runs):
+    app = AppTest.from_function(_two_pages, default_timeout=TIMEOUT).run()
+    use_example(app, "random DAG, 2,000 ops")
+    app.selectbox(key="ctx_cluster").set_value("p100x4").run()
+    app.session_state["which"] = "place"
+    app.run()
+    assert any("random-2000-s1" in c.value and "p100x4" in c.value for c in app.caption)
+    app.multiselect(key="place_placers").set_value(["round-robin"]).run()
+    app.button(key="place_run").click().run()
+    assert list(app.dataframe[0].value["placer"]) == ["round-robin"]
+    app.session_state["which"] = "graphs"
+    app.run()
+    # back on Graphs: the example chosen there is still chosen, the graph is still the current one
+    assert app.selectbox(key="graphs_example").value == "random DAG, 2,000 ops"
+    assert {m.label: m.value for m in app.metric}["Ops"] == "2,000"
+    app.session_state["which"] = "place"
+    app.run()
+    # the placer choice and the results are still there
+    assert app.multiselect(key="place_placers").value == ["round-robin"]
+    assert list(app.dataframe[0].value["placer"]) == ["round-robin"]
+    assert not app.exception
+
+
+def test_sidebar_simulation_mode_applies_to_the_cluster(empty_runs):
+    from engine.cluster import SIMULATION_MODES
+
+    app = AppTest.from_function(_two_pages, default_timeout=TIMEOUT).run()
+    assert app.selectbox(key="ctx_sim_mode").options == list(SIMULATION_MODES)
+    assert app.selectbox(key="ctx_sim_mode").value == "placeto"  # k80x2's own mode
+    other = next(m for m in SIMULATION_MODES if m != "placeto")
+    app.selectbox(key="ctx_sim_mode").set_value(other).run()
+    use_example(app)
+    assert any(f"k80x2 ({other})" in c.value for c in app.caption)
+    app.selectbox(key="ctx_cluster").set_value("p100x4").run()  # a new preset brings its own settings
+    assert app.selectbox(key="ctx_sim_mode").value == "default"
+
+
+def _tree(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in sorted(root.rglob("*"))}
+
+
+def test_bundled_examples_are_listed_labelled_and_never_written(example_runs):
+    root, example = example_runs
+    before = _tree(root)
+    app = page_app("home").run()
+    assert [s.value for s in app.subheader] == ["Your runs", "Bundled examples (read-only)"]
+    assert list(app.dataframe[1].value["id"]) == [example]
+    app = page_app("runs").run()
+    table = app.dataframe[0].value
+    assert dict(zip(table["id"], table["source"], strict=True))[example] == "example"
+    app.selectbox(key="runs_selected").set_value(example).run()
+    assert not app.exception
+    assert not [b for b in app.button if b.key in ("runs_rename", "runs_delete", "runs_save_tags")]
+    assert any("read-only" in c.value for c in app.caption)
+    app = page_app("compare").run()
+    assert not app.exception
+    assert any(o.startswith("example · ") for o in app.multiselect(key="compare_runs").options)
+    assert _tree(root) == before  # the app wrote nothing there

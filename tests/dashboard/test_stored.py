@@ -2,13 +2,20 @@
 
 import pytest
 
-from dashboard.app_pages.stored import cdf_series, curves_by_name, eval_series, experiment_series, learning_curve
+from dashboard.app_pages.stored import (
+    cdf_series,
+    eval_series,
+    experiment_series,
+    learning_curve,
+    seed_groups,
+    setting_of,
+)
 from engine.runs import RunStore
 
 
-def _run(store, kind, name):
-    return store.create(kind, graph_name="g", graph_hash="0", cluster="k80x2", placer="placeto", parameters={},
-                        seed=0, name=name)
+def _run(store, kind, name, seed=0, parameters=None):
+    return store.create(kind, graph_name="g", graph_hash="0", cluster="k80x2", placer="placeto",
+                        parameters=parameters or {}, seed=seed, name=name)
 
 
 def test_experiment_series_by_method_in_placeto_order(tmp_path):
@@ -51,14 +58,27 @@ def test_cdf_series_names(tmp_path):
     assert cdf_series([], exps) == {"Zero-Shot · nmt": [2.0], "Zero-Shot · ptb": [2.0]}
 
 
-def test_learning_curves_by_name_follow_appended_rows(tmp_path):
+def test_seed_groups_put_seeds_together_and_follow_appended_rows(tmp_path):
     store = RunStore(tmp_path)
-    a, b, c = _run(store, "train", "same"), _run(store, "train", "same"), _run(store, "train", "empty")
-    for run in (a, b):
+    spec = {"graphs": "gen:chainmm", "lr": 0.01}
+    a, b = _run(store, "train", "s0", 0, spec), _run(store, "train", "s1", 1, spec)
+    other = _run(store, "train", "other lr", 0, {"graphs": "gen:chainmm", "lr": 0.1})
+    empty = _run(store, "train", "empty", 0, spec)
+    for run in (a, b, other):
         run.append_rows("learning_curve.csv", [{"episode": 1, "best_runtime": 2.0}])
-    assert learning_curve(c) is None
-    curves = curves_by_name([a, b, c])
-    assert curves == {f"same ({a.id})": {"episode": [1], "best_runtime": [2.0]},
-                      f"same ({b.id})": {"episode": [1], "best_runtime": [2.0]}}
+    assert learning_curve(empty) is None
+    groups = seed_groups([a, b, other, empty])
+    # a and b differ only in their seed: one group of two curves; "other" has another learning rate
+    assert groups == {"placeto on gen:chainmm · k80x2 (2 seeds)": [{"episode": [1], "best_runtime": [2.0]}] * 2,
+                      "other lr": [{"episode": [1], "best_runtime": [2.0]}]}
     a.append_rows("learning_curve.csv", [{"episode": 2, "best_runtime": 1.5}])
     assert learning_curve(a)["best_runtime"] == pytest.approx([2.0, 1.5])  # not a stale cached read
+
+
+def test_setting_of_names_graph_and_cluster(tmp_path):
+    store = RunStore(tmp_path)
+    place = store.create("place", graph_name="chainmm", graph_hash="abcdef0123", cluster="p100x4",
+                         placer="metis", parameters={}, seed=0)
+    train = _run(store, "train", "t", 0, {"graphs": "family:nmt:train"})
+    assert setting_of(place) == ("chainmm [abcdef01]", "p100x4")
+    assert setting_of(train) == ("family:nmt:train", "k80x2")

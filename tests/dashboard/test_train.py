@@ -194,3 +194,19 @@ def test_cancel_a_starting_job(empty_runs, kill_jobs_after):
     assert job.returncode == -signal.SIGINT and not job.failed
     app.run()
     assert not app.error and not any(i.value.startswith("Starting") for i in app.info)
+
+
+def test_status_phrases_and_shell_quoted_command(tmp_path):
+    from dashboard.app_pages.train import command_text, stop_phrase
+    from dashboard.background import train_command
+
+    assert stop_phrase("stopped") == "stopped on request"  # not "stopped by stopped"
+    assert stop_phrase("episodes") == "ended: episode budget reached"
+    cmd = train_command("placeto", "gen:random?ops=60&seed=1", "k80x2", episodes=5, params={"lr": 0.01}, seed=0,
+                        name="my run", runs_dir=tmp_path)
+    text = command_text(cmd)
+    assert text.startswith("placelab train --placer placeto --graphs 'gen:random?ops=60&seed=1' ")
+    assert "--name 'my run'" in text
+    import shlex
+
+    assert shlex.split(text)[1:] == cmd[3:]  # pasting it into a shell gives the same arguments

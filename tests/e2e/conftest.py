@@ -41,7 +41,9 @@ def app_url(tmp_path_factory):
         [sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"), "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
          "--server.fileWatcherType", "none"],
-        cwd=REPO, env={**os.environ, "PLACELAB_RUNS_DIR": str(root)}, stdout=log, stderr=subprocess.STDOUT)
+        cwd=REPO, env={**os.environ, "PLACELAB_RUNS_DIR": str(root),
+                       "PLACELAB_EXAMPLE_RUNS_DIR": str(root.parent / "examples")},
+        stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60

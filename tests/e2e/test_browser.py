@@ -1,7 +1,10 @@
-"""The app in a real browser: every page, a placement with two placers, comparison, a trace download,
-a training started from the Train page and watched live.
+"""The app in a real browser: a walk through Graphs → Place → Compare → Train → Runs → presentation mode on
+chainmm and on gen:nmt (the graph chosen once survives every page; every export — figure PNG/SVG/PDF/HTML,
+table CSV/LaTeX, Perfetto trace — is a non-empty file of its type; the timeline's search is highlighted in the
+graph view, a scope expands), large graph views, a training started from the Train page and watched live.
 
-Screenshots land in ``tests/artifacts/``. The graph-view timings are printed (run with ``-s``);
+Screenshots and exported files land in ``tests/artifacts/`` (git-ignored). The graph-view timings are
+printed (run with ``-s``);
 the only timed check is a generous 60 s guard against a hang.
 """
 
@@ -66,50 +69,163 @@ def graph_canvas_ms(page, start: float, note: str = "") -> float:
     return (time.perf_counter() - start) * 1e3
 
 
-def test_click_through_the_app(browser_page, app_url):
+MAGIC = {"png": b"\x89PNG", "svg": b"<svg", "pdf": b"%PDF", "html": b"<html", "csv": b"placer", "tex": b"\\begin"}
+
+
+def download(page, button, name: str) -> Path:
+    """Click a download button; the saved file (non-empty, of the type its name says) under artifacts."""
+    with page.expect_download(timeout=GUARD_MS) as dl:
+        button.click()
+    path = ARTIFACTS / name
+    dl.value.save_as(str(path))
+    data = path.read_bytes()
+    assert data, f"{name} is empty"
+    kind = name.rsplit(".", 1)[-1]
+    if kind in MAGIC:
+        head = data[:2000].lower() if kind == "html" else data
+        assert head.startswith(MAGIC[kind]) or (kind == "html" and MAGIC[kind] in head), f"{name} is no {kind}"
+    return path
+
+
+def export_figure(page, index: int, fmt: str, name: str) -> Path:
+    """Open the ``index``-th figure's export popover, pick ``fmt`` and download it."""
+    opener = page.get_by_role("button", name="Export figure").nth(index)
+    body = page.locator('[data-testid="stPopoverBody"]:visible')
+    opener.click()
+    body.first.wait_for()
+    body.first.get_by_text(fmt.upper(), exact=True).click()
+    wait_idle(page)
+    button = page.get_by_role("button", name=f"Download {fmt.upper()}")
+    if not button.first.is_visible():  # the rerun closed the popover: open it again, the format stays
+        opener.click()
+        body.first.wait_for()
+    path = download(page, button.first, f"{name}.{fmt}")
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(300)
+    return path
+
+
+def switch_to_spec(page) -> None:
+    """Pick the "Generator spec" source (again if a click landed while the page was still running)."""
+    box = page.get_by_role("textbox", name="Generator spec")
+    for _ in range(5):
+        page.get_by_text("Generator spec", exact=True).first.click()
+        wait_idle(page)
+        try:
+            box.wait_for(timeout=5000)
+            return
+        except Exception:
+            continue
+    box.wait_for()
+
+
+def fill_spec(page, spec: str) -> None:
+    box = page.get_by_role("textbox", name="Generator spec")
+    box.fill(spec)
+    box.press("Enter")
+    wait_idle(page)
+
+
+def use_graph(page, spec: str) -> None:
+    goto(page, "Graphs")
+    switch_to_spec(page)
+    fill_spec(page, spec)
+    page.get_by_role("button", name=re.compile("(Use|Reload) this graph")).click()
+    page.locator('[data-testid="stMetric"]', has_text="Ops").first.wait_for(timeout=GUARD_MS)
+    wait_idle(page)
+
+
+def sidebar_text(page) -> str:
+    return page.locator('[data-testid="stSidebar"]').inner_text()
+
+
+@pytest.mark.parametrize(("spec", "graph", "ops"), [("gen:chainmm", "chainmm", None), ("gen:nmt", "nmt", None)])
+def test_walk_through_the_app(browser_page, app_url, spec, graph, ops):
+    """Graphs → Place → Compare → Train → Runs → presentation mode on one graph, exporting every figure kind."""
     page = browser_page
+    tag = graph
     page.goto(app_url)
     page.locator("h1", has_text="placelab").wait_for()
-    assert_clean(page, "01-home")
+    assert_clean(page, f"{tag}-01-home")
 
-    goto(page, "Graphs")
-    page.locator('[data-testid="stMetric"]', has_text="Ops").first.wait_for()
-    graph_canvas_ms(page, time.perf_counter())
-    assert_clean(page, "02-graphs")
+    use_graph(page, spec)
+    ops_shown = page.locator('[data-testid="stMetric"]', has_text="Ops").first.inner_text().split()[-1]
+    assert graph in sidebar_text(page)
+    assert_clean(page, f"{tag}-02-graphs")
 
     goto(page, "Place")
+    page.locator('[data-testid="stMain"]').get_by_text(f"On {graph}").first.wait_for()  # the graph chosen on Graphs
     page.get_by_role("button", name="Run placers").click()
-    page.get_by_text("Results on k80x2").wait_for(timeout=GUARD_MS)
+    page.get_by_text("Results:").first.wait_for(timeout=GUARD_MS)
     wait_idle(page)
     assert page.locator('[data-testid="stPlotlyChart"]').count() >= 4
-    assert_clean(page, "03-place-timeline")
-    page.get_by_role("tab", name="Load and memcpy").first.click()
-    page.wait_for_timeout(800)
-    assert_clean(page, "04-place-load")
+    assert_clean(page, f"{tag}-03-place")
+    download(page, page.locator("[data-testid=\"stDownloadButton\"] button", has_text="CSV").first,
+             f"{tag}-results.csv")
+    download(page, page.locator("[data-testid=\"stDownloadButton\"] button", has_text="LaTeX").first,
+             f"{tag}-results.tex")
+    for fmt in ("png", "svg", "pdf", "html"):
+        export_figure(page, 0, fmt, f"{tag}-makespan")
+    export_figure(page, 1, "html", f"{tag}-timeline")
+    assert "gpu:0" in (ARTIFACTS / f"{tag}-timeline.html").read_text()
+    # linked: a search in the timeline is highlighted in the graph view below it
+    finder = page.get_by_role("textbox", name="Find op (name, type or scope)").first
+    finder.fill("0")
+    finder.press("Enter")
+    wait_idle(page)
+    page.get_by_text(re.compile(r"^[\d,]+ ops match")).first.wait_for(timeout=GUARD_MS)
+    view = page.frame_locator("iframe").first
+    view.locator("#placelab-view-note").wait_for(timeout=GUARD_MS)
+    view.get_by_text("matches '0'").wait_for(timeout=GUARD_MS)
+    if page.get_by_text("Expand scope").count():  # a scope-aggregated view: open the first scope
+        box = page.locator('[data-testid="stSelectbox"]', has_text="Expand scope").first
+        box.get_by_role("combobox").click()
+        first = page.locator('[role="option"]').first
+        scope = first.inner_text().strip()
+        first.click()
+        wait_idle(page)
+        page.get_by_text(f"Expanded: {scope}.").first.wait_for(timeout=GUARD_MS)
+    assert_clean(page, f"{tag}-04-place-linked")
     page.get_by_role("button", name="Save as run").first.click()
-    page.get_by_text("Saved as run").wait_for()
+    page.get_by_text("Saved as run").wait_for(timeout=GUARD_MS)
+    page.get_by_text("Stored as run").first.wait_for()  # the saved one shows its id, its Save button is gone
+    assert not page.get_by_role("button", name="Save as run").first.is_visible()
+    assert_clean(page, f"{tag}-05-place-saved")
 
     goto(page, "Compare")
-    page.get_by_text("Timelines on one time axis").wait_for()
+    page.get_by_text("Two runs: timelines").wait_for(timeout=GUARD_MS)
     page.wait_for_timeout(1000)
-    assert page.locator('[data-testid="stPlotlyChart"]').count() >= 3
-    assert_clean(page, "05-compare")
+    main = page.locator('[data-testid="stMain"]').inner_text()
+    assert graph in main and "Not comparable" not in main
+    assert_clean(page, f"{tag}-06-compare")
+
+    goto(page, "Train")
+    assert_clean(page, f"{tag}-07-train")
 
     goto(page, "Runs")
     page.get_by_text("Downloads").first.wait_for()
-    with page.expect_download() as dl:
-        page.get_by_role("button", name="Chrome trace (Perfetto)").click()
-    path = ARTIFACTS / "trace.json"
-    dl.value.save_as(str(path))
-    trace = json.loads(path.read_text())
+    download(page, page.get_by_role("button", name="Chrome trace (Perfetto)"), f"{tag}-trace.json")
+    trace = json.loads((ARTIFACTS / f"{tag}-trace.json").read_text())
     assert any(e.get("ph") == "X" for e in trace["traceEvents"])
-    assert_clean(page, "06-runs")
+    assert_clean(page, f"{tag}-08-runs")
 
-    page.locator('[data-testid="stSidebar"]').get_by_text("Presentation mode").click()
+    goto(page, "Graphs")  # the selection survived every page
+    assert graph in sidebar_text(page)
+    page.locator('[data-testid="stMetric"]', has_text="Ops").first.wait_for()
+    assert page.locator('[data-testid="stMetric"]', has_text="Ops").first.inner_text().split()[-1] == ops_shown
+
+    toggle = page.locator('[data-testid="stSidebar"]').get_by_text("Presentation mode")
+    toggle.click()
     wait_idle(page)
     goto(page, "Place")
+    page.get_by_text("Results:").first.wait_for(timeout=GUARD_MS)  # results kept across pages
     page.wait_for_timeout(800)
-    assert_clean(page, "07-place-presentation")
+    size = page.evaluate("Math.min(...[...document.querySelectorAll('[data-testid=\"stMetricValue\"] *')]"
+                         ".filter(e => !e.children.length).map(e => parseFloat(getComputedStyle(e).fontSize)))")
+    assert size >= 40, f"headline numbers shrank to {size}px in presentation mode"
+    assert_clean(page, f"{tag}-09-place-presentation")
+    toggle.click()
+    wait_idle(page)
 
 
 def test_large_graph_views(browser_page, app_url):
@@ -118,8 +234,9 @@ def test_large_graph_views(browser_page, app_url):
     page.locator("h1", has_text="Graphs").wait_for()
     wait_idle(page)
 
-    start = time.perf_counter()
     choose(page, "Example graph", "random DAG, 2,000 ops")
+    start = time.perf_counter()
+    page.get_by_role("button", name=re.compile("(Use|Reload) this graph")).click()
     page.get_by_text("Aggregated view: 2000 ops").wait_for(timeout=GUARD_MS)
     aggregated_2k = graph_canvas_ms(page, start, "Aggregated view: 2000 ops")
     assert_clean(page, "08-graphs-2000-aggregated")
@@ -130,12 +247,10 @@ def test_large_graph_views(browser_page, app_url):
     full_2k = graph_canvas_ms(page, start, "All 2000 ops")
     assert_clean(page, "09-graphs-2000-all-ops")
 
-    page.get_by_text("Generator spec").first.click()
-    wait_idle(page)
-    box = page.get_by_test_id("stTextInputField")
-    box.fill("gen:random?ops=20000&seed=1")
+    switch_to_spec(page)
+    fill_spec(page, "gen:random?ops=20000&seed=1")
     start = time.perf_counter()
-    box.press("Enter")
+    page.get_by_role("button", name=re.compile("(Use|Reload) this graph")).click()
     page.get_by_text("Aggregated view: 20000 ops").wait_for(timeout=GUARD_MS)
     aggregated_20k = graph_canvas_ms(page, start, "Aggregated view: 20000 ops")
     assert_clean(page, "10-graphs-20000-aggregated")
@@ -175,7 +290,8 @@ def test_train_in_the_background(browser_page, app_url):
     screenshot(page, "11-train-running")
     page.get_by_text("done · 300 / 300 episodes").wait_for(timeout=3 * GUARD_MS)
     seconds = time.perf_counter() - start
-    assert card.locator(".scatterlayer .trace").count() >= 4  # sampled and best, per episode and per placement
+    # runtime panel: sampled, rolling median, best, smoothed; reward, entropy and learning-rate panels
+    assert card.locator(".scatterlayer .trace").count() >= 7
     assert_clean(page, "12-train-done")
 
     goto(page, "Compare")

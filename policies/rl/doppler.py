@@ -1,0 +1,278 @@
+"""DOPPLER (Yao et al. 2025): dual-policy device assignment, SEL picks an op and PLC its device.
+
+Episode — ASSIGN (§3, Fig. 2; §4.1): the candidates C start as the graph's entry ops; at each
+step SEL picks v ∈ C, PLC picks a device d for v, v leaves C and every successor whose
+predecessors are all placed joins C. One step per op; the placement is simulated once, at the
+end (§5 Stage II). The ops of a colocation group share a device: the first one placed commits
+it, and PLC's choice for the later ones is masked to it (our rule; DOPPLER's graphs have none).
+
+Acting (eq. 4, 8): ε-greedy on each policy — the argmax with probability 1 − ε, else a uniform
+candidate (device); ε decays linearly from ``epsilon`` to ``epsilon_final`` over
+``decay_episodes`` episodes (§6.1: 0.2 → 0). The policy gradient uses the softmax policies'
+log-probabilities of the actions taken, as the paper's eq. 10 does.
+
+Stages (§5, ``stage``):
+
+* ``imitation`` (Stage I, eq. 9): the learner rolls out (ε from ``epsilon_imitation`` = 1 to
+  ``epsilon_final``) and the loss raises the log-probability of the critical-path teacher's
+  choices in the states the learner visits. Teacher: SEL → the candidates with the largest
+  b-level; PLC → the devices where v starts earliest under the running list-scheduling
+  estimate (:class:`~policies.rl.doppler_features.EstimatedSchedule`). Ties are kept as a
+  set: the target is ``log Σ_{a ∈ targets} π(a)``.
+* ``sim`` (Stage II, eq. 10): REINFORCE with the terminal reward ``−makespan`` less the
+  running mean of all previous episodes' makespans on that graph (§4.1), in units of the
+  graph's makespan lower bound, plus the entropy bonus; Adam with the learning rate decaying
+  linearly (the shared trainer sets it every update). Starts from Stage I's weights with
+  ``--init-from``.
+* ``real`` (Stage III): the same update, the makespan measured by a real executor, passed to
+  :class:`DopplerAgent` as ``executor``; without one the stage is refused with one sentence.
+
+Ablations (§6.2 Q2, Table 3): ``variant="sel-only"`` (DOPPLER-SEL: PLC replaced by the
+critical-path device rule, the device where v starts earliest) and ``variant="plc-only"``
+(DOPPLER-PLC: SEL replaced by the candidate with the longest path to an exit, its b-level).
+
+Deviations from the authors' published code (not from the paper): the b- and t-level paths'
+embeddings are summed over the right ops (the code indexes them in the wrong order); teacher
+ties are all targets (the code's random tie-break can pick an op that is not a largest
+b-level); the learning rate decay is applied (the code's scheduler never takes effect).
+Per-step losses are averaged over the episode's steps (ours), so graphs of different sizes
+weigh alike; the edge network's hidden width (``edge_hidden``) is ours (unstated).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from policies.rl.agent import EpisodeStats
+from policies.rl.doppler_features import DopplerGraph
+from policies.rl.doppler_net import DopplerNet
+from policies.rl.doppler_rollout import Rollout, rollout
+from policies.rl.reinforce import linear
+from policies.rl.task import PlacementTask, check_grouping
+
+__all__ = ["STAGES", "VARIANTS", "DopplerAgent", "DopplerConfig", "RunningMeanBaseline", "teacher_placement"]
+
+STAGES = ("imitation", "sim", "real")
+VARIANTS = ("full", "sel-only", "plc-only")
+Executor = Callable[[PlacementTask, np.ndarray], float]
+
+
+@dataclass
+class DopplerConfig:
+    """DOPPLER's hyper-parameters; defaults from Yao et al. 2025 where the paper gives them."""
+
+    stage: str = "sim"  # imitation | sim | real: Stage I, II or III (§5)
+    variant: str = "full"  # full | sel-only | plc-only (§6.2 Q2, Table 3)
+    hidden: int = 128  # embedding width of the MPNN and the projections (§4.2)
+    rounds: int = 6  # K message-passing rounds, shared weights (§4.2 eq. 2)
+    edge_hidden: int = 32  # hidden width of NNConv's edge network (ours; unstated)
+    head: int = 64  # SEL/PLC head: 512 → head → 1 (§4.2 eq. 3–7)
+    lr: float = 1e-4  # §6.1: 1e-4 decaying linearly …
+    lr_final: float = 1e-7  # … to 1e-7
+    entropy: float = 1e-2  # §6.1: entropy weight 1e-2 for all RL methods
+    entropy_final: float = 1e-2  # constant (§6.1 gives one value)
+    epsilon: float = 0.2  # §6.1: exploration rate 0.2 decaying linearly …
+    epsilon_final: float = 0.0  # … to 0
+    epsilon_imitation: float = 1.0  # Stage I rollouts start fully random (issue #13; §5 leaves it open)
+    decay_episodes: int = 4000  # ε's horizon; §6.1: 4k episodes CHAINMM/FFNN, 8k Llama
+    batch: int = 1  # episodes per update (ours: the paper updates per episode)
+    clip_grad: float = 1.0  # gradient norm clip (ours)
+    groups: int | None = None  # DOPPLER places single ops (no grouping)
+    grouping: str = "merge"  # only used with groups (learned-placer grouping, policies.rl.task)
+    unit_depth: int | None = None
+    memory_penalty: float = 2.0  # Placeto A.7's c, s/GB over the limit (the objective's OOM term)
+
+    def __post_init__(self) -> None:
+        check_grouping(self.grouping, self.unit_depth)
+        if self.stage not in STAGES:
+            raise ValueError(f"unknown stage {self.stage!r} (choose from {', '.join(STAGES)})")
+        if self.variant not in VARIANTS:
+            raise ValueError(f"unknown variant {self.variant!r} (choose from {', '.join(VARIANTS)})")
+        for name in ("epsilon", "epsilon_final", "epsilon_imitation"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class RunningMeanBaseline:
+    """§4.1: the baseline is the mean makespan of all previous episodes, per graph."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, float] = {}
+        self.counts: dict[str, int] = {}
+
+    def advantage(self, key: str, makespan: float) -> float:
+        """``−makespan − (−mean of the previous makespans)``; 0 for a graph's first episode. Records it."""
+        n = self.counts.get(key, 0)
+        adv = 0.0 if n == 0 else self.sums[key] / n - makespan
+        self.sums[key] = self.sums.get(key, 0.0) + makespan
+        self.counts[key] = n + 1
+        return adv
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"sums": dict(self.sums), "counts": dict(self.counts)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.sums = {k: float(v) for k, v in state["sums"].items()}
+        self.counts = {k: int(v) for k, v in state["counts"].items()}
+
+
+class _Prepared:
+    """A task's static DOPPLER data: numpy for the rollout, tensors for the networks."""
+
+    def __init__(self, task: PlacementTask) -> None:
+        self.task = task
+        self.dg = DopplerGraph.build(task.graph, task.cluster)
+        self.op_feasible = task.feasible[task.op_group]
+        types, edge_type = np.unique(self.dg.edge_attr[:, 0], return_inverse=True)
+        self.tensors = {
+            "x": torch.from_numpy(self.dg.x_v), "edge_index": torch.from_numpy(self.dg.edge_index),
+            "edge_type": torch.from_numpy(edge_type.astype(np.int64)),
+            "type_attr": torch.from_numpy(types.astype(np.float32)[:, None]),
+            "b_rows": torch.from_numpy(self.dg.b_path[0]), "b_cols": torch.from_numpy(self.dg.b_path[1]),
+            "t_rows": torch.from_numpy(self.dg.t_path[0]), "t_cols": torch.from_numpy(self.dg.t_path[1]),
+        }
+
+
+class DopplerAgent:
+    """DOPPLER's policies, ASSIGN rollouts and the Stage I/II/III updates (see the module docstring)."""
+
+    name = "doppler"
+    same_graph_per_update = False
+
+    def __init__(self, num_devices: int, config: DopplerConfig | None = None, *, seed: int = 0,
+                 executor: Executor | None = None) -> None:
+        self.config = c = config or DopplerConfig()
+        if c.stage == "real" and executor is None:
+            raise ValueError("stage 'real' (DOPPLER §5 Stage III) needs a real executor to measure placements, "
+                             "and none is available here; train with stage 'sim'")
+        self.num_devices = num_devices
+        self.executor = executor
+        torch.manual_seed(seed)
+        self.model = DopplerNet(c.hidden, c.rounds, c.edge_hidden, c.head)
+        self.baseline = RunningMeanBaseline()
+        self.episodes = 0
+        self._cache: dict[int, _Prepared] = {}
+
+    @property
+    def episodes_per_update(self) -> int:
+        return self.config.batch
+
+    def prepare(self, task: PlacementTask) -> _Prepared:
+        p = self._cache.get(id(task))
+        if p is None:
+            p = self._cache[id(task)] = _Prepared(task)
+        return p
+
+    def epsilon(self) -> float:
+        """ε for the next episode (linear decay over ``decay_episodes``, §6.1)."""
+        c = self.config
+        start = c.epsilon_imitation if c.stage == "imitation" else c.epsilon
+        return linear(start, c.epsilon_final, self.episodes / max(c.decay_episodes, 1))
+
+    # -- one episode ----------------------------------------------------------------------
+
+    def _encode(self, p: _Prepared) -> tuple[torch.Tensor | None, tuple[torch.Tensor, torch.Tensor] | None]:
+        v = self.config.variant
+        scores = self.model.sel(p.tensors) if v != "plc-only" else None
+        hz = self.model.plc.embed(p.tensors) if v != "sel-only" else None
+        return scores, hz
+
+    def _rollout(self, p: _Prepared, scores, hz, rng: np.random.Generator, eps: float, record: bool) -> Rollout:
+        weights = None
+        if hz is not None:
+            with torch.no_grad():
+                weights = {k: t.numpy().astype(np.float64)
+                           for k, t in self.model.plc.act_weights(hz[0].detach(), hz[1].detach()).items()}
+        sel = scores.detach().numpy().astype(np.float64) if scores is not None else None
+        return rollout(p.dg, p.op_feasible, p.task.op_group, sel, weights, rng, eps, record=record)
+
+    def _loss(self, p: _Prepared, ro: Rollout, scores, hz, advantage: float, entropy_coef: float) -> tuple[
+            torch.Tensor, float]:
+        """Eq. 9 (imitation) or eq. 10 (REINFORCE) loss of one episode, and its mean policy entropy."""
+        imitation = self.config.stage == "imitation"
+        ops = torch.from_numpy(ro.ops)
+        steps = len(ro.ops)
+        terms: list[torch.Tensor] = []
+        ent = torch.zeros(())
+        if scores is not None:
+            logp = _masked_log_softmax(scores.unsqueeze(0).expand(steps, -1), torch.from_numpy(ro.cand))
+            terms.append(_target_logp(logp, ro.sel_target) if imitation else logp[torch.arange(steps), ops])
+            ent = ent + _entropy(logp).mean()
+        if hz is not None:
+            h, z = hz
+            devs = torch.from_numpy(ro.devs)
+            onehot = torch.nn.functional.one_hot(devs, self.num_devices).to(h.dtype)
+            contrib = onehot.unsqueeze(2) * h[ops].unsqueeze(1)
+            on_device = torch.cumsum(contrib, 0) - contrib
+            logits = self.model.plc(h, z, ops, torch.from_numpy(ro.x_d), on_device)
+            logp = _masked_log_softmax(logits, torch.from_numpy(ro.dev_mask))
+            terms.append(_target_logp(logp, ro.plc_target) if imitation else logp[torch.arange(steps), devs])
+            ent = ent + _entropy(logp).mean()
+        logp_sum = torch.stack([t.mean() for t in terms]).sum()
+        loss = -logp_sum if imitation else -advantage * logp_sum - entropy_coef * ent
+        return loss, float(ent.detach())
+
+    def train_step(self, tasks: list[PlacementTask], keys: list[str], *, entropy_coef: float, step: int,
+                   rng: np.random.Generator) -> list[EpisodeStats]:
+        """One episode per task; the loss of each is backpropagated (gradients add up over the batch)."""
+        out = []
+        for task, key in zip(tasks, keys, strict=True):
+            p = self.prepare(task)
+            scores, hz = self._encode(p)
+            ro = self._rollout(p, scores, hz, rng, self.epsilon(), record=True)
+            group_dev = ro.group_devices(task.num_groups)
+            ev = task.evaluate(group_dev)
+            makespan = ev.makespan if self.executor is None or self.config.stage != "real" else float(
+                self.executor(task, group_dev))
+            adv = self.baseline.advantage(key, makespan) / task.scale
+            loss, ent = self._loss(p, ro, scores, hz, adv, entropy_coef)
+            (loss / len(tasks)).backward()
+            self.episodes += 1
+            out.append(EpisodeStats(key, ev, ev, group_dev, -makespan / task.scale, ent, 1))
+        return out
+
+    def place(self, task: PlacementTask, rng: np.random.Generator, *, greedy: bool = True) -> np.ndarray:
+        """The group placement of one ASSIGN episode (greedy: ε = 0, argmax on both policies)."""
+        p = self.prepare(task)
+        with torch.no_grad():
+            scores, hz = self._encode(p)
+        ro = self._rollout(p, scores, hz, rng, 0.0 if greedy else self.epsilon(), record=False)
+        return ro.group_devices(task.num_groups)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"baseline": self.baseline.state_dict(), "episodes": self.episodes}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.baseline.load_state_dict(state["baseline"])
+        self.episodes = int(state["episodes"])
+
+
+def teacher_placement(task: PlacementTask) -> np.ndarray:
+    """The critical-path teacher's own ASSIGN episode (largest b-level, earliest start; ties: lower index)."""
+    dg = DopplerGraph.build(task.graph, task.cluster)
+    ro = rollout(dg, task.feasible[task.op_group], task.op_group, None, None, np.random.default_rng(0), 0.0,
+                 record=False)
+    return ro.group_devices(task.num_groups)
+
+
+def _masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return torch.log_softmax(logits.masked_fill(~mask, float("-inf")), dim=-1)
+
+
+def _entropy(logp: torch.Tensor) -> torch.Tensor:
+    p = logp.exp()
+    return -(p * torch.where(p > 0, logp, torch.zeros_like(logp))).sum(-1)
+
+
+def _target_logp(logp: torch.Tensor, target: np.ndarray) -> torch.Tensor:
+    """``log Σ_{a ∈ targets} π(a)`` per step (the teacher's tied choices all count)."""
+    return torch.logsumexp(logp.masked_fill(~torch.from_numpy(target), float("-inf")), dim=-1)
+

@@ -30,7 +30,7 @@ import torch
 from torch import nn
 from torch_geometric.nn import MessagePassing
 
-__all__ = ["DopplerNet", "EdgeNetworkConv", "MPNN", "PlcPolicy", "SelPolicy"]
+__all__ = ["MPNN", "DopplerNet", "EdgeNetworkConv", "PlcPolicy", "SelPolicy"]
 
 
 class EdgeNetworkConv(MessagePassing):

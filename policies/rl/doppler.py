@@ -247,6 +247,18 @@ class DopplerAgent:
         ro = self._rollout(p, scores, hz, rng, 0.0 if greedy else self.epsilon(), record=False)
         return ro.group_devices(task.num_groups)
 
+    def load_weights(self, state: dict[str, torch.Tensor], source: str) -> None:
+        """Start from another policy's weights (Stage I → II → III, and transfer: Tables 4, 10, 11).
+
+        The baseline and ε start afresh: the new stage or graph has its own makespans. The
+        networks do not depend on the device count, so a policy moves between clusters.
+        """
+        try:
+            self.model.load_state_dict(state)
+        except RuntimeError:
+            raise ValueError(f"cannot start from {source}: its networks differ in size (hidden, rounds, "
+                             "edge_hidden and head must match)") from None
+
     def state_dict(self) -> dict[str, Any]:
         return {"baseline": self.baseline.state_dict(), "episodes": self.episodes}
 

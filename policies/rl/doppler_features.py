@@ -48,8 +48,9 @@ __all__ = ["DopplerGraph", "EstimatedSchedule", "path_members", "transfer_costs"
 def zscore(x: np.ndarray, axis: int = 0) -> np.ndarray:
     """``(x − mean) / std`` along ``axis``; a constant column becomes 0."""
     x = np.asarray(x, dtype=np.float64)
-    sd = x.std(axis=axis, keepdims=True)
-    return np.where(sd > 0, (x - x.mean(axis=axis, keepdims=True)) / np.where(sd > 0, sd, 1.0), 0.0)
+    dev = x - x.mean(axis=axis, keepdims=True)
+    sd = np.sqrt((dev * dev).mean(axis=axis, keepdims=True))
+    return np.where(sd > 0, dev / np.where(sd > 0, sd, 1.0), 0.0)
 
 
 def transfer_costs(graph: CompGraph, cluster: Cluster) -> np.ndarray:

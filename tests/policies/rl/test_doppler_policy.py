@@ -178,3 +178,16 @@ def test_stage_one_reaches_the_teachers_makespan():
     assert all(ro.sel_target[t, v] and ro.plc_target[t, d] for t, (v, d) in steps)
     assert before != teacher  # the untrained policy does not already match it (11.5 s against 11 s)
     assert task.evaluate(agent.place(task, np.random.default_rng(0))).makespan == pytest.approx(teacher)
+
+
+def test_weights_move_to_another_cluster_and_sizes_must_match():
+    src = DopplerAgent(2, DopplerConfig(**SMALL), seed=1)
+    dst = DopplerAgent(4, DopplerConfig(**SMALL), seed=2)
+    dst.load_weights(src.model.state_dict(), "run x")
+    for a, b in zip(src.model.parameters(), dst.model.parameters(), strict=True):
+        assert torch.equal(a, b)
+    task4 = make_task(hand_graph(), two_gpus(4), groups=None)
+    assert dst.place(task4, np.random.default_rng(0)).max() < 4  # the same networks place on 4 devices
+    other = DopplerAgent(2, DopplerConfig(**{**SMALL, "hidden": 8}))
+    with pytest.raises(ValueError, match="cannot start from run x"):
+        other.load_weights(src.model.state_dict(), "run x")

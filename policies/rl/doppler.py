@@ -41,7 +41,7 @@ weigh alike; the edge network's hidden width (``edge_hidden``) is ours (unstated
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -51,7 +51,7 @@ import torch
 from policies.rl.agent import EpisodeStats
 from policies.rl.doppler_features import DopplerGraph
 from policies.rl.doppler_net import DopplerNet
-from policies.rl.doppler_rollout import Rollout, rollout
+from policies.rl.doppler_rollout import AssignEpisode, assign
 from policies.rl.reinforce import linear
 from policies.rl.task import PlacementTask, check_grouping
 
@@ -185,16 +185,16 @@ class DopplerAgent:
         hz = self.model.plc.embed(p.tensors) if v != "sel-only" else None
         return scores, hz
 
-    def _rollout(self, p: _Prepared, scores, hz, rng: np.random.Generator, eps: float, record: bool) -> Rollout:
+    def _assign(self, p: _Prepared, scores, hz, rng: np.random.Generator, eps: float, record: bool) -> AssignEpisode:
         weights = None
         if hz is not None:
             with torch.no_grad():
                 weights = {k: t.numpy().astype(np.float64)
                            for k, t in self.model.plc.act_weights(hz[0].detach(), hz[1].detach()).items()}
         sel = scores.detach().numpy().astype(np.float64) if scores is not None else None
-        return rollout(p.dg, p.op_feasible, p.task.op_group, sel, weights, rng, eps, record=record)
+        return assign(p.dg, p.op_feasible, p.task.op_group, sel, weights, rng, eps, record=record)
 
-    def _loss(self, p: _Prepared, ro: Rollout, scores, hz, advantage: float, entropy_coef: float) -> tuple[
+    def _loss(self, p: _Prepared, ro: AssignEpisode, scores, hz, advantage: float, entropy_coef: float) -> tuple[
             torch.Tensor, float]:
         """Eq. 9 (imitation) or eq. 10 (REINFORCE) loss of one episode, and its mean policy entropy."""
         imitation = self.config.stage == "imitation"
@@ -220,31 +220,52 @@ class DopplerAgent:
         loss = -logp_sum if imitation else -advantage * logp_sum - entropy_coef * ent
         return loss, float(ent.detach())
 
-    def train_step(self, tasks: list[PlacementTask], keys: list[str], *, entropy_coef: float, step: int,
-                   rng: np.random.Generator) -> list[EpisodeStats]:
-        """One episode per task; the loss of each is backpropagated (gradients add up over the batch)."""
-        out = []
+    def collect(self, tasks: list[PlacementTask], keys: list[str],
+                rng: np.random.Generator) -> tuple[list[EpisodeStats], list[tuple[str, AssignEpisode, float]]]:
+        """One ASSIGN episode per task with the current weights, without autograd (§4.3: each
+        network runs once per episode), each placement simulated (Stage III: measured) once.
+
+        Returns the episodes' stats and, per episode, what :meth:`learn` needs: (key, episode,
+        makespan) — numpy only."""
+        stats, samples = [], []
         for task, key in zip(tasks, keys, strict=True):
             p = self.prepare(task)
-            scores, hz = self._encode(p)
-            ro = self._rollout(p, scores, hz, rng, self.epsilon(), record=True)
-            group_dev = ro.group_devices(task.num_groups)
-            ev = task.evaluate(group_dev)
-            makespan = ev.makespan if self.executor is None or self.config.stage != "real" else float(
-                self.executor(task, group_dev))
-            adv = self.baseline.advantage(key, makespan) / task.scale
-            loss, ent = self._loss(p, ro, scores, hz, adv, entropy_coef)
-            (loss / len(tasks)).backward()
+            with torch.no_grad():
+                scores, hz = self._encode(p)
+            ep = self._assign(p, scores, hz, rng, self.epsilon(), record=True)
             self.episodes += 1
-            out.append(EpisodeStats(key, ev, ev, group_dev, -makespan / task.scale, ent, 1))
-        return out
+            group_dev = ep.group_devices(task.num_groups)
+            ev = task.evaluate(group_dev)
+            makespan = float(self.executor(task, group_dev)) if self.config.stage == "real" else ev.makespan
+            stats.append(EpisodeStats(key, ev, ev, group_dev, -makespan / task.scale, 0.0, 1))
+            samples.append((key, ep, makespan))
+        return stats, samples
+
+    def learn(self, samples: list[tuple[str, AssignEpisode, float]], tasks: Mapping[str, PlacementTask],
+              stats: list[EpisodeStats], *, entropy_coef: float) -> None:
+        """Accumulate the gradient of eq. 9 (Stage I) or eq. 10 (Stages II, III) over the episodes
+        (averaged); the networks run once more, with autograd. Fills in ``stats``' entropies."""
+        for (key, ep, makespan), st in zip(samples, stats, strict=True):
+            task = tasks[key]
+            p = self.prepare(task)
+            scores, hz = self._encode(p)
+            adv = self.baseline.advantage(key, makespan) / task.scale
+            loss, st.entropy = self._loss(p, ep, scores, hz, adv, entropy_coef)
+            (loss / len(samples)).backward()
+
+    def train_step(self, tasks: list[PlacementTask], keys: list[str], *, entropy_coef: float, step: int,
+                   rng: np.random.Generator) -> list[EpisodeStats]:
+        """:meth:`collect` then :meth:`learn` (the shared trainer's update)."""
+        stats, samples = self.collect(tasks, keys, rng)
+        self.learn(samples, dict(zip(keys, tasks, strict=True)), stats, entropy_coef=entropy_coef)
+        return stats
 
     def place(self, task: PlacementTask, rng: np.random.Generator, *, greedy: bool = True) -> np.ndarray:
         """The group placement of one ASSIGN episode (greedy: ε = 0, argmax on both policies)."""
         p = self.prepare(task)
         with torch.no_grad():
             scores, hz = self._encode(p)
-        ro = self._rollout(p, scores, hz, rng, 0.0 if greedy else self.epsilon(), record=False)
+        ro = self._assign(p, scores, hz, rng, 0.0 if greedy else self.epsilon(), record=False)
         return ro.group_devices(task.num_groups)
 
     def load_weights(self, state: dict[str, torch.Tensor], source: str) -> None:
@@ -270,7 +291,7 @@ class DopplerAgent:
 def teacher_placement(task: PlacementTask) -> np.ndarray:
     """The critical-path teacher's own ASSIGN episode (largest b-level, earliest start; ties: lower index)."""
     dg = DopplerGraph.build(task.graph, task.cluster)
-    ro = rollout(dg, task.feasible[task.op_group], task.op_group, None, None, np.random.default_rng(0), 0.0,
+    ro = assign(dg, task.feasible[task.op_group], task.op_group, None, None, np.random.default_rng(0), 0.0,
                  record=False)
     return ro.group_devices(task.num_groups)
 

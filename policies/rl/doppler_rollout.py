@@ -16,13 +16,13 @@ import numpy as np
 
 from policies.rl.doppler_features import DopplerGraph, EstimatedSchedule, zscore
 
-__all__ = ["Rollout", "rollout"]
+__all__ = ["AssignEpisode", "assign"]
 
 _TIE = 1e-12
 
 
 @dataclass
-class Rollout:
+class AssignEpisode:
     """One episode: per step t, the op and device chosen and (when recorded) the states.
 
     cand (T × n) and dev_mask (T × D): the candidates and allowed devices; x_d (T × D × 5)
@@ -52,9 +52,9 @@ def _ties_max(values: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     return allowed & (values >= top - _TIE * max(1.0, abs(top)))
 
 
-def rollout(dg: DopplerGraph, op_feasible: np.ndarray, op_group: np.ndarray, sel: np.ndarray | None,
+def assign(dg: DopplerGraph, op_feasible: np.ndarray, op_group: np.ndarray, sel: np.ndarray | None,
             plc: dict[str, np.ndarray] | None, rng: np.random.Generator, epsilon: float, *,
-            record: bool) -> Rollout:
+            record: bool) -> AssignEpisode:
     """Run ASSIGN. ``sel``: SEL's scores per op (None: largest b-level); ``plc``: PLC's split
     weights (None: earliest start). ε-greedy on each learned policy with probability ``epsilon``."""
     g = dg.graph
@@ -112,7 +112,7 @@ def rollout(dg: DopplerGraph, op_feasible: np.ndarray, op_group: np.ndarray, sel
         succ = g.succ.idx[g.succ.ptr[v]:g.succ.ptr[v + 1]]
         np.subtract.at(remaining, succ, 1)
         cand[succ[remaining[succ] == 0]] = True
-    ro = Rollout(ops, devs, est.device.copy(), op_group)
+    ro = AssignEpisode(ops, devs, est.device.copy(), op_group)
     if record:
         ro.cand, ro.dev_mask, ro.x_d, ro.sel_target, ro.plc_target = cands, masks, xds, sel_t, plc_t
     return ro

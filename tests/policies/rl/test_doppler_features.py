@@ -15,7 +15,7 @@ from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.generators import random_dag
 from engine.graph_io import graph_from_dict
 from policies.rl.doppler_features import DopplerGraph, EstimatedSchedule, zscore
-from policies.rl.doppler_rollout import rollout
+from policies.rl.doppler_rollout import assign
 
 GB = 1e9
 S, L, R, T, U = range(5)
@@ -87,7 +87,7 @@ def test_device_features_by_hand(dg):
 
 
 def test_teacher_episode_candidates_masks_and_targets(dg):
-    ro = rollout(dg, np.ones((5, 2), bool), np.arange(5), None, None, np.random.default_rng(0), 0.0, record=True)
+    ro = assign(dg, np.ones((5, 2), bool), np.arange(5), None, None, np.random.default_rng(0), 0.0, record=True)
     assert ro.ops.tolist() == [S, L, R, T, U]  # largest b-level among the candidates
     cand = [[S, U], [L, R, U], [R, U], [T, U], [U]]
     assert [np.flatnonzero(c).tolist() for c in ro.cand] == cand
@@ -105,7 +105,7 @@ def test_colocated_ops_share_the_first_ones_device():
     dg = DopplerGraph.build(g, two_gpus())
     op_group = np.array([0, 1, 2, 3, 1])  # u colocated with l
     feasible = np.ones((5, 2), bool)
-    ro = rollout(dg, feasible, op_group, None, None, np.random.default_rng(0), 0.0, record=True)
+    ro = assign(dg, feasible, op_group, None, None, np.random.default_rng(0), 0.0, record=True)
     step_u = int(np.flatnonzero(ro.ops == U)[0])
     assert ro.dev_mask[step_u].tolist() == [True, False]  # l went to gpu:0 first
     assert ro.op_device[U] == ro.op_device[L]
@@ -119,7 +119,7 @@ def test_random_episode_is_a_topological_assignment(n, seed, eps, nd):
     dg = DopplerGraph.build(g, two_gpus(nd))
     rng = np.random.default_rng(seed)
     sel = rng.normal(size=n)
-    ro = rollout(dg, np.ones((n, nd), bool), np.arange(n), sel, None, rng, eps, record=True)
+    ro = assign(dg, np.ones((n, nd), bool), np.arange(n), sel, None, rng, eps, record=True)
     assert sorted(ro.ops.tolist()) == list(range(n))
     pos = np.empty(n, int)
     pos[ro.ops] = np.arange(n)

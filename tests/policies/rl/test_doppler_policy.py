@@ -79,7 +79,7 @@ def test_episode_loss_recomputed_by_hand(stage):
     agent = DopplerAgent(2, DopplerConfig(stage=stage, epsilon=0.0, **SMALL), seed=3)
     p = agent.prepare(task)
     scores, hz = agent._encode(p)
-    ro = agent._rollout(p, scores, hz, np.random.default_rng(0), 0.0, record=True)
+    ro = agent._assign(p, scores, hz, np.random.default_rng(0), 0.0, record=True)
     adv, beta = 0.7, 0.01
     loss, _ = agent._loss(p, ro, scores, hz, adv, beta)
     s = scores.detach().numpy().astype(float)
@@ -113,13 +113,13 @@ def test_ablations_use_the_critical_path_rules():
     p = teacher.prepare(task)
     scores, hz = teacher._encode(p)
     assert scores is None and hz is not None
-    ro = teacher._rollout(p, scores, hz, np.random.default_rng(0), 0.0, record=False)
+    ro = teacher._assign(p, scores, hz, np.random.default_rng(0), 0.0, record=False)
     assert ro.ops.tolist() == [0, 1, 2, 3, 4]  # largest b-level first: s l r t u
     sel_only = DopplerAgent(2, DopplerConfig(variant="sel-only", **SMALL))
     scores, hz = sel_only._encode(sel_only.prepare(task))
     assert hz is None and scores is not None
     p = sel_only.prepare(task)
-    ro = sel_only._rollout(p, scores, hz, np.random.default_rng(0), 0.0, record=True)
+    ro = sel_only._assign(p, scores, hz, np.random.default_rng(0), 0.0, record=True)
     # PLC replaced by the earliest-start device (the lower index on ties) at every step
     assert all(d == np.flatnonzero(ro.plc_target[t])[0] for t, d in enumerate(ro.devs.tolist()))
     assert teacher_placement(task).tolist() == [0, 0, 1, 1, 0]
@@ -172,7 +172,7 @@ def test_stage_one_reaches_the_teachers_makespan():
     p = agent.prepare(task)
     with torch.no_grad():
         scores, hz = agent._encode(p)
-    ro = agent._rollout(p, scores, hz, np.random.default_rng(0), 0.0, record=True)
+    ro = agent._assign(p, scores, hz, np.random.default_rng(0), 0.0, record=True)
     # every greedy choice is one of the teacher's, so the placement's makespan is the teacher's
     steps = enumerate(zip(ro.ops, ro.devs, strict=True))
     assert all(ro.sel_target[t, v] and ro.plc_target[t, d] for t, (v, d) in steps)

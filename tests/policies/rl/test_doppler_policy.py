@@ -191,3 +191,18 @@ def test_weights_move_to_another_cluster_and_sizes_must_match():
     other = DopplerAgent(2, DopplerConfig(**{**SMALL, "hidden": 8}))
     with pytest.raises(ValueError, match="cannot start from run x"):
         other.load_weights(src.model.state_dict(), "run x")
+
+
+@pytest.mark.parametrize("variant", ["full", "sel-only", "plc-only"])
+def test_an_update_reaches_exactly_the_policies_in_use(variant):
+    task = _task()
+    agent = DopplerAgent(2, DopplerConfig(variant=variant, **SMALL), seed=0)
+    rng = np.random.default_rng(0)
+    agent.train_step([task], ["g"], entropy_coef=0.01, step=0, rng=rng)  # first episode: advantage 0
+    agent.model.zero_grad(set_to_none=True)
+    stats = agent.train_step([task, task], ["g", "g"], entropy_coef=0.01, step=1, rng=rng)
+    assert agent.episodes == 3 and all(st.entropy > 0 for st in stats)
+    for name, module in (("sel", agent.model.sel), ("plc", agent.model.plc)):
+        used = {"full": True, "sel-only": name == "sel", "plc-only": name == "plc"}[variant]
+        grads = [p.grad for p in module.parameters()]
+        assert all(g is not None and torch.isfinite(g).all() for g in grads) if used else all(g is None for g in grads)

@@ -43,17 +43,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from policies.rl.agent import EpisodeStats
-from policies.rl.doppler_features import DopplerGraph
-from policies.rl.doppler_net import DopplerNet
+from policies.rl.doppler_features import DopplerGraph, graph_tensors
 from policies.rl.doppler_rollout import AssignEpisode, assign
 from policies.rl.reinforce import linear
 from policies.rl.task import PlacementTask, check_grouping
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["STAGES", "VARIANTS", "DopplerAgent", "DopplerConfig", "RunningMeanBaseline", "teacher_placement"]
 
@@ -131,14 +132,7 @@ class _Prepared:
         self.task = task
         self.dg = DopplerGraph.build(task.graph, task.cluster)
         self.op_feasible = task.feasible[task.op_group]
-        types, edge_type = np.unique(self.dg.edge_attr[:, 0], return_inverse=True)
-        self.tensors = {
-            "x": torch.from_numpy(self.dg.x_v), "edge_index": torch.from_numpy(self.dg.edge_index),
-            "edge_type": torch.from_numpy(edge_type.astype(np.int64)),
-            "type_attr": torch.from_numpy(types.astype(np.float32)[:, None]),
-            "b_rows": torch.from_numpy(self.dg.b_path[0]), "b_cols": torch.from_numpy(self.dg.b_path[1]),
-            "t_rows": torch.from_numpy(self.dg.t_path[0]), "t_cols": torch.from_numpy(self.dg.t_path[1]),
-        }
+        self.tensors = graph_tensors(self.dg)
 
 
 class DopplerAgent:
@@ -155,6 +149,10 @@ class DopplerAgent:
                              "and none is available here; train with stage 'sim'")
         self.num_devices = num_devices
         self.executor = executor
+        import torch
+
+        from policies.rl.doppler_net import DopplerNet
+
         torch.manual_seed(seed)
         self.model = DopplerNet(c.hidden, c.rounds, c.edge_hidden, c.head)
         self.baseline = RunningMeanBaseline()
@@ -186,6 +184,8 @@ class DopplerAgent:
         return scores, hz
 
     def _assign(self, p: _Prepared, scores, hz, rng: np.random.Generator, eps: float, record: bool) -> AssignEpisode:
+        import torch
+
         weights = None
         if hz is not None:
             with torch.no_grad():
@@ -194,31 +194,12 @@ class DopplerAgent:
         sel = scores.detach().numpy().astype(np.float64) if scores is not None else None
         return assign(p.dg, p.op_feasible, p.task.op_group, sel, weights, rng, eps, record=record)
 
-    def _loss(self, p: _Prepared, ro: AssignEpisode, scores, hz, advantage: float, entropy_coef: float) -> tuple[
-            torch.Tensor, float]:
-        """Eq. 9 (imitation) or eq. 10 (REINFORCE) loss of one episode, and its mean policy entropy."""
-        imitation = self.config.stage == "imitation"
-        ops = torch.from_numpy(ro.ops)
-        steps = len(ro.ops)
-        terms: list[torch.Tensor] = []
-        ent = torch.zeros(())
-        if scores is not None:
-            logp = _masked_log_softmax(scores.unsqueeze(0).expand(steps, -1), torch.from_numpy(ro.cand))
-            terms.append(_target_logp(logp, ro.sel_target) if imitation else logp[torch.arange(steps), ops])
-            ent = ent + _entropy(logp).mean()
-        if hz is not None:
-            h, z = hz
-            devs = torch.from_numpy(ro.devs)
-            onehot = torch.nn.functional.one_hot(devs, self.num_devices).to(h.dtype)
-            contrib = onehot.unsqueeze(2) * h[ops].unsqueeze(1)
-            on_device = torch.cumsum(contrib, 0) - contrib
-            logits = self.model.plc(h, z, ops, torch.from_numpy(ro.x_d), on_device)
-            logp = _masked_log_softmax(logits, torch.from_numpy(ro.dev_mask))
-            terms.append(_target_logp(logp, ro.plc_target) if imitation else logp[torch.arange(steps), devs])
-            ent = ent + _entropy(logp).mean()
-        logp_sum = torch.stack([t.mean() for t in terms]).sum()
-        loss = -logp_sum if imitation else -advantage * logp_sum - entropy_coef * ent
-        return loss, float(ent.detach())
+    def _loss(self, p: _Prepared, ep: AssignEpisode, scores, hz, advantage: float,
+              entropy_coef: float) -> tuple[torch.Tensor, float]:
+        from policies.rl.doppler_net import episode_loss
+
+        return episode_loss(self.model.plc, self.num_devices, ep, scores, hz, advantage, entropy_coef,
+                            imitation=self.config.stage == "imitation")
 
     def collect(self, tasks: list[PlacementTask], keys: list[str],
                 rng: np.random.Generator) -> tuple[list[EpisodeStats], list[tuple[str, AssignEpisode, float]]]:
@@ -227,6 +208,8 @@ class DopplerAgent:
 
         Returns the episodes' stats and, per episode, what :meth:`learn` needs: (key, episode,
         makespan) — numpy only."""
+        import torch
+
         stats, samples = [], []
         for task, key in zip(tasks, keys, strict=True):
             p = self.prepare(task)
@@ -262,6 +245,8 @@ class DopplerAgent:
 
     def place(self, task: PlacementTask, rng: np.random.Generator, *, greedy: bool = True) -> np.ndarray:
         """The group placement of one ASSIGN episode (greedy: ε = 0, argmax on both policies)."""
+        import torch
+
         p = self.prepare(task)
         with torch.no_grad():
             scores, hz = self._encode(p)
@@ -294,18 +279,3 @@ def teacher_placement(task: PlacementTask) -> np.ndarray:
     ro = assign(dg, task.feasible[task.op_group], task.op_group, None, None, np.random.default_rng(0), 0.0,
                  record=False)
     return ro.group_devices(task.num_groups)
-
-
-def _masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    return torch.log_softmax(logits.masked_fill(~mask, float("-inf")), dim=-1)
-
-
-def _entropy(logp: torch.Tensor) -> torch.Tensor:
-    p = logp.exp()
-    return -(p * torch.where(p > 0, logp, torch.zeros_like(logp))).sum(-1)
-
-
-def _target_logp(logp: torch.Tensor, target: np.ndarray) -> torch.Tensor:
-    """``log Σ_{a ∈ targets} π(a)`` per step (the teacher's tied choices all count)."""
-    return torch.logsumexp(logp.masked_fill(~torch.from_numpy(target), float("-inf")), dim=-1)
-

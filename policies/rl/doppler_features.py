@@ -42,7 +42,7 @@ from engine.dag import b_level, t_level
 from engine.graph import CompGraph
 from engine.placement import compute_matrix
 
-__all__ = ["DopplerGraph", "EstimatedSchedule", "path_members", "transfer_costs", "zscore"]
+__all__ = ["DopplerGraph", "EstimatedSchedule", "graph_tensors", "path_members", "transfer_costs", "zscore"]
 
 
 def zscore(x: np.ndarray, axis: int = 0) -> np.ndarray:
@@ -193,3 +193,16 @@ class EstimatedSchedule:
         self.finish[v] = est_d + dur
         self.free[d] = est_d + dur
         self.load[d] += dur
+
+
+def graph_tensors(dg: DopplerGraph) -> dict:
+    """The networks' static inputs as torch tensors; edges typed by their distinct feature values
+    (:class:`policies.rl.doppler_net.EdgeNetworkConv` evaluates the edge network once per type)."""
+    import torch
+
+    types, edge_type = np.unique(dg.edge_attr[:, 0], return_inverse=True)
+    return {"x": torch.from_numpy(dg.x_v), "edge_index": torch.from_numpy(dg.edge_index),
+            "edge_type": torch.from_numpy(edge_type.astype(np.int64)),
+            "type_attr": torch.from_numpy(types.astype(np.float32)[:, None]),
+            "b_rows": torch.from_numpy(dg.b_path[0]), "b_cols": torch.from_numpy(dg.b_path[1]),
+            "t_rows": torch.from_numpy(dg.t_path[0]), "t_cols": torch.from_numpy(dg.t_path[1])}

@@ -26,11 +26,14 @@ Each policy has its own MPNN; each runs once per episode (§4.3, App. G.3).
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 from torch_geometric.nn import MessagePassing
 
-__all__ = ["MPNN", "DopplerNet", "EdgeNetworkConv", "PlcPolicy", "SelPolicy"]
+from policies.rl.doppler_rollout import AssignEpisode
+
+__all__ = ["MPNN", "DopplerNet", "EdgeNetworkConv", "PlcPolicy", "SelPolicy", "episode_loss"]
 
 
 class EdgeNetworkConv(MessagePassing):
@@ -143,3 +146,49 @@ class DopplerNet(nn.Module):
         super().__init__()
         self.sel = SelPolicy(hidden, rounds, edge_hidden, head)
         self.plc = PlcPolicy(hidden, rounds, edge_hidden, head)
+
+
+def episode_loss(plc: PlcPolicy, num_devices: int, ep: AssignEpisode, scores: torch.Tensor | None,
+                 hz: tuple[torch.Tensor, torch.Tensor] | None, advantage: float, entropy_coef: float, *,
+                 imitation: bool) -> tuple[torch.Tensor, float]:
+    """One episode's loss and its policies' mean entropy, all steps in one batched pass.
+
+    With ``imitation`` (Stage I, eq. 9): ``−(mean_t log Σ_{a ∈ teacher} Q_G(a) + mean_t log Σ_{d ∈
+    teacher} Q_D(d))``. Otherwise (eq. 10): ``−A (mean_t log Q_G(v_t) + mean_t log Q_D(d_t)) −
+    β (mean_t H(Q_G) + mean_t H(Q_D))`` with A the episode's advantage. A policy given as None
+    (an ablation's critical-path rule) contributes nothing.
+    """
+    ops = torch.from_numpy(ep.ops)
+    steps = len(ep.ops)
+    terms: list[torch.Tensor] = []
+    ent = torch.zeros(())
+    if scores is not None:
+        logp = _masked_log_softmax(scores.unsqueeze(0).expand(steps, -1), torch.from_numpy(ep.cand))
+        terms.append(_target_logp(logp, ep.sel_target) if imitation else logp[torch.arange(steps), ops])
+        ent = ent + _entropy(logp).mean()
+    if hz is not None:
+        h, z = hz
+        devs = torch.from_numpy(ep.devs)
+        onehot = nn.functional.one_hot(devs, num_devices).to(h.dtype)
+        contrib = onehot.unsqueeze(2) * h[ops].unsqueeze(1)
+        on_device = torch.cumsum(contrib, 0) - contrib  # Σ H[u] of the ops placed on d before step t
+        logp = _masked_log_softmax(plc(h, z, ops, torch.from_numpy(ep.x_d), on_device), torch.from_numpy(ep.dev_mask))
+        terms.append(_target_logp(logp, ep.plc_target) if imitation else logp[torch.arange(steps), devs])
+        ent = ent + _entropy(logp).mean()
+    logp_sum = torch.stack([t.mean() for t in terms]).sum()
+    loss = -logp_sum if imitation else -advantage * logp_sum - entropy_coef * ent
+    return loss, float(ent.detach())
+
+
+def _masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return torch.log_softmax(logits.masked_fill(~mask, float("-inf")), dim=-1)
+
+
+def _entropy(logp: torch.Tensor) -> torch.Tensor:
+    p = logp.exp()
+    return -(p * torch.where(p > 0, logp, torch.zeros_like(logp))).sum(-1)
+
+
+def _target_logp(logp: torch.Tensor, target: np.ndarray) -> torch.Tensor:
+    """``log Σ_{a ∈ targets} π(a)`` per step (the teacher's tied choices all count)."""
+    return torch.logsumexp(logp.masked_fill(~torch.from_numpy(target), float("-inf")), dim=-1)

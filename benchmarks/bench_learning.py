@@ -29,7 +29,7 @@ import torch
 
 from engine.presets import PRESETS
 from engine.sources import load_graph
-from policies.rl.agents import make_agent, make_config
+from policies.rl.registry import make_agent, make_config
 from policies.rl.reinforce import Budget, StoppingRule
 from policies.rl.task import make_task
 from policies.rl.trainer import Trainer
@@ -43,7 +43,7 @@ def episodes_per_minute(placer: str, params: dict, task, updates: int, repeat: i
     config = make_config(placer, {"groups": 128, **params})
     rates, per_episode = [], []
     for r in range(repeat):
-        agent, _ = make_agent(placer, task.num_devices, config.to_dict(), seed=r, tasks=[task])
+        agent = make_agent(placer, task.num_devices, config.to_dict(), seed=r, tasks=[task])
         trainer = Trainer(agent, {"g": task}, seed=r, budget=Budget(episodes=10**9), stopping=StoppingRule(0))
         trainer.step()  # warm-up: first-call costs, caches
         e0, p0, t0 = trainer.episodes, trainer.placements, time.perf_counter()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,13 +77,9 @@ def graph_from_spec(spec: str) -> CompGraph:
 
 @st.cache_resource(max_entries=4, show_spinner=False)
 def _graph_from_upload(digest: str, name: str, data: bytes) -> CompGraph:
-    from engine.sources import load_graph
+    from engine.sources import load_uploaded_graph
 
-    suffix = Path(name).suffix
-    with tempfile.TemporaryDirectory(prefix="placelab-upload-") as tmp:
-        path = Path(tmp) / f"upload{suffix}"
-        path.write_bytes(data)
-        return load_graph(str(path))
+    return load_uploaded_graph(name, data)
 
 
 def example_sources() -> dict[str, str]:
@@ -103,7 +98,7 @@ def example_sources() -> dict[str, str]:
 
 def graph_picker(key: str = "graphs") -> None:
     """Widgets that load a graph into ``st.session_state["graph"]`` (and its source label)."""
-    from engine.sources import FORMATS, _load_importers
+    from engine.sources import FORMATS, _load_importers, visitor_spec
 
     source = st.radio("Graph source", ["Example", "Generator spec", "Upload a file"], horizontal=True,
                       key=f"{key}_source")
@@ -118,9 +113,10 @@ def graph_picker(key: str = "graphs") -> None:
 
         gens = generator_descriptions()
         st.caption("Generators: " + "; ".join(f"`gen:{n}` — {d}" for n, d in gens.items()))
-        spec = st.text_input("Generator spec", value="gen:random?ops=300&seed=0", key=f"{key}_spec",
-                             help="gen:NAME?key=value&... (CONTRACTS §5)").strip()
-        label = spec
+        typed = st.text_input("Generator spec", value="gen:random?ops=300&seed=0", key=f"{key}_spec",
+                              help="gen:NAME?key=value&... (CONTRACTS §5)").strip()
+        with guard():
+            spec = label = visitor_spec(typed, example_sources().values()) if typed else None
     else:
         _load_importers()
         st.caption("Formats (detected from the content): " + "; ".join(f"{f.name} — {f.description}"

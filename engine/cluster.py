@@ -18,10 +18,14 @@ import numpy as np
 
 from engine.errors import ClusterError
 from engine.jsonio import atomic_write_text, dumps, read_json_file
+from engine.limits import MAX_DEVICES, check_total
 
 __all__ = [
+    "CHOOSE_TASK",
     "CLUSTER_SCHEMA",
+    "CONTENTION",
     "SIMULATION_MODES",
+    "SIMULATION_OPTIONS",
     "Cluster",
     "Device",
     "Link",
@@ -29,11 +33,34 @@ __all__ = [
     "cluster_from_dict",
     "cluster_to_dict",
     "load_cluster",
+    "parse_simulation_options",
     "save_cluster",
 ]
 
 CLUSTER_SCHEMA = "placelab.cluster/1"
 SIMULATION_MODES = ("placeto", "default", "work_conserving")
+#: work_conserving: how a free device picks among the ops waiting for it (DOPPLER Alg. 1 ChooseTask).
+CHOOSE_TASK = ("fifo", "b_level")
+#: work_conserving: which transfers wait for each other.
+CONTENTION = ("none", "per_device", "per_link")
+#: Every simulation setting: type, default, the modes that read it, one line for people.
+SIMULATION_OPTIONS: dict[str, tuple[type, Any, tuple[str, ...], str]] = {
+    "op_overhead_s": (float, 0.0, ("placeto", "default"),
+                      "device busy after each non-zero op (Placeto App. A.5 delta1), s"),
+    "transfer_gap_s": (float, 0.0, ("placeto", "default"),
+                       "channel busy after each transfer (Placeto App. A.5 delta2), s"),
+    "choose": (str, "fifo", ("work_conserving",),
+               "fifo: a device serves ops in the order they asked; b_level: longest path to an exit first"),
+    "contention": (str, "none", ("work_conserving",),
+                   "none: transfers never wait; per_device: one outgoing channel per device; "
+                   "per_link: one channel per device pair"),
+    "noise": (float, 0.0, ("work_conserving",),
+              "coefficient of variation of the log-normal factor on every op and transfer time (0: exact)"),
+    "seed": (int, 0, ("work_conserving",), "seed of the noise; run i uses (seed, i)"),
+    "runs": (int, 1, ("work_conserving",), "seeded executions averaged into the makespan (mean ± std)"),
+    "memory_aware": (bool, False, ("work_conserving",),
+                     "an op waits until its temp + output bytes fit in its device's free memory"),
+}
 
 
 @dataclass(frozen=True)
@@ -56,15 +83,52 @@ class Link:
 
 @dataclass(frozen=True)
 class SimulationSettings:
-    """How the simulator treats this cluster (CONTRACTS §4).
+    """How the simulator treats this cluster (CONTRACTS §4; every option in :data:`SIMULATION_OPTIONS`).
 
     ``op_overhead_s`` is Placeto's δ1 (device busy after each non-zero op), and
-    ``transfer_gap_s`` its δ2 (channel busy after each transfer), Placeto App. A.5.
+    ``transfer_gap_s`` its δ2 (channel busy after each transfer), Placeto App. A.5. The
+    others are options of the ``work_conserving`` mode (``docs/simulation.md``): ChooseTask
+    strategy, link contention, stochastic durations (``noise``, ``seed``, ``runs``) and
+    memory-aware waiting.
     """
 
     mode: str = "default"
     op_overhead_s: float = 0.0
     transfer_gap_s: float = 0.0
+    choose: str = "fifo"
+    contention: str = "none"
+    noise: float = 0.0
+    seed: int = 0
+    runs: int = 1
+    memory_aware: bool = False
+
+    def options(self) -> dict[str, Any]:
+        """The settings that differ from their defaults (mode excluded)."""
+        return {k: getattr(self, k) for k, (_t, default, _m, _h) in SIMULATION_OPTIONS.items()
+                if getattr(self, k) != default}
+
+    def validate(self) -> None:
+        """Raise :class:`ClusterError` for a bad value or an option the mode does not read."""
+        if self.mode not in SIMULATION_MODES:
+            raise ClusterError(f"simulation mode must be one of {', '.join(SIMULATION_MODES)}, got '{self.mode}'")
+        _nonnegative(self.op_overhead_s, "simulation.op_overhead_s")
+        _nonnegative(self.transfer_gap_s, "simulation.transfer_gap_s")
+        _nonnegative(self.noise, "simulation.noise")
+        for name, allowed in (("choose", CHOOSE_TASK), ("contention", CONTENTION)):
+            if getattr(self, name) not in allowed:
+                raise ClusterError(f"simulation.{name} must be one of {', '.join(allowed)}, "
+                                   f"got {getattr(self, name)!r}")
+        for name, low in (("seed", 0), ("runs", 1)):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < low:
+                raise ClusterError(f"simulation.{name} must be an integer >= {low}, got {v!r}")
+        if not isinstance(self.memory_aware, bool):
+            raise ClusterError(f"simulation.memory_aware must be true or false, got {self.memory_aware!r}")
+        for name in self.options():
+            modes = SIMULATION_OPTIONS[name][2]
+            if self.mode not in modes:
+                raise ClusterError(f"simulation setting '{name}' applies to {' and '.join(modes)} mode, "
+                                   f"not {self.mode}")
 
 
 @dataclass(frozen=True)
@@ -81,6 +145,9 @@ class Cluster:
     def __post_init__(self) -> None:
         if not self.devices:
             raise ClusterError(f"cluster '{self.name}' has no devices")
+        if len(self.devices) > MAX_DEVICES:
+            raise ClusterError(f"cluster '{self.name}' has {len(self.devices)} devices, more than the "
+                               f"{MAX_DEVICES} placelab simulates")
         seen: set[str] = set()
         for d in self.devices:
             if not d.name or d.name in seen:
@@ -99,11 +166,43 @@ class Cluster:
                     raise ClusterError(f"{where} names unknown device '{end}'")
             if a is not None and a == b:
                 raise ClusterError(f"{where} connects a device to itself")
+        self.simulation.validate()
         s = self.simulation
-        if s.mode not in SIMULATION_MODES:
-            raise ClusterError(f"simulation mode must be one of {', '.join(SIMULATION_MODES)}, got '{s.mode}'")
-        _nonnegative(s.op_overhead_s, "simulation.op_overhead_s")
-        _nonnegative(s.transfer_gap_s, "simulation.transfer_gap_s")
+        links = [self.link, *(lk for _, _, lk in self.links)]
+        check_total([d.memory_bytes for d in self.devices], f"cluster '{self.name}': memory", ClusterError)
+        check_total([1 / d.speed for d in self.devices] + [1 / lk.bandwidth_bytes_per_s for lk in links],
+                    f"cluster '{self.name}': the reciprocal speeds and bandwidths", ClusterError)
+        check_total([lk.latency_s for lk in links] + [s.op_overhead_s, s.transfer_gap_s],
+                    f"cluster '{self.name}': the latencies and overheads", ClusterError)
+
+    def with_simulation(self, mode: str | None = None, **options: Any) -> Cluster:
+        """This cluster with other simulation settings: ``mode`` and/or options of
+        :data:`SIMULATION_OPTIONS`. Changing the mode resets the options the new mode does not
+        read to their defaults (a preset's δ1/δ2 do not follow it into work_conserving).
+
+        Every :class:`~engine.simulator.Simulator` built on the result (placers, learned
+        placers, trainers) simulates with these settings.
+
+        Raises
+        ------
+        ClusterError
+            For an unknown mode or option, or a bad value.
+        """
+        from dataclasses import replace
+
+        unknown = sorted(set(options) - set(SIMULATION_OPTIONS))
+        if unknown:
+            raise ClusterError(f"unknown simulation setting '{unknown[0]}' "
+                               f"(settings: {', '.join(SIMULATION_OPTIONS)})")
+        s = self.simulation
+        if mode is not None and mode != s.mode:
+            if mode not in SIMULATION_MODES:
+                raise ClusterError(f"simulation mode must be one of {', '.join(SIMULATION_MODES)}, got '{mode}'")
+            keep = {k: v for k, v in s.options().items() if mode in SIMULATION_OPTIONS[k][2]}
+            s = SimulationSettings(mode, **keep)
+        if not options and s is self.simulation:
+            return self
+        return replace(self, simulation=replace(s, **options))
 
     # ------------------------------------------------------------------ views
     @property
@@ -163,8 +262,10 @@ class Cluster:
         for d in self.devices:
             counts[d.kind] = counts.get(d.kind, 0) + 1
         parts = ", ".join(f"{c}×{k}" for k, c in counts.items())
+        opts = "".join(f", {k}={v}" for k, v in self.simulation.options().items()
+                       if SIMULATION_OPTIONS[k][2] == ("work_conserving",))
         return (f"{parts}; {self.memory.min() / 1e9:g}–{self.memory.max() / 1e9:g} GB; "
-                f"{self.link.bandwidth_bytes_per_s / 1e9:g} GB/s default link; {self.simulation.mode} mode")
+                f"{self.link.bandwidth_bytes_per_s / 1e9:g} GB/s default link; {self.simulation.mode} mode{opts}")
 
 
 def _finite_number(x: Any) -> bool:
@@ -222,11 +323,11 @@ def cluster_from_dict(doc: Any, *, source: str = "cluster") -> Cluster:
     sim = doc.get("simulation", {})
     if not isinstance(sim, dict):
         raise ClusterError(f"{source}: 'simulation' must be an object")
-    unknown = set(sim) - {"mode", "op_overhead_s", "transfer_gap_s"}
+    unknown = set(sim) - {"mode", *SIMULATION_OPTIONS}
     if unknown:
         raise ClusterError(f"{source}: unknown simulation setting '{sorted(unknown)[0]}'")
-    settings = SimulationSettings(sim.get("mode", "default"), sim.get("op_overhead_s", 0.0),
-                                  sim.get("transfer_gap_s", 0.0))
+    settings = SimulationSettings(sim.get("mode", "default"),
+                                  **{k: sim[k] for k in SIMULATION_OPTIONS if k in sim})
     name = doc.get("name", source)
     if not isinstance(name, str):
         raise ClusterError(f"{source}: 'name' must be a string")
@@ -244,17 +345,51 @@ def cluster_to_dict(c: Cluster) -> dict[str, Any]:
         "links": [{"between": [a, b], "bandwidth_bytes_per_s": lk.bandwidth_bytes_per_s,
                    "latency_s": lk.latency_s} for a, b, lk in c.links],
         "simulation": {"mode": c.simulation.mode, "op_overhead_s": c.simulation.op_overhead_s,
-                       "transfer_gap_s": c.simulation.transfer_gap_s},
+                       "transfer_gap_s": c.simulation.transfer_gap_s,
+                       **{k: v for k, v in c.simulation.options().items()
+                          if k not in ("op_overhead_s", "transfer_gap_s")}},
     }
     if c.description:
         doc["description"] = c.description
     return doc
 
 
-def load_cluster(spec: str | os.PathLike) -> Cluster:
-    """A cluster by preset name (see :mod:`engine.presets`) or from a ``placelab.cluster/1`` file."""
+def parse_simulation_options(pairs: Sequence[str]) -> dict[str, Any]:
+    """``key=value`` strings (the CLI's ``--sim-param``) as typed simulation options.
+
+    Raises
+    ------
+    ClusterError
+        For a pair without ``=``, an unknown key, or a value of the wrong type.
+    """
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
+            raise ClusterError(f"--sim-param expects key=value, got '{pair}'")
+        if key not in SIMULATION_OPTIONS:
+            raise ClusterError(f"unknown simulation setting '{key}' (settings: {', '.join(SIMULATION_OPTIONS)})")
+        kind = SIMULATION_OPTIONS[key][0]
+        try:
+            if kind is bool:
+                if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError
+                out[key] = value.lower() in ("true", "1", "yes")
+            else:
+                out[key] = kind(value)
+        except ValueError:
+            raise ClusterError(f"simulation setting '{key}' must be {kind.__name__}, got '{value}'") from None
+    return out
+
+
+def load_cluster(spec: str | os.PathLike | Cluster) -> Cluster:
+    """A cluster by preset name (see :mod:`engine.presets`) or from a ``placelab.cluster/1`` file
+    (a :class:`Cluster` is returned as it is, so callers may pass one wherever a spec goes)."""
     from engine.presets import PRESETS
 
+    if isinstance(spec, Cluster):
+        return spec
     s = os.fspath(spec)
     if s in PRESETS:
         return PRESETS[s]()

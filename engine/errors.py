@@ -15,6 +15,7 @@ __all__ = [
     "RunError",
     "SimulationError",
     "SpecError",
+    "WriteError",
 ]
 
 
@@ -44,3 +45,7 @@ class RunError(PlacelabError):
 
 class SpecError(PlacelabError):
     """A graph / generator spec (``gen:NAME?k=v``) cannot be resolved."""
+
+
+class WriteError(PlacelabError):
+    """An output file cannot be written (missing folder, not a regular file, no permission, disk full)."""

@@ -83,7 +83,35 @@ def from_spec(spec: str) -> CompGraph:
         if key not in params:
             raise SpecError(f"gen:{name} has no parameter '{key}' (parameters: {', '.join(params)})")
         kwargs[key] = _convert(value, params[key].annotation, key, name)
+    _check_size(name, {k: p.default for k, p in params.items()} | kwargs)
     return gen.make(**kwargs)
+
+
+#: Generator parameters that multiply the number of ops, each with its own cap; their
+#: product is capped too (``gen:nmt?length=1000000000`` once asked for 24 GB).
+_STRUCTURE_CAPS = {"layers": 256, "length": 4096, "steps": 4096, "gpus": 256, "nodes": 1024, "cells": 1024}
+_MAX_STRUCTURE = 20_000
+#: Ops of ``gen:random`` (10^6-op graphs are the benchmarks' largest).
+_MAX_OPS = 10_000_000
+#: Any other integer parameter (batch, units, vocab, sizes, seeds, indices).
+_MAX_INT = 2**31 - 1
+
+
+def _check_size(name: str, params: dict) -> None:
+    """One sentence for a parameter that would make the graph too large to build (or overflow)."""
+    product = 1
+    for key, value in params.items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            continue
+        cap = _STRUCTURE_CAPS.get(key, _MAX_OPS if key == "ops" else _MAX_INT)
+        if abs(value) > cap:
+            raise SpecError(f"gen:{name}: {key}={value} is beyond the limit of {cap:,}")
+        if key in _STRUCTURE_CAPS:
+            product *= max(value, 1)
+    if product > _MAX_STRUCTURE:
+        keys = "×".join(k for k in params if k in _STRUCTURE_CAPS)
+        raise SpecError(f"gen:{name}: {keys} = {product:,} is beyond the limit of {_MAX_STRUCTURE:,} "
+                        "(the graph would be too large to build)")
 
 
 @register("random", "random layered DAG with float costs (tests, benchmarks)")

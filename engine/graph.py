@@ -8,6 +8,14 @@ Assumptions
   kind (``compute_by_kind``); a kind absent from an op's map means the op cannot run there.
 * Edges are dependencies that carry ``bytes``; parallel edges between the same pair of ops
   are merged on construction (their bytes add up: they are distinct tensors).
+* An edge may carry a **transfer time** given by its source (``edge_transfer_s``, seconds;
+  NaN = not given): crossing between two devices then takes that time on any link, in every
+  simulation mode, instead of latency + bytes / bandwidth. DOPPLER's text files and the
+  dnn-partitioning workloads give times, not bytes.
+* Edges are stored sorted by (producer, consumer); ``edge_rank`` keeps each edge's position
+  in the source's own list, the order in which DOPPLER's simulator handles an op's out-edges.
+* ``memory_known`` is False for sources that give no memory sizes at all (DOPPLER's files):
+  every byte count is 0 and no placement can be OOM.
 
 The adjacency is stored twice in CSR form (successors and predecessors) so simulators,
 list schedulers and GNN feature builders read neighbours without Python loops; a networkx
@@ -25,6 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.errors import GraphError
+from engine.limits import check_total
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -77,6 +86,11 @@ class CompGraph:
         Producer and consumer op indices.
     edge_bytes : array of float, shape (m,)
         Bytes moved along each edge.
+    edge_transfer_s : array of float, shape (m,), optional
+        Seconds a cross-device transfer along each edge takes, on any link; NaN where the
+        source gives none (then latency + bytes / bandwidth of the link).
+    memory_known : bool
+        False when the source carries no memory sizes (shown by ``graph info``).
     op_types, colocate, pin, phase, scope : sequences of length n, optional
         Op type name; colocation group name or None; pinned device name or None;
         one of :data:`PHASES` or None; layer path (``"encoder/layer1"``) or "".
@@ -108,6 +122,8 @@ class CompGraph:
         pin: Sequence[str | None] | None = None,
         phase: Sequence[str | None] | None = None,
         scope: Sequence[str] | None = None,
+        edge_transfer_s: np.ndarray | Sequence[float] | None = None,
+        memory_known: bool = True,
     ) -> None:
         self.name = str(name)
         names = list(op_names)
@@ -144,6 +160,8 @@ class CompGraph:
             self.output_bytes[src] if edge_bytes is None and len(src) and _in_range(src, n)
             else _col_e(edge_bytes, len(src))
         )
+        etime = _col_e(edge_transfer_s, len(src), fill=np.nan, what="edge transfer_s")
+        self.memory_known = bool(memory_known)
         self.op_types: tuple[str, ...] = tuple(op_types) if op_types is not None else ("",) * n
         self.colocate: tuple[str | None, ...] = tuple(colocate) if colocate is not None else (None,) * n
         self.pin: tuple[str | None, ...] = tuple(pin) if pin is not None else (None,) * n
@@ -154,10 +172,12 @@ class CompGraph:
             if len(seq) != n:
                 raise GraphError(f"graph '{self.name}': {label} has {len(seq)} entries for {n} ops")
         self._validate_ops()
-        src, dst, ebytes = self._validate_edges(src, dst, ebytes)
+        src, dst, ebytes, etime, rank = self._validate_edges(src, dst, ebytes, etime)
         self.edge_src = _frozen(src)
         self.edge_dst = _frozen(dst)
         self.edge_bytes = _frozen(ebytes)
+        self.edge_transfer_s = _frozen(etime)
+        self.edge_rank = _frozen(rank)
         for a in (self.compute_any, self.compute_by_kind, self.output_bytes,
                   self.persistent_bytes, self.temp_bytes):
             _frozen(a)
@@ -198,14 +218,18 @@ class CompGraph:
         if not runnable.all():
             i = int(np.argmin(runnable))
             raise GraphError(f"op '{names[i]}' has no compute time for any device kind")
+        check_total(np.concatenate([self.compute_any, cbk.ravel()]), f"graph '{self.name}': the ops' compute",
+                    GraphError)
+        check_total(np.concatenate([self.output_bytes, self.persistent_bytes, self.temp_bytes]),
+                    f"graph '{self.name}': the ops' bytes", GraphError)
         for i, ph in enumerate(self.phase):
             if ph is not None and ph not in PHASES:
                 raise GraphError(f"op '{names[i]}': phase must be one of {', '.join(PHASES)}, got '{ph}'")
 
-    def _validate_edges(self, src, dst, ebytes):
+    def _validate_edges(self, src, dst, ebytes, etime):
         n = len(self.op_names)
         if len(src) == 0:
-            return src, dst, ebytes
+            return src, dst, ebytes, etime, np.zeros(0, dtype=np.int64)
         out = (src < 0) | (src >= n) | (dst < 0) | (dst >= n)
         if out.any():
             e = int(np.argmax(out))
@@ -220,14 +244,34 @@ class CompGraph:
             e = int(np.argmax(bad))
             raise GraphError(f"edge '{self.op_names[src[e]]}' -> '{self.op_names[dst[e]]}': bytes must be a "
                              f"finite number >= 0, got {float(ebytes[e])!r}")
+        bad = ~np.isnan(etime) & ~(np.isfinite(etime) & (etime >= 0))
+        if bad.any():
+            e = int(np.argmax(bad))
+            raise GraphError(f"edge '{self.op_names[src[e]]}' -> '{self.op_names[dst[e]]}': transfer_s must be "
+                             f"a finite number >= 0, got {float(etime[e])!r}")
+        check_total(ebytes, f"graph '{self.name}': the edges' bytes", GraphError)
+        check_total(np.nan_to_num(etime), f"graph '{self.name}': the edges' transfer times", GraphError)
         key = src * n + dst
-        uniq, inv = np.unique(key, return_inverse=True)
-        if len(uniq) != len(key):  # merge parallel edges: distinct tensors, bytes add up
+        uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        if len(uniq) != len(key):  # merge parallel edges: distinct tensors, bytes (and times) add up
             ebytes = np.bincount(inv, weights=ebytes, minlength=len(uniq))
+            given = ~np.isnan(etime)
+            n_given = np.bincount(inv, weights=given, minlength=len(uniq))
+            n_all = np.bincount(inv, minlength=len(uniq))
+            mixed = (n_given > 0) & (n_given < n_all)
+            if mixed.any():
+                u = int(np.argmax(mixed))
+                raise GraphError(f"parallel edges '{self.op_names[uniq[u] // n]}' -> '{self.op_names[uniq[u] % n]}' "
+                                 "mix edges with and without transfer_s")
+            etime = np.where(n_given > 0, np.bincount(inv, weights=np.nan_to_num(etime), minlength=len(uniq)),
+                             np.nan)
         else:
-            order = np.argsort(key, kind="stable")
-            ebytes = ebytes[order]
-        return (uniq // n).astype(np.int64), (uniq % n).astype(np.int64), ebytes.astype(np.float64)
+            ebytes = ebytes[first]
+            etime = etime[first]
+        # rank of each merged edge's first appearance in the source's list
+        rank = np.argsort(np.argsort(first, kind="stable"), kind="stable").astype(np.int64)
+        return ((uniq // n).astype(np.int64), (uniq % n).astype(np.int64), ebytes.astype(np.float64),
+                etime.astype(np.float64), rank)
 
     def _check_acyclic(self) -> np.ndarray:
         from engine import _dagkernels
@@ -281,6 +325,11 @@ class CompGraph:
         stacked = np.column_stack([self.compute_any, self.compute_by_kind])
         return np.nanmin(stacked, axis=1)
 
+    @property
+    def has_transfer_times(self) -> bool:
+        """True when some edge carries a transfer time given by the source."""
+        return bool(self.num_edges) and not bool(np.isnan(self.edge_transfer_s).all())
+
     @cached_property
     def colocation_ids(self) -> np.ndarray:
         """Int group id per op (-1 = no colocation group), numbered by first appearance."""
@@ -302,6 +351,12 @@ class CompGraph:
             h.update(np.ascontiguousarray(a).tobytes())
         for seq in (self.op_types, self.colocate, self.pin, self.phase, self.scope):
             h.update("\x00".join("" if s is None else s for s in seq).encode())
+        if self.has_transfer_times:  # only then: hashes of graphs without them stay as they were
+            h.update(b"transfer_s")
+            h.update(np.ascontiguousarray(self.edge_transfer_s).tobytes())
+            h.update(np.ascontiguousarray(self.edge_rank).tobytes())
+        if not self.memory_known:
+            h.update(b"memory unknown")
         return h.hexdigest()[:16]
 
     def to_networkx(self) -> nx.DiGraph:
@@ -316,9 +371,9 @@ class CompGraph:
                        temp_bytes=float(self.temp_bytes[i]), colocate=self.colocate[i],
                        device=self.pin[i], phase=self.phase[i], scope=self.scope[i])
         names = self.op_names
-        g.add_edges_from((names[s], names[d], {"bytes": float(b)})
-                         for s, d, b in zip(self.edge_src.tolist(), self.edge_dst.tolist(),
-                                            self.edge_bytes.tolist(), strict=True))
+        g.add_edges_from((names[s], names[d], {"bytes": float(b)} if t != t else {"bytes": float(b), "transfer_s": t})
+                         for s, d, b, t in zip(self.edge_src.tolist(), self.edge_dst.tolist(),
+                                               self.edge_bytes.tolist(), self.edge_transfer_s.tolist(), strict=True))
         return g
 
     def op_compute(self, i: int) -> float | dict[str, float]:
@@ -333,11 +388,11 @@ def _in_range(idx: np.ndarray, n: int) -> bool:
     return bool(len(idx) == 0 or (idx.min() >= 0 and idx.max() < n))
 
 
-def _col_e(a, m: int) -> np.ndarray:
-    """Edge bytes as float64 [m]; zeros when ``a`` is None (out-of-range edges are reported later)."""
+def _col_e(a, m: int, fill: float = 0.0, what: str = "edge bytes") -> np.ndarray:
+    """A per-edge column as float64 [m]; ``fill`` when ``a`` is None (out-of-range edges are reported later)."""
     if a is None:
-        return np.zeros(m, dtype=np.float64)
+        return np.full(m, fill, dtype=np.float64)
     arr = np.asarray(a, dtype=np.float64).reshape(-1)
     if len(arr) != m:
-        raise GraphError(f"edge bytes has {len(arr)} entries for {m} edges")
+        raise GraphError(f"{what} has {len(arr)} entries for {m} edges")
     return arr

@@ -78,7 +78,10 @@ def graph_from_dict(doc: Any, *, source: str = "graph") -> CompGraph:
         cols = None
     if cols is None:  # something is off: the item-by-item pass finds it and names it
         cols = _columns_checked(ops, edges, source)
-    names, compute_any, kind_cols, nums, strs, src, dst, ebytes = cols
+    names, compute_any, kind_cols, nums, strs, src, dst, ebytes, etime = cols
+    memory_known = doc.get("memory_known", True)
+    if not isinstance(memory_known, bool):
+        raise GraphError(f"{source}: 'memory_known' must be true or false")
     n = len(names)
     kinds = tuple(kind_cols)
     cbk = np.column_stack([kind_cols[k] for k in kinds]) if kinds else np.empty((n, 0))
@@ -87,7 +90,8 @@ def graph_from_dict(doc: Any, *, source: str = "graph") -> CompGraph:
         output_bytes=nums["output_bytes"], persistent_bytes=nums["persistent_bytes"],
         temp_bytes=nums["temp_bytes"], edge_src=src, edge_dst=dst, edge_bytes=ebytes,
         op_types=[t or "" for t in strs["type"]], colocate=strs["colocate"], pin=strs["device"],
-        phase=strs["phase"], scope=[s or "" for s in strs["scope"]],
+        phase=strs["phase"], scope=[s or "" for s in strs["scope"]], edge_transfer_s=etime,
+        memory_known=memory_known,
     )
 
 
@@ -181,7 +185,14 @@ def _columns_fast(ops: list, edges: list):
         ebytes[missing] = nums["output_bytes"][src[missing]]
     else:
         ebytes = np.asarray(raw, dtype=np.float64)
-    return names, compute_any, kind_cols, nums, strs, src, dst, ebytes
+    raw_t = [e.get("transfer_s") for e in edges]
+    ttypes = set(map(type, raw_t))
+    if not ttypes <= {int, float, type(None)}:
+        return None
+    etime = np.array([np.nan if t is None else t for t in raw_t], dtype=np.float64)
+    if np.isnan(etime).sum() != raw_t.count(None):
+        return None  # a literal NaN: the checked pass names the edge
+    return names, compute_any, kind_cols, nums, strs, src, dst, ebytes, etime
 
 
 def _columns_checked(ops: list, edges: list, source: str):
@@ -240,6 +251,7 @@ def _columns_checked(ops: list, edges: list, source: str):
     src = np.empty(m, dtype=np.int64)
     dst = np.empty(m, dtype=np.int64)
     ebytes = np.empty(m)
+    etime = np.full(m, np.nan)
     for e, ed in enumerate(edges):
         if not isinstance(ed, dict):
             raise GraphError(f"{source}: edge #{e} must be a JSON object")
@@ -259,8 +271,13 @@ def _columns_checked(ops: list, edges: list, source: str):
             ebytes[e] = _float(b)
         else:
             raise GraphError(f"edge '{s}' -> '{d}': bytes must be a number, got {b!r}")
+        t = ed.get("transfer_s")
+        if t is not None:
+            if not _is_number(t) or not (math.isfinite(_float(t)) and t >= 0):
+                raise GraphError(f"edge '{s}' -> '{d}': transfer_s must be a finite number >= 0 (seconds), got {t!r}")
+            etime[e] = _float(t)
 
-    return names, compute_any, kind_cols, nums, strs, src, dst, ebytes
+    return names, compute_any, kind_cols, nums, strs, src, dst, ebytes, etime
 
 
 def _reject_nan_scalars(ops: list, compute_any: np.ndarray) -> None:
@@ -291,9 +308,18 @@ def graph_to_dict(g: CompGraph) -> dict[str, Any]:
         ops.append(op)
     names = g.op_names
     edges = []
-    for s, d, b in zip(g.edge_src.tolist(), g.edge_dst.tolist(), g.edge_bytes.tolist(), strict=True):
-        edges.append({"src": names[s], "dst": names[d], "bytes": int(b) if float(b).is_integer() else b})
-    return {"schema": GRAPH_SCHEMA, "name": g.name, "ops": ops, "edges": edges}
+    order = np.argsort(g.edge_rank, kind="stable")  # the source's edge order, kept on a round trip
+    src, dst, eb, et = (g.edge_src[order].tolist(), g.edge_dst[order].tolist(), g.edge_bytes[order].tolist(),
+                        g.edge_transfer_s[order].tolist())
+    for s, d, b, t in zip(src, dst, eb, et, strict=True):
+        edge: dict[str, Any] = {"src": names[s], "dst": names[d], "bytes": int(b) if float(b).is_integer() else b}
+        if t == t:
+            edge["transfer_s"] = t
+        edges.append(edge)
+    doc: dict[str, Any] = {"schema": GRAPH_SCHEMA, "name": g.name, "ops": ops, "edges": edges}
+    if not g.memory_known:
+        doc["memory_known"] = False
+    return doc
 
 
 def load_graph_json(path: str | os.PathLike) -> CompGraph:

@@ -2,7 +2,11 @@
 
 Reading uses orjson when installed (3-5x faster on 10^6-op graphs) and the standard
 library otherwise; both reject malformed text with one sentence naming the file and the
-position. Writing is atomic (temp file in the same folder + ``os.replace``).
+position. Reading and writing touch regular files only: a named pipe, a device or a socket
+is refused before it is opened (opening a FIFO blocks; replacing ``/dev/null`` by a JSON file
+is worse). Writing is atomic (temp file in the same folder + ``os.replace``) into the
+symlink's target, so a link stays a link; any failure is one :class:`WriteError` sentence
+naming the path the user gave.
 """
 
 from __future__ import annotations
@@ -10,13 +14,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from engine.errors import PlacelabError
+from engine.errors import PlacelabError, WriteError
 
 try:  # pragma: no cover - exercised implicitly
     import orjson as _orjson
@@ -28,6 +33,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
+    "check_write_target",
     "dumps",
     "loads",
     "read_file_bytes",
@@ -59,7 +65,10 @@ def read_file_bytes(path: str | os.PathLike, *, error: type[PlacelabError], max_
     """
     p = Path(path)
     try:
-        size = p.stat().st_size
+        st = p.stat()
+        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+            raise error(f"{p} is {_file_kind(st.st_mode)}, not a regular file")
+        size = st.st_size
         if size > max_bytes:
             raise error(f"{p}: file is {size / 1e6:.0f} MB, larger than the {max_bytes / 1e6:.0f} MB limit")
         with p.open("rb") as f:
@@ -70,6 +79,8 @@ def read_file_bytes(path: str | os.PathLike, *, error: type[PlacelabError], max_
         raise error(f"{p}: no such file") from None
     except PermissionError:
         raise error(f"{p}: permission denied") from None
+    except OSError as exc:
+        raise error(f"{p}: cannot read the file ({exc.strerror or type(exc).__name__})") from None
     if not data.strip():
         raise error(f"{p} is empty")
     return data
@@ -94,14 +105,69 @@ def dumps(obj: Any, *, indent: int | None = None) -> str:
     return json.dumps(obj, indent=indent, default=_default, allow_nan=False)
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Replace ``path`` (whose directory must exist) by ``data``; readers never see a mix.
+def _file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return kind
+    return "not a regular file"
 
-    Temp file in the same directory, ``fsync``, ``os.replace``, then a best-effort
-    ``fsync`` of the directory so the rename itself is durable.
+
+def check_write_target(path: str | os.PathLike) -> Path:
+    """The regular file that writing ``path`` replaces (symlinks followed), checked up front.
+
+    Commands call it before any work so a bad ``-o`` fails at once, and
+    :func:`atomic_write_bytes` calls it again at the write.
+
+    Raises
+    ------
+    WriteError
+        ``path`` is empty, names a directory, a device, a named pipe or a socket, a link loop,
+        or its folder does not exist or is not writable. The sentence names ``path`` as given.
     """
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    shown = os.fspath(path)
+    if not shown:
+        raise WriteError("the output path is empty")
+    try:
+        target = Path(path).resolve(strict=False)
+    except (OSError, RuntimeError):  # a symlink loop
+        raise WriteError(f"cannot write {shown}: it is a symbolic link that loops") from None
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except NotADirectoryError:
+        raise WriteError(f"cannot write {shown}: {target.parent} is not a folder") from None
+    except OSError as exc:
+        raise WriteError(f"cannot write {shown}: {exc.strerror or type(exc).__name__}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise WriteError(f"cannot write {shown}: it is {_file_kind(mode)}, not a regular file")
+    parent = target.parent
+    if not parent.is_dir():
+        raise WriteError(f"cannot write {shown}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise WriteError(f"cannot write {shown}: permission denied in {parent}")
+    return target
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Replace the regular file ``path`` (whose directory must exist) by ``data``; readers never see a mix.
+
+    Symlinks are followed and their target replaced. Temp file in the target's directory,
+    ``fsync``, ``os.replace``, then a best-effort ``fsync`` of the directory so the rename
+    itself is durable.
+
+    Raises
+    ------
+    WriteError
+        See :func:`check_write_target`; also when the write itself fails (disk full, I/O
+        error). ``path`` is left as it was.
+    """
+    p = check_write_target(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise WriteError(f"cannot write {os.fspath(path)}: {exc.strerror or type(exc).__name__}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -109,8 +175,11 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)
         os.replace(tmp, p)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            reason = exc.strerror or str(exc) or type(exc).__name__
+            raise WriteError(f"cannot write {os.fspath(path)}: {reason}") from None
         raise
     with contextlib.suppress(OSError):
         dfd = os.open(p.parent, os.O_RDONLY)

@@ -4,6 +4,9 @@
 * :func:`memory_penalized_runtime` — Placeto App. A.7: ``R = makespan + c·max(0, peak_GB − M)``.
 * :func:`sqrt_runtime` — Mirhoseini et al. 2017 §3.1: ``R(P) = sqrt(r(P))``, replaced by a
   *failing signal* when the placement does not fit in memory.
+* :func:`penalized_runtime`, :func:`sqrt_reward` — the same two objectives from a makespan and
+  per-device peaks, without a Schedule: the learned placers' simulator fast path reports only
+  those, and this module stays the one place that defines the objectives.
 * :func:`lower_bound` — no placement can beat it: the larger of the critical path with every
   op on its fastest device and free communication, and the total work spread perfectly
   over all devices.
@@ -26,6 +29,8 @@ __all__ = [
     "lower_bound",
     "makespan",
     "memory_penalized_runtime",
+    "penalized_runtime",
+    "sqrt_reward",
     "sqrt_runtime",
 ]
 
@@ -47,9 +52,20 @@ def memory_penalized_runtime(schedule: Schedule, *, c: float = 2.0, memory_gb: f
     memory_gb : float, optional
         The limit M in GB; default the tightest device's memory.
     """
-    limit = schedule.memory_capacity.min() / GB if memory_gb is None else memory_gb
-    peak_gb = float(schedule.peak_memory.max()) / GB
-    return schedule.makespan + c * max(0.0, peak_gb - limit)
+    return penalized_runtime(schedule.makespan, schedule.peak_memory, schedule.memory_capacity, c=c,
+                             memory_gb=memory_gb)
+
+
+def penalized_runtime(makespan_s: float, peak_bytes: np.ndarray, memory_bytes: np.ndarray, *, c: float = 2.0,
+                      memory_gb: float | None = None) -> float:
+    """Placeto App. A.7 from a makespan (s) and per-device peaks and capacities (bytes).
+
+    ``makespan + c·max(0, max peak_GB − M)`` with M = ``memory_gb``, default the tightest
+    device's memory (CONTRACTS §4) — not the memory of the device with the peak.
+    """
+    limit = float(np.min(memory_bytes)) / GB if memory_gb is None else memory_gb
+    peak_gb = float(np.max(peak_bytes)) / GB
+    return float(makespan_s) + c * max(0.0, peak_gb - limit)
 
 
 def default_failing_signal(graph: CompGraph) -> float:
@@ -63,7 +79,12 @@ def default_failing_signal(graph: CompGraph) -> float:
 
 def sqrt_runtime(schedule: Schedule, failing_signal: float) -> float:
     """Mirhoseini §3.1: ``sqrt(makespan)``, or ``failing_signal`` if any device is out of memory."""
-    return failing_signal if schedule.any_oom else math.sqrt(schedule.makespan)
+    return sqrt_reward(schedule.makespan, schedule.any_oom, failing_signal)
+
+
+def sqrt_reward(makespan_s: float, oom: bool, failing_signal: float) -> float:
+    """Mirhoseini §3.1 from a makespan (s) and whether any device ran out of memory."""
+    return failing_signal if oom else math.sqrt(makespan_s)
 
 
 def lower_bound(graph: CompGraph, cluster: Cluster) -> float:

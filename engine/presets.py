@@ -40,13 +40,20 @@ def _cpu_k80(n: int) -> Cluster:
                    f"Mirhoseini §4.1: 1 Haswell CPU (50 GB) + {n} × K80, PCIe 7.6 GB/s")
 
 
-def _p100x4() -> Cluster:
+# DOPPLER §2 and App. C: the authors evaluate assignments on a work-conserving engine (an
+# asynchronous event loop) and train against a simulator of it (Alg. 1); their published
+# simulator serves each device FIFO with uncontended transfers: the mode's defaults.
+_DOPPLER_SIM = SimulationSettings("work_conserving")
+
+
+def _p100x4(memory_gb: float = 16.0, name: str = "p100x4", note: str = "") -> Cluster:
     # DOPPLER §6: four Tesla P100 with 16 GB each, every GPU directly connected to the others
     # by NVLink (App. J). P100 SXM2 NVLink 1.0: 20 GB/s per link per direction (NVIDIA Tesla
     # P100 whitepaper, 2016). 5 us per copy: order of a peer-to-peer cudaMemcpyAsync launch.
-    devices = tuple(Device(f"gpu:{i}", "gpu", 16.0 * GB) for i in range(4))
-    return Cluster("p100x4", devices, Link(20.0 * GB, 5e-6), (), SimulationSettings("default"),
-                   "DOPPLER §6: 4 × P100 16 GB, NVLink all-to-all (20 GB/s per direction)")
+    devices = tuple(Device(f"gpu:{i}", "gpu", memory_gb * GB) for i in range(4))
+    return Cluster(name, devices, Link(20.0 * GB, 5e-6), (), _DOPPLER_SIM,
+                   f"DOPPLER §6: 4 × P100 {memory_gb:g} GB{note}, NVLink all-to-all (20 GB/s per direction), "
+                   "work-conserving")
 
 
 def _v100x8() -> Cluster:
@@ -63,8 +70,9 @@ def _v100x8() -> Cluster:
             same_group = (i < 4) == (j < 4)
             if same_group or j == i + 4:
                 links.append((f"gpu:{i}", f"gpu:{j}", nvlink))
-    return Cluster("v100x8", devices, Link(10.0 * GB, 10e-6), tuple(links), SimulationSettings("default"),
-                   "DOPPLER App. H: 8 × V100 32 GB, two NVLink groups of four + 4 cross links, PCIe otherwise")
+    return Cluster("v100x8", devices, Link(10.0 * GB, 10e-6), tuple(links), _DOPPLER_SIM,
+                   "DOPPLER App. H: 8 × V100 32 GB, two NVLink groups of four + 4 cross links, PCIe otherwise, "
+                   "work-conserving")
 
 
 def _h100x8() -> Cluster:
@@ -81,6 +89,8 @@ PRESETS: dict[str, Callable[[], Cluster]] = {
     "cpu+k80x2": lambda: _cpu_k80(2),
     "cpu+k80x4": lambda: _cpu_k80(4),
     "p100x4": _p100x4,
+    # DOPPLER App. H, Table 8: the same four P100s, each restricted to 8 GB of its 16 GB.
+    "p100x4-8gb": lambda: _p100x4(8.0, "p100x4-8gb", " (8 of 16 GB usable, App. H Table 8)"),
     "v100x8": _v100x8,
     "h100x8": _h100x8,
 }

@@ -51,10 +51,14 @@ def reference_simulate(graph: CompGraph, cluster: Cluster, devices, mode: str | 
     children: dict[int, list[int]] = defaultdict(list)
     parents: dict[int, set[int]] = defaultdict(set)
     ebytes: dict[tuple[int, int], float] = {}
-    for s, d, b in zip(graph.edge_src.tolist(), graph.edge_dst.tolist(), graph.edge_bytes.tolist(), strict=True):
+    etime: dict[tuple[int, int], float] = {}  # given transfer times only
+    for s, d, b, tt in zip(graph.edge_src.tolist(), graph.edge_dst.tolist(), graph.edge_bytes.tolist(),
+                           graph.edge_transfer_s.tolist(), strict=True):
         children[s].append(d)
         parents[d].add(s)
         ebytes[(s, d)] = b
+        if tt == tt:
+            etime[(s, d)] = tt
     out = graph.output_bytes.tolist()
     sim = cluster.simulation
     delta1, delta2 = sim.op_overhead_s, sim.transfer_gap_s
@@ -134,14 +138,17 @@ def reference_simulate(graph: CompGraph, cluster: Cluster, devices, mode: str | 
             heapq.heappop(queue)
             op, size, kids, dst = item
             src = dev[op]
-            if placeto:
-                xfer = size / bw0
+            given = [etime[(op, c)] for c in kids if (op, c) in etime]
+            untimed = [ebytes[(op, c)] for c in kids if (op, c) not in etime]
+            if placeto:  # one transfer: the slowest of its edges, untimed ones at out / bw0
+                xfer = max(given + ([size / bw0] if untimed else []))
                 arrive = t + xfer
                 for dd in sorted({dev[c] for c in kids}):
                     transfers.append((op, src, dd, size, t, arrive))
-            else:
-                xfer = size / bw[src, dst]
-                arrive = t + lat[src, dst] + xfer
+            else:  # held for the slowest edge's time; latency (untimed edges only) is pipelined
+                by_bytes = max(untimed) / bw[src, dst] if untimed else 0.0
+                xfer = max([*given, by_bytes])
+                arrive = t + max(given + ([lat[src, dst] + by_bytes] if untimed else []))
                 transfers.append((op, src, dst, size, t, arrive))
             for c in kids:
                 heapq.heappush(events, (arrive, "remove_dependency", (op, c)))

@@ -10,8 +10,14 @@ Assumptions
   :meth:`Run.append_row`, which streams a learning curve line by line; readers ignore a
   torn last line.
 - A run whose ``run.json`` says ``running`` but whose process is gone reads as
-  ``interrupted``. On the recording host this is decided by the pid; from another host
-  by ``updated`` being older than 24 hours.
+  ``interrupted``. Liveness is a lock, not a pid: the process running a run holds an
+  exclusive ``flock`` on the run's ``.live.lock`` (see :mod:`engine.run_locks`), which the
+  kernel drops when that process ends, ``kill -9`` included; a reused pid proves nothing.
+  A run without a lock file (stored by an older placelab) reads as ``interrupted`` on its
+  own host, and from another host by ``updated`` being older than 24 hours.
+- ``run.json`` changes are read-modify-writes under the run's ``.run.json.lock``, so
+  concurrent changes (a rename while a trainer records progress) are never lost. A running
+  run cannot be started a second time (``--resume``) nor deleted.
 - Tables are CSV with a header row and CRLF line ends (RFC 4180; with them the csv module
   also quotes a lone carriage return). Cells read back as ``int``, else ``float``, else
   ``str``, and the empty cell as ``None`` (so a string such as ``"12"`` reads back as 12).
@@ -35,6 +41,7 @@ from typing import Any
 
 from engine.errors import RunError
 from engine.jsonio import atomic_write_json
+from engine.run_locks import LIVE_LOCK, META_LOCK, hold_live_lock, live_lock_held, meta_lock, release_live_lock
 from engine.tables import append_csv_rows, read_csv, write_csv
 
 __all__ = [
@@ -49,6 +56,13 @@ RUN_SCHEMA = "placelab.run/1"
 STATUSES = ("running", "done", "failed", "interrupted")
 _RUN_JSON = "run.json"
 _STALE_AFTER = timedelta(hours=24)
+_LOCK_FILES = frozenset({LIVE_LOCK, META_LOCK})
+#: Fields of ``run.json`` that readers rely on, and the JSON types they must have when present.
+_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "id": str, "name": str, "created": str, "updated": str, "status": str, "kind": str,
+    "graph": dict, "cluster": (str, type(None)), "placer": (str, type(None)), "parameters": dict,
+    "metrics": dict, "tags": list,
+}
 
 
 @functools.lru_cache(maxsize=1)
@@ -114,14 +128,18 @@ class Run:
     def status(self) -> str:
         """``running``, ``done``, ``failed`` or ``interrupted``.
 
-        A run stored as ``running`` reads as ``interrupted`` when its process is gone: on the
-        same host when its pid is not alive, on another host when ``updated`` is over 24 h old.
+        A run stored as ``running`` reads as ``interrupted`` when no process holds its live
+        lock; without a lock file, on its own host at once, on another host when ``updated``
+        is over 24 h old.
         """
         stored = self._stored.get("status")
         if stored != "running":
             return stored if stored in STATUSES else "failed"
+        held = live_lock_held(self.path)
+        if held is not None:
+            return "running" if held else "interrupted"
         if self._stored.get("host") == socket.gethostname():
-            return "running" if _pid_alive(self._stored.get("pid")) else "interrupted"
+            return "interrupted"
         try:
             updated = datetime.fromisoformat(self._stored["updated"])
         except (KeyError, TypeError, ValueError):
@@ -133,7 +151,7 @@ class Run:
         return sorted(
             p.relative_to(self.path).as_posix()
             for p in self.path.rglob("*")
-            if p.is_file() and not (p.name.startswith(".") and p.name.endswith(".tmp"))
+            if p.is_file() and p.name not in _LOCK_FILES and not (p.name.startswith(".") and p.name.endswith(".tmp"))
         )
 
     def write_json(self, name: str, obj: Any) -> Path:
@@ -204,15 +222,30 @@ class Run:
             raise RunError(f"run {self.id}: {name} {exc}") from None
 
     def update(self, **fields: Any) -> None:
-        """Merge ``fields`` into ``run.json`` atomically and bump ``updated``."""
+        """Merge ``fields`` into ``run.json`` atomically and bump ``updated``.
+
+        Setting ``status="running"`` takes the run's live lock for this process; ending the
+        run (any other status) drops it.
+
+        Raises
+        ------
+        RunError
+            The run was deleted, or ``status="running"`` while another process runs it.
+        """
         for key in ("schema", "id", "created"):
             if key in fields:
                 raise ValueError(f"run field {key!r} cannot be changed")
         if "status" in fields and fields["status"] not in STATUSES:
             raise ValueError(f"unknown run status {fields['status']!r}; expected {STATUSES}")
-        meta = {**_read_meta(self.path), **fields, "updated": _iso()}
-        atomic_write_json(self.path / _RUN_JSON, meta)
+        self._require_dir()
+        with meta_lock(self.path):
+            if fields.get("status") == "running" and not hold_live_lock(self.path):
+                raise RunError(f"run {self.id} is running in another process; it cannot run twice at once")
+            meta = {**_read_meta(self.path), **fields, "updated": _iso()}
+            atomic_write_json(self.path / _RUN_JSON, meta)
         self._stored = meta
+        if meta.get("status") != "running":
+            release_live_lock(self.path)
 
     def set_metrics(self, metrics: Mapping[str, Any]) -> None:
         """Merge ``metrics`` into the run's ``metrics``."""
@@ -228,6 +261,33 @@ class Run:
     def fail(self, message: str) -> None:
         """End the run as ``failed`` and record ``message`` in its ``error`` field."""
         self.update(status="failed", error=message)
+
+    def cut_table(self, name: str, column: str, last: float) -> int:
+        """Drop the rows of table ``name`` whose ``column`` is beyond ``last``; returns how many.
+
+        A resumed training run calls it with the checkpoint's episode count: the episodes
+        logged after the last checkpoint are trained again, so their rows must go (a learning
+        curve holds each episode number once). No table: nothing to do.
+
+        Raises
+        ------
+        RunError
+            The table has no column ``column`` or is unreadable.
+        """
+        if not self._file(name).is_file():
+            return 0
+        table = self.read_table(name)
+        if column not in table:
+            raise RunError(f"run {self.id}: {name} has no column {column!r}")
+        keep = [i for i, v in enumerate(table[column]) if isinstance(v, int | float) and v <= last]
+        dropped = len(table[column]) - len(keep)
+        if dropped:
+            write_csv(self._file(name), {k: [vals[i] for i in keep] for k, vals in table.items()})
+        return dropped
+
+    def _require_dir(self) -> None:
+        if not self.path.is_dir():
+            raise RunError(f"run {self.id} was deleted")
 
     def __enter__(self) -> Run:
         return self
@@ -248,6 +308,7 @@ class Run:
         if not name or rel.is_absolute() or ".." in rel.parts:
             raise RunError(f"run {self.id}: {name!r} is not a file name inside the run")
         if create:
+            self._require_dir()  # never recreate a deleted run's folder
             (self.path / rel).parent.mkdir(parents=True, exist_ok=True)
         return self.path / rel
 
@@ -275,6 +336,8 @@ class RunStore:
     def __init__(self, root: str | os.PathLike = "runs") -> None:
         self.root = Path(root)
         self.problems: list[str] = []
+        if self.root.exists() and not self.root.is_dir():
+            raise RunError(f"the run store {self.root} is not a folder")
 
     def create(
         self,
@@ -299,7 +362,10 @@ class RunStore:
         TypeError, ValueError
             ``parameters`` cannot be encoded as JSON; nothing is left on disk.
         """
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunError(f"cannot create the run store {self.root}: {exc.strerror or type(exc).__name__}") from None
         now = datetime.now(UTC)
         stem = f"{now:%Y%m%d-%H%M%S}-{_slug(kind)}-{_slug(placer or 'none')}"
         for _ in range(1000):
@@ -309,6 +375,8 @@ class RunStore:
                 break
             except FileExistsError:
                 continue
+            except OSError as exc:
+                raise RunError(f"cannot create a run in {self.root}: {exc.strerror or type(exc).__name__}") from None
         else:
             raise RunError(f"could not find a free run id for {stem} in {self.root}")
         path = self.root / run_id
@@ -333,8 +401,10 @@ class RunStore:
             "host": socket.gethostname(),
         }
         try:
+            hold_live_lock(path)  # before run.json says running, so it never reads as dead
             atomic_write_json(path / _RUN_JSON, meta)
         except BaseException:
+            release_live_lock(path)
             shutil.rmtree(path, ignore_errors=True)
             raise
         return Run(path, meta)
@@ -348,10 +418,15 @@ class RunStore:
             No run matches, the prefix is ambiguous, or ``run.json`` is missing, corrupt or
             of another schema.
         """
-        if not ref or Path(ref).name != ref:
+        path = self._run_dir(ref)
+        return Run(path, _read_meta(path))
+
+    def _run_dir(self, ref: str) -> Path:
+        """The folder of the run ``ref`` (an id or a unique prefix), its run.json unread."""
+        if not ref or Path(ref).name != ref or ref.startswith("."):
             raise RunError(f"{ref!r} is not a run id")
         if (self.root / ref).is_dir():
-            return Run(self.root / ref, _read_meta(self.root / ref))
+            return self.root / ref
         matches = sorted(p.name for p in self._dirs() if p.name.startswith(ref))
         if not matches:
             raise RunError(f"no run matches {ref!r} in {self.root}")
@@ -359,23 +434,34 @@ class RunStore:
             shown = ", ".join(matches[:5])
             more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
             raise RunError(f"run prefix {ref!r} is ambiguous: it matches {shown}{more}")
-        return Run(self.root / matches[0], _read_meta(self.root / matches[0]))
+        return self.root / matches[0]
 
-    def delete(self, run_id: str) -> None:
-        """Remove the run directory ``run_id`` (an exact id) and everything in it.
+    def delete(self, ref: str) -> str:
+        """Remove the run ``ref`` (an id or a unique prefix) and everything in it; returns its id.
+
+        A run with an unreadable ``run.json`` can be deleted too. The folder is first renamed
+        to a hidden name (atomic), so a half-finished removal never looks like a run.
 
         Raises
         ------
         RunError
-            ``run_id`` resolves outside the store root, or no such run directory exists.
+            ``ref`` is not a run in this store, or the run is running (in any process).
         """
+        path = self._run_dir(ref)
         root = self.root.resolve()
-        path = (self.root / run_id).resolve()
-        if path == root or not path.is_relative_to(root) or Path(run_id).name != run_id:
-            raise RunError(f"refusing to delete {run_id!r}: it is not a run inside {self.root}")
-        if not path.is_dir():
-            raise RunError(f"no run {run_id!r} in {self.root}")
-        shutil.rmtree(path)
+        if path.is_symlink() or path.resolve().parent != root:
+            raise RunError(f"refusing to delete {ref!r}: it is not a run inside {self.root}")
+        if live_lock_held(path) or not hold_live_lock(path):
+            raise RunError(f"run {path.name} is running; stop it before deleting it")
+        trash = self.root / f".deleting-{path.name}-{secrets.token_hex(4)}"
+        try:
+            os.rename(path, trash)
+        except OSError as exc:
+            raise RunError(f"cannot delete run {path.name}: {exc.strerror or type(exc).__name__}") from None
+        finally:
+            release_live_lock(path)
+        shutil.rmtree(trash, ignore_errors=True)
+        return path.name
 
     def rename(self, run_id: str, name: str) -> Run:
         """Set the display name of a run (id or unique prefix); the id does not change."""
@@ -424,29 +510,20 @@ def _read_meta(path: Path) -> dict[str, Any]:
         raise RunError(f"run {run_id}: run.json is missing")
     try:
         meta = json.loads(file.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise RunError(f"run {run_id}: run.json is not valid JSON") from None
+    except OSError as exc:
+        raise RunError(f"run {run_id}: cannot read run.json ({exc.strerror or type(exc).__name__})") from None
     if not isinstance(meta, dict):
         raise RunError(f"run {run_id}: run.json is not a JSON object")
     if meta.get("schema") != RUN_SCHEMA:
         raise RunError(
             f"run {run_id} has schema {meta.get('schema')!r}; this placelab reads {RUN_SCHEMA!r}"
         )
+    for key, kind in _FIELD_TYPES.items():
+        if key in meta and not isinstance(meta[key], kind):
+            raise RunError(f"run {run_id}: run.json field {key!r} has the wrong type ({type(meta[key]).__name__})")
     return meta
-
-
-def _pid_alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    if os.name != "posix":  # signal 0 is not a probe on Windows; assume alive
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # PermissionError: alive, owned by someone else
-        return True
-    return True
 
 
 def _slug(text: str) -> str:

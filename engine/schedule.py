@@ -53,6 +53,10 @@ class Schedule:
         the first destination of a shared transfer in placeto mode).
     mode : str
         Simulation mode that produced it.
+    stalled : ndarray of bool, shape (devices,), optional
+        Work-conserving mode with ``memory_aware``: the device still had ops waiting for
+        memory that was never freed (a deadlock). Those ops never ran (start and end NaN),
+        and the device counts as OOM.
     """
 
     makespan: float
@@ -72,6 +76,7 @@ class Schedule:
     persistent_memory: np.ndarray
     transfer_primary: np.ndarray
     mode: str
+    stalled: np.ndarray | None = None
     _memory_events: tuple[np.ndarray, np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     @property
@@ -80,8 +85,9 @@ class Schedule:
 
     @property
     def oom(self) -> np.ndarray:
-        """Boolean per device: peak memory exceeds capacity."""
-        return self.peak_memory > self.memory_capacity
+        """Boolean per device: peak memory exceeds capacity, or ops deadlocked waiting for memory."""
+        over = self.peak_memory > self.memory_capacity
+        return over if self.stalled is None else over | self.stalled
 
     @property
     def any_oom(self) -> bool:

@@ -1,9 +1,11 @@
-"""Discrete-event simulation of a placed graph on a cluster (CONTRACTS §4).
+"""Discrete-event simulation of a placed graph on a cluster (CONTRACTS §4, ``docs/simulation.md``).
 
 One obvious entry point, :func:`simulate`; for loops that evaluate many placements of the
 same graph (RL training, local search) build a :class:`Simulator` once and call
 :meth:`Simulator.run` or :meth:`Simulator.makespan` per placement, which skips all
-per-graph preparation.
+per-graph preparation. The mode and its options come from ``cluster.simulation``
+(:meth:`engine.cluster.Cluster.with_simulation` changes them); :data:`KERNELS` maps each mode
+to the compiled kernel that runs it.
 
 Modes
 -----
@@ -22,24 +24,165 @@ Modes
     ``bytes`` among the edges from its producer to consumers there. Ready ops start in the
     order they became ready, ties by lower op index; ``op_overhead_s`` applies as in placeto.
 ``work_conserving``
-    DOPPLER Algorithm 1 (stochastic); not available in this module yet: asking for it
-    raises :class:`~engine.errors.SimulationError`.
+    DOPPLER §2, Algorithms 1–2 (Yao et al. 2025), in the configuration of the authors'
+    published simulator: each device serves one op at a time in the order the ops asked for
+    it (an op asks when its last input is on its device); when an op ends each out-edge, in
+    the source's order, hands its output over at once on the same device or after the
+    transfer time to another; transfers never wait for each other; no overheads; the
+    makespan is the end of the last op. Options (``cluster.simulation``): ``choose``
+    (``fifo`` | ``b_level``), ``contention`` (``none`` | ``per_device`` | ``per_link``),
+    ``noise`` / ``seed`` / ``runs`` (log-normal durations, mean over seeded runs) and
+    ``memory_aware`` (an op waits until it fits; a deadlock is reported as OOM).
+
+Given transfer times (``CompGraph.edge_transfer_s``) replace latency + bytes / bandwidth of
+an edge in every mode; a placeto / default transfer that serves several edges takes the
+longest of their times.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from engine import _simkernel
-from engine.cluster import Cluster
+from engine import _dagkernels, _simkernel, _simkernel_wc
+from engine.cluster import Cluster, SimulationSettings
+from engine.dag import edge_transfer_cost
 from engine.errors import SimulationError
 from engine.graph import CompGraph
 from engine.placement import Constraints, Placement
 from engine.schedule import Schedule
 
-__all__ = ["Simulator", "simulate"]
+__all__ = ["KERNELS", "MakespanStats", "Simulator", "simulate", "wc_durations"]
 
-_KERNEL_MODES = ("placeto", "default")
+
+def wc_durations(settings: SimulationSettings, durations: np.ndarray, num_edges: int,
+                 run: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Op durations and per-edge transfer-time factors of one seeded work-conserving run.
+
+    Noise model (ours; DOPPLER §2 leaves P(⟨t_out, a⟩ | S, t_in) open): every op time and
+    every transfer time is multiplied by an independent log-normal factor
+    ``exp(σ·Z − σ²/2)`` with ``σ = settings.noise``: mean 1 (expected times are the graph's),
+    always positive, coefficient of variation ≈ σ. ``Z`` are standard normals drawn by
+    numpy's PCG64 from the seed ``(settings.seed, run)``: ops first, then edges.
+    """
+    if settings.noise == 0:
+        return durations, np.ones(num_edges)
+    rng = np.random.default_rng([settings.seed, run])
+    sigma = settings.noise
+    op_f = np.exp(sigma * rng.standard_normal(len(durations)) - sigma * sigma / 2)
+    edge_f = np.exp(sigma * rng.standard_normal(num_edges) - sigma * sigma / 2)
+    return durations * op_f, edge_f
+
+
+@dataclass(frozen=True)
+class MakespanStats:
+    """Makespans of ``runs`` seeded executions of one placement (s)."""
+
+    mean: float
+    std: float
+    values: tuple[float, ...]
+
+
+class _EventKernel:
+    """``placeto`` and ``default``: :func:`engine._simkernel.simulate_kernel`."""
+
+    def __init__(self, graph: CompGraph, cluster: Cluster) -> None:
+        s = cluster.simulation
+        self.graph, self.cluster = graph, cluster
+        self.args = (s.mode == "placeto", cluster.num_devices,
+                     graph.succ.ptr, graph.succ.idx, graph.succ.edge, graph.pred.ptr, graph.pred.idx,
+                     graph.edge_bytes, graph.edge_transfer_s, graph.has_transfer_times,
+                     graph.output_bytes, graph.persistent_bytes, graph.temp_bytes)
+        self.links = (np.ascontiguousarray(cluster.bandwidth), np.ascontiguousarray(cluster.latency),
+                      float(cluster.link.bandwidth_bytes_per_s), float(s.op_overhead_s), float(s.transfer_gap_s))
+        self.workspaces: dict[bool, _simkernel.Workspace] = {}
+
+    def __call__(self, dev: np.ndarray, dur: np.ndarray, record_memory: bool, run: int = 0):
+        ws = self.workspaces.get(record_memory)
+        if ws is None:
+            ws = self.workspaces[record_memory] = _simkernel.Workspace(
+                self.graph.num_ops, self.graph.num_edges, self.cluster.num_devices, record_memory)
+        makespan, nrows, nmem = _simkernel.simulate_kernel(
+            *self.args, dev, dur, *self.links, record_memory,
+            ws.wi, ws.wf, ws.ri, ws.rf, ws.ev_t, ws.ev_k, ws.mr, ws.df, ws.di, ws.counts)
+        return ws, float(makespan), int(nrows), int(nmem)
+
+    def peak(self, ws) -> np.ndarray:
+        return ws.df[:, _simkernel._PEAK]
+
+    def schedule_fields(self, ws, nrows: int) -> dict:
+        k = _simkernel
+        ri, rf, df = ws.ri[:nrows], ws.rf[:nrows], ws.df
+        return dict(op_start=ws.wf[:, k._START].copy(), op_end=ws.wf[:, k._END].copy(),
+                    transfer_op=ri[:, k._R_OP].copy(), transfer_src=ri[:, k._R_SRC].copy(),
+                    transfer_dst=ri[:, k._R_DST].copy(), transfer_bytes=rf[:, k._R_BYTES].copy(),
+                    transfer_start=rf[:, k._R_START].copy(), transfer_end=rf[:, k._R_END].copy(),
+                    transfer_primary=ri[:, k._R_PRIMARY].astype(bool), compute_time=df[:, k._BUSY].copy(),
+                    memcpy_time=df[:, k._MEMCPY].copy(), peak_memory=df[:, k._PEAK].copy())
+
+
+class _WorkConservingKernel:
+    """``work_conserving``: :func:`engine._simkernel_wc.simulate_wc`."""
+
+    def __init__(self, graph: CompGraph, cluster: Cluster) -> None:
+        s = self.settings = cluster.simulation
+        self.graph, self.cluster = graph, cluster
+        order = np.lexsort((graph.edge_rank, graph.edge_src))  # out-edges in the source's order
+        self.args = (cluster.num_devices, graph.succ.ptr, order.astype(np.int64), graph.pred.ptr,
+                     graph.pred.edge, graph.edge_src, graph.edge_dst, graph.edge_bytes, graph.edge_transfer_s)
+        self.links = (np.ascontiguousarray(cluster.bandwidth), np.ascontiguousarray(cluster.latency),
+                      graph.output_bytes, graph.persistent_bytes, graph.temp_bytes,
+                      graph.temp_bytes + graph.output_bytes, cluster.memory)
+        self.choose = _simkernel_wc.PRIORITY if s.choose == "b_level" else _simkernel_wc.FIFO
+        self.contention = {"none": _simkernel_wc.NO_CONTENTION, "per_device": _simkernel_wc.PER_DEVICE,
+                           "per_link": _simkernel_wc.PER_LINK}[s.contention]
+        self.no_priority = np.zeros(graph.num_ops)
+        self.workspaces: dict[bool, _simkernel_wc.Workspace] = {}
+
+    def priority(self, dev: np.ndarray, dur: np.ndarray, edge_noise: np.ndarray) -> np.ndarray:
+        """b-level of every op under this placement: its own time, then the longest path of op
+        and transfer times to an exit (DOPPLER App. E's b-level with placed costs)."""
+        if self.choose == _simkernel_wc.FIFO:
+            return self.no_priority
+        g = self.graph
+        ec = edge_transfer_cost(g, self.cluster, dev) * edge_noise
+        return _dagkernels.longest_to_sinks(g.topo_order, g.succ.ptr, g.succ.idx, g.succ.edge, dur, ec)
+
+    def __call__(self, dev: np.ndarray, dur: np.ndarray, record_memory: bool, run: int = 0):
+        ws = self.workspaces.get(record_memory)
+        if ws is None:
+            ws = self.workspaces[record_memory] = _simkernel_wc.Workspace(
+                self.graph.num_ops, self.graph.num_edges, self.cluster.num_devices, record_memory)
+        dur, edge_noise = wc_durations(self.settings, dur, self.graph.num_edges, run)
+        makespan, nrows, nmem, _done = _simkernel_wc.simulate_wc(
+            *self.args, edge_noise, *self.links, dev, dur, self.priority(dev, dur, edge_noise), self.choose,
+            self.contention, self.settings.memory_aware, record_memory,
+            ws.oi, ws.of, ws.q, ws.ri, ws.rf, ws.rnext, ws.row_of_edge, ws.ch, ws.ev_t, ws.ev_k, ws.mr,
+            ws.df, ws.di, ws.counts)
+        return ws, float(makespan), int(nrows), int(nmem)
+
+    def peak(self, ws) -> np.ndarray:
+        return ws.df[:, _simkernel_wc._PEAK]
+
+    def schedule_fields(self, ws, nrows: int) -> dict:
+        k = _simkernel_wc
+        ri, rf, df = ws.ri[:nrows], ws.rf[:nrows], ws.df
+        return dict(op_start=ws.of[:, 0].copy(), op_end=ws.of[:, 1].copy(),
+                    transfer_op=ri[:, k._R_OP].copy(), transfer_src=ri[:, k._R_SRC].copy(),
+                    transfer_dst=ri[:, k._R_DST].copy(), transfer_bytes=rf[:, k._R_BYTES].copy(),
+                    transfer_start=rf[:, k._R_START].copy(), transfer_end=rf[:, k._R_END].copy(),
+                    transfer_primary=np.ones(nrows, dtype=bool), compute_time=df[:, k._BUSY].copy(),
+                    memcpy_time=df[:, k._MEMCPY].copy(), peak_memory=df[:, k._PEAK].copy(),
+                    stalled=ws.di[:, k._STALLED].astype(bool))
+
+
+#: Simulation mode -> the kernel that runs it.
+KERNELS: dict[str, type] = {
+    "placeto": _EventKernel,
+    "default": _EventKernel,
+    "work_conserving": _WorkConservingKernel,
+}
 
 
 class Simulator:
@@ -49,8 +192,14 @@ class Simulator:
     ----------
     graph : CompGraph
     cluster : Cluster
+        Its ``simulation`` settings choose the mode and options.
     mode : str, optional
-        Overrides ``cluster.simulation.mode``.
+        Overrides ``cluster.simulation.mode`` (same as ``cluster.with_simulation(mode=mode)``).
+
+    Raises
+    ------
+    SimulationError
+        For an unknown mode.
 
     Examples
     --------
@@ -60,66 +209,62 @@ class Simulator:
     """
 
     def __init__(self, graph: CompGraph, cluster: Cluster, *, mode: str | None = None) -> None:
+        if mode is not None:
+            if mode not in KERNELS:
+                raise SimulationError(f"unknown simulation mode '{mode}' (choose one of {', '.join(KERNELS)})")
+            cluster = cluster.with_simulation(mode=mode)
         self.graph = graph
         self.cluster = cluster
-        self.mode = mode or cluster.simulation.mode
-        if self.mode not in _KERNEL_MODES:
-            raise SimulationError(f"simulation mode '{self.mode}' is not available here "
-                                  f"(choose one of {', '.join(_KERNEL_MODES)})")
+        self.mode = cluster.simulation.mode
+        self.runs = cluster.simulation.runs if self.mode == "work_conserving" else 1
         self.constraints = Constraints(graph, cluster)
-        s = cluster.simulation
-        self._args = (self.mode == "placeto", cluster.num_devices,
-                      graph.succ.ptr, graph.succ.idx, graph.succ.edge, graph.pred.ptr, graph.pred.idx,
-                      graph.edge_bytes, graph.output_bytes, graph.persistent_bytes, graph.temp_bytes)
-        self._links = (np.ascontiguousarray(cluster.bandwidth), np.ascontiguousarray(cluster.latency),
-                       float(cluster.link.bandwidth_bytes_per_s), float(s.op_overhead_s),
-                       float(s.transfer_gap_s))
-        self._workspaces: dict[bool, _simkernel.Workspace] = {}
+        self._kernel = KERNELS[self.mode](graph, cluster)
 
-    def _kernel(self, devices: np.ndarray, record_memory: bool) -> tuple[_simkernel.Workspace, float, int, int]:
-        dev = np.ascontiguousarray(devices, dtype=np.int64)
-        dur = self.constraints.check(dev)
-        ws = self._workspaces.get(record_memory)
-        if ws is None:
-            ws = self._workspaces[record_memory] = _simkernel.Workspace(
-                self.graph.num_ops, self.graph.num_edges, self.cluster.num_devices, record_memory)
-        makespan, nrows, nmem = _simkernel.simulate_kernel(
-            *self._args, dev, dur, *self._links, record_memory,
-            ws.wi, ws.wf, ws.ri, ws.rf, ws.ev_t, ws.ev_k, ws.mr, ws.df, ws.di, ws.counts)
-        return ws, float(makespan), int(nrows), int(nmem)
+    def _prepare(self, devices: np.ndarray | Placement) -> tuple[np.ndarray, np.ndarray]:
+        dev = devices.devices if isinstance(devices, Placement) else devices
+        dev = np.ascontiguousarray(dev, dtype=np.int64)
+        return dev, self.constraints.check(dev)
 
-    def run(self, devices: np.ndarray | Placement, *, record_memory: bool = False) -> Schedule:
-        """Simulate one placement (a :class:`Placement` or an int array of device indices)."""
-        dev = np.asarray(devices.devices if isinstance(devices, Placement) else devices, dtype=np.int64)
-        ws, makespan, nrows, nmem = self._kernel(dev, record_memory)
-        k = _simkernel
-        ri, rf, df = ws.ri[:nrows], ws.rf[:nrows], ws.df
+    def run(self, devices: np.ndarray | Placement, *, record_memory: bool = False, run: int = 0) -> Schedule:
+        """Simulate one placement (a :class:`Placement` or an int array of device indices).
+
+        ``run`` picks the seeded execution in work-conserving mode with ``noise`` (0: the first).
+        """
+        dev, dur = self._prepare(devices)
+        ws, makespan, nrows, nmem = self._kernel(dev, dur, record_memory, run)
         persistent = np.bincount(dev, weights=self.graph.persistent_bytes, minlength=self.cluster.num_devices)
         memory_events = None
         if record_memory:
             mr = ws.mr[:nmem]
             memory_events = (mr[:, 0].copy(), mr[:, 1].astype(np.int64), mr[:, 2].copy())
-        return Schedule(
-            makespan=makespan, op_device=dev.copy(), op_start=ws.wf[:, k._START].copy(),
-            op_end=ws.wf[:, k._END].copy(),
-            transfer_op=ri[:, k._R_OP].copy(), transfer_src=ri[:, k._R_SRC].copy(), transfer_dst=ri[:, k._R_DST].copy(),
-            transfer_bytes=rf[:, k._R_BYTES].copy(), transfer_start=rf[:, k._R_START].copy(),
-            transfer_end=rf[:, k._R_END].copy(), transfer_primary=ri[:, k._R_PRIMARY].astype(bool),
-            compute_time=df[:, k._BUSY].copy(), memcpy_time=df[:, k._MEMCPY].copy(), peak_memory=df[:, k._PEAK].copy(),
-            memory_capacity=self.cluster.memory.copy(), persistent_memory=persistent, mode=self.mode,
-            _memory_events=memory_events,
-        )
+        return Schedule(makespan=makespan, op_device=dev.copy(), memory_capacity=self.cluster.memory.copy(),
+                        persistent_memory=persistent, mode=self.mode, _memory_events=memory_events,
+                        **self._kernel.schedule_fields(ws, nrows))
+
+    def makespan_stats(self, devices: np.ndarray | Placement) -> MakespanStats:
+        """Makespans of the ``runs`` seeded executions (one unless work-conserving with runs > 1)."""
+        dev, dur = self._prepare(devices)
+        values = tuple(self._kernel(dev, dur, False, r)[1] for r in range(self.runs))
+        return MakespanStats(float(np.mean(values)), float(np.std(values)), values)
 
     def makespan(self, devices: np.ndarray | Placement) -> float:
-        """Makespan (s) of one placement: the cheapest call for search and RL loops."""
-        dev = devices.devices if isinstance(devices, Placement) else devices
-        return self._kernel(dev, False)[1]
+        """Makespan (s) of one placement, the mean over ``runs`` seeded executions: the
+        cheapest call for search and RL loops."""
+        if self.runs > 1:
+            return self.makespan_stats(devices).mean
+        dev, dur = self._prepare(devices)
+        return self._kernel(dev, dur, False)[1]
 
     def makespan_and_peak(self, devices: np.ndarray | Placement) -> tuple[float, np.ndarray]:
-        """Makespan (s) and per-device peak memory (bytes) of one placement."""
-        dev = devices.devices if isinstance(devices, Placement) else devices
-        ws, makespan, _, _ = self._kernel(dev, False)
-        return makespan, ws.df[:, _simkernel._PEAK].copy()
+        """Makespan (s, mean over runs) and per-device peak memory (bytes, the largest over runs)."""
+        dev, dur = self._prepare(devices)
+        total, peak = 0.0, None
+        for r in range(self.runs):
+            ws, makespan, _, _ = self._kernel(dev, dur, False, r)
+            total += makespan
+            p = self._kernel.peak(ws)
+            peak = p.copy() if peak is None else np.maximum(peak, p)
+        return total / self.runs, peak
 
 
 def simulate(graph: CompGraph, cluster: Cluster, placement: Placement | np.ndarray, *,
@@ -130,7 +275,7 @@ def simulate(graph: CompGraph, cluster: Cluster, placement: Placement | np.ndarr
     ----------
     graph, cluster : CompGraph, Cluster
     placement : Placement or int array of device indices (one per op)
-    mode : {"placeto", "default"}, optional
+    mode : {"placeto", "default", "work_conserving"}, optional
         Overrides the cluster's ``simulation.mode``.
     record_memory : bool
         Keep every allocation and free so :meth:`Schedule.memory_timeline` can draw memory
@@ -141,6 +286,6 @@ def simulate(graph: CompGraph, cluster: Cluster, placement: Placement | np.ndarr
     PlacementError
         If the placement does not fit the graph and cluster.
     SimulationError
-        For an unavailable mode.
+        For an unknown mode.
     """
     return Simulator(graph, cluster, mode=mode).run(placement, record_memory=record_memory)

@@ -10,10 +10,12 @@ file (no unpickling).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import re
+import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from engine.errors import GraphError, SpecError
+from engine.errors import GraphError, PlacelabError, SpecError
 from engine.graph import CompGraph
 from engine.graph_io import GRAPH_SCHEMA, load_graph_json
 from engine.jsonio import read_file_bytes
@@ -25,7 +27,9 @@ __all__ = [
     "expand_graph_specs",
     "load_graph",
     "load_graphs",
+    "load_uploaded_graph",
     "register_format",
+    "visitor_spec",
 ]
 
 _HEAD_BYTES = 4096
@@ -113,3 +117,38 @@ def expand_graph_specs(spec: str) -> list[str]:
 def load_graphs(spec: str) -> list[CompGraph]:
     """Every graph of a multi-graph spec (see :func:`expand_graph_specs`)."""
     return [load_graph(s) for s in expand_graph_specs(spec)]
+
+
+def visitor_spec(spec: str, examples: Iterable[str] = ()) -> str:
+    """``spec`` if a visitor of the app may load it: a generator spec or one of ``examples``.
+
+    The app's text box must not become a way to read files on the server (or to learn which
+    paths exist); files reach the app only as uploads or as listed examples.
+
+    Raises
+    ------
+    SpecError
+        Anything else, in one sentence that does not echo whether a path exists.
+    """
+    s = spec.strip()
+    if s.startswith("gen:") or s in set(examples):
+        return s
+    raise SpecError("type a generator spec gen:NAME?key=value&... (to load a file, upload it)")
+
+
+def load_uploaded_graph(name: str, data: bytes) -> CompGraph:
+    """A graph from an uploaded file's bytes; errors name the visitor's file, never a temp path.
+
+    The bytes are written under a private temporary folder with the upload's base name
+    (restricted to safe characters), loaded like any file, and the folder is removed.
+    """
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", os.path.basename(name or "")).lstrip(".") or "upload"
+    with tempfile.TemporaryDirectory(prefix="placelab-upload-") as tmp:
+        path = os.path.join(tmp, base)
+        with open(path, "wb") as f:
+            f.write(data)
+        try:
+            return load_graph(path)
+        except PlacelabError as exc:
+            message = str(exc).replace(path, name).replace(tmp + os.sep, "").replace(tmp, "")
+            raise type(exc)(message.replace(base, name) if base != name else message) from None

@@ -46,6 +46,8 @@ def graph_summary(g: CompGraph, cluster: Cluster | None = None, unit_depth: int 
         "compute_by_kind_s": per_kind,
         "persistent_bytes": float(g.persistent_bytes.sum()),
         "output_bytes": float(g.output_bytes.sum()),
+        "memory_known": g.memory_known,  # False: the source gives no memory sizes (DOPPLER text files)
+        "transfer_times_given": g.has_transfer_times,
         "temp_bytes_max": float(g.temp_bytes.max()),
         "levels": len(prof),
         "max_width": int(prof.max()),

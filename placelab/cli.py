@@ -14,11 +14,12 @@ from typing import Annotated, Any
 
 import numpy as np
 import typer
+import typer.main
 from typer.exceptions import TyperException
 
 from engine.cluster import load_cluster
-from engine.errors import PlacelabError
-from engine.jsonio import atomic_write_json
+from engine.errors import PlacelabError, SpecError
+from engine.jsonio import atomic_write_json, check_write_target
 from engine.objectives import lower_bound
 from engine.placement import load_placement
 from engine.run_records import export_trace, placement_metrics
@@ -32,11 +33,15 @@ from placelab.cli_common import (
     ClusterOpt,
     GraphArg,
     JsonOpt,
+    ModeOpt,
     RunsDirOpt,
+    SimParamOpt,
     emit,
     fmt_bytes,
     fmt_s,
+    guard_numbers,
     parse_params,
+    simulation_cluster,
     text_table,
 )
 from policies.runner import compare as run_compare
@@ -65,7 +70,8 @@ def graph_info(graph: GraphArg, cluster: Annotated[str | None, typer.Option("--c
              f"groups: {info['groups']} colocation sets, {info['rule_groups']} by the single-consumer rule "
              f"(Mirhoseini 3.3), {info['unit_groups']} layer units (Mirhoseini 4.1)",
              f"total compute {fmt_s(info['total_compute_s'])}, critical path {fmt_s(info['critical_path_s'])}",
-             f"memory: {fmt_bytes(info['persistent_bytes'])} persistent, {fmt_bytes(info['output_bytes'])} outputs",
+             (f"memory: {fmt_bytes(info['persistent_bytes'])} persistent, {fmt_bytes(info['output_bytes'])} outputs"
+              if info["memory_known"] else "memory: unknown (the source gives no sizes; no placement is OOM)"),
              f"parallelism: {info['levels']} levels, widest {info['max_width']} ops"]
     if cluster:
         lines.append(f"on {info['cluster']}: lower bound {fmt_s(info['lower_bound_s'])}, "
@@ -83,14 +89,18 @@ def _sim_text(res: dict[str, Any]) -> str:
 
 @app.command()
 def simulate(graph: GraphArg, cluster: ClusterOpt, placement: Annotated[str, typer.Option(help="placement file")],
-             mode: Annotated[str | None, typer.Option(help="placeto | default (overrides the cluster's)")] = None,
-             as_json: JsonOpt = False) -> None:
+             mode: ModeOpt = None, sim_param: SimParamOpt = None, as_json: JsonOpt = False) -> None:
     """Simulate a placement: makespan, peak memory per device, OOM, lower bound."""
-    g, c = load_graph(graph), load_cluster(cluster)
+    g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
     p = load_placement(placement, g, c)
-    sched = Simulator(g, c, mode=mode).run(p)
-    res = placement_metrics(g, c, sched)
-    emit(res, as_json, _sim_text(res))
+    sim = Simulator(g, c)
+    res = {**placement_metrics(g, c, sim.run(p)), "mode": c.simulation.mode, "simulation": c.simulation.options()}
+    text = _sim_text(res)
+    if sim.runs > 1:  # the mean ± std of the seeded executions (DOPPLER §6: "average of 10 executions")
+        st = sim.makespan_stats(p)
+        res.update(makespan_mean_s=st.mean, makespan_std_s=st.std, runs=sim.runs)
+        text += f"\n{sim.runs} runs: makespan {fmt_s(st.mean)} ± {fmt_s(st.std)}"
+    emit(res, as_json, text)
 
 
 # ---------------------------------------------------------------------------------- place
@@ -101,9 +111,12 @@ def place(graph: GraphArg, cluster: ClusterOpt,
           param: Annotated[list[str] | None, typer.Option(help="placer parameter key=value")] = None,
           save: Annotated[bool, typer.Option(help="store the result as a run")] = False,
           output: Annotated[str | None, typer.Option("--output", "-o", help="write the placement file")] = None,
+          mode: ModeOpt = None, sim_param: SimParamOpt = None,
           runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Run a placer, simulate its placement, optionally save it as a run."""
-    g, c = load_graph(graph), load_cluster(cluster)
+    if output:
+        check_write_target(output)
+    g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
     res = place_and_simulate(g, c, placer, seed=seed, budget=budget, params=parse_params(param or []),
                                       store=RunStore(runs_dir) if save else None)
     if output:
@@ -122,10 +135,13 @@ def place(graph: GraphArg, cluster: ClusterOpt,
 def compare(graph: GraphArg, cluster: ClusterOpt,
             placers: Annotated[str | None, typer.Option(help="comma-separated placers (default: all)")] = None,
             seed: int = 0, save: Annotated[bool, typer.Option(help="store each result as a run")] = True,
+            mode: ModeOpt = None, sim_param: SimParamOpt = None,
             runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Run several placers on one graph and cluster; a table like Placeto Table 1."""
-    g, c = load_graph(graph), load_cluster(cluster)
-    names = [p.strip() for p in placers.split(",") if p.strip()] if placers else None
+    names = [p.strip() for p in placers.split(",") if p.strip()] if placers is not None else None
+    if names == []:
+        raise SpecError(f"--placers names no placer: '{placers}'")
+    g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
     results = run_compare(g, c, names, seed=seed, store=RunStore(runs_dir) if save else None,
                                progress=lambda msg: typer.echo(msg, err=True))
     rows = [[r["placer"], fmt_s(r.get("makespan_s")),
@@ -144,9 +160,10 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
 # ---------------------------------------------------------------------------------- bench
 @bench_app.command("simulate")
 def bench_simulate(graph: GraphArg, cluster: ClusterOpt, placement: Annotated[str, typer.Option()],
-                   repeat: Annotated[int, typer.Option(min=1)] = 20, as_json: JsonOpt = False) -> None:
+                   repeat: Annotated[int, typer.Option(min=1)] = 20, mode: ModeOpt = None,
+                   sim_param: SimParamOpt = None, as_json: JsonOpt = False) -> None:
     """Median seconds per simulation of one placement (prepared simulator, warm)."""
-    g, c = load_graph(graph), load_cluster(cluster)
+    g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
     p = load_placement(placement, g, c)
     sim = Simulator(g, c)
     makespan = sim.makespan(p)
@@ -157,7 +174,7 @@ def bench_simulate(graph: GraphArg, cluster: ClusterOpt, placement: Annotated[st
         times.append(time.perf_counter() - t0)
     med = float(np.median(times))
     res = {"makespan_s": makespan, "seconds_per_simulation": med, "ops_per_second": g.num_ops / med,
-           "repeat": repeat, "ops": g.num_ops}
+           "repeat": repeat, "ops": g.num_ops, "mode": c.simulation.mode}
     emit(res, as_json, f"{g.num_ops} ops: {med * 1e3:.3f} ms per simulation (median of {repeat}), "
                        f"{g.num_ops / med / 1e6:.2f} M ops/s; makespan {fmt_s(makespan)}")
 
@@ -208,6 +225,7 @@ def runs_show(run: str, runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = 
 def runs_export_trace(run: str, output: Annotated[str, typer.Option("--output", "-o")],
                       runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Write the run's timeline as Chrome Trace Event JSON (open it in ui.perfetto.dev)."""
+    check_write_target(output)
     info = export_trace(RunStore(runs_dir).load(run), output)
     emit(info, as_json, f"wrote {info['events']} trace events to {output}")
 
@@ -215,9 +233,7 @@ def runs_export_trace(run: str, output: Annotated[str, typer.Option("--output", 
 @runs_app.command("delete")
 def runs_delete(run: str, runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Delete a stored run."""
-    store = RunStore(runs_dir)
-    rid = store.load(run).id
-    store.delete(rid)
+    rid = RunStore(runs_dir).delete(run)
     emit({"deleted": rid}, as_json, f"deleted {rid}")
 
 
@@ -229,7 +245,9 @@ def _one_line(msg: str) -> str:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one-line errors, exit 2 for bad input, never a traceback."""
     try:
-        app(args=argv, standalone_mode=False, prog_name="placelab")
+        command = typer.main.get_command(app)
+        guard_numbers(command)
+        command(args=argv, standalone_mode=False, prog_name="placelab")
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:

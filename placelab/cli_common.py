@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import Annotated, Any
 
 import typer
 
+from engine.cluster import SIMULATION_MODES, Cluster, load_cluster, parse_simulation_options
 from engine.errors import SpecError
 from engine.jsonio import dumps
 
@@ -13,7 +16,19 @@ GraphArg = Annotated[str, typer.Argument(help="graph file (any supported format)
 ClusterOpt = Annotated[str, typer.Option("--cluster", "-c", help="preset name or cluster file")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object")]
 RunsDirOpt = Annotated[str, typer.Option("--runs-dir", envvar="PLACELAB_RUNS_DIR", help="run store folder")]
+ModeOpt = Annotated[str | None, typer.Option(
+    "--mode", help=f"simulation mode: {' | '.join(SIMULATION_MODES)} (default: the cluster's)")]
+SimParamOpt = Annotated[list[str] | None, typer.Option(
+    "--sim-param", help="simulation setting key=value, e.g. choose=b_level, noise=0.1, runs=10 (docs/simulation.md)")]
 DEFAULT_RUNS = "runs"
+
+
+def simulation_cluster(cluster: str | Cluster, mode: str | None, sim_params: list[str] | None) -> Cluster:
+    """The cluster (a spec or a Cluster) with ``--mode`` / ``--sim-param`` applied: every
+    simulation on it (placers, learned placers, trainers) runs with these settings, and runs
+    store them with the cluster."""
+    c = cluster if isinstance(cluster, Cluster) else load_cluster(cluster)
+    return c.with_simulation(mode=mode, **parse_simulation_options(sim_params or []))
 
 
 def emit(obj: dict[str, Any], as_json: bool, text: str) -> None:
@@ -42,6 +57,7 @@ def fmt_bytes(b: float) -> str:
 
 
 def parse_params(pairs: list[str]) -> dict[str, Any]:
+    """``--param key=value`` pairs as a dict: int, else finite float, else string."""
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -54,4 +70,55 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
                 out[key] = float(value)
             except ValueError:
                 out[key] = value
+            else:
+                if not math.isfinite(out[key]):
+                    raise SpecError(f"--param {key} must be a finite number, got '{value}'") from None
     return out
+
+
+# ---------------------------------------------------------------------------------- numbers
+#: Seeds feed numpy, torch and Python's random; all take 0 … 2^32 − 1.
+MAX_SEED = 2**32 - 1
+
+
+def check_number(name: str, value: Any, low: float | None = 0, high: float | None = None) -> None:
+    """Raise a one-sentence :class:`SpecError` unless ``value`` is finite and in ``[low, high]``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SpecError(f"{name} must be a finite number, got {value}")
+    if low is not None and value < low:
+        raise SpecError(f"{name} must be >= {low}, got {value}")
+    if high is not None and value > high:
+        raise SpecError(f"{name} must be <= {high}, got {value}")
+
+
+def guard_numbers(command: Any) -> None:
+    """Give every numeric option of ``command`` and its subcommands one validation.
+
+    Before a command body runs, each int or float value it received is checked: floats must
+    be finite (``nan`` or ``inf`` would make a time budget never end), a number is >= 0 unless
+    the option declares its own range (typer's ``min``/``max``), and a ``--seed`` is at most
+    :data:`MAX_SEED`. A bad value is one :class:`SpecError` naming the option (exit 2), and
+    no work has started.
+    """
+    callback = getattr(command, "callback", None)
+    if callback is not None and not getattr(callback, "_numbers_guarded", False):
+        params = {p.name: p for p in command.params}
+
+        @functools.wraps(callback)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            for key, value in kwargs.items():
+                if not isinstance(value, int | float) or isinstance(value, bool) or key not in params:
+                    continue
+                p = params[key]
+                opts = getattr(p, "opts", None) or [f"--{key.replace('_', '-')}"]
+                low = getattr(p, "min", None)
+                high = getattr(p, "max", None)
+                if key == "seed":
+                    high = MAX_SEED if high is None else min(high, MAX_SEED)
+                check_number(max(opts, key=len), value, 0 if low is None else low, high)
+            return callback(*args, **kwargs)
+
+        guarded._numbers_guarded = True  # type: ignore[attr-defined]
+        command.callback = guarded
+    for sub in getattr(command, "commands", {}).values():
+        guard_numbers(sub)

@@ -10,7 +10,18 @@ import typer
 
 from engine.errors import SpecError
 from engine.runs import RunStore
-from placelab.cli_common import DEFAULT_RUNS, JsonOpt, RunsDirOpt, emit, fmt_s, parse_params, text_table
+from placelab.cli_common import (
+    DEFAULT_RUNS,
+    JsonOpt,
+    ModeOpt,
+    RunsDirOpt,
+    SimParamOpt,
+    emit,
+    fmt_s,
+    parse_params,
+    simulation_cluster,
+    text_table,
+)
 
 __all__ = ["register"]
 
@@ -70,6 +81,7 @@ def train(placer: Annotated[str | None, typer.Option(help="learned placer: place
           name: Annotated[str | None, typer.Option(help="run name")] = None,
           tag: Annotated[list[str] | None, typer.Option(help="run tag")] = None,
           threads: Annotated[int | None, typer.Option(help="torch CPU threads")] = None,
+          mode: ModeOpt = None, sim_param: SimParamOpt = None,
           runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Train a learned placer (Placeto or the RNN placer) on one or many graphs."""
     from policies.rl.jobs import resume_training, start_training
@@ -79,8 +91,9 @@ def train(placer: Annotated[str | None, typer.Option(help="learned placer: place
     bar = ProgressLine("episodes")
     try:
         if resume:
-            if placer or graphs or cluster or param:
-                raise SpecError("--resume continues a stored run: leave out --placer, --graphs, --cluster, --param")
+            if placer or graphs or cluster or param or mode or sim_param:
+                raise SpecError("--resume continues a stored run: leave out --placer, --graphs, --cluster, --param, "
+                                "--mode, --sim-param")
             out = resume_training(RunStore(runs_dir), resume, episodes=episodes, seconds=max_seconds, progress=bar)
         else:
             missing = [o for o, v in (("--placer", placer), ("--graphs", graphs), ("--cluster", cluster)) if not v]
@@ -92,7 +105,8 @@ def train(placer: Annotated[str | None, typer.Option(help="learned placer: place
                             ("--max-seconds", max_seconds)):
                 if v is not None and v <= 0:
                     raise SpecError(f"{what} must be positive")
-            out = start_training(placer, graphs, cluster, params=parse_params(param or []), seed=seed,
+            c = simulation_cluster(cluster, mode, sim_param) if mode or sim_param else cluster
+            out = start_training(placer, graphs, c, params=parse_params(param or []), seed=seed,
                                  budget=Budget(episodes, max_placements, max_seconds),
                                  stopping=StoppingRule(stop_window, stop_tolerance),
                                  store=RunStore(runs_dir) if save else None, tags=tag, name=name, progress=bar)
@@ -111,12 +125,16 @@ def evaluate(run: Annotated[str, typer.Argument(help="a stored training run")], 
                                                          help="cluster (default: the training cluster)")] = None,
              seed: int = 0, save: Annotated[bool, typer.Option(help="store the results as an eval run")] = False,
              threads: Annotated[int | None, typer.Option(help="torch CPU threads")] = None,
+             mode: ModeOpt = None, sim_param: SimParamOpt = None,
              runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Apply a trained policy to graphs without retraining (zero-shot)."""
     from policies.rl.jobs import evaluate_policy
 
     _threads(threads)
-    rows, eval_id = evaluate_policy(RunStore(runs_dir), run, graphs, cluster=cluster, seed=seed, save=save)
+    if (mode or sim_param) and not cluster:
+        raise SpecError("eval --mode / --sim-param need --cluster (the cluster to simulate on)")
+    c = simulation_cluster(cluster, mode, sim_param) if cluster else None
+    rows, eval_id = evaluate_policy(RunStore(runs_dir), run, graphs, cluster=c, seed=seed, save=save)
     table = text_table([[r["graph"], fmt_s(r["makespan_s"]), f"{r['makespan_s'] / r['lower_bound_s']:.2f}",
                          "yes" if r["oom"] else "no"] for r in rows], ["graph", "makespan", "×LB", "OOM"])
     out = {"policy": run, "results": rows}
@@ -132,13 +150,15 @@ def experiment(family: Annotated[str, typer.Option(help="graph family: nmt, ptb 
                episodes: Annotated[int, typer.Option(help="episodes of training on the train split")] = 3000,
                optimized_episodes: Annotated[int, typer.Option(help="episodes per test graph for Optimized")] = 300,
                random_samples: Annotated[int, typer.Option(help="random placements per test graph")] = 10,
-               test_graphs: Annotated[int | None, typer.Option(help="use only the first N test graphs")] = None,
+               test_graphs: Annotated[int | None, typer.Option(min=1, help="use only the first N test graphs")] = None,
                param: Annotated[list[str] | None, typer.Option(help="hyper-parameter key=value")] = None,
                seed: int = 0, threads: Annotated[int | None, typer.Option(help="torch CPU threads")] = None,
                runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Placeto §4.2 generalization: Zero-Shot vs Optimized vs Random on a family's test graphs."""
     from policies.rl.experiment import generalization
+    from policies.rl.registry import make_config
 
+    make_config(placer, parse_params(param or []))  # a wrong placer or parameter fails before any training
     _threads(threads)
     for what, v in (("--episodes", episodes), ("--optimized-episodes", optimized_episodes),
                     ("--random-samples", random_samples)):

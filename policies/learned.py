@@ -1,6 +1,7 @@
-"""Registry entries of the learned placers: ``placeto`` and ``rnn`` (see :mod:`policies.rl`).
+"""Every learned placer of :mod:`policies.rl.registry` as a placer (``placelab place``, the Place page).
 
-As placers they work two ways:
+Its parameters are ``policy``, ``episodes`` and ``runs_dir`` followed by the fields of its
+registered config, with the config's defaults. As placers they work two ways:
 
 * ``policy=RUN`` — *zero-shot*: apply the policy trained in run RUN (``placelab train``) to the
   graph as is, without retraining (Placeto §4.2);
@@ -13,6 +14,8 @@ torch is imported only when a learned placer places.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +25,9 @@ from engine.graph import CompGraph
 from engine.placement import Placement
 from engine.runs import Run, RunStore
 from policies.base import Progress, register
+from policies.rl.registry import LearnedPlacerInfo, learned_placers
 
-__all__ = ["LearnedPlacer", "resolve_run"]
+__all__ = ["LearnedPlacer", "placer_factory", "resolve_run"]
 
 
 def resolve_run(ref: str, runs_dir: str = "runs") -> Run:
@@ -48,8 +52,8 @@ class LearnedPlacer:
 
     def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
               progress: Progress | None = None) -> Placement:
-        from policies.rl.agents import make_agent, make_config
         from policies.rl.jobs import load_policy, policy_place, task_for
+        from policies.rl.registry import make_agent, make_config
         from policies.rl.reinforce import Budget
         from policies.rl.trainer import Trainer
 
@@ -61,26 +65,29 @@ class LearnedPlacer:
             raise SpecError(f"placer '{self.name}': the budget (episodes) must be at least 1, got {budget}")
         config = make_config(self.name, self.params)
         task = task_for(graph, cluster, config)
-        agent, _ = make_agent(self.name, cluster.num_devices, config.to_dict(), seed=seed, tasks=[task])
+        agent = make_agent(self.name, cluster.num_devices, config.to_dict(), seed=seed, tasks=[task])
         trainer = Trainer(agent, {"graph": task}, seed=seed, budget=Budget(episodes=budget or self.episodes),
                           progress=progress)
         trainer.train()
         return Placement(task.expand(trainer.best["graph"].devices))
 
 
-@register("placeto", "Placeto GNN policy (Addanki et al. 2019): trains on the graph, or policy=RUN applies a "
-          "trained one zero-shot", family="learned")
-def placeto(policy: str | None = None, episodes: int = 200, groups: int = 128, rounds: int = 4,
-            variant: str = "full", reward: str = "intermediate", grouping: str = "merge", unit_depth: int | None = None,
-            runs_dir: str = "runs") -> LearnedPlacer:
-    return LearnedPlacer("placeto", policy, episodes, runs_dir,
-                         {"groups": groups, "rounds": rounds, "variant": variant, "reward": reward,
-                          "grouping": grouping, "unit_depth": unit_depth})
+def placer_factory(info: LearnedPlacerInfo):
+    """The placer factory of learned placer ``info``: keyword parameters ``policy``, ``episodes``,
+    ``runs_dir`` and the config's fields (its signature is what ``make_placer`` validates against)."""
+
+    def factory(policy: str | None = None, episodes: int = info.episodes, runs_dir: str = "runs",
+                **params: Any) -> LearnedPlacer:
+        return LearnedPlacer(info.name, policy, episodes, runs_dir, params)
+
+    fixed = list(inspect.signature(factory).parameters.values())[:3]
+    config = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY,
+                                default=f.default_factory() if f.default is dataclasses.MISSING else f.default)
+              for f in dataclasses.fields(info.config)]
+    factory.__signature__ = inspect.Signature([*fixed, *config])  # type: ignore[attr-defined]
+    factory.__name__ = info.name
+    return factory
 
 
-@register("rnn", "RNN seq2seq placer (Mirhoseini et al. 2017): trains on the graph, or policy=RUN applies a "
-          "trained one zero-shot", family="learned")
-def rnn(policy: str | None = None, episodes: int = 400, groups: int = 128, grouping: str = "merge",
-        unit_depth: int | None = None, runs_dir: str = "runs") -> LearnedPlacer:
-    return LearnedPlacer("rnn", policy, episodes, runs_dir,
-                         {"groups": groups, "grouping": grouping, "unit_depth": unit_depth})
+for _info in learned_placers().values():
+    register(_info.name, _info.description, family="learned")(placer_factory(_info))

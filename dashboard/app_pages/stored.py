@@ -146,7 +146,7 @@ def learning_curve(run: Run) -> dict[str, list] | None:
     Cached by the file's modification time and size, so polling a live run re-reads the file
     only when rows were appended.
     """
-    from policies.rl.trainer import CURVE
+    from policies.rl.run_files import CURVE
 
     path = run.path / CURVE
     try:

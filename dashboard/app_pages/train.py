@@ -31,9 +31,8 @@ SUGGESTED_GRAPHS = {
     "family:nmt:train": "the 16 training graphs of the nmt family (Placeto §4.2)",
     "family:ptb:train": "the 16 training graphs of the ptb family (Placeto §4.2)",
 }
-#: Choices of Placeto's categorical hyper-parameters (Placeto §4.3 ablations, App. A.7 rewards).
-PLACETO_CHOICES = {"reward": ("intermediate", "terminal"),
-                   "variant": ("full", "simple-partitioner", "simple-aggregator")}
+#: Hyper-parameters shown above the fold; the others of the placer's config are in an expander.
+KEY_PARAMETERS = ("groups", "batch", "samples", "lr", "entropy", "grouping")
 
 
 @dataclass
@@ -54,7 +53,7 @@ class TrainingState:
 def shown_status(run: Run, job: Job | None) -> str:
     """The run's status with what the page knows besides: ``stopping`` (a stop was requested) and
     ``resuming`` (a resume process is loading but has not taken the run over yet)."""
-    from policies.rl.trainer import STOP_REQUEST
+    from policies.rl.run_files import STOP_REQUEST
 
     if run.status == "running":
         return "stopping" if (run.path / STOP_REQUEST).exists() else "running"
@@ -100,46 +99,55 @@ def _use_suggestion() -> None:
         st.session_state["train_graphs"] = st.session_state["train_suggestion"]
 
 
+def _parameter_widget(container: Any, placer: str, f: Any) -> Any:
+    """One widget for config field ``f``, typed by its annotation, with its meaning and source as help."""
+    import dataclasses
+    import json
+
+    meta, annotation = f.metadata, str(f.type)
+    default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+    key, label = f"train_{placer}_{f.name}", f.name.replace("_", " ")
+    text = f"{meta['doc']} — default {default!r}: {meta['source']}"
+    if meta.get("choices"):
+        options = list(meta["choices"])
+        return container.selectbox(label, options, index=options.index(default), key=key, help=text)
+    if annotation.startswith("bool"):
+        return container.checkbox(label, value=default, key=key, help=text)
+    if annotation.startswith(("int", "float")):
+        cast = int if annotation.startswith("int") else float
+        low, high = (None if b is None else cast(b) for b in (meta.get("low"), meta.get("high")))
+        value = container.number_input(label, value=default, min_value=low, max_value=high,
+                                       step=1 if cast is int else None, format=None if cast is int else "%g",
+                                       placeholder="auto", key=key, help=text)
+        return None if value is None else cast(value)
+    raw = container.text_input(label, value="" if default is None else json.dumps(default), placeholder="auto",
+                               key=key, help=text + " (JSON; blank: auto)").strip()
+    return json.loads(raw) if raw else None
+
+
 def _hyper_parameters(placer: str) -> dict[str, Any]:
-    """Widgets for the key hyper-parameters; returns those that differ from the placer's defaults."""
-    from policies.rl.agents import agent_defaults
+    """Widgets for the placer's registered config fields; returns those that differ from its defaults."""
+    from policies.rl.registry import config_fields, make_config
 
-    defaults = agent_defaults(placer)
+    fields = config_fields(placer)
+    defaults = make_config(placer, {}).to_dict()
+    key_fields = [f for f in fields if f.name in KEY_PARAMETERS]
     values: dict[str, Any] = {}
-    cols = st.columns(4)
-    values["groups"] = cols[0].number_input(
-        "groups", value=None, min_value=1, step=1, placeholder="auto", key=f"train_{placer}_groups",
-        help=f"Op groups to place (blank: the family's own count for family: specs — nmt 160, ptb and cifar10 "
-             f"128, Placeto §4 — else {defaults['groups']})")
-    size = "batch" if placer == "placeto" else "samples"
-    values[size] = int(cols[1].number_input(
-        size, value=int(defaults[size]), min_value=1, step=1, key=f"train_{placer}_{size}",
-        help="Episodes per update" if placer == "placeto" else "Placements sampled per update (Mirhoseini §3.4)"))
-    values["lr"] = float(cols[2].number_input("learning rate", value=float(defaults["lr"]), min_value=0.0,
-                                              format="%g", key=f"train_{placer}_lr",
-                                              help=f"Decays linearly to {defaults['lr_final']:g} (Placeto App. A.7)"))
-    values["entropy"] = float(cols[3].number_input(
-        "entropy weight", value=float(defaults["entropy"]), min_value=0.0, format="%g", key=f"train_{placer}_entropy",
-        help=f"Decays linearly to {defaults['entropy_final']:g} (Placeto App. A.7)"))
-    from policies.rl.task import GROUPINGS
-
-    cols = st.columns(4)
-    values["grouping"] = cols[0].selectbox(
-        "grouping", GROUPINGS, index=GROUPINGS.index(defaults["grouping"]), key=f"train_{placer}_grouping",
-        help="merge: Mirhoseini §3.3's rule, then Merge-and-Colocate down to `groups` (Placeto §4); units: "
-             "Mirhoseini §4.1's layer units — each LSTM cell, lookup, attention and softmax step, each convolution "
-             "branch, forward and backward together (`groups` is not used)")
-    if placer == "placeto":
-        for col, key in zip(cols[1:], PLACETO_CHOICES, strict=False):
-            options = PLACETO_CHOICES[key]
-            values[key] = col.selectbox(key, options, index=options.index(defaults[key]), key=f"train_placeto_{key}")
-    return {k: v for k, v in values.items() if v is not None and v != defaults.get(k)}
+    for i, f in enumerate(key_fields):
+        if i % 4 == 0:
+            cols = st.columns(4)
+        values[f.name] = _parameter_widget(cols[i % 4], placer, f)
+    with st.expander("All hyper-parameters"):
+        cols = st.columns(4)
+        for i, f in enumerate(f for f in fields if f.name not in KEY_PARAMETERS):
+            values[f.name] = _parameter_widget(cols[i % 4], placer, f)
+    return {k: v for k, v in values.items() if v != defaults.get(k)}
 
 
 def _check(placer: str, graphs: str, params: dict[str, Any]) -> None:
     """Raise a PlacelabError (one sentence) for input the training process would refuse."""
     from engine.sources import expand_graph_specs
-    from policies.rl.agents import make_config
+    from policies.rl.registry import make_config
 
     expand_graph_specs(graphs)
     make_config(placer, params)
@@ -149,14 +157,13 @@ def _check(placer: str, graphs: str, params: dict[str, Any]) -> None:
 
 
 def _start_form(store: RunStore) -> None:
-    from policies import placer_descriptions
-    from policies.rl.agents import AGENT_NAMES
+    from policies.rl.registry import learned_placers
 
     st.subheader("New training run")
-    descriptions = placer_descriptions()
+    placers = learned_placers()
     cols = st.columns(2)
-    placer = cols[0].selectbox("Learned placer", AGENT_NAMES, key="train_placer",
-                               format_func=lambda n: descriptions.get(n, n).split(":")[0])
+    placer = cols[0].selectbox("Learned placer", list(placers), key="train_placer",
+                               format_func=lambda n: placers[n].description.split(":")[0])
     with cols[1]:
         cluster = cluster_picker("train_cluster")
     st.session_state.setdefault("train_graphs", next(iter(SUGGESTED_GRAPHS)))
@@ -238,8 +245,7 @@ def _progress_text(run: Run, status: str) -> tuple[float, str]:
 
 
 def _controls(store: RunStore, run: Run, status: str, job: Job | None) -> None:
-    from policies.rl.jobs import request_stop
-    from policies.rl.trainer import CHECKPOINT
+    from policies.rl.run_files import CHECKPOINT, request_stop
 
     if status == "running":
         if st.button("Stop", key=f"train_stop_{run.id}", help="Stops after the current update; the run keeps a "
@@ -286,7 +292,7 @@ def _run_card(store: RunStore, run: Run, status: str, job: Job | None) -> None:
             return
         name = m.get("name") or run.id
         show_figure(learning_curves({name: curve}, max_points=MAX_CURVE_POINTS), key=f"train_curve_{run.id}")
-        from policies.rl.trainer import CURVE
+        from policies.rl.run_files import CURVE
 
         path = run.path / CURVE
         st.download_button("Learning curve (CSV)", lambda: path.read_bytes(), file_name=f"{run.id}-learning_curve.csv",

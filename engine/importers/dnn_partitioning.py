@@ -8,10 +8,11 @@ Unit mapping (evidence in ``docs/formats.md``)
   graphs carry GPU profiles) and kind ``cpu``. An op with ``supportedOnFpga`` false has no
   ``gpu`` time (it cannot run there).
 * ``edges[].cost`` is the time (ms) to move the source's output between accelerator and CPU
-  memory. It becomes bytes through the reference bandwidth :data:`REFERENCE_BANDWIDTH`
-  (2 GiB/s): ``bytes = cost × 1e-3 × REFERENCE_BANDWIDTH``. The cluster of
-  :func:`dnn_partitioning_cluster` links every device pair at that bandwidth with no latency,
-  so a simulated transfer takes exactly the file's ``cost``. Evidence: in every
+  memory: it becomes the edge's ``transfer_s`` (``cost × 1e-3``), so a simulated transfer
+  takes exactly the file's ``cost`` on any cluster, in every mode. The edge's bytes (for
+  memory) come through the reference bandwidth :data:`REFERENCE_BANDWIDTH` (2 GiB/s):
+  ``bytes = cost × 1e-3 × REFERENCE_BANDWIDTH``; the cluster of
+  :func:`dnn_partitioning_cluster` links every pair at that bandwidth too. Evidence: in every
   ``latency-inputs`` file ``edges[].size / edges[].cost = 2^31 / 1000`` bytes per ms, i.e. the
   costs were computed as the edge's bytes over 2 GiB/s, in milliseconds, so there the bytes we
   derive equal the file's ``size``. (The ``throughput-inputs`` costs are 1000× smaller for the
@@ -152,6 +153,7 @@ def graph_from_dnn_partitioning(doc: Any, *, source: str = "graph") -> CompGraph
     src = np.empty(m, dtype=np.int64)
     dst = np.empty(m, dtype=np.int64)
     ebytes = np.empty(m)
+    etime = np.empty(m)
     out_bytes = np.zeros(n)
     for e, ed in enumerate(edges):
         if not isinstance(ed, dict) or not _is_int(ed.get("sourceId")) or not _is_int(ed.get("destId")):
@@ -160,7 +162,8 @@ def graph_from_dnn_partitioning(doc: Any, *, source: str = "graph") -> CompGraph
         if s not in index or d not in index:
             raise GraphError(f"{source}: edge {s} -> {d} refers to unknown node id {s if s not in index else d}")
         src[e], dst[e] = index[s], index[d]
-        ebytes[e] = _num(ed, "cost", f"{source}: edge {s} -> {d}") * LATENCY_UNIT_S * REFERENCE_BANDWIDTH
+        etime[e] = _num(ed, "cost", f"{source}: edge {s} -> {d}") * LATENCY_UNIT_S
+        ebytes[e] = etime[e] * REFERENCE_BANDWIDTH
         if not ebytes[e] <= out_bytes[src[e]]:  # NaN propagates, to be rejected by CompGraph
             out_bytes[src[e]] = ebytes[e]
     counts = Counter(c for c in color if c is not None)
@@ -169,7 +172,7 @@ def graph_from_dnn_partitioning(doc: Any, *, source: str = "graph") -> CompGraph
     return CompGraph(name, [str(nd["id"]) for nd in nodes], compute_any=np.full(n, np.nan),
                      compute_by_kind=np.column_stack([gpu, cpu]), kinds=("gpu", "cpu"),
                      output_bytes=out_bytes, persistent_bytes=size, edge_src=src, edge_dst=dst,
-                     edge_bytes=ebytes, colocate=colocate, phase=phase, scope=scope)
+                     edge_bytes=ebytes, edge_transfer_s=etime, colocate=colocate, phase=phase, scope=scope)
 
 
 def load_dnn_partitioning(path: str | os.PathLike) -> CompGraph:

@@ -9,16 +9,37 @@ Then N lines, one per node in id order: ``comp_cost,comm_cost[,op_type]``. Numbe
 separated by commas and/or blanks; trailing separators are allowed; blank lines after line 4
 are skipped.
 
-Unit mapping
-------------
-* ``comp_cost`` is a FLOP count (DOPPLER App. E: "the floating-point operations ... of v as
-  the computation cost"). Compute seconds = ``comp_cost / REFERENCE_FLOPS`` on every device
-  kind, with :data:`REFERENCE_FLOPS` = 1e12 FLOP/s (the paper gives no device throughput;
-  1 TFLOP/s is a round figure of the order of its P100s' sustained rate). Pass
-  ``flops_per_s`` to :func:`graph_from_doppler_text` to use another.
-* ``comm_cost`` is the output tensor's bytes times DOPPLER's communication factor 4 (App. E),
-  so ``output_bytes = comm_cost / COMM_FACTOR``; every edge out of a node carries them.
-* ``op_type`` (einsummable, formation, ...) becomes the op's type; op names are the ids.
+Unit mapping (``reading="authors"``, the default)
+-------------------------------------------------
+In the published files both numbers are abstract costs of the authors' simulator, not FLOPs
+and bytes: ``comm_cost`` is exactly 4 × ``comp_cost`` on every node, and the authors'
+simulator divides both by :data:`AUTHORS_DIVISOR` (1e10) to get a time. So:
+
+* op compute time = ``comp_cost / 1e10 × unit_s`` on every device kind;
+* a transfer of the op's output to another device takes ``comm_cost / 1e10 × unit_s``,
+  whatever the link: every out-edge carries it as ``transfer_s``;
+* no memory is invented: every byte count is 0 and the graph says ``memory_known=False``,
+  so no placement of such a file is OOM.
+
+:data:`AUTHORS_UNIT_S` = 1e-3: one unit of the authors' time is taken to be a millisecond.
+The paper reports every execution time in milliseconds (§6, Tables 2–8), and 1e10 work
+units per millisecond is 10 TFLOP/s if ``comp_cost`` counts FLOPs, the FP32 peak of the
+P100s it ran on (9.3–10.6 TFLOP/s, NVIDIA P100 datasheet); e.g. FFNN's first matmul
+(2 × 2^15 × 2^5 × 2^16 FLOP, App. D.2) then takes 13.7 ms, of the order of the 50 ms the
+paper measures for the whole FFNN (Table 1). Pass ``unit_s`` to use another scale.
+
+The App. E reading (``reading="app_e"``), for files that do carry FLOPs and bytes
+------------------------------------------------------------------------------------
+* ``comp_cost`` is a FLOP count (App. E: "the floating-point operations ... of v as the
+  computation cost"): compute seconds = ``comp_cost / flops_per_s``, by default
+  :data:`REFERENCE_FLOPS` = 1e12 FLOP/s.
+* ``comm_cost`` is the output tensor's bytes times the communication factor 4 (App. E), so
+  ``output_bytes = comm_cost / COMM_FACTOR``; every edge out of a node carries them, and
+  transfers take latency + bytes / bandwidth of the cluster's links.
+
+Either way ``op_type`` (einsummable, formation, ...) becomes the op's type; op names are the
+ids; edges keep the order of lines 3–4 (``CompGraph.edge_rank``), the order in which the
+authors' simulator delivers an op's outputs.
 
 Every malformed input (a bad number, an out-of-range id, edge lists of different lengths, a
 wrong number of node lines, a cycle) raises one :class:`~engine.errors.GraphError` sentence.
@@ -37,9 +58,23 @@ from engine.graph import CompGraph
 from engine.jsonio import read_file_bytes
 from engine.sources import register_format
 
-__all__ = ["COMM_FACTOR", "REFERENCE_FLOPS", "graph_from_doppler_text", "load_doppler_text"]
+__all__ = [
+    "AUTHORS_DIVISOR",
+    "AUTHORS_UNIT_S",
+    "COMM_FACTOR",
+    "READINGS",
+    "REFERENCE_FLOPS",
+    "graph_from_doppler_text",
+    "load_doppler_text",
+]
 
-#: FLOP/s that turns ``comp_cost`` into seconds (see the module docstring).
+#: The authors' simulator divides comp_cost and comm_cost by this to get its time unit.
+AUTHORS_DIVISOR = 1e10
+#: Seconds per unit of the authors' time (a millisecond; see the module docstring).
+AUTHORS_UNIT_S = 1e-3
+#: How the two numbers are read: as the authors' simulator costs, or as App. E's FLOPs and bytes.
+READINGS = ("authors", "app_e")
+#: FLOP/s that turns ``comp_cost`` into seconds in the App. E reading.
 REFERENCE_FLOPS = 1e12
 #: DOPPLER App. E: communication cost = output bytes × 4.
 COMM_FACTOR = 4.0
@@ -65,14 +100,31 @@ def _ints(line: str, lineno: int, what: str) -> list[int]:
     return out
 
 
-def graph_from_doppler_text(text: str, *, name: str = "doppler", flops_per_s: float = REFERENCE_FLOPS) -> CompGraph:
+def graph_from_doppler_text(text: str, *, name: str = "doppler", reading: str = "authors",
+                            unit_s: float = AUTHORS_UNIT_S, flops_per_s: float = REFERENCE_FLOPS) -> CompGraph:
     """Parse DOPPLER's text format into a :class:`CompGraph` (units in the module docstring).
+
+    Parameters
+    ----------
+    reading : {"authors", "app_e"}
+        ``authors``: both costs are times of the authors' simulator (÷ 1e10 × ``unit_s``
+        seconds; transfer times on the edges, no memory). ``app_e``: FLOPs at
+        ``flops_per_s`` and comm_cost = 4 × output bytes.
+    unit_s : float
+        Seconds per unit of the authors' time (``authors`` reading).
+    flops_per_s : float
+        Device throughput (``app_e`` reading).
 
     Raises
     ------
     GraphError
         For every malformed input; the message names the line, the node or the edge.
     """
+    if reading not in READINGS:
+        raise GraphError(f"DOPPLER text reading must be one of {', '.join(READINGS)}, got {reading!r}")
+    for what, v in (("unit_s", unit_s), ("flops_per_s", flops_per_s)):
+        if not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
+            raise GraphError(f"DOPPLER text import: {what} must be a finite number > 0, got {v!r}")
     lines = text.split("\n")
     if len(lines) < 4:
         raise GraphError(f"{name}: expected at least 4 lines (node count, input ids, edge sources, "
@@ -118,15 +170,25 @@ def graph_from_doppler_text(text: str, *, name: str = "doppler", flops_per_s: fl
             arr[i] = v
         if len(toks) == 3:
             types[i] = toks[2]
-    out_bytes = comm / COMM_FACTOR
     s_arr = np.asarray(src, dtype=np.int64)
-    return CompGraph(name, [str(i) for i in range(n)], compute_any=comp / flops_per_s, output_bytes=out_bytes,
-                     edge_src=s_arr, edge_dst=np.asarray(dst, dtype=np.int64), edge_bytes=out_bytes[s_arr],
-                     op_types=types)
+    d_arr = np.asarray(dst, dtype=np.int64)
+    names = [str(i) for i in range(n)]
+    if reading == "authors":
+        scale = unit_s / AUTHORS_DIVISOR
+        return CompGraph(name, names, compute_any=comp * scale, edge_src=s_arr, edge_dst=d_arr,
+                         edge_bytes=np.zeros(len(src)), edge_transfer_s=(comm * scale)[s_arr], op_types=types,
+                         memory_known=False)
+    out_bytes = comm / COMM_FACTOR
+    return CompGraph(name, names, compute_any=comp / flops_per_s, output_bytes=out_bytes,
+                     edge_src=s_arr, edge_dst=d_arr, edge_bytes=out_bytes[s_arr], op_types=types)
 
 
-def load_doppler_text(path: str | os.PathLike) -> CompGraph:
-    """Load a DOPPLER text graph file; the graph is named after the file."""
+def load_doppler_text(path: str | os.PathLike, **reading: float | str) -> CompGraph:
+    """Load a DOPPLER text graph file; the graph is named after the file.
+
+    Keyword arguments (``reading``, ``unit_s``, ``flops_per_s``) go to
+    :func:`graph_from_doppler_text`.
+    """
     p = os.fspath(path)
     base = os.path.basename(p)
     data = read_file_bytes(p, error=GraphError)
@@ -134,7 +196,7 @@ def load_doppler_text(path: str | os.PathLike) -> CompGraph:
         text = data.decode("ascii")
     except UnicodeDecodeError:
         raise GraphError(f"{base} is not a DOPPLER text graph (it is not plain ASCII text)") from None
-    return graph_from_doppler_text(text, name=os.path.splitext(base)[0] or base)
+    return graph_from_doppler_text(text, name=os.path.splitext(base)[0] or base, **reading)  # type: ignore[arg-type]
 
 
 def _is_doppler_text(head: bytes) -> bool:
@@ -154,5 +216,6 @@ def _is_doppler_text(head: bytes) -> bool:
     return True
 
 
-register_format("doppler-text", "DOPPLER text graph (comp_cost in FLOP at 1e12 FLOP/s, comm_cost = 4 × bytes)",
+register_format("doppler-text", "DOPPLER text graph (costs ÷ 1e10 in ms as the authors' simulator; "
+                "comm_cost is a transfer time; no memory sizes)",
                 _is_doppler_text, load_doppler_text)

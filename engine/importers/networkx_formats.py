@@ -14,8 +14,11 @@ Assumptions
 * Edge attribute ``bytes``; it defaults to the source op's ``output_bytes``. Parallel edges
   of a multigraph are distinct tensors: their bytes add up (as in :class:`CompGraph`).
 
-GraphML is parsed by :func:`networkx.read_graphml` (the standard library's expat parser: no
-external entities, no DTD fetching). Field mapping and units: ``docs/formats.md``.
+GraphML is first scanned with the standard library's expat parser, which refuses a DTD
+(so no entity can expand: no "billion laughs", no external entities), a node id declared
+twice, and an edge whose end is not a declared node (networkx would silently merge the
+former and invent ops for the latter); then it is parsed by :func:`networkx.read_graphml`.
+Field mapping and units: ``docs/formats.md``.
 """
 
 from __future__ import annotations
@@ -262,6 +265,7 @@ def load_graphml(path: str | os.PathLike) -> CompGraph:
         raise GraphError(f"{p}: no such file") from None
     if size > MAX_FILE_BYTES:
         raise GraphError(f"{p}: file is larger than the {MAX_FILE_BYTES / 1e6:.0f} MB limit")
+    _scan_graphml(p, base)
     try:
         g = nx.read_graphml(p)
     except (ET.ParseError, nx.NetworkXError, ValueError, KeyError, TypeError, IndexError, AttributeError,
@@ -279,6 +283,51 @@ def load_graphml(path: str | os.PathLike) -> CompGraph:
     nodes = list(g.nodes(data=True))
     edges = list(g.edges(data=True))
     return _build(name, nodes, edges, base, lenient=True)
+
+
+class _Refused(Exception):
+    pass
+
+
+def _scan_graphml(path: str, base: str) -> None:
+    """Refuse DTDs and entities, duplicate node ids and undeclared edge ends (one GraphError)."""
+    from xml.parsers import expat
+
+    parser = expat.ParserCreate(namespace_separator=" ")
+    nodes: set[str] = set()
+    ends: list[tuple[str, str]] = []
+
+    def refuse_dtd(*_: Any) -> None:
+        raise _Refused("a DTD (<!DOCTYPE>) or entity declaration; placelab reads GraphML without DTDs")
+
+    def start(tag: str, attrs: dict[str, str]) -> None:
+        local = tag.rpartition(" ")[2]
+        if local == "node":
+            nid = attrs.get("id")
+            if nid is None:
+                raise _Refused("a <node> without an id")
+            if nid in nodes:
+                raise _Refused(f"node id '{_one_line(nid)[:80]}' is declared twice")
+            nodes.add(nid)
+        elif local == "edge":
+            ends.append((attrs.get("source", ""), attrs.get("target", "")))
+
+    parser.StartDoctypeDeclHandler = refuse_dtd
+    parser.EntityDeclHandler = refuse_dtd
+    parser.StartElementHandler = start
+    try:
+        with open(path, "rb") as f:
+            parser.ParseFile(f)
+    except _Refused as exc:
+        raise GraphError(f"{base} is not valid GraphML: it has {exc}") from None
+    except expat.ExpatError as exc:
+        raise GraphError(f"{base} is not valid GraphML ({_one_line(str(exc))[:160]})") from None
+    except OSError as exc:
+        raise GraphError(f"{base}: cannot read the file ({exc.__class__.__name__})") from None
+    for e, (src, dst) in enumerate(ends):
+        for end in (src, dst):
+            if end not in nodes:
+                raise GraphError(f"{base}: edge #{e} refers to undeclared node '{_one_line(end)[:80]}'")
 
 
 def _is_graphml(head: bytes) -> bool:

@@ -5,12 +5,20 @@ the file is executed and no Python is restored. The graph they hold is walked by
 :func:`engine.importers.tensorflow_graph.graph_from_tf_graph` (pruning, sizes, colocation
 and costs are documented there). A SavedModel normally holds an *inference* graph (its
 serving signature), with no gradient or optimizer ops.
+
+A crafted protobuf can crash TensorFlow's C++ importer (a 100,000-op GraphDef that ends in a
+cycle kills the process with signal 11), so every GraphDef and function is checked in Python
+first: at most :data:`MAX_NODES` nodes, and no cycle other than a while loop's
+``NextIteration`` → ``Merge`` back edge. TensorFlow's start-up log lines are kept off stderr.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+import sys
+from collections import deque
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from engine.errors import GraphError
@@ -19,7 +27,80 @@ from engine.importers._tf_ops import _CALLS, _DROPPED, _MAX_CALL_DEPTH, _PASS_TH
 from engine.importers.tensorflow_graph import CostFn, graph_from_tf_graph
 from engine.sources import register_format
 
-__all__ = ["load_graphdef", "load_saved_model"]
+__all__ = ["MAX_NODES", "load_graphdef", "load_saved_model"]
+
+#: Most nodes in one GraphDef or function (Inception-v3's training graph has ~30,000).
+MAX_NODES = 1_000_000
+#: Ops whose output may feed back into a ``Merge`` (TF1 while loops); the only legal cycles.
+_BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Send file descriptor 2 to /dev/null (TensorFlow logs from C++ at import, past ``sys.stderr``)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _tensorflow() -> Any:
+    """TensorFlow, imported without its two start-up log lines on stderr."""
+    if "tensorflow" in sys.modules:
+        return import_tensorflow()
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    with _quiet_stderr():
+        return import_tensorflow()
+
+
+def _input_name(ref: str) -> str:
+    """The node an input string names: ``^ctrl``, ``node:1`` or ``node:out:0`` (functions) → node."""
+    return ref.lstrip("^").split(":", 1)[0]
+
+
+def _check_nodes(nodes: Any, what: str) -> None:
+    """Refuse too many nodes, or a cycle other than a while loop's back edge (one GraphError).
+
+    ``nodes`` is a repeated ``NodeDef`` field (a GraphDef's ``node`` or a function's ``node_def``).
+    Inputs that name no node (function arguments, or missing nodes TensorFlow reports) are skipped.
+    """
+    n = len(nodes)
+    if n > MAX_NODES:
+        raise GraphError(f"{what} has {n:,} nodes, more than the {MAX_NODES:,} placelab imports")
+    index = {nd.name: i for i, nd in enumerate(nodes)}
+    ops = [nd.op for nd in nodes]
+    consumers: list[list[int]] = [[] for _ in range(n)]
+    indegree = [0] * n
+    for i, nd in enumerate(nodes):
+        for ref in nd.input:
+            j = index.get(_input_name(ref))
+            if j is not None and ops[j] not in _BACK_EDGE_OPS:
+                consumers[j].append(i)
+                indegree[i] += 1
+    ready = deque(i for i in range(n) if indegree[i] == 0)
+    seen = 0
+    while ready:
+        i = ready.popleft()
+        seen += 1
+        for k in consumers[i]:
+            indegree[k] -= 1
+            if indegree[k] == 0:
+                ready.append(k)
+    if seen < n:
+        stuck = next(i for i in range(n) if indegree[i] > 0)
+        raise GraphError(f"{what} has a cycle through node '{nodes[stuck].name[:80]}' "
+                         "(only a while loop's NextIteration may feed back)")
+
+
+def _check_graphdef(gd: Any, what: str) -> None:
+    _check_nodes(gd.node, what)
+    for fn in gd.library.function:
+        _check_nodes(fn.node_def, f"{what}: function '{fn.signature.name[:80]}'")
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -70,7 +151,7 @@ def _read_proto(path: str, parse: Callable[[bytes], Any], what: str) -> Any:
 
 
 def _graph_from_graphdef(gd: Any, name: str, batch_size: int, cost: CostFn | None) -> CompGraph:
-    tf = import_tensorflow()
+    tf = _tensorflow()
     g = tf.Graph()
     try:
         with g.as_default():
@@ -87,9 +168,10 @@ def load_graphdef(path: str | os.PathLike, *, batch_size: int = 1, cost: CostFn 
     Functions in the GraphDef's library (TF2 ``PartitionedCall`` ops) stay single opaque ops.
     """
     p = os.fspath(path)
-    tf = import_tensorflow()
+    tf = _tensorflow()
     gd = _read_proto(p, tf.compat.v1.GraphDef.FromString, "GraphDef")
     name = os.path.splitext(os.path.basename(p))[0]
+    _check_graphdef(gd, os.path.basename(p))
     return _graph_from_graphdef(gd, name, batch_size, cost)
 
 
@@ -108,7 +190,7 @@ def load_saved_model(path: str | os.PathLike, *, tag: str = "serve", signature: 
     p = os.fspath(path)
     if os.path.isdir(p):
         p = os.path.join(p, "saved_model.pb")
-    import_tensorflow()
+    _tensorflow()
     from tensorflow.core.protobuf import saved_model_pb2
 
     sm = _read_proto(p, saved_model_pb2.SavedModel.FromString, "SavedModel")
@@ -117,6 +199,7 @@ def load_saved_model(path: str | os.PathLike, *, tag: str = "serve", signature: 
     meta = next((m for m in sm.meta_graphs if tag in m.meta_info_def.tags), sm.meta_graphs[0])
     name = os.path.basename(os.path.dirname(os.path.abspath(p))) or "saved_model"
     gd = meta.graph_def
+    _check_graphdef(gd, os.path.basename(p))
     fn_name = _signature_function(meta, signature)
     if fn_name is None:
         return _graph_from_graphdef(gd, name, batch_size, cost)
@@ -125,8 +208,10 @@ def load_saved_model(path: str | os.PathLike, *, tag: str = "serve", signature: 
     fdefs = {f.signature.name: f for f in gd.library.function}
     shapes = None
     try:
+        outer = _library_graph(gd)
         for _ in range(_MAX_CALL_DEPTH):  # descend through wrappers that only call one function
-            fg = function_def_to_graph(fdefs[fn_name], input_shapes=shapes)
+            with outer.as_default():
+                fg = function_def_to_graph(fdefs[fn_name], input_shapes=shapes, include_library_functions=True)
             work = [op for op in fg.get_operations()
                     if op.type not in _DROPPED and op.type not in _PASS_THROUGH and op.type != "Placeholder"]
             callee = _attr(work[0], "f") if len(work) == 1 and work[0].type in _CALLS else None
@@ -137,6 +222,20 @@ def load_saved_model(path: str | os.PathLike, *, tag: str = "serve", signature: 
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise GraphError(f"{p}: cannot rebuild signature '{signature}': {first}") from None
     return graph_from_tf_graph(fg, name=name, batch_size=batch_size, cost=cost)
+
+
+def _library_graph(gd: Any) -> Any:
+    """A graph holding only ``gd``'s function library, so functions that call other library
+    functions can be rebuilt in a new process (the exporting process has them registered in
+    its eager context, a fresh one does not)."""
+    tf = _tensorflow()
+    lib = tf.compat.v1.GraphDef()
+    lib.library.CopyFrom(gd.library)
+    lib.versions.CopyFrom(gd.versions)
+    outer = tf.Graph()
+    with outer.as_default():
+        tf.graph_util.import_graph_def(lib, name="")
+    return outer
 
 
 def _signature_function(meta: Any, signature: str) -> str | None:

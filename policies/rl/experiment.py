@@ -24,8 +24,8 @@ import numpy as np
 from engine.cluster import load_cluster
 from engine.runs import RunStore
 from engine.workloads.placeto_families import family
-from policies.rl.agents import make_agent
 from policies.rl.jobs import load_policy, load_tasks, policy_place, start_training
+from policies.rl.registry import make_agent
 from policies.rl.reinforce import Budget, StoppingRule
 from policies.rl.trainer import Trainer
 
@@ -64,7 +64,7 @@ def generalization(store: RunStore, family_name: str, cluster: str, *, placer: s
                 progress(1 + i, total, f"test graph {spec}")
             task = load_tasks([spec], c, config)[spec]
             zero = task.evaluate(policy_place(agent, doc, task, seed))
-            fresh, _ = make_agent(placer, c.num_devices, config.to_dict(), seed=seed, tasks=[task])
+            fresh = make_agent(placer, c.num_devices, config.to_dict(), seed=seed, tasks=[task])
             trainer = Trainer(fresh, {spec: task}, seed=seed, budget=Budget(episodes=optimized_episodes),
                               stopping=StoppingRule(window=0))
             trainer.train()

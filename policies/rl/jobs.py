@@ -1,7 +1,8 @@
 """Training runs in the run store: start, resume, load a trained policy, evaluate it zero-shot.
 
-A ``train`` run holds (besides ``run.json``): ``policy.json`` (the placer, its
-hyper-parameters, the cluster, the training graphs' specs and what the agent fixed from them),
+A ``train`` run holds (besides ``run.json``; names in :mod:`policies.rl.run_files`):
+``policy.json`` (the placer, its config — including what the agent fixed from the training
+graphs, such as the RNN placer's vocabulary —, the cluster, the training graphs' specs),
 ``checkpoint.pt``, ``learning_curve.csv``, ``tensorboard/``, and — when it trained on one
 graph — the best placement found with its schedule (``graph.json``, ``placement.json``, …),
 so the app replays and compares it like any placement run.
@@ -31,15 +32,15 @@ from engine.run_records import write_placement_files
 from engine.runs import Run, RunStore
 from engine.simulator import Simulator
 from engine.sources import expand_graph_specs, load_graph
-from policies.rl.agents import make_agent, make_config
+from policies.rl.registry import make_agent, make_config
 from policies.rl.reinforce import Budget, StoppingRule
+from policies.rl.run_files import CHECKPOINT, CURVE, POLICY, STOP_REQUEST
 from policies.rl.task import PlacementTask, make_task
-from policies.rl.trainer import CHECKPOINT, STOP_REQUEST, Trainer
+from policies.rl.trainer import Trainer
 
-__all__ = ["POLICY", "TrainOutcome", "evaluate_policy", "load_policy", "load_tasks", "policy_place",
-           "request_stop", "resume_training", "start_training", "task_for"]
+__all__ = ["TrainOutcome", "evaluate_policy", "load_policy", "load_tasks", "policy_place", "resume_training",
+           "start_training", "task_for"]
 
-POLICY = "policy.json"
 Progress = Callable[[int, int, str], None]
 
 
@@ -93,7 +94,7 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
     budget = budget or Budget(episodes=1000)
     stopping = stopping or StoppingRule()
     tasks = load_tasks(specs, c, config)
-    agent, extras = make_agent(placer, c.num_devices, config.to_dict(), seed=seed, tasks=list(tasks.values()))
+    agent = make_agent(placer, c.num_devices, config.to_dict(), seed=seed, tasks=list(tasks.values()))
     run = None
     if store is not None:
         first = next(iter(tasks.values())).graph
@@ -103,7 +104,7 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
         run = store.create("train", graph_name=graph_name, graph_hash=graph_hash, cluster=c.name, placer=placer,
                            parameters={**config.to_dict(), "graphs": graphs, "budget": _budget_doc(budget)},
                            seed=seed, tags=list(tags or []), name=name)
-        run.write_json(POLICY, {"placer": placer, "config": config.to_dict(), "extras": extras,
+        run.write_json(POLICY, {"placer": placer, "config": agent.config.to_dict(),
                                 "num_devices": c.num_devices, "cluster": cluster_to_dict(c), "graphs": specs,
                                 "seed": seed, "budget": _budget_doc(budget),
                                 "stopping": {"window": stopping.window, "tolerance": stopping.tolerance}})
@@ -166,15 +167,15 @@ def resume_training(store: RunStore, ref: str, *, episodes: int | None = None, s
     if CHECKPOINT not in run.files():
         raise RunError(f"run {run.id} has no checkpoint to resume from")
     c = cluster_from_dict(doc["cluster"], source=f"run {run.id}")
-    config = make_config(doc["placer"], doc["config"])
-    tasks = load_tasks(list(doc["graphs"]), c, config)
-    agent, _ = make_agent(doc["placer"], c.num_devices, doc["config"], seed=doc["seed"], extras=doc["extras"])
+    agent = _stored_agent(doc)
+    tasks = load_tasks(list(doc["graphs"]), c, agent.config)
     b = doc["budget"]
     budget = Budget(episodes if episodes is not None else b["episodes"], b["placements"],
                     seconds if seconds is not None else b["seconds"])
     stopping = StoppingRule(**doc["stopping"])
     trainer = Trainer(agent, tasks, seed=doc["seed"], budget=budget, stopping=stopping, run=run, progress=progress)
     trainer.load_checkpoint(run.path / CHECKPOINT)
+    run.cut_table(CURVE, "episode", trainer.episodes)  # episodes after the checkpoint are trained again
     (run.path / STOP_REQUEST).unlink(missing_ok=True)
     if budget != Budget(**b):
         run.write_json(POLICY, {**doc, "budget": _budget_doc(budget)})
@@ -182,9 +183,11 @@ def resume_training(store: RunStore, ref: str, *, episodes: int | None = None, s
     return _train_and_finish(trainer, run)
 
 
-def request_stop(run: Run) -> None:
-    """Ask a training run to stop after its current update (it checkpoints and ends as interrupted)."""
-    (run.path / STOP_REQUEST).write_text("stop\n", encoding="utf-8")
+def _stored_agent(doc: dict[str, Any]) -> Any:
+    """A fresh agent built from a ``policy.json`` (runs before the registry kept what the RNN placer
+    fixes from its graphs in ``extras``; they join the config)."""
+    return make_agent(doc["placer"], int(doc["num_devices"]), {**doc["config"], **(doc.get("extras") or {})},
+                      seed=doc["seed"])
 
 
 def load_policy(run: Run) -> tuple[Any, dict[str, Any]]:
@@ -194,8 +197,7 @@ def load_policy(run: Run) -> tuple[Any, dict[str, Any]]:
     doc = _policy_doc(run)
     if CHECKPOINT not in run.files():
         raise RunError(f"run {run.id} has no trained weights yet ({CHECKPOINT} is missing)")
-    agent, _ = make_agent(doc["placer"], int(doc["num_devices"]), doc["config"], seed=doc["seed"],
-                          extras=doc["extras"])
+    agent = _stored_agent(doc)
     agent.model.load_state_dict(torch.load(run.path / CHECKPOINT, weights_only=True)["model"])
     agent.model.eval()
     return agent, doc

@@ -6,15 +6,17 @@ graphs of different sizes and batch sizes look alike. Then:
 
 1. **Embedding** — an MLP maps the raw features to |E| = 8 dimensions.
 2. **Local neighbourhood summarisation** (Fig. 3b) — two directions of message passing,
-   (**deviation:** averaged over a node's neighbours rather than summed, for the reason given
-   under 3),
    top-down (messages flow parent → child) and bottom-up (child → parent), each with its own
-   f and g shared by all nodes and rounds, repeated k times (k = 4 or 8, appendix). Each is a
-   PyG :class:`~torch_geometric.nn.MessagePassing` with sum aggregation. **Deviation:** the
-   paper writes ``x_v ← g(Σ_{u∈ξ(v)} f(x_u))``, which erases the features of nodes with no
-   neighbour in that direction (every source node in the top-down pass); we keep the node's
-   own embedding as Decima does (Mao et al. 2019, the GNN Placeto builds on):
-   ``x_v ← x_v + g(Σ f(x_u))``. The two directions' results are concatenated.
+   f and g shared by all nodes and rounds, repeated k times (k = 4 or 8, appendix):
+
+       x_v ← x_v + g( 1/|ξ(v)| Σ_{u∈ξ(v)} f(x_u) )      (ξ(v): v's parents, resp. children)
+
+   Each direction is a PyG :class:`~torch_geometric.nn.MessagePassing` layer (:class:`DirectionalPass`).
+   **Deviations:** (a) the paper writes ``x_v ← g(Σ_{u∈ξ(v)} f(x_u))``, which erases the features
+   of nodes with no neighbour in that direction (every source node in the top-down pass); we
+   keep the node's own embedding as Decima does (Mao et al. 2019, the GNN Placeto builds on);
+   (b) we average over ξ(v) instead of summing, for the reason given under 3. The two
+   directions' results are concatenated.
 3. **Pooling summaries** (Fig. 3c–d) — for the current node v, ``h_i(Σ_{u∈S_i(v)} l_i(x_u))`` over
    its parents (nodes that reach v), children (nodes v reaches) and parallel nodes (neither).
    **Deviation:** we average over each set instead of summing: sums grow with the graph (a
@@ -39,12 +41,13 @@ import torch
 from torch import nn
 from torch_geometric.nn import MessagePassing
 
-__all__ = ["VARIANTS", "PlacetoNet", "SparsePair", "StateBatch", "mlp", "spmm"]
+from policies.rl.placeto import VARIANTS
+
+__all__ = ["PlacetoNet", "SparsePair", "StateBatch", "mlp", "spmm"]
 
 # CSR products are all this module needs of torch.sparse, and they are stable on CPU
 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
 
-VARIANTS = ("full", "simple-partitioner", "simple-aggregator")
 NEG = -1e9
 
 
@@ -96,16 +99,20 @@ def spmm(m: SparsePair, x: torch.Tensor) -> torch.Tensor:
 
 
 class DirectionalPass(MessagePassing):
-    """k rounds of ``x_v ← x_v + g(Σ_{u → v} f(x_u))`` in one direction.
+    """k rounds of ``x_v ← x_v + g(Σ_u A_vu f(x_u))`` in one direction (Placeto §2.2, Fig. 3b).
 
-    ``adj_t.a`` is a sparse CSR matrix whose row v holds v's in-neighbours in this direction
-    (``adj_t.a_t`` its transpose); PyG dispatches :meth:`propagate` to
-    :meth:`message_and_aggregate` for sparse adjacency, which is one sparse-dense product
-    (an order of magnitude faster than a scatter on CPU), its gradient another.
+    ``adj_t.a`` is a sparse CSR matrix A whose row v weighs v's in-neighbours in this direction
+    (``adj_t.a_t`` its transpose, for the gradient). The agent passes the row-normalised
+    adjacency (:mod:`policies.rl.placeto_state`: ``A_vu = 1/|ξ(v)|``), so the aggregation is the
+    **mean** over the in-neighbours; a 0/1 matrix would give the paper's sum. Because the
+    adjacency is a sparse matrix, PyG's :meth:`propagate` calls :meth:`message_and_aggregate`
+    — the message (``f(x_u)``, computed once per node before propagating) and the weighted
+    aggregation fused into one sparse-dense product, an order of magnitude faster than a
+    per-edge scatter on CPU — and never a per-edge ``message``; no ``aggr`` module is used.
     """
 
     def __init__(self, dim: int, hidden: int) -> None:
-        super().__init__(aggr="add")
+        super().__init__(aggr=None)
         self.f = mlp(dim, hidden, dim)
         self.g = mlp(dim, hidden, dim)
 
@@ -113,9 +120,6 @@ class DirectionalPass(MessagePassing):
         for _ in range(rounds):
             x = x + self.g(self.propagate(adj_t.a, x=self.f(x), transposed=adj_t.a_t))
         return x
-
-    def message(self, x_j: torch.Tensor) -> torch.Tensor:
-        return x_j
 
     def message_and_aggregate(self, adj_t: torch.Tensor, x: torch.Tensor, transposed: torch.Tensor) -> torch.Tensor:
         return _SpMM.apply(adj_t, transposed, x)
@@ -147,7 +151,7 @@ class StateBatch:
 class PlacetoNet(nn.Module):
     """Placeto's GNN + policy; ``forward(batch)`` gives masked device logits, shape (S, D)."""
 
-    def __init__(self, num_devices: int, *, emb: int = 8, hidden: int = 8, head: int = 16, rounds: int = 8,
+    def __init__(self, num_devices: int, *, emb: int = 8, hidden: int = 8, head: int = 16, rounds: int = 4,
                  variant: str = "full") -> None:
         super().__init__()
         if variant not in VARIANTS:

@@ -15,65 +15,63 @@ the baseline B with the failing signal results in more exploration"), and w_i = 
 after ``failing_grace_steps`` updates a placement that fails gets w_i = 0 ("after 5,000 steps,
 one performs a parameter update with a sampled placement P only if the placement executes").
 
-Our readings where §3.1 is silent:
+Order of the code below: rollout (K placements sampled without autograd and simulated) →
+rewards R(P_i) → advantages w_i (R(P_i) − B) → loss (a teacher-forced pass for log p(P_i)).
 
-* the advantage uses B as it was *before* this update; B then folds in the mean reward of the
-  placements that took part in the update (w_i = 1) — one the update ignores as a failure
-  does not move the baseline either, and an update where all fail leaves B unchanged;
-* the entropy bonus (Placeto App. A.7 adds one to both learned placers) is summed over the
-  decoder steps like ``log p(P)``, so β weighs each device decision as Placeto's β does;
-* rewards are in sqrt-seconds, unscaled, as in §3.1 (the failing signal is in the same unit).
+Our readings where §3.1 is silent, and deviations:
+
+1. the advantage uses B as it was *before* this update; B then folds in the mean reward of the
+   placements that took part in the update (w_i = 1) — one the update ignores as a failure
+   does not move the baseline either, and an update where all fail leaves B unchanged;
+2. the entropy bonus (Placeto App. A.7 adds one to both learned placers) is summed over the
+   decoder steps like ``log p(P)``, so β weighs each device decision as Placeto's β does;
+3. rewards are in sqrt-seconds, unscaled, as in §3.1 (the failing signal is in the same unit);
+4. the network deviations are listed in :mod:`policies.rl.rnn_net`.
 
 All randomness comes from the numpy generator passed in: devices are drawn with the Gumbel-max
 trick on the detached log-probabilities, so a resumed run samples exactly what it would have.
+torch is imported inside the functions that need it (see :mod:`policies.rl.registry`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-import torch
 
-from policies.rl.agent import EpisodeStats
+from policies.rl.agent import EpisodeStats, PerTask, Rollout
+from policies.rl.registry import LearnedConfig, param, register_learned
 from policies.rl.reinforce import MovingAverageBaseline
-from policies.rl.rnn_net import GroupInputs, RNNPlacerNet, group_inputs
-from policies.rl.task import PlacementTask, check_grouping
+from policies.rl.task import PlacementTask
 
 __all__ = ["RNNAgent", "RNNConfig", "advantages", "max_group_count", "vocabulary"]
 
 
 @dataclass
-class RNNConfig:
-    """The RNN placer's hyper-parameters (Mirhoseini §3; Placeto App. A.7 for the RNN baseline)."""
+class RNNConfig(LearnedConfig):
+    """The RNN placer's hyper-parameters; each field's metadata cites its default's source."""
 
-    groups: int | None = 128  # op groups to place (Placeto §4 feeds both placers the same 128)
-    grouping: str = "merge"  # merge: §3.3 rule + Merge-and-Colocate to `groups` | units: Mirhoseini §4.1 units
-    unit_depth: int | None = None  # scope parts naming a layer for grouping=units (None: found from the scopes)
-    hidden: int = 512  # bi-LSTM width, both directions together (Placeto A.7: "hidden size of 512 units")
-    type_dim: int = 32  # op-type embedding (§3.2 "tunable embedding vector"; size not given)
-    device_dim: int = 32  # device embedding fed to the next decoder step (§3.2; size not given)
-    attention: int = 64  # Bahdanau attention units (not given; the scores cost K·groups²·units per update)
-    shape_len: int = 8  # outgoing tensor sizes kept per group (§3.2 "fixed-size zero-padded list")
-    samples: int = 8  # K placements per update (§3.4: 4 or 8 workers per controller)
-    baseline_decay: float = 0.95  # moving-average baseline B (§3.1; decay not given)
-    failing_grace_steps: int = 5000  # after this many updates failing placements are skipped (§3.1)
-    memory_penalty: float = 2.0  # c of the reported objective (Placeto A.7); the reward uses the failing signal
-    lr: float = 1e-3  # Adam, decayed linearly to lr_final (Placeto A.7 "Optimization"; tuned per model there)
-    lr_final: float = 1e-4
-    entropy: float = 1e-2  # β, decayed linearly to entropy_final (Placeto A.7 "Entropy")
-    entropy_final: float = 1e-4
-    clip_grad: float = 1.0  # gradient-norm clip (ours, as for Placeto)
-    max_groups: int | None = None  # adjacency one-hot length; None: the most groups among the tasks
-    vocab: list[str] | None = None  # op types with an embedding; None: those of the tasks
-
-    def __post_init__(self) -> None:
-        check_grouping(self.grouping, self.unit_depth)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    hidden: int = param(512, "bi-LSTM width, both directions together", "Placeto App. A.7: \"hidden size of 512 "
+                        "units\" for the RNN baseline", low=2)
+    type_dim: int = param(32, "op-type embedding size", "ours: Mirhoseini §3.2 \"tunable embedding vector\", size "
+                          "not given", low=1)
+    device_dim: int = param(32, "device embedding fed to the next decoder step", "ours: Mirhoseini §3.2, size not "
+                            "given", low=1)
+    attention: int = param(64, "Bahdanau attention units", "ours: not given; the scores cost K·groups²·units per "
+                           "update, so below the hidden size", low=1)
+    shape_len: int = param(8, "outgoing tensor sizes kept per group", "Mirhoseini §3.2 \"fixed-size zero-padded "
+                           "list\" (length not given)", low=0)
+    samples: int = param(8, "K placements per update", "Mirhoseini §3.4: 4 or 8 workers per controller", low=1)
+    baseline_decay: float = param(0.95, "decay of the moving-average baseline B", "ours: Mirhoseini §3.1 gives "
+                                  "none", low=0.0, high=0.999999)
+    failing_grace_steps: int = param(5000, "updates after which failing placements are skipped",
+                                     "Mirhoseini §3.1 (\"after 5,000 steps\")", low=0)
+    max_groups: int | None = param(None, "adjacency one-hot length (None: the most groups among the training "
+                                   "graphs)", "Mirhoseini §3.2", low=1)
+    vocab: list[str] | None = param(None, "op types with an embedding (None: those of the training graphs)",  # noqa: RUF009 -- a field()
+                                    "Mirhoseini §3.2")
 
 
 def vocabulary(tasks: Sequence[PlacementTask]) -> list[str]:
@@ -88,19 +86,19 @@ def max_group_count(tasks: Sequence[PlacementTask]) -> int:
     return max(task.num_groups for task in tasks)
 
 
-def advantages(rewards: np.ndarray, oom: np.ndarray, baseline: float, *, step: int,
-               grace_steps: int) -> tuple[np.ndarray, np.ndarray]:
-    """``w_i (R_i − B)`` and the mask ``w_i = 1`` of the samples that take part in the update (§3.1)."""
-    used = np.ones(len(rewards), dtype=bool) if step < grace_steps else ~np.asarray(oom, dtype=bool)
-    return np.where(used, np.asarray(rewards, dtype=float) - baseline, 0.0), used
-
-
 @dataclass
-class _TaskCache:
-    task: PlacementTask  # held so that its id is not reused while cached
-    inputs: GroupInputs
+class _Samples:
+    """An update's K placements (decoding order) and their rewards: what a rollout hands the update."""
+
+    key: str
+    actions: np.ndarray  # (K, groups)
+    rewards: np.ndarray  # (K,) R(P_i)
+    oom: np.ndarray  # (K,) bool
 
 
+@register_learned("rnn", config=RNNConfig, episodes=400,
+                  description="RNN seq2seq placer (Mirhoseini et al. 2017): trains on the graph, or policy=RUN "
+                              "applies a trained one zero-shot")
 class RNNAgent:
     """The seq2seq policy, its K-sample REINFORCE update and its baseline (see the module docstring)."""
 
@@ -108,66 +106,73 @@ class RNNAgent:
     same_graph_per_update = True
 
     def __init__(self, num_devices: int, config: RNNConfig | None = None, *, seed: int = 0,
-                 vocab: Sequence[str] | None = None, max_groups: int | None = None) -> None:
+                 tasks: Sequence[PlacementTask] = ()) -> None:
+        import torch
+
+        from policies.rl.rnn_net import RNNPlacerNet, group_inputs
+
         c = config or RNNConfig()
-        vocab = vocab if c.vocab is None else c.vocab  # the config's, when set, overrides the tasks'
-        max_groups = max_groups if c.max_groups is None else c.max_groups
-        if vocab is None or max_groups is None:
-            raise ValueError("the RNN placer needs its op-type vocabulary and max_groups (see vocabulary(), "
-                             "max_group_count())")
-        if max_groups < 1 or c.samples < 1 or c.shape_len < 0:
-            raise ValueError("max_groups and samples must be at least 1 and shape_len at least 0")
-        self.config = replace(c, vocab=list(vocab), max_groups=int(max_groups))  # what the model was built with
+        # what the network is built with, written back so the stored config rebuilds it
+        c = replace(c, vocab=list(c.vocab if c.vocab is not None else vocabulary(tasks)),
+                    max_groups=int(c.max_groups if c.max_groups is not None else max_group_count(tasks)))
+        self.config = c
         self.num_devices = num_devices
         torch.manual_seed(seed)
-        self.model = RNNPlacerNet(num_devices, len(vocab), int(max_groups), type_dim=c.type_dim,
+        self.model = RNNPlacerNet(num_devices, len(c.vocab), c.max_groups, type_dim=c.type_dim,
                                   shape_len=c.shape_len, hidden=c.hidden, device_dim=c.device_dim,
                                   attention=c.attention)
         self.baseline = MovingAverageBaseline(c.baseline_decay)
-        self._cache: dict[int, _TaskCache] = {}
+        self.inputs = PerTask(num_devices, lambda task: group_inputs(task, c.vocab, c.shape_len, c.max_groups))
 
     @property
     def episodes_per_update(self) -> int:
         return self.config.samples
 
-    def _prepare(self, task: PlacementTask) -> GroupInputs:
-        tc = self._cache.get(id(task))
-        if tc is None:
-            if task.num_devices != self.num_devices:
-                raise ValueError(f"this policy places on {self.num_devices} devices; cluster "
-                                 f"'{task.cluster.name}' has {task.num_devices}")
-            c = self.config
-            tc = _TaskCache(task, group_inputs(task, c.vocab, c.shape_len, c.max_groups))
-            self._cache[id(task)] = tc
-        return tc.inputs
+    # -- rollout → rewards -------------------------------------------------------------------
 
-    def train_step(self, tasks: list[PlacementTask], keys: list[str], *, entropy_coef: float, step: int,
-                   rng: np.random.Generator) -> list[EpisodeStats]:
+    def rollout(self, tasks: list[PlacementTask], keys: list[str], rng: np.random.Generator) -> Rollout:
+        """K placements of one graph sampled without autograd, simulated and rewarded (§3.1)."""
         task, key = tasks[0], keys[0]
         if any(t is not task for t in tasks) or any(k != key for k in keys):
             raise ValueError("the RNN placer samples all placements of an update from one graph")
-        x = self._prepare(task)
-        actions = self.model.sample(x, len(tasks), _gumbel(rng))
-        logp = torch.log_softmax(self.model(x, torch.from_numpy(actions)), dim=2)
-        chosen = logp.gather(2, torch.from_numpy(actions).unsqueeze(2)).squeeze(2)  # (K, groups)
-        entropy = -(logp.exp() * logp).sum(dim=2)
+        entropy = np.zeros((len(tasks), task.num_groups))
+
+        def pick(step: int, logp: np.ndarray) -> np.ndarray:
+            entropy[:, step] = -(np.exp(logp) * logp).sum(axis=1)
+            return _gumbel(rng)(step, logp)
+
+        actions = self.model.sample(self.inputs[task], len(tasks), pick)
         devices = _by_group(task, actions)
         evals = [task.evaluate(d) for d in devices]
         rewards = np.array([task.sqrt_reward(ev) for ev in evals])
-        b = self.baseline.get(key, task.failing_signal)
-        adv, used = advantages(rewards, np.array([ev.oom for ev in evals]), b, step=step,
-                               grace_steps=self.config.failing_grace_steps)
+        stats = [EpisodeStats(key, ev, ev, d, -r, h, 1)
+                 for ev, d, r, h in zip(evals, devices, rewards.tolist(), entropy.mean(axis=1).tolist(), strict=True)]
+        return Rollout(stats, _Samples(key, actions, rewards, np.array([ev.oom for ev in evals])))
+
+    # -- advantages → loss -------------------------------------------------------------------
+
+    def backward(self, rollout: Rollout, tasks: Mapping[str, PlacementTask], *, entropy_coef: float,
+                 step: int) -> None:
+        """``loss`` of the module docstring, its gradient accumulated; then the baseline moves."""
+        import torch
+
+        s: _Samples = rollout.data
+        task = tasks[s.key]
+        b = self.baseline.get(s.key, task.failing_signal)
+        adv, used = advantages(s.rewards, s.oom, b, step=step, grace_steps=self.config.failing_grace_steps)
+        logp = torch.log_softmax(self.model(self.inputs[task], torch.from_numpy(s.actions)), dim=2)
+        chosen = logp.gather(2, torch.from_numpy(s.actions).unsqueeze(2)).squeeze(2)  # (K, groups)
+        entropy = -(logp.exp() * logp).sum(dim=2)
         a = torch.from_numpy(adv).to(logp.dtype)
         loss = (a * chosen.sum(dim=1)).mean() - entropy_coef * entropy.sum(dim=1).mean()
         loss.backward()
         if used.any():
-            self.baseline.update(key, rewards[used], task.failing_signal)
-        ent = entropy.detach().mean(dim=1).tolist()
-        return [EpisodeStats(key, ev, ev, d, -r, h, 1)
-                for ev, d, r, h in zip(evals, devices, rewards.tolist(), ent, strict=True)]
+            self.baseline.update(s.key, s.rewards[used], task.failing_signal)
+
+    # -- use and checkpoints -----------------------------------------------------------------
 
     def place(self, task: PlacementTask, rng: np.random.Generator, *, greedy: bool = True) -> np.ndarray:
-        actions = self.model.sample(self._prepare(task), 1, _argmax if greedy else _gumbel(rng))
+        actions = self.model.sample(self.inputs[task], 1, _argmax if greedy else _gumbel(rng))
         return _by_group(task, actions)[0]
 
     def state_dict(self) -> dict[str, Any]:
@@ -175,6 +180,13 @@ class RNNAgent:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.baseline.load_state_dict(state["baseline"])
+
+
+def advantages(rewards: np.ndarray, oom: np.ndarray, baseline: float, *, step: int,
+               grace_steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """``w_i (R_i − B)`` and the mask ``w_i = 1`` of the samples that take part in the update (§3.1)."""
+    used = np.ones(len(rewards), dtype=bool) if step < grace_steps else ~np.asarray(oom, dtype=bool)
+    return np.where(used, np.asarray(rewards, dtype=float) - baseline, 0.0), used
 
 
 def _by_group(task: PlacementTask, actions: np.ndarray) -> np.ndarray:

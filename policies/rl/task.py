@@ -14,15 +14,14 @@ reachability is taken on the quotient graph's condensation). ``grouping="units"`
 attention and softmax step, each convolution branch, forward and backward together), as the RNN
 placer was trained on RNNLM, NMT and Inception-V3; ``groups`` is not used.
 
-Objective (CONTRACTS §4): the memory-penalised runtime of Placeto App. A.7,
-``R = makespan + c·max(0, m − M)`` with m the largest peak (GB) and M the memory (GB) of the
-device with that peak; and ``sqrt(makespan)`` or the failing signal (Mirhoseini §3.1) for the
-RNN placer.
+Objective (CONTRACTS §4), computed by :mod:`engine.objectives` and nowhere else: the
+memory-penalised runtime of Placeto App. A.7, ``R = makespan + c·max(0, m − M)`` with m the
+largest peak (GB) and M the tightest device's memory (GB); and ``sqrt(makespan)`` or the
+failing signal (Mirhoseini §3.1) for the RNN placer.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,7 +30,7 @@ from engine.cluster import Cluster
 from engine.errors import GraphError, PlacementError
 from engine.graph import CompGraph
 from engine.groupers import find_root, merge_and_colocate, mirhoseini_groups, renumber, unit_groups
-from engine.objectives import GB, default_failing_signal, lower_bound
+from engine.objectives import GB, default_failing_signal, lower_bound, penalized_runtime, sqrt_reward
 from engine.placement import compute_matrix
 from engine.simulator import Simulator
 from policies.base import PlacementUnits
@@ -91,9 +90,11 @@ class Evaluation:
     oom: bool
 
 
-@dataclass
+@dataclass(eq=False)
 class PlacementTask:
     """A graph on a cluster, grouped and featurised for a learned placer.
+
+    Tasks compare and hash by identity (agents cache per task, :class:`policies.rl.agent.PerTask`).
 
     Attributes
     ----------
@@ -138,15 +139,13 @@ class PlacementTask:
         """Simulate a group placement; counts towards ``evaluations``."""
         self.evaluations += 1
         ms, peak = self.sim.makespan_and_peak(self.expand(group_devices))
-        d = int(np.argmax(peak))
-        m = float(peak[d]) / GB
-        limit = float(self.cluster.memory[d]) / GB
-        oom = bool((peak > self.cluster.memory).any())
-        return Evaluation(ms + self.memory_penalty * max(0.0, m - limit), ms, m, oom)
+        memory = self.cluster.memory
+        objective = penalized_runtime(ms, peak, memory, c=self.memory_penalty)
+        return Evaluation(objective, ms, float(peak.max()) / GB, bool((peak > memory).any()))
 
     def sqrt_reward(self, ev: Evaluation) -> float:
         """Mirhoseini §3.1: ``sqrt(runtime)``, or the failing signal when a device runs out of memory."""
-        return self.failing_signal if ev.oom else math.sqrt(ev.makespan)
+        return sqrt_reward(ev.makespan, ev.oom, self.failing_signal)
 
     def random_placement(self, rng: np.random.Generator) -> np.ndarray:
         """A uniformly random feasible device per group."""

@@ -1,8 +1,11 @@
 """The REINFORCE training loop shared by the learned placers.
 
-One **update**: pick graphs (Placeto §2.3: a graph sampled per episode; the RNN placer: one
-graph for its K samples, Mirhoseini §3.1), let the agent run its episodes and accumulate
-the policy gradient, clip the gradient norm, and take an Adam step. The learning rate and
+One **update** is two parts: :meth:`Trainer.collect` picks graphs (Placeto §2.3: a graph
+sampled per episode; the RNN placer: one graph for its K samples, Mirhoseini §3.1) and lets the
+agent roll out its episodes with the current weights, without autograd or optimizer (a
+:class:`~policies.rl.agent.Rollout`, which another process could collect as well);
+:meth:`Trainer.update` has the agent accumulate the policy gradient of that rollout, clips the
+gradient norm, and takes an Adam step. The learning rate and
 the entropy weight decay linearly from their initial to their final values over the budget
 (Placeto App. A.7). Training stops when a budget is used up (episodes, placements
 evaluated, wall time), when the stopping rule fires (reward within 2 % over a 1000-episode
@@ -30,15 +33,12 @@ import numpy as np
 import torch
 
 from engine.runs import Run
-from policies.rl.agent import EpisodeStats
+from policies.rl.agent import Rollout
 from policies.rl.reinforce import Budget, StoppingRule, linear
+from policies.rl.run_files import CHECKPOINT, CURVE, STOP_REQUEST
 from policies.rl.task import PlacementTask
 
-__all__ = ["CHECKPOINT", "CURVE", "STOP_REQUEST", "Best", "Trainer"]
-
-CURVE = "learning_curve.csv"
-CHECKPOINT = "checkpoint.pt"
-STOP_REQUEST = "stop.request"
+__all__ = ["Best", "Trainer"]
 _STATUS_EVERY_S = 1.0
 
 
@@ -88,26 +88,36 @@ class Trainer:
     # -- one update ------------------------------------------------------------------------
 
     def step(self) -> list[dict[str, Any]]:
-        """One parameter update; returns its learning-curve rows."""
+        """One parameter update (collect, then update); returns its learning-curve rows."""
+        return self.update(self.collect())
+
+    def schedule(self) -> tuple[float, float]:
+        """The learning rate and entropy weight now (linear decays over the budget, Placeto App. A.7)."""
         cfg = self.agent.config
         frac = self.budget.progress(self.episodes, self.placements, self.wall)
-        lr = linear(cfg.lr, cfg.lr_final, frac)
-        beta = linear(cfg.entropy, cfg.entropy_final, frac)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
+        return linear(cfg.lr, cfg.lr_final, frac), linear(cfg.entropy, cfg.entropy_final, frac)
+
+    def collect(self) -> Rollout:
+        """The rollout of one update: graphs picked with the trainer's generator, episodes by the agent."""
         n = self.agent.episodes_per_update
         if self.agent.same_graph_per_update:
             keys = [self.keys[int(self.rng.integers(len(self.keys)))]] * n
         else:
             keys = [self.keys[i] for i in self.rng.integers(len(self.keys), size=n).tolist()]
+        return self.agent.rollout([self.tasks[k] for k in keys], keys, self.rng)
+
+    def update(self, rollout: Rollout) -> list[dict[str, Any]]:
+        """The gradient step of ``rollout``; returns its learning-curve rows."""
+        lr, beta = self.schedule()
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
         self.optimizer.zero_grad(set_to_none=True)
-        stats: list[EpisodeStats] = self.agent.train_step([self.tasks[k] for k in keys], keys, entropy_coef=beta,
-                                                          step=self.updates, rng=self.rng)
-        torch.nn.utils.clip_grad_norm_(self.agent.model.parameters(), cfg.clip_grad)
+        self.agent.backward(rollout, self.tasks, entropy_coef=beta, step=self.updates)
+        torch.nn.utils.clip_grad_norm_(self.agent.model.parameters(), self.agent.config.clip_grad)
         self.optimizer.step()
         self.updates += 1
         rows = []
-        for st in stats:
+        for st in rollout.episodes:
             self.episodes += 1
             self.placements += st.evaluations
             best = self.best.get(st.key)

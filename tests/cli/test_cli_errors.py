@@ -177,9 +177,9 @@ def test_op_no_device_can_run(env, capsys):
                      "no device of cluster 'k80x2' can run op 't'")
 
 
-def test_unavailable_simulation_mode(env, capsys):
+def test_unknown_simulation_mode(env, capsys):
     assert_bad_input(*run_cli(capsys, "simulate", "graph.json", "-c", "cluster.json", "--placement", "ok.json",
-                              "--mode", "work_conserving"), "simulation mode 'work_conserving' is not available")
+                              "--mode", "warp"), "simulation mode must be one of", "'warp'")
 
 
 # ---- placers, generators and the command line itself ---------------------------------------------

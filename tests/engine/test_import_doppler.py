@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from engine.errors import GraphError
 from engine.importers.doppler_text import (
+    AUTHORS_DIVISOR,
+    AUTHORS_UNIT_S,
     COMM_FACTOR,
     REFERENCE_FLOPS,
     _is_doppler_text,
@@ -44,16 +46,38 @@ def test_sample_file_loads_with_documented_units(tmp_path):
     assert detect_format(f).name == "doppler-text"
     g = load_graph(f)
     assert g.name == "chain" and g.op_names == ("0", "1", "2", "3")
+    assert AUTHORS_DIVISOR == 1e10 and AUTHORS_UNIT_S == 1e-3
+    # the authors' reading: cost / 1e10 milliseconds; comm is a transfer time on every out-edge
+    assert np.allclose(g.compute_any, [0.2, 0.1, 0.05, 0.0])  # 2e12 / 1e10 = 200 units = 0.2 s
+    assert list(zip(g.edge_src.tolist(), g.edge_dst.tolist(), strict=True)) == [(0, 1), (0, 2), (1, 3), (2, 3)]
+    assert np.allclose(g.edge_transfer_s, [0.8, 0.8, 0.4, 0.2])
+    assert not g.memory_known and g.has_transfer_times
+    for a in (g.output_bytes, g.persistent_bytes, g.temp_bytes, g.edge_bytes):
+        assert not a.any()
+    assert g.op_types == ("einsummable", "", "formation", "fill")
+
+
+def test_app_e_reading_is_flops_and_bytes():
+    g = graph_from_doppler_text(SAMPLE, reading="app_e")
     assert REFERENCE_FLOPS == 1e12 and COMM_FACTOR == 4
     assert g.compute_any.tolist() == [2.0, 1.0, 0.5, 0.0]  # FLOP / 1e12 FLOP/s
     assert g.output_bytes.tolist() == [2e12, 1e12, 5e11, 0.0]  # comm_cost / 4
     assert list(zip(g.edge_src.tolist(), g.edge_dst.tolist(), g.edge_bytes.tolist(), strict=True)) == [
         (0, 1, 2e12), (0, 2, 2e12), (1, 3, 1e12), (2, 3, 5e11)]
-    assert g.op_types == ("einsummable", "", "formation", "fill")
+    assert g.memory_known and not g.has_transfer_times
+
+
+def test_unit_scale_and_bad_options():
+    g = graph_from_doppler_text(SAMPLE, unit_s=1.0)  # one authors' unit = one second
+    assert np.allclose(g.compute_any, [200.0, 100.0, 50.0, 0.0])
+    with pytest.raises(GraphError, match="reading must be one of"):
+        graph_from_doppler_text(SAMPLE, reading="flops")
+    with pytest.raises(GraphError, match="unit_s must be a finite number > 0"):
+        graph_from_doppler_text(SAMPLE, unit_s=-1.0)
 
 
 def test_other_throughput_and_no_inputs_no_edges():
-    g = graph_from_doppler_text("2\n\n\n\n10,40\n30,4\n", flops_per_s=10.0)
+    g = graph_from_doppler_text("2\n\n\n\n10,40\n30,4\n", reading="app_e", flops_per_s=10.0)
     assert g.compute_any.tolist() == [1.0, 3.0] and g.num_edges == 0 and g.output_bytes.tolist() == [10.0, 1.0]
 
 
@@ -117,12 +141,17 @@ def doppler_graphs(draw):
 def test_generated_valid_files_parse_exactly(case):
     text, n, edges, comp, types = case
     assert _is_doppler_text(text.encode()[:4096])
-    g = graph_from_doppler_text(text)
+    g = graph_from_doppler_text(text, reading="app_e")
     assert g.num_ops == n
     assert sorted(zip(g.edge_src.tolist(), g.edge_dst.tolist(), strict=True)) == edges
     np.testing.assert_array_equal(g.compute_any, np.asarray(comp, float) / 1e12)
     np.testing.assert_array_equal(g.output_bytes, np.asarray(comp, float))  # 4c / 4
     assert list(g.op_types) == types
+    a = graph_from_doppler_text(text)  # the authors' reading: times, edges in file order
+    np.testing.assert_allclose(a.compute_any, np.asarray(comp, float) / 1e13)
+    order = np.argsort(a.edge_rank)
+    assert list(zip(a.edge_src[order].tolist(), a.edge_dst[order].tolist(), strict=True)) == edges
+    np.testing.assert_allclose(a.edge_transfer_s[order], [4 * comp[s] / 1e13 for s, _ in edges])
 
 
 @settings(max_examples=300, deadline=None)

@@ -47,8 +47,10 @@ latency = st.one_of(st.just(0.0), st.sampled_from([2.0**-12]), st.floats(0.0, 1e
 
 
 @st.composite
-def cases(draw, mode: str | None = None, zeros: bool = True, discrete: bool = False):
+def cases(draw, mode: str | None = None, zeros: bool = True, discrete: bool = False, times: bool = False):
     """(graph, cluster, placement): 2–40 ops, edges i < j, 1–5 devices.
+
+    ``times`` gives some edges a transfer time of their own (``transfer_s``).
 
     ``zeros`` allows compute times and output / edge bytes of exactly 0 (zero-time ops and
     zero-time transfers); persistent and temp bytes may be 0 either way. ``discrete`` draws
@@ -69,6 +71,8 @@ def cases(draw, mode: str | None = None, zeros: bool = True, discrete: bool = Fa
         edge_src=[a for a, _ in edges], edge_dst=[b for _, b in edges],
         edge_bytes=(draw(st.lists(out, min_size=len(edges), max_size=len(edges)))
                     if explicit_edge_bytes else None),
+        edge_transfer_s=(draw(st.lists(st.one_of(st.just(np.nan), cost), min_size=len(edges), max_size=len(edges)))
+                         if times else None),
     )
     num_devices = draw(st.integers(1, 5))
     mode = mode or draw(st.sampled_from(["placeto", "default"]))
@@ -142,6 +146,13 @@ def test_kernel_matches_reference_with_zero_time_ops_placeto_mode(case):
     assert_matches_reference(*case)
 
 
+@settings(max_examples=200, **SETTINGS)
+@given(st.one_of(cases(times=True), cases(discrete=True, times=True)))
+def test_kernel_matches_reference_with_given_transfer_times(case):
+    note(describe(*case))
+    assert_matches_reference(*case)
+
+
 def coincident_case(rng: np.random.Generator, mode: str):
     """A seeded graph where many events share a time: costs in {0, 1, 2, 3} s, half the ops
     free, half the outputs empty, sparse edges, 1–4 devices, δ1 and δ2 in {0, 0.5}."""
@@ -180,6 +191,8 @@ def test_kernel_matches_reference_when_events_coincide(mode):
 def test_kernel_matches_reference_on_3000_op_graphs(preset, num_used, seed):
     g = random_dag(ops=3000, seed=seed)
     c = PRESETS[preset]()
+    if c.simulation.mode == "work_conserving":  # DOPPLER's machines: their links, in default mode
+        c = c.with_simulation(mode="default")
     rng = np.random.default_rng(seed)
     used = rng.choice(c.num_devices, size=num_used, replace=False)
     p = used[rng.integers(0, num_used, size=g.num_ops)]

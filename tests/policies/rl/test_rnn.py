@@ -14,6 +14,7 @@ import torch
 
 from engine.cluster import Device, uniform_cluster
 from engine.graph import CompGraph
+from policies.rl.agent import train_step
 from policies.rl.rnn import RNNAgent, RNNConfig, advantages, max_group_count, vocabulary
 from policies.rl.rnn_net import adjacency, output_shapes, type_bags
 from policies.rl.task import make_task
@@ -50,13 +51,13 @@ def two_chains():
 
 def agent_for(tasks, num_devices: int = 2, seed: int = 0, **config) -> RNNAgent:
     cfg = RNNConfig(**{**SMALL, **config})
-    return RNNAgent(num_devices, cfg, seed=seed, vocab=vocabulary(tasks), max_groups=max_group_count(tasks))
+    return RNNAgent(num_devices, cfg, seed=seed, tasks=tasks)
 
 
 def log_probs(agent: RNNAgent, task, devices: np.ndarray) -> torch.Tensor:
     """log p(P_i) of placements given by group (samples, groups), through the teacher-forced pass."""
     actions = torch.from_numpy(devices[:, task.order])
-    logp = torch.log_softmax(agent.model(agent._prepare(task), actions), dim=2)
+    logp = torch.log_softmax(agent.model(agent.inputs[task], actions), dim=2)
     return logp, logp.gather(2, actions.unsqueeze(2)).squeeze(2)
 
 
@@ -70,7 +71,7 @@ def grads(model) -> list[torch.Tensor]:
 def test_network_shapes_and_teacher_forcing_reproduces_the_sampled_steps():
     task = make_task(two_chains(), cluster(3), groups=None)
     agent = agent_for([task], num_devices=3)
-    x = agent._prepare(task)
+    x = agent.inputs[task]
     assert agent.model.embed(x).shape == (6, 4 + 2 + 6)  # type_dim + shape_len + max_groups
     seen = []
 
@@ -92,11 +93,11 @@ def test_an_infeasible_device_has_probability_zero_and_is_never_sampled():
     assert task.feasible[1].tolist() == [False, False, True]
     agent = agent_for([task], num_devices=3)
     rng = np.random.default_rng(0)
-    stats = agent.train_step([task] * 64, ["g"] * 64, entropy_coef=0.0, step=0, rng=rng)
+    stats = train_step(agent, {"g": task}, ["g"] * 64, rng, entropy_coef=0.0, step=0)
     devices = np.stack([s.best_devices for s in stats])
     assert (devices[:, 1] == 2).all()
     assert len(np.unique(devices[:, 0])) == 3  # the free groups do get every device
-    probs = torch.softmax(agent.model(agent._prepare(task), torch.from_numpy(devices[:, task.order])), dim=2)
+    probs = torch.softmax(agent.model(agent.inputs[task], torch.from_numpy(devices[:, task.order])), dim=2)
     pos = int(np.flatnonzero(task.order == 1)[0])
     assert (probs[:, pos, :2] == 0).all()
     assert probs[:, pos, 2].detach().numpy() == pytest.approx(1.0)
@@ -139,7 +140,7 @@ def test_type_bags_weight_each_type_by_its_share_of_the_group():
     assert type_bags(task, ["MatMul"])[grp[0]] == pytest.approx({1: 2 / 3, 0: 1 / 3})
     # the network's type embedding of G is the share-weighted sum of the rows
     agent = agent_for([task])
-    emb = agent.model.embed(agent._prepare(task))[:, :4]
+    emb = agent.model.embed(agent.inputs[task])[:, :4]
     table = agent.model.type_embedding.weight
     pos = int(np.flatnonzero(task.order == grp[0])[0])
     torch.testing.assert_close(emb[pos], 2 / 3 * table[3] + 1 / 3 * table[1])
@@ -174,7 +175,7 @@ def test_hand_worked_update_with_two_samples():
     task = make_task(graph([4.0, 4.0]), cluster(), groups=None, failing_signal=3.0)
     agent = agent_for([task])
     beta = 0.5
-    stats = agent.train_step([task] * 2, ["g"] * 2, entropy_coef=beta, step=0, rng=np.random.default_rng(3))
+    stats = train_step(agent, {"g": task}, ["g"] * 2, np.random.default_rng(3), entropy_coef=beta, step=0)
     devices = np.stack([s.best_devices for s in stats])
     expected = [4.0 if d[0] != d[1] else 8.0 for d in devices]
     assert [s.final.makespan for s in stats] == pytest.approx(expected)
@@ -205,7 +206,7 @@ def test_failing_placements_count_before_the_grace_steps_and_are_skipped_after(s
     task = oom_task()
     agent = agent_for([task], failing_grace_steps=10)
     agent.load_state_dict({"baseline": {"decay": 0.95, "values": {"g": 1.0}}})
-    stats = agent.train_step([task] * 4, ["g"] * 4, entropy_coef=0.0, step=step, rng=np.random.default_rng(0))
+    stats = train_step(agent, {"g": task}, ["g"] * 4, np.random.default_rng(0), entropy_coef=0.0, step=step)
     assert all(s.final.oom for s in stats)
     assert [s.reward for s in stats] == [-5.0] * 4  # R = the failing signal
     g = torch.cat([x.flatten() for x in grads(agent.model)])
@@ -226,7 +227,7 @@ def train(agent: RNNAgent, task, updates: int, lr: float, rng: np.random.Generat
     out = []
     for i in range(updates):
         agent.model.zero_grad()
-        out.append(agent.train_step([task] * k, ["g"] * k, entropy_coef=1e-2, step=i, rng=rng))
+        out.append(train_step(agent, {"g": task}, ["g"] * k, rng, entropy_coef=1e-2, step=i))
         torch.nn.utils.clip_grad_norm_(agent.model.parameters(), agent.config.clip_grad)
         opt.step()
     return out
@@ -269,11 +270,10 @@ def test_same_seed_same_samples_and_a_json_state():
 
 def test_vocabulary_and_max_groups_set_in_the_config_override_those_of_the_tasks():
     task = make_task(grouped_graph(), cluster(), groups=None)
-    agent = RNNAgent(2, RNNConfig(**SMALL, vocab=["MatMul"], max_groups=2), vocab=vocabulary([task]),
-                     max_groups=max_group_count([task]))
+    agent = RNNAgent(2, RNNConfig(**SMALL, vocab=["MatMul"], max_groups=2), tasks=[task])
     assert agent.model.type_embedding.num_embeddings == 2  # unknown + MatMul
-    assert agent.model.embed(agent._prepare(task)).shape == (3, 4 + 2 + 2)
-    with pytest.raises(ValueError, match="vocabulary"):
+    assert agent.model.embed(agent.inputs[task]).shape == (3, 4 + 2 + 2)
+    with pytest.raises(ValueError, match="training graphs"):
         RNNAgent(2, RNNConfig(**SMALL))
     with pytest.raises(ValueError, match="training graphs"):
         max_group_count([])

@@ -13,11 +13,12 @@ from engine.errors import PlacelabError, RunError, SpecError
 from engine.graph_io import save_graph
 from engine.runs import RunStore
 from policies import make_placer
-from policies.rl.jobs import evaluate_policy, load_policy, request_stop, resume_training, start_training
+from policies.rl.jobs import evaluate_policy, load_policy, resume_training, start_training
 from policies.rl.placeto import PlacetoAgent, PlacetoConfig
 from policies.rl.reinforce import Budget, StoppingRule
+from policies.rl.run_files import CURVE, request_stop
 from policies.rl.task import make_task
-from policies.rl.trainer import CURVE, Trainer
+from policies.rl.trainer import Trainer
 
 torch.set_num_threads(1)
 
@@ -145,7 +146,7 @@ def test_bad_requests_give_one_sentence_errors(tmp_path):
         start_training("metis", g, c, budget=Budget(episodes=4))
     with pytest.raises(SpecError, match="has no parameter 'bogus'"):
         start_training("placeto", g, c, params={"bogus": 1}, budget=Budget(episodes=4))
-    with pytest.raises(SpecError, match="reward must be"):
+    with pytest.raises(SpecError, match="parameter 'reward' must be one of"):
         start_training("placeto", g, c, params={"reward": "sometimes"}, budget=Budget(episodes=4))
     out = make_placer("random").place(two_chains(), cluster())  # a placement run is not a policy
     assert out is not None
@@ -197,8 +198,8 @@ def test_learned_placers_place_mirhoseini_units(placer, params):
     from engine.generators import from_spec
     from engine.groupers import unit_groups
     from engine.presets import PRESETS
-    from policies.rl.agents import make_config
     from policies.rl.jobs import task_for
+    from policies.rl.registry import make_config
 
     g = from_spec("gen:rnnlm?steps=3&units=64&batch=4&vocab=100")
     c = PRESETS["k80x2"]()

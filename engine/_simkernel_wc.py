@@ -1,0 +1,379 @@
+"""The compiled kernel of the ``work_conserving`` mode of :mod:`engine.simulator` (numba).
+
+DOPPLER §2, Algorithms 1–2 (Yao et al. 2025): a single-threaded event loop that starts an
+op as soon as its inputs are on its device and its device is free, and a transfer as soon
+as its data exists (and, with contention, its channel is free). The semantics, options and
+their sources are in ``engine/simulator.py`` and ``docs/simulation.md``; the plain-Python
+reference that the property tests hold this kernel to is ``engine/reference_sim_wc.py``.
+
+Events
+------
+Heap entries are ``(time, key)`` with ``key = seq << 32 | kind << 30 | payload``: ``seq``
+counts the events created so far, so events at equal times are handled in the order they
+were created (the tie rule of the authors' simulator). Kinds: an op ends (payload = op), a
+transfer lands (payload = transfer row). An output reaches consumers on its own device at
+once, while its op's end is handled: they ask for the device before it picks its next op.
+
+Speed
+-----
+As in :mod:`engine._simkernel`: no reference counting, nothing allocated (a
+:class:`Workspace` per graph and cluster), helpers inlined (~25 % faster than calls on
+random placements), numpy's error model.
+
+Queues
+------
+Each device's requests live in its own segment of ``q`` (segment sizes = ops placed there):
+a FIFO ring for ``choose=FIFO``, a binary heap keyed by (−priority, request number) for
+``choose=PRIORITY``. Each channel (one per device, or one per ordered device pair) is a
+linked list of transfer rows through ``rnext``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from engine._simcore import HEAP_SIZE, MEM_RECORDS, ev_pop, ev_push, record
+
+FIFO, PRIORITY = 0, 1
+NO_CONTENTION, PER_DEVICE, PER_LINK = 0, 1, 2
+END, LAND = 0, 1
+_SEQ = 32
+_KIND = 30
+_PAYLOAD = (1 << _KIND) - 1
+
+# per op, int64 [n, 3]: inputs still to come, holders of its output, request number
+_REMAIN, _OUT_REF, _RSEQ = range(3)
+# per device, float64 [D, 4]: memory in use, peak, compute seconds, channel seconds
+_MEM, _PEAK, _BUSY, _MEMCPY = range(4)
+# per device, int64 [D, 6]: queue offset, head, tail (FIFO) / size (heap), running op, stalled, count
+_QOFF, _QHEAD, _QTAIL, _RUNNING, _STALLED, _CNT = range(6)
+# transfer rows: int64 [m, 4] (op, src, dst, edge); float64 [m, 4] (bytes, start, end, duration)
+_R_OP, _R_SRC, _R_DST, _R_EDGE = range(4)
+_R_BYTES, _R_START, _R_END, _R_TIME = range(4)
+
+
+class Workspace:
+    """Every array the kernel uses, sized for one graph and cluster (allocated once)."""
+
+    def __init__(self, n: int, m: int, num_devices: int, record_memory: bool) -> None:
+        d = num_devices
+        self.oi = np.zeros((n, 3), np.int64)
+        self.of = np.zeros((n, 2))  # start, end
+        self.q = np.zeros(n, np.int64)
+        self.ri = np.zeros((max(m, 1), 4), np.int64)
+        self.rf = np.zeros((max(m, 1), 4))
+        self.rnext = np.zeros(max(m, 1), np.int64)
+        self.row_of_edge = np.zeros(max(m, 1), np.int64)
+        self.ch = np.zeros((d * d, 3), np.int64)  # head row, tail row, busy
+        self.ev_t = np.zeros(n + m + 8)
+        self.ev_k = np.zeros(n + m + 8, np.int64)
+        self.mr = np.zeros(((3 * n + 2 * m + 8) if record_memory else 1, 3))
+        self.df = np.zeros((d, 4))
+        self.di = np.zeros((d, 6), np.int64)
+        self.counts = np.zeros(3, np.int64)  # heap size, memory records, event sequence
+        self.record_memory = record_memory
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _push(ev_t, ev_k, counts, t, kind, payload):
+    seq = counts[2]
+    counts[2] = seq + 1
+    ev_push(ev_t, ev_k, counts, t, (seq << _SEQ) | (kind << _KIND) | payload)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _alloc(t, d, b, df, mr, counts, rec):
+    if b > 0:
+        df[d, _MEM] += b
+        if df[d, _MEM] > df[d, _PEAK]:
+            df[d, _PEAK] = df[d, _MEM]
+        if rec:
+            record(mr, counts, t, d, b)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _free(t, d, b, df, mr, counts, rec):
+    if b > 0:
+        df[d, _MEM] -= b
+        if rec:
+            record(mr, counts, t, d, -b)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _before(a, b, prio, oi):
+    """True when op ``a`` is served before op ``b`` (higher priority, then earlier request)."""
+    return prio[a] > prio[b] or (prio[a] == prio[b] and oi[a, _RSEQ] < oi[b, _RSEQ])
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _heap_fix(q, off, size, i, prio, oi):
+    """Restore the heap order below slot ``i`` of a device's segment."""
+    x = q[off + i]
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and _before(q[off + c + 1], q[off + c], prio, oi):
+            c += 1
+        if _before(q[off + c], x, prio, oi):
+            q[off + i] = q[off + c]
+            i = c
+        else:
+            break
+    q[off + i] = x
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _request(c, d, q, di, prio, oi, choose):
+    """Op ``c`` asks for device ``d``: join its queue."""
+    off = di[d, _QOFF]
+    if choose == FIFO:
+        q[off + di[d, _QTAIL]] = c
+        di[d, _QTAIL] += 1
+        return
+    i = di[d, _QTAIL]
+    di[d, _QTAIL] = i + 1
+    while i > 0:
+        par = (i - 1) >> 1
+        if not _before(c, q[off + par], prio, oi):
+            break
+        q[off + i] = q[off + par]
+        i = par
+    q[off + i] = c
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _take(d, q, di, df, prio, oi, choose, fits_only, need, capacity):
+    """Remove and return the op that device ``d`` serves next, or -1.
+
+    With ``fits_only`` the first op in serving order whose temp + output bytes fit in the
+    device's free memory (the others keep their places); without, the first op.
+    """
+    off = di[d, _QOFF]
+    if choose == FIFO:
+        h = di[d, _QHEAD]
+        tail = di[d, _QTAIL]
+        j = h
+        if fits_only:
+            while j < tail and df[d, _MEM] + need[q[off + j]] > capacity[d]:
+                j += 1
+        if j >= tail:
+            return -1
+        c = q[off + j]
+        while j > h:  # close the gap: the ops it passed keep their order
+            q[off + j] = q[off + j - 1]
+            j -= 1
+        di[d, _QHEAD] = h + 1
+        return c
+    size = di[d, _QTAIL]
+    best = -1
+    if fits_only:
+        for j in range(size):
+            x = q[off + j]
+            if df[d, _MEM] + need[x] <= capacity[d] and (best < 0 or _before(x, q[off + best], prio, oi)):
+                best = j
+    elif size > 0:
+        best = 0
+    if best < 0:
+        return -1
+    c = q[off + best]
+    size -= 1
+    di[d, _QTAIL] = size
+    if best < size:  # move the last entry into the hole, then sift it up or down
+        q[off + best] = q[off + size]
+        i = best
+        while i > 0 and _before(q[off + i], q[off + ((i - 1) >> 1)], prio, oi):
+            par = (i - 1) >> 1
+            x = q[off + i]
+            q[off + i] = q[off + par]
+            q[off + par] = x
+            i = par
+        _heap_fix(q, off, size, i, prio, oi)
+    return c
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _serve(t, d, dur, temp, out_bytes, q, di, df, oi, of, prio, choose, memory_aware, need, capacity,
+           ev_t, ev_k, mr, counts, rec):
+    """If device ``d`` is free, start the next op it serves at time ``t``."""
+    if di[d, _RUNNING] >= 0:
+        return
+    c = _take(d, q, di, df, prio, oi, choose, memory_aware, need, capacity)
+    if c < 0:
+        return
+    di[d, _RUNNING] = c
+    of[c, 0] = t
+    of[c, 1] = t + dur[c]
+    df[d, _BUSY] += dur[c]
+    _alloc(t, d, temp[c], df, mr, counts, rec)
+    _alloc(t, d, out_bytes[c], df, mr, counts, rec)
+    _push(ev_t, ev_k, counts, t + dur[c], END, c)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _start_transfer(t, r, ri, rf, df, ev_t, ev_k, counts):
+    rf[r, _R_START] = t
+    rf[r, _R_END] = t + rf[r, _R_TIME]
+    df[ri[r, _R_SRC], _MEMCPY] += rf[r, _R_TIME]
+    _push(ev_t, ev_k, counts, rf[r, _R_END], LAND, r)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _release_output(t, p, dev, out_bytes, oi, df, mr, counts, rec):
+    """One holder of op ``p``'s output let go of it; the last frees it."""
+    oi[p, _OUT_REF] -= 1
+    if oi[p, _OUT_REF] == 0:
+        _free(t, dev[p], out_bytes[p], df, mr, counts, rec)
+
+
+@njit(cache=True, _nrt=False, error_model="numpy")
+def simulate_wc(
+    num_devices, out_ptr, out_edge, pred_ptr, pred_edge, edge_src, edge_dst,
+    edge_bytes, edge_given, edge_noise, bandwidth, latency, out_bytes, persistent, temp, need, capacity,
+    dev, dur, prio, choose, contention, memory_aware, record_memory,
+    oi, of, q, ri, rf, rnext, row_of_edge, ch, ev_t, ev_k, mr, df, di, counts,
+):
+    """Simulate one placement; results are left in the workspace arrays.
+
+    ``out_ptr`` / ``out_edge`` list each op's out-edges in the order the source listed them.
+    A transfer along edge ``e`` takes ``edge_given[e]`` (NaN: latency + bytes / bandwidth of
+    the link) times ``edge_noise[e]``. ``prio`` is only read with ``choose=PRIORITY``;
+    ``need`` (temp + output bytes per op) only with ``memory_aware``.
+    Returns ``(makespan, transfer rows, memory records, ops run)``.
+    """
+    n = len(dur)
+    D = num_devices
+    rec = record_memory
+    # ---------------------------------------------------------------- reset the workspace
+    for d in range(D):
+        for k in range(df.shape[1]):
+            df[d, k] = 0.0
+        for k in range(di.shape[1]):
+            di[d, k] = 0
+        di[d, _RUNNING] = -1
+    for k in range(D * D):
+        ch[k, 0] = -1
+        ch[k, 1] = -1
+        ch[k, 2] = 0
+    counts[HEAP_SIZE] = 0
+    counts[MEM_RECORDS] = 0
+    counts[2] = 0
+    for i in range(n):
+        d = dev[i]
+        di[d, _CNT] += 1
+        df[d, _MEM] += persistent[i]
+        oi[i, _REMAIN] = pred_ptr[i + 1] - pred_ptr[i]
+        oi[i, _OUT_REF] = 1 + out_ptr[i + 1] - out_ptr[i]  # itself, and every consumer or transfer
+        of[i, 0] = np.nan
+        of[i, 1] = np.nan
+    off = 0
+    for d in range(D):
+        di[d, _QOFF] = off
+        off += di[d, _CNT]
+        df[d, _PEAK] = df[d, _MEM]
+    nrows = 0
+    done = 0
+    makespan = 0.0
+    # ---------------------------------------------------------------- ops with no inputs, in op order
+    for i in range(n):
+        if oi[i, _REMAIN] == 0:
+            oi[i, _RSEQ] = counts[2]
+            counts[2] += 1
+            _request(i, dev[i], q, di, prio, oi, choose)
+            _serve(0.0, dev[i], dur, temp, out_bytes, q, di, df, oi, of, prio, choose, memory_aware,
+                   need, capacity, ev_t, ev_k, mr, counts, rec)
+    # ---------------------------------------------------------------- main loop
+    while counts[HEAP_SIZE] > 0:
+        t, key = ev_pop(ev_t, ev_k, counts)
+        kind = (key >> _KIND) & 3
+        payload = key & _PAYLOAD
+        if kind == END:  # an op ends: free what it held, hand its output over, serve its device
+            c = payload
+            d = dev[c]
+            done += 1
+            if t > makespan:
+                makespan = t
+            di[d, _RUNNING] = -1
+            _free(t, d, temp[c], df, mr, counts, rec)
+            _release_output(t, c, dev, out_bytes, oi, df, mr, counts, rec)
+            for k in range(pred_ptr[c], pred_ptr[c + 1]):  # its inputs: copies and local outputs
+                e = pred_edge[k]
+                p = edge_src[e]
+                if dev[p] == d:
+                    _release_output(t, p, dev, out_bytes, oi, df, mr, counts, rec)
+                else:
+                    _free(t, d, rf[row_of_edge[e], _R_BYTES], df, mr, counts, rec)
+            for k in range(out_ptr[c], out_ptr[c + 1]):  # its outputs, in the source's edge order
+                e = out_edge[k]
+                x = edge_dst[e]
+                dx = dev[x]
+                if dx == d:  # handed over at once; the device chooses once all have asked
+                    oi[x, _REMAIN] -= 1
+                    if oi[x, _REMAIN] == 0:
+                        oi[x, _RSEQ] = counts[2]
+                        counts[2] += 1
+                        _request(x, d, q, di, prio, oi, choose)
+                    continue
+                r = nrows
+                nrows += 1
+                row_of_edge[e] = r
+                ri[r, _R_OP] = c
+                ri[r, _R_SRC] = d
+                ri[r, _R_DST] = dx
+                ri[r, _R_EDGE] = e
+                rf[r, _R_BYTES] = edge_bytes[e]
+                tt = edge_given[e]
+                if tt != tt:
+                    tt = latency[d, dx] + edge_bytes[e] / bandwidth[d, dx]
+                rf[r, _R_TIME] = tt * edge_noise[e]
+                rnext[r] = -1
+                if contention == NO_CONTENTION:
+                    _start_transfer(t, r, ri, rf, df, ev_t, ev_k, counts)
+                    continue
+                chan = d if contention == PER_DEVICE else d * D + dx
+                if ch[chan, 2] == 0:
+                    ch[chan, 2] = 1
+                    _start_transfer(t, r, ri, rf, df, ev_t, ev_k, counts)
+                elif ch[chan, 0] < 0:
+                    ch[chan, 0] = r
+                    ch[chan, 1] = r
+                else:
+                    rnext[ch[chan, 1]] = r
+                    ch[chan, 1] = r
+            _serve(t, d, dur, temp, out_bytes, q, di, df, oi, of, prio, choose, memory_aware,
+                   need, capacity, ev_t, ev_k, mr, counts, rec)
+            continue
+        # a transfer lands: its channel takes the next one, then the copy is handed over
+        r = payload
+        src = ri[r, _R_SRC]
+        dx = ri[r, _R_DST]
+        if contention != NO_CONTENTION:
+            chan = src if contention == PER_DEVICE else src * D + dx
+            nxt = ch[chan, 0]
+            if nxt < 0:
+                ch[chan, 2] = 0
+            else:
+                ch[chan, 0] = rnext[nxt]
+                if rnext[nxt] < 0:
+                    ch[chan, 1] = -1
+                _start_transfer(t, nxt, ri, rf, df, ev_t, ev_k, counts)
+        _alloc(t, dx, rf[r, _R_BYTES], df, mr, counts, rec)
+        _release_output(t, ri[r, _R_OP], dev, out_bytes, oi, df, mr, counts, rec)
+        if memory_aware and out_bytes[ri[r, _R_OP]] > 0:  # memory freed on src: it may fit now
+            _serve(t, src, dur, temp, out_bytes, q, di, df, oi, of, prio, choose, memory_aware,
+                   need, capacity, ev_t, ev_k, mr, counts, rec)
+        x = edge_dst[ri[r, _R_EDGE]]
+        oi[x, _REMAIN] -= 1
+        if oi[x, _REMAIN] == 0:
+            oi[x, _RSEQ] = counts[2]
+            counts[2] += 1
+            _request(x, dev[x], q, di, prio, oi, choose)
+            _serve(t, dev[x], dur, temp, out_bytes, q, di, df, oi, of, prio, choose, memory_aware,
+                   need, capacity, ev_t, ev_k, mr, counts, rec)
+    if done < n:  # ops left waiting for memory that is never freed: a deadlock
+        for d in range(D):
+            waiting = di[d, _QTAIL] - (di[d, _QHEAD] if choose == FIFO else 0)
+            if waiting > 0:
+                di[d, _STALLED] = 1
+    return makespan, nrows, counts[MEM_RECORDS], done

@@ -1,0 +1,183 @@
+"""A slow, plain reference of the ``work_conserving`` mode, to check and measure the kernel.
+
+It follows the semantics in ``docs/simulation.md`` (DOPPLER §2, Algorithms 1–2) the obvious
+way — Python objects, ``heapq`` of ``(time, creation number, event)``, a ``deque`` per device
+and per channel, a linear search for the op a device serves next — and shares no code
+with :mod:`engine._simkernel_wc`. Durations (noise included) come from the caller, so both
+see the same numbers: :func:`engine.simulator.wc_durations` draws them.
+
+Not for production use: it is two orders of magnitude slower than the kernel.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from engine.cluster import Cluster
+from engine.graph import CompGraph
+
+__all__ = ["WCReferenceResult", "reference_simulate_wc"]
+
+
+@dataclass
+class WCReferenceResult:
+    makespan: float
+    start: list[float]
+    end: list[float]
+    transfers: list[tuple[int, int, int, float, float, float]]  # op, src, dst, bytes, start, arrival
+    peak: list[float]
+    stalled: list[bool] = field(default_factory=list)
+
+
+def reference_simulate_wc(graph: CompGraph, cluster: Cluster, devices, durations, edge_noise=None, *,
+                          priority=None, contention: str = "none", memory_aware: bool = False) -> WCReferenceResult:
+    """Work-conserving execution of one placement.
+
+    ``durations`` are the ops' times on their devices (noise included); ``edge_noise``
+    multiplies each edge's transfer time; ``priority`` (one number per op, higher first)
+    replaces FIFO service at the devices.
+    """
+    n, m, D = graph.num_ops, graph.num_edges, cluster.num_devices
+    dev = [int(x) for x in devices]
+    dur = [float(x) for x in durations]
+    noise = [1.0] * m if edge_noise is None else [float(x) for x in edge_noise]
+    src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
+    ebytes, given = graph.edge_bytes.tolist(), graph.edge_transfer_s.tolist()
+    out_b, temp = graph.output_bytes.tolist(), graph.temp_bytes.tolist()
+    cap = cluster.memory.tolist()
+    outs: list[list[int]] = [[] for _ in range(n)]
+    for e in sorted(range(m), key=lambda e: graph.edge_rank[e]):  # the source's edge order
+        outs[src[e]].append(e)
+    ins: list[list[int]] = [[] for _ in range(n)]
+    for e in range(m):  # ordered by producer, as the kernel frees them (order does not matter)
+        ins[dst[e]].append(e)
+
+    mem = [0.0] * D
+    for i in range(n):
+        mem[dev[i]] += float(graph.persistent_bytes[i])
+    peak = list(mem)
+
+    def alloc(d: int, b: float) -> None:
+        if b > 0:
+            mem[d] += b
+            peak[d] = max(peak[d], mem[d])
+
+    def free(d: int, b: float) -> None:
+        if b > 0:
+            mem[d] -= b
+
+    events: list = []
+    created = 0
+
+    def push(t: float, what: tuple) -> None:
+        nonlocal created
+        heapq.heappush(events, (t, created, what))
+        created += 1
+
+    waiting_inputs = [len(ins[i]) for i in range(n)]
+    holders = [1 + len(outs[i]) for i in range(n)]
+    queue: list[list[tuple[int, int]]] = [[] for _ in range(D)]  # (request number, op) in request order
+    running = [None] * D
+    start = [math.nan] * n
+    end = [math.nan] * n
+    transfers: list[list] = []
+    copy_bytes: dict[int, float] = {}
+    channels: dict[int, deque] = {}
+    channel_busy: dict[int, bool] = {}
+
+    def serve(t: float, d: int) -> None:
+        if running[d] is not None or not queue[d]:
+            return
+        candidates = queue[d]
+        if memory_aware:
+            candidates = [rq for rq in candidates if mem[d] + temp[rq[1]] + out_b[rq[1]] <= cap[d]]
+            if not candidates:
+                return
+        by_priority = (lambda rq: (-priority[rq[1]], rq[0])) if priority is not None else None
+        chosen = candidates[0] if by_priority is None else min(candidates, key=by_priority)
+        queue[d].remove(chosen)
+        c = chosen[1]
+        running[d] = c
+        start[c], end[c] = t, t + dur[c]
+        alloc(d, temp[c])
+        alloc(d, out_b[c])
+        push(end[c], ("end", c))
+
+    def request(t: float, c: int, now: bool = True) -> None:
+        nonlocal created
+        queue[dev[c]].append((created, c))
+        created += 1
+        if now:
+            serve(t, dev[c])
+
+    def let_go(p: int) -> None:
+        holders[p] -= 1
+        if holders[p] == 0:
+            free(dev[p], out_b[p])
+
+    def begin_transfer(t: float, k: int) -> None:
+        transfers[k][4] = t
+        transfers[k][5] = t + transfers[k][6]
+        push(transfers[k][5], ("land", k))
+
+    for i in range(n):
+        if waiting_inputs[i] == 0:
+            request(0.0, i)
+    makespan = 0.0
+    while events:
+        t, _, (kind, x) = heapq.heappop(events)
+        if kind == "end":
+            d = dev[x]
+            makespan = max(makespan, t)
+            running[d] = None
+            free(d, temp[x])
+            let_go(x)
+            for e in ins[x]:
+                if dev[src[e]] == d:
+                    let_go(src[e])
+                else:
+                    free(d, copy_bytes[e])
+            for e in outs[x]:
+                dd = dev[dst[e]]
+                if dd == d:  # at once; the device picks after all of them have asked
+                    waiting_inputs[dst[e]] -= 1
+                    if waiting_inputs[dst[e]] == 0:
+                        request(t, dst[e], now=False)
+                    continue
+                time = (given[e] if not math.isnan(given[e])
+                        else cluster.latency[d, dd] + ebytes[e] / cluster.bandwidth[d, dd])
+                transfers.append([x, d, dd, ebytes[e], 0.0, 0.0, time * noise[e], e])
+                copy_bytes[e] = ebytes[e]
+                k = len(transfers) - 1
+                if contention == "none":
+                    begin_transfer(t, k)
+                    continue
+                chan = d if contention == "per_device" else d * D + dd
+                if channel_busy.get(chan):
+                    channels.setdefault(chan, deque()).append(k)
+                else:
+                    channel_busy[chan] = True
+                    begin_transfer(t, k)
+            serve(t, d)
+            continue
+        producer, s, dd, size, _t0, _t1, _time, e = transfers[x]  # a transfer lands
+        if contention != "none":
+            chan = s if contention == "per_device" else s * D + dd
+            if channels.get(chan):
+                begin_transfer(t, channels[chan].popleft())
+            else:
+                channel_busy[chan] = False
+        alloc(dd, size)
+        let_go(producer)
+        if memory_aware:
+            serve(t, s)
+        consumer = dst[e]
+        waiting_inputs[consumer] -= 1
+        if waiting_inputs[consumer] == 0:
+            request(t, consumer)
+    stalled = [bool(queue[d]) for d in range(D)]
+    rows = [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in transfers]
+    return WCReferenceResult(makespan, start, end, rows, peak, stalled)

@@ -1,0 +1,254 @@
+"""The reliability pass (issue 18): bad options, special files, overflowing numbers, hostile inputs.
+
+Every case exits 2 with one ``error: ...`` line (see ``assert_bad_input``) and leaves nothing
+behind; special files (named pipes, device nodes, symlinks) are created in a temporary
+directory, never taken from the system.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_run import run_cli
+from test_cli_errors import CHAIN, CLUSTER, assert_bad_input
+
+from engine.errors import GraphError, SpecError
+
+REPO = Path(__file__).resolve().parents[2]
+SMALL = "gen:random?ops=12&seed=1"
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLACELAB_RUNS_DIR", str(tmp_path / "runs"))
+    (tmp_path / "graph.json").write_text(json.dumps(CHAIN))
+    (tmp_path / "cluster.json").write_text(json.dumps(CLUSTER))
+    return tmp_path
+
+
+def cli_process(*args: str, timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``placelab ARGS`` in a child process (a hang becomes a timeout, a crash a signal)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "placelab.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=cwd)
+
+
+def runs_in(path: Path) -> list[str]:
+    return sorted(p.name for p in path.iterdir()) if path.is_dir() else []
+
+
+# ---- numeric options and choices: one validation, before any work ---------------------------
+
+BAD_OPTIONS = {
+    "negative seed": (["place", SMALL, "-c", "k80x2", "--placer", "random", "--seed", "-1", "--save"],
+                      ["--seed must be >= 0, got -1"]),
+    "huge seed": (["compare", SMALL, "-c", "k80x2", "--seed", str(2**40)], ["--seed must be <= 4294967295"]),
+    "negative budget": (["place", SMALL, "-c", "k80x2", "--placer", "local-search", "--budget", "-1", "--save"],
+                        ["--budget must be >= 0"]),
+    "nan seconds": (["train", "--placer", "placeto", "-g", SMALL, "-c", "k80x2", "--max-seconds", "nan", "--save"],
+                    ["--max-seconds must be a finite number, got nan"]),
+    "inf seconds": (["train", "--placer", "placeto", "-g", SMALL, "-c", "k80x2", "--max-seconds", "inf", "--save"],
+                    ["--max-seconds must be a finite number, got inf"]),
+    "nan tolerance": (["train", "--placer", "placeto", "-g", SMALL, "-c", "k80x2", "--stop-tolerance", "nan",
+                       "--save"], ["--stop-tolerance must be a finite number"]),
+    "nan param": (["train", "--placer", "placeto", "-g", SMALL, "-c", "k80x2", "--param", "lr=nan", "--save"],
+                  ["--param lr must be a finite number"]),
+    "empty placers": (["compare", SMALL, "-c", "k80x2", "--placers", ","], ["--placers names no placer"]),
+    "zero test graphs": (["experiment", "--family", "cifar10", "-c", "k80x2", "--test-graphs", "0"],
+                         ["--test-graphs"]),
+    "baseline as learned placer": (["experiment", "--family", "cifar10", "-c", "k80x2", "--placer", "heft"],
+                                   ["'heft' is not a learned placer"]),
+    "negative resume episodes": (["train", "--resume", "nope", "--episodes", "-5"], ["--episodes must be >= 0"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_OPTIONS))
+def test_bad_numbers_and_choices_fail_before_any_work(env, capsys, case):
+    argv, fragments = BAD_OPTIONS[case]
+    assert_bad_input(*run_cli(capsys, *argv), *fragments)
+    assert runs_in(env / "runs") == []  # no run was started, none stored
+
+
+def test_nan_time_budget_never_trains(env):
+    # before: `train --max-seconds nan` trained forever; the child would hit the timeout
+    proc = cli_process("train", "--placer", "placeto", "-g", SMALL, "-c", "k80x2", "--max-seconds", "nan",
+                       "--episodes", "1000000", timeout=60, cwd=env)
+    assert (proc.returncode, proc.stdout, proc.stderr.count("\n")) == (2, "", 1), proc.stderr
+
+
+# ---- writes: regular files only, one sentence naming the user's path ------------------------
+
+@pytest.fixture
+def trace_run(env, capsys):
+    code, out, _ = run_cli(capsys, "place", "graph.json", "-c", "cluster.json", "--placer", "round-robin",
+                           "--save", "--json")
+    assert code == 0
+    return json.loads(out)["run_id"]
+
+
+def _special(env: Path, kind: str) -> Path:
+    target = env / f"special-{kind}"
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "chardev":
+        try:
+            os.mknod(target, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # the null device's numbers
+        except PermissionError:
+            pytest.skip("creating a device node needs root")
+    elif kind == "symlink-to-fifo":
+        os.mkfifo(env / "fifo-behind-link")
+        target.symlink_to(env / "fifo-behind-link")
+    return target
+
+
+@pytest.mark.parametrize("kind", ["fifo", "chardev", "symlink-to-fifo"])
+def test_export_trace_refuses_special_files(env, capsys, trace_run, kind):
+    target = _special(env, kind)
+    before = os.stat(target)
+    code, out, err = run_cli(capsys, "runs", "export-trace", trace_run, "-o", str(target))
+    assert_bad_input(code, out, err, f"cannot write {target}", "not a regular file")
+    after = os.stat(target)  # still the same special file, not replaced by a JSON file
+    assert (stat.S_IFMT(after.st_mode), after.st_ino) == (stat.S_IFMT(before.st_mode), before.st_ino)
+    assert target.is_symlink() == (kind == "symlink-to-fifo")
+
+
+def test_write_through_symlink_keeps_the_link(env, capsys, trace_run):
+    (env / "real.json").write_text("old")
+    link = env / "link.json"
+    link.symlink_to(env / "real.json")
+    code, _, _ = run_cli(capsys, "runs", "export-trace", trace_run, "-o", str(link))
+    assert code == 0 and link.is_symlink()
+    assert "traceEvents" in json.loads((env / "real.json").read_text())
+
+
+@pytest.mark.parametrize("where, fragment", [
+    ("missing/out.json", "the folder {env}/missing does not exist"),
+    (".", "it is a directory, not a regular file"),
+    ("graph.json/out.json", "{env}/graph.json is not a folder"),  # under a regular file
+])
+def test_place_output_unwritable_fails_before_placing(env, capsys, where, fragment):
+    code, out, err = run_cli(capsys, "place", "graph.json", "-c", "cluster.json", "--placer", "round-robin",
+                             "--save", "-o", where)
+    assert_bad_input(code, out, err, f"cannot write {where}", fragment.format(env=env))
+    assert runs_in(env / "runs") == []  # checked before the placer ran
+
+
+def test_runs_dir_on_a_file_is_bad_input(env, capsys):
+    (env / "afile").write_text("x")
+    for argv in (["runs", "list"], ["runs", "show", "x"],
+                 ["place", "graph.json", "-c", "cluster.json", "--placer", "round-robin", "--save"]):
+        assert_bad_input(*run_cli(capsys, *argv, "--runs-dir", "afile"), "the run store afile is not a folder")
+
+
+def test_runs_show_parent_and_hidden_refs(env, capsys, trace_run):
+    for ref in ("..", ".", ".deleting-x"):
+        assert_bad_input(*run_cli(capsys, "runs", "show", ref), f"'{ref}' is not a run id")
+
+
+@pytest.mark.parametrize("corrupt", ['{"schema": "placelab.run/1", "metrics": []}', "{not json", "[1, 2]",
+                                     '{"schema": "placelab.run/1", "tags": "a,b"}'])
+def test_corrupt_run_json_is_skipped_with_a_warning(env, capsys, trace_run, corrupt):
+    bad = env / "runs" / "20990101-000000-place-bad-0000"
+    bad.mkdir()
+    (bad / "run.json").write_text(corrupt)
+    code, out, err = run_cli(capsys, "runs", "list", "--json")
+    assert code == 0
+    assert [r["id"] for r in json.loads(out)["runs"]] == [trace_run]
+    assert err.count("\n") == 1 and err.startswith("warning: run 20990101-000000-place-bad-0000")
+    code, out, err = run_cli(capsys, "runs", "delete", bad.name)  # an unreadable run can still be deleted
+    assert code == 0 and not bad.exists()
+
+
+# ---- inputs: special files, overflow, sizes, hostile GraphML --------------------------------
+
+def test_named_pipe_as_graph_never_blocks(env):
+    os.mkfifo(env / "pipe.json")
+    proc = cli_process("graph", "info", "pipe.json", timeout=60, cwd=env)  # before: blocked forever
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == "error: pipe.json is a named pipe, not a regular file\n"
+
+
+def _write(env: Path, name: str, doc: dict) -> str:
+    (env / name).write_text(json.dumps(doc))
+    return name
+
+
+def test_totals_beyond_float_range_are_bad_input(env, capsys):
+    g = {**CHAIN, "ops": [{**op, "compute": 1e308} for op in CHAIN["ops"]]}
+    assert_bad_input(*run_cli(capsys, "graph", "info", _write(env, "g.json", g), "--json"),
+                     "graph 'chain': the ops' compute total inf")
+    big_bytes = {**CHAIN, "edges": [{**e, "bytes": 1e200} for e in CHAIN["edges"]]}
+    assert_bad_input(*run_cli(capsys, "graph", "info", _write(env, "b.json", big_bytes)),
+                     "the edges' bytes total 2e+200")
+    lat = {**CLUSTER, "link": {"bandwidth_bytes_per_s": 1e9, "latency_s": 1e308}}
+    assert_bad_input(*run_cli(capsys, "place", "graph.json", "-c", _write(env, "c.json", lat), "--placer",
+                              "round-robin", "--json"), "cluster 'two': the latencies and overheads total 1e+308")
+    slow = {**CLUSTER, "devices": [{**d, "speed": 1e-300} for d in CLUSTER["devices"]]}
+    assert_bad_input(*run_cli(capsys, "simulate", "graph.json", "-c", _write(env, "s.json", slow),
+                              "--placement", "x.json"), "reciprocal speeds and bandwidths total 2e+300")
+
+
+def test_device_count_and_generator_sizes_are_capped(env, capsys):
+    many = {**CLUSTER, "devices": [{"name": f"d{i}", "kind": "gpu", "memory_bytes": 1e9} for i in range(20_000)]}
+    assert_bad_input(*run_cli(capsys, "graph", "info", "graph.json", "-c", _write(env, "m.json", many)),
+                     "cluster 'two' has 20000 devices, more than the 4096 placelab simulates")
+    assert_bad_input(*run_cli(capsys, "graph", "info", "gen:nmt?length=1000000000"),
+                     "gen:nmt: length=1000000000 is beyond the limit of 4,096")
+    assert_bad_input(*run_cli(capsys, "graph", "info", "gen:nmt?length=4000&layers=8"),
+                     "gen:nmt: layers×length = 32,000 is beyond the limit of 20,000")
+    assert_bad_input(*run_cli(capsys, "graph", "info", "gen:random?ops=100000000"), "ops=100000000")
+
+
+GRAPHML = ('<?xml version="1.0"?>\n{dtd}<graphml xmlns="http://graphml.graphdrawing.org/xmlns">'
+           '<graph edgedefault="directed">{body}</graph></graphml>\n')
+
+
+@pytest.mark.parametrize("dtd, body, fragment", [
+    ('<!DOCTYPE graphml [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>\n',
+     '<node id="&b;"/>', "a DTD (<!DOCTYPE>) or entity declaration"),
+    ('<!DOCTYPE graphml SYSTEM "file:///etc/hostname">\n', '<node id="a"/>', "a DTD"),
+    ("", '<node id="a"/><node id="b"/><node id="a"/>', "node id 'a' is declared twice"),
+    ("", '<node id="a"/><edge source="a" target="ghost"/>', "edge #0 refers to undeclared node 'ghost'"),
+])
+def test_hostile_graphml(env, capsys, dtd, body, fragment):
+    (env / "h.graphml").write_text(GRAPHML.format(dtd=dtd, body=body))
+    assert_bad_input(*run_cli(capsys, "graph", "info", "h.graphml"), "h.graphml", fragment)
+
+
+def test_graphml_with_declared_nodes_still_imports(env, capsys):
+    body = '<node id="a"/><node id="b"/><edge source="a" target="b"/>'
+    (env / "ok.graphml").write_text(GRAPHML.format(dtd="", body=body))
+    code, out, _ = run_cli(capsys, "graph", "info", "ok.graphml", "--json")
+    assert code == 0 and (json.loads(out)["ops"], json.loads(out)["edges"]) == (2, 1)
+
+
+# ---- the app's graph sources --------------------------------------------------------------
+
+def test_visitor_spec_accepts_generators_and_listed_examples_only(tmp_path):
+    from engine.sources import visitor_spec
+
+    assert visitor_spec(" gen:random?ops=5 ") == "gen:random?ops=5"
+    listed = str(tmp_path / "example.json")
+    assert visitor_spec(listed, [listed]) == listed
+    for probe in ("/etc/passwd", str(tmp_path), "graph.json", "../runs/x/graph.json", "family:nmt"):
+        with pytest.raises(SpecError) as err:
+            visitor_spec(probe, [listed])
+        assert probe not in str(err.value)  # says nothing about the path
+
+
+def test_upload_errors_name_the_visitors_file():
+    from engine.sources import load_uploaded_graph
+
+    with pytest.raises(GraphError) as err:
+        load_uploaded_graph("my model.json", b'{"schema": "placelab.graph/1", "ops": [')
+    assert str(err.value).startswith("my model.json is not valid JSON")
+    assert "placelab-upload" not in str(err.value) and "/tmp" not in str(err.value)
+    g = load_uploaded_graph("../../etc/chain.json", json.dumps(CHAIN).encode())
+    assert (g.name, g.num_ops) == ("chain", 3)

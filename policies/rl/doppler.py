@@ -41,17 +41,18 @@ weigh alike; the edge network's hidden width (``edge_hidden``) is ours (unstated
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from policies.rl.agent import EpisodeStats
+from policies.rl.agent import EpisodeStats, PerTask, Rollout
 from policies.rl.doppler_features import DopplerGraph, graph_tensors
 from policies.rl.doppler_rollout import AssignEpisode, assign
+from policies.rl.registry import LearnedConfig, param, register_learned
 from policies.rl.reinforce import linear
-from policies.rl.task import PlacementTask, check_grouping
+from policies.rl.task import PlacementTask
 
 if TYPE_CHECKING:
     import torch
@@ -64,42 +65,35 @@ Executor = Callable[[PlacementTask, np.ndarray], float]
 
 
 @dataclass
-class DopplerConfig:
-    """DOPPLER's hyper-parameters; defaults from Yao et al. 2025 where the paper gives them."""
+class DopplerConfig(LearnedConfig):
+    """DOPPLER's hyper-parameters; each field's metadata cites its default's source."""
 
-    stage: str = "sim"  # imitation | sim | real: Stage I, II or III (§5)
-    variant: str = "full"  # full | sel-only | plc-only (§6.2 Q2, Table 3)
-    hidden: int = 128  # embedding width of the MPNN and the projections (§4.2)
-    rounds: int = 6  # K message-passing rounds, shared weights (§4.2 eq. 2)
-    edge_hidden: int = 32  # hidden width of NNConv's edge network (ours; unstated)
-    head: int = 64  # SEL/PLC head: 512 → head → 1 (§4.2 eq. 3–7)
-    lr: float = 1e-4  # §6.1: 1e-4 decaying linearly …
-    lr_final: float = 1e-7  # … to 1e-7
-    entropy: float = 1e-2  # §6.1: entropy weight 1e-2 for all RL methods
-    entropy_final: float = 1e-2  # constant (§6.1 gives one value)
-    epsilon: float = 0.2  # §6.1: exploration rate 0.2 decaying linearly …
-    epsilon_final: float = 0.0  # … to 0
-    epsilon_imitation: float = 1.0  # Stage I rollouts start fully random (issue #13; §5 leaves it open)
-    decay_episodes: int = 4000  # ε's horizon; §6.1: 4k episodes CHAINMM/FFNN, 8k Llama
-    batch: int = 1  # episodes per update (ours: the paper updates per episode)
-    clip_grad: float = 1.0  # gradient norm clip (ours)
-    groups: int | None = None  # DOPPLER places single ops (no grouping)
-    grouping: str = "merge"  # only used with groups (learned-placer grouping, policies.rl.task)
-    unit_depth: int | None = None
-    memory_penalty: float = 2.0  # Placeto A.7's c, s/GB over the limit (the objective's OOM term)
-
-    def __post_init__(self) -> None:
-        check_grouping(self.grouping, self.unit_depth)
-        if self.stage not in STAGES:
-            raise ValueError(f"unknown stage {self.stage!r} (choose from {', '.join(STAGES)})")
-        if self.variant not in VARIANTS:
-            raise ValueError(f"unknown variant {self.variant!r} (choose from {', '.join(VARIANTS)})")
-        for name in ("epsilon", "epsilon_final", "epsilon_imitation"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    groups: int | None = param(None, "op groups to place (None: every op its own group)",
+                               "DOPPLER §4.1: one MDP step per op of the graph", low=1)
+    stage: str = param("sim", "imitation: Stage I (eq. 9); sim: Stage II, REINFORCE on the simulator (eq. 10); "
+                       "real: Stage III, the makespan measured by a real executor", "DOPPLER §5", choices=STAGES)
+    variant: str = param("full", "full, or an ablation: sel-only (PLC → earliest-start device), plc-only "
+                         "(SEL → largest b-level)", "DOPPLER §6.2 Q2, Table 3", choices=VARIANTS)
+    hidden: int = param(128, "width of the MPNN embeddings and of the feature projections",
+                        "DOPPLER §4.2 (authors' setup: 128)", low=1)
+    rounds: int = param(6, "K message-passing rounds with shared weights", "DOPPLER §4.2 eq. 2 (authors' setup: 6)",
+                        low=0)
+    edge_hidden: int = param(32, "hidden width of NNConv's edge network", "ours: the paper does not give it", low=1)
+    head: int = param(64, "hidden width of the SEL and PLC heads (4·hidden → head → 1)",
+                      "DOPPLER §4.2 eq. 3–7 (authors' setup: 512 → 64 → 1)", low=1)
+    lr: float = param(1e-4, "Adam learning rate, decayed linearly to lr_final", "DOPPLER §6.1", low=1e-12)
+    lr_final: float = param(1e-7, "learning rate at the end of the budget", "DOPPLER §6.1", low=0.0)
+    entropy: float = param(1e-2, "entropy weight β", "DOPPLER §6.1 (\"1e-2 for all RL methods\")", low=0.0)
+    entropy_final: float = param(1e-2, "entropy weight at the end of the budget", "DOPPLER §6.1 (one value: constant)",
+                                 low=0.0)
+    epsilon: float = param(0.2, "ε of the ε-greedy policies (Stages II, III), decayed linearly to epsilon_final",
+                           "DOPPLER §6.1", low=0.0, high=1.0)
+    epsilon_final: float = param(0.0, "ε at the end of decay_episodes", "DOPPLER §6.1", low=0.0, high=1.0)
+    epsilon_imitation: float = param(1.0, "ε at the start of Stage I (the learner's rollouts)",
+                                     "ours: issue #13 (§5 does not give it)", low=0.0, high=1.0)
+    decay_episodes: int = param(4000, "episodes over which ε decays", "DOPPLER §6.1: 4k episodes for CHAINMM and "
+                                "FFNN, 8k for the Llama graphs", low=1)
+    batch: int = param(1, "episodes per update", "ours: the paper does not batch episodes", low=1)
 
 
 class RunningMeanBaseline:
@@ -135,6 +129,9 @@ class _Prepared:
         self.tensors = graph_tensors(self.dg)
 
 
+@register_learned("doppler", config=DopplerConfig, episodes=400,
+                  description="DOPPLER dual policy (Yao et al. 2025): SEL picks an op, PLC its device; "
+                              "stage=imitation|sim|real, variant=sel-only|plc-only")
 class DopplerAgent:
     """DOPPLER's policies, ASSIGN rollouts and the Stage I/II/III updates (see the module docstring)."""
 
@@ -142,7 +139,7 @@ class DopplerAgent:
     same_graph_per_update = False
 
     def __init__(self, num_devices: int, config: DopplerConfig | None = None, *, seed: int = 0,
-                 executor: Executor | None = None) -> None:
+                 tasks: Sequence[PlacementTask] = (), executor: Executor | None = None) -> None:
         self.config = c = config or DopplerConfig()
         if c.stage == "real" and executor is None:
             raise ValueError("stage 'real' (DOPPLER §5 Stage III) needs a real executor to measure placements, "
@@ -157,17 +154,14 @@ class DopplerAgent:
         self.model = DopplerNet(c.hidden, c.rounds, c.edge_hidden, c.head)
         self.baseline = RunningMeanBaseline()
         self.episodes = 0
-        self._cache: dict[int, _Prepared] = {}
+        self.prepared = PerTask(num_devices, _Prepared)
 
     @property
     def episodes_per_update(self) -> int:
         return self.config.batch
 
     def prepare(self, task: PlacementTask) -> _Prepared:
-        p = self._cache.get(id(task))
-        if p is None:
-            p = self._cache[id(task)] = _Prepared(task)
-        return p
+        return self.prepared[task]
 
     def epsilon(self) -> float:
         """ε for the next episode (linear decay over ``decay_episodes``, §6.1)."""
@@ -201,13 +195,10 @@ class DopplerAgent:
         return episode_loss(self.model.plc, self.num_devices, ep, scores, hz, advantage, entropy_coef,
                             imitation=self.config.stage == "imitation")
 
-    def collect(self, tasks: list[PlacementTask], keys: list[str],
-                rng: np.random.Generator) -> tuple[list[EpisodeStats], list[tuple[str, AssignEpisode, float]]]:
+    def rollout(self, tasks: list[PlacementTask], keys: list[str], rng: np.random.Generator) -> Rollout:
         """One ASSIGN episode per task with the current weights, without autograd (§4.3: each
         network runs once per episode), each placement simulated (Stage III: measured) once.
-
-        Returns the episodes' stats and, per episode, what :meth:`learn` needs: (key, episode,
-        makespan) — numpy only."""
+        ``data``: per episode (key, episode, makespan), numpy only."""
         import torch
 
         stats, samples = [], []
@@ -222,26 +213,20 @@ class DopplerAgent:
             makespan = float(self.executor(task, group_dev)) if self.config.stage == "real" else ev.makespan
             stats.append(EpisodeStats(key, ev, ev, group_dev, -makespan / task.scale, 0.0, 1))
             samples.append((key, ep, makespan))
-        return stats, samples
+        return Rollout(stats, samples)
 
-    def learn(self, samples: list[tuple[str, AssignEpisode, float]], tasks: Mapping[str, PlacementTask],
-              stats: list[EpisodeStats], *, entropy_coef: float) -> None:
-        """Accumulate the gradient of eq. 9 (Stage I) or eq. 10 (Stages II, III) over the episodes
-        (averaged); the networks run once more, with autograd. Fills in ``stats``' entropies."""
-        for (key, ep, makespan), st in zip(samples, stats, strict=True):
+    def backward(self, rollout: Rollout, tasks: Mapping[str, PlacementTask], *, entropy_coef: float,
+                 step: int) -> None:
+        """Accumulate the gradient of eq. 9 (Stage I) or eq. 10 (Stages II, III), averaged over the
+        episodes; the networks run once more, with autograd. Fills in the episodes' entropies."""
+        samples: list[tuple[str, AssignEpisode, float]] = rollout.data
+        for (key, ep, makespan), st in zip(samples, rollout.episodes, strict=True):
             task = tasks[key]
             p = self.prepare(task)
             scores, hz = self._encode(p)
             adv = self.baseline.advantage(key, makespan) / task.scale
             loss, st.entropy = self._loss(p, ep, scores, hz, adv, entropy_coef)
             (loss / len(samples)).backward()
-
-    def train_step(self, tasks: list[PlacementTask], keys: list[str], *, entropy_coef: float, step: int,
-                   rng: np.random.Generator) -> list[EpisodeStats]:
-        """:meth:`collect` then :meth:`learn` (the shared trainer's update)."""
-        stats, samples = self.collect(tasks, keys, rng)
-        self.learn(samples, dict(zip(keys, tasks, strict=True)), stats, entropy_coef=entropy_coef)
-        return stats
 
     def place(self, task: PlacementTask, rng: np.random.Generator, *, greedy: bool = True) -> np.ndarray:
         """The group placement of one ASSIGN episode (greedy: ε = 0, argmax on both policies)."""

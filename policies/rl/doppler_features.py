@@ -5,14 +5,15 @@ Costs (seconds), App. E:
 
 * **compute** of op v: its mean compute time over the devices that can run it (plus the
   cluster's per-op overhead for non-zero ops, as the list schedulers count it).
-* **transfer cost** of op u's output: ``output_bytes(u) / B̄ + L̄`` with B̄, L̄ the mean bandwidth
-  and latency over pairs of distinct devices (0 on a single device). The paper multiplies the
-  bytes by a "communication factor" fitted to its machine; here the cluster's links give the
-  time. Every edge u → w costs u's transfer cost (the *edge feature*).
+* **transfer cost** of an edge u → w: the edge's own ``transfer_s`` where the graph gives one
+  (DOPPLER's text files), else latency + bytes / bandwidth of the cluster's default link
+  (:func:`engine.simulator.edge_transfer_cost`; an edge carries its producer's output). The paper
+  multiplies the bytes by a "communication factor" fitted to its machine; here the cluster's
+  link gives the time. It is also the *edge feature*.
 
 Static node features X_V (n × 5, App. E.1), each column z-scored over the ops:
-compute, b-level, t-level, transfer in (Σ of the in-edges' costs), transfer out (out-degree
-× the output's transfer cost). b- and t-levels are :func:`engine.dag.b_level` /
+compute, b-level, t-level, transfer in (Σ of the in-edges' costs), transfer out (Σ of the
+out-edges' costs: out-degree × the output's transfer cost). b- and t-levels are :func:`engine.dag.b_level` /
 :func:`engine.dag.t_level` with those node and edge costs: the longest path to an exit
 (v's compute included) and from an entry (v's compute excluded), computation and
 communication counted.
@@ -28,7 +29,8 @@ list-scheduling estimate of the partial placement (each placed op starts at its 
 start on its device, no link contention — the critical-path heuristic's own estimate):
 total compute already placed on d; compute of v's predecessors placed on d; earliest start and
 latest end among those predecessors (0 where none); and v's earliest start on d (inputs'
-arrival there, and when d frees). Each column z-scored over the devices.
+arrival there — an edge's ``transfer_s``, else latency + bytes / bandwidth of the link between
+the two devices — and when d frees). Each column z-scored over the devices.
 """
 
 from __future__ import annotations
@@ -41,8 +43,9 @@ from engine.cluster import Cluster
 from engine.dag import b_level, t_level
 from engine.graph import CompGraph
 from engine.placement import compute_matrix
+from engine.simulator import edge_transfer_cost
 
-__all__ = ["DopplerGraph", "EstimatedSchedule", "graph_tensors", "path_members", "transfer_costs", "zscore"]
+__all__ = ["DopplerGraph", "EstimatedSchedule", "graph_tensors", "path_members", "zscore"]
 
 
 def zscore(x: np.ndarray, axis: int = 0) -> np.ndarray:
@@ -51,15 +54,6 @@ def zscore(x: np.ndarray, axis: int = 0) -> np.ndarray:
     dev = x - x.mean(axis=axis, keepdims=True)
     sd = np.sqrt((dev * dev).mean(axis=axis, keepdims=True))
     return np.where(sd > 0, dev / np.where(sd > 0, sd, 1.0), 0.0)
-
-
-def transfer_costs(graph: CompGraph, cluster: Cluster) -> np.ndarray:
-    """Per op, the time (s) to send its output to another device: ``bytes / B̄ + L̄`` (see module doc)."""
-    nd = cluster.num_devices
-    if nd < 2:
-        return np.zeros(graph.num_ops)
-    off = ~np.eye(nd, dtype=bool)
-    return graph.output_bytes / float(cluster.bandwidth[off].mean()) + float(cluster.latency[off].mean())
 
 
 def path_members(graph: CompGraph, level: np.ndarray, node_cost: np.ndarray, edge_cost: np.ndarray,
@@ -96,16 +90,16 @@ class DopplerGraph:
     Attributes
     ----------
     compute : (n,) mean compute (s); ``duration`` (n, D) compute on each device (inf: cannot run).
-    transfer : (n,) output transfer cost (s); ``b_level``, ``t_level`` (n,) in seconds.
+    edge_cost : (m,) transfer cost of every edge (s); ``b_level``, ``t_level`` (n,) in seconds.
     x_v : (n, 5) z-scored static features; ``edge_index`` (2, 2m) the bidirected edges with
-    ``edge_attr`` (2m, 1) the z-scored producer transfer cost.
+    ``edge_attr`` (2m, 1) the z-scored edge cost.
     b_path, t_path : (rows, cols) path memberships (see :func:`path_members`).
     """
 
     graph: CompGraph
     compute: np.ndarray
     duration: np.ndarray
-    transfer: np.ndarray
+    edge_cost: np.ndarray
     b_level: np.ndarray
     t_level: np.ndarray
     x_v: np.ndarray
@@ -123,18 +117,17 @@ class DopplerGraph:
         finite = ~np.isnan(cm)
         duration = np.where(finite, cm, np.inf)
         compute = np.where(finite, cm, 0.0).sum(axis=1) / np.maximum(finite.sum(axis=1), 1)
-        transfer = transfer_costs(graph, cluster)
-        ec = transfer[graph.edge_src]
+        ec = edge_transfer_cost(graph, cluster)
         bl = b_level(graph, node_cost=compute, edge_cost=ec)
         tl = t_level(graph, node_cost=compute, edge_cost=ec)
         t_in = np.bincount(graph.edge_dst, weights=ec, minlength=graph.num_ops)
-        t_out = np.diff(graph.succ.ptr) * transfer
+        t_out = np.bincount(graph.edge_src, weights=ec, minlength=graph.num_ops)
         x_v = zscore(np.column_stack([compute, bl, tl, t_in, t_out]))
         src, dst = graph.edge_src.astype(np.int64), graph.edge_dst.astype(np.int64)
         edge_index = np.stack([np.concatenate([src, dst]), np.concatenate([dst, src])])
         attr = np.tile(zscore(ec), 2)[:, None] if len(ec) else np.zeros((0, 1))
         bw = cluster.bandwidth
-        return cls(graph, compute, duration, transfer, bl, tl, x_v.astype(np.float32), edge_index,
+        return cls(graph, compute, duration, ec, bl, tl, x_v.astype(np.float32), edge_index,
                    attr.astype(np.float32), path_members(graph, bl, compute, ec, "exit"),
                    path_members(graph, tl, compute, ec, "entry"), np.where(np.isinf(bw), 0.0, 1.0 / bw),
                    np.asarray(cluster.latency, dtype=np.float64))
@@ -161,9 +154,11 @@ class EstimatedSchedule:
         g, dg = self.dg.graph, self.dg
         lo, hi = g.pred.ptr[v], g.pred.ptr[v + 1]
         est = self.free.copy()
-        for u in g.pred.idx[lo:hi].tolist():
+        for u, e in zip(g.pred.idx[lo:hi].tolist(), g.pred.edge[lo:hi].tolist(), strict=True):
             du = self.device[u]
-            arrive = self.finish[u] + dg.graph.output_bytes[u] * dg.bw_inv[du] + dg.latency[du]
+            given = g.edge_transfer_s[e]
+            cost = given if given == given else g.edge_bytes[e] * dg.bw_inv[du] + dg.latency[du]  # NaN: not given
+            arrive = self.finish[u] + cost
             arrive[du] = self.finish[u]
             np.maximum(est, arrive, out=est)
         return est

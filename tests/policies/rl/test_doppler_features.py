@@ -41,7 +41,7 @@ def dg() -> DopplerGraph:
 
 
 def test_levels_and_static_features_by_hand(dg):
-    np.testing.assert_allclose(dg.transfer, [1, 2, 0.5, 0, 0])
+    np.testing.assert_allclose(dg.edge_cost, [1, 1, 2, 0.5])  # s→l, s→r, l→t, r→t: the producer's output
     # b-level: t 4; l 2+2+4 = 8; r 3+0.5+4 = 7.5; s 1+max(1+8, 1+7.5) = 10; u 2
     np.testing.assert_allclose(dg.b_level, [10, 8, 7.5, 4, 2])
     # t-level: l, r 0+1+1 = 2; t max(2+2+2, 2+3+0.5) = 6

@@ -6,14 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from test_doppler_features import hand_graph, two_gpus
 from torch_geometric.nn import NNConv
 
+from policies.rl.agent import train_step
 from policies.rl.doppler import DopplerAgent, DopplerConfig, RunningMeanBaseline, teacher_placement
 from policies.rl.doppler_net import EdgeNetworkConv, PlcPolicy
 from policies.rl.reinforce import Budget, StoppingRule
 from policies.rl.task import make_task
 from policies.rl.trainer import Trainer
+
+from .test_doppler_features import hand_graph, two_gpus
 
 torch.set_num_threads(1)
 SMALL = {"hidden": 16, "rounds": 2, "edge_hidden": 8, "head": 8}
@@ -148,16 +150,16 @@ def test_stage_real_needs_an_executor():
         return 42.0
 
     agent = DopplerAgent(2, DopplerConfig(stage="real", **SMALL), executor=executor)
-    stats = agent.train_step([task], ["g"], entropy_coef=0.01, step=0, rng=np.random.default_rng(0))
+    stats = train_step(agent, {"g": task}, ["g"], np.random.default_rng(0), entropy_coef=0.01, step=0)
     assert len(seen) == 1 and stats[0].reward == pytest.approx(-42.0 / task.scale)
 
 
 def test_bad_config_values_are_refused():
-    with pytest.raises(ValueError, match="unknown stage"):
+    with pytest.raises(ValueError, match="'stage' must be one of imitation, sim, real"):
         DopplerConfig(stage="warp")
-    with pytest.raises(ValueError, match="unknown variant"):
+    with pytest.raises(ValueError, match="'variant' must be one of"):
         DopplerConfig(variant="both")
-    with pytest.raises(ValueError, match="epsilon"):
+    with pytest.raises(ValueError, match="'epsilon' must be in"):
         DopplerConfig(epsilon=1.5)
 
 
@@ -198,9 +200,9 @@ def test_an_update_reaches_exactly_the_policies_in_use(variant):
     task = _task()
     agent = DopplerAgent(2, DopplerConfig(variant=variant, **SMALL), seed=0)
     rng = np.random.default_rng(0)
-    agent.train_step([task], ["g"], entropy_coef=0.01, step=0, rng=rng)  # first episode: advantage 0
+    train_step(agent, {"g": task}, ["g"], rng, entropy_coef=0.01, step=0)  # first episode: advantage 0
     agent.model.zero_grad(set_to_none=True)
-    stats = agent.train_step([task, task], ["g", "g"], entropy_coef=0.01, step=1, rng=rng)
+    stats = train_step(agent, {"g": task}, ["g", "g"], rng, entropy_coef=0.01, step=1)
     assert agent.episodes == 3 and all(st.entropy > 0 for st in stats)
     for name, module in (("sel", agent.model.sel), ("plc", agent.model.plc)):
         used = {"full": True, "sel-only": name == "sel", "plc-only": name == "plc"}[variant]

@@ -160,6 +160,11 @@ class DopplerAgent:
     def episodes_per_update(self) -> int:
         return self.config.batch
 
+    @property
+    def curve_fields(self) -> dict[str, str]:
+        """Extra learning-curve columns: the stage every row was trained in (§5)."""
+        return {"stage": self.config.stage}
+
     def prepare(self, task: PlacementTask) -> _Prepared:
         return self.prepared[task]
 

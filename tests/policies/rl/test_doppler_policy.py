@@ -208,3 +208,28 @@ def test_an_update_reaches_exactly_the_policies_in_use(variant):
         used = {"full": True, "sel-only": name == "sel", "plc-only": name == "plc"}[variant]
         grads = [p.grad for p in module.parameters()]
         assert all(g is not None and torch.isfinite(g).all() for g in grads) if used else all(g is None for g in grads)
+
+
+def test_stages_chain_through_stored_runs(tmp_path):
+    from engine.errors import SpecError
+    from engine.runs import RunStore
+    from policies.rl.jobs import start_training
+
+    store = RunStore(tmp_path)
+    spec, params = "gen:random?ops=8&seed=1", {k: v for k, v in SMALL.items()}
+    first = start_training("doppler", spec, "k80x2", params={**params, "stage": "imitation"}, store=store,
+                           budget=Budget(episodes=3), stopping=StoppingRule(0))
+    second = start_training("doppler", spec, "k80x2", params=params, store=store, budget=Budget(episodes=2),
+                            stopping=StoppingRule(0), init_from=first.run_id, runs_dir=str(tmp_path))
+    run1, run2 = store.load(first.run_id), store.load(second.run_id)
+    assert run2.meta["parameters"]["init_from"] == first.run_id
+    curve1 = (run1.path / "learning_curve.csv").read_text().splitlines()
+    curve2 = (run2.path / "learning_curve.csv").read_text().splitlines()
+    assert curve1[0].endswith(",stage") and all(r.endswith(",imitation") for r in curve1[1:]) and len(curve1) == 4
+    assert all(r.endswith(",sim") for r in curve2[1:]) and len(curve2) == 3
+    with pytest.raises(SpecError, match="trained 'doppler', not 'placeto'"):
+        start_training("placeto", spec, "k80x2", budget=Budget(episodes=1), init_from=first.run_id,
+                       runs_dir=str(tmp_path))
+    with pytest.raises(SpecError, match="networks differ in size"):
+        start_training("doppler", spec, "k80x2", params={**params, "hidden": 4}, budget=Budget(episodes=1),
+                       init_from=first.run_id, runs_dir=str(tmp_path))

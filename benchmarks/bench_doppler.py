@@ -46,8 +46,8 @@ from engine.presets import PRESETS
 from engine.simulator import Simulator
 from engine.sources import load_graph
 from policies.base import make_placer
-from policies.rl.agents import make_agent
 from policies.rl.doppler import DopplerAgent, DopplerConfig
+from policies.rl.registry import make_agent
 from policies.rl.reinforce import Budget, StoppingRule
 from policies.rl.task import PlacementTask, make_task
 from policies.rl.trainer import Trainer
@@ -57,11 +57,15 @@ PAPER_EPISODES = {"gen:chainmm": 4000, "gen:ffnn": 4000, "gen:llama-block": 8000
 TRANSFER_PAIRS = (("gen:ffnn", "gen:llama-block"), ("gen:chainmm", "gen:llama-layer"))
 
 
-def executions(task: PlacementTask, devices: np.ndarray, runs: int) -> tuple[float, float]:
-    """Mean and std (s) of the makespan over ``runs`` simulated executions of an op placement."""
-    sim = Simulator(task.graph, task.cluster)
-    values = [sim.makespan(devices) for _ in range(runs)]
-    return float(np.mean(values)), float(np.std(values))
+def executions(task: PlacementTask, devices: np.ndarray, runs: int, noise: float) -> tuple[float, float]:
+    """Mean and std (s) of the makespan over ``runs`` seeded executions of an op placement, the
+    durations log-normally perturbed with σ = ``noise`` (work-conserving mode; other modes are
+    deterministic and give one value)."""
+    cluster = task.cluster
+    if cluster.simulation.mode == "work_conserving":
+        cluster = cluster.with_simulation(noise=noise, runs=runs, seed=0)
+    st = Simulator(task.graph, cluster).makespan_stats(devices)
+    return st.mean, st.std
 
 
 def _train(agent: Any, task: PlacementTask, episodes: int, seed: int) -> Trainer:
@@ -126,7 +130,7 @@ def table2(graphs: list[str], cluster: Cluster, args: argparse.Namespace) -> lis
         imitation = episodes // 4 if args.paper else args.imitation
 
         def row(method: str, devices: np.ndarray, placements: int, wall: float, spec=spec, task=task) -> None:
-            mean, std = executions(task, devices, args.executions)
+            mean, std = executions(task, devices, args.executions, args.noise)
             rows.append({"graph": spec, "method": method, "makespan_ms": 1e3 * mean, "std_ms": 1e3 * std,
                          "placements_to_best": placements, "wall_s": wall})
             print(f"  {spec:<16} {method:<14} {1e3 * mean:9.2f} ± {1e3 * std:6.2f} ms  "
@@ -136,7 +140,7 @@ def table2(graphs: list[str], cluster: Cluster, args: argparse.Namespace) -> lis
             t0 = time.perf_counter()
             p = make_placer(name).place(graph, cluster, seed=args.seed)
             row(name, p.devices, placements, time.perf_counter() - t0)
-        agent, _ = make_agent("placeto", cluster.num_devices, {"groups": None}, seed=args.seed)
+        agent = make_agent("placeto", cluster.num_devices, {"groups": None}, seed=args.seed)
         t = _train(agent, task, args.placeto_episodes if not args.paper else episodes, args.seed)
         row("placeto", task.expand(t.best["g"].devices), t.best["g"].placements_evaluated, t.wall)
         for method, variant in (("doppler-sim", "full"), ("doppler-sel", "sel-only"), ("doppler-plc", "plc-only")):
@@ -153,11 +157,11 @@ def transfer(cluster: Cluster, args: argparse.Namespace) -> list[dict[str, Any]]
         agent, _ = train_doppler(s_task, "full", args.imitation, args.episodes, args.seed)
         weights = agent.model.state_dict()
         zero = agent.place(d_task, np.random.default_rng(args.seed))
-        mean, std = executions(d_task, d_task.expand(zero), args.executions)
+        mean, std = executions(d_task, d_task.expand(zero), args.executions, args.noise)
         rows.append({"train": src, "target": dst, "setting": "zero-shot", "makespan_ms": 1e3 * mean,
                      "std_ms": 1e3 * std})
         _, out = train_doppler(d_task, "full", 0, args.kshot, args.seed, init=weights)
-        mean, std = executions(d_task, d_task.expand(out["best"].devices), args.executions)
+        mean, std = executions(d_task, d_task.expand(out["best"].devices), args.executions, args.noise)
         rows.append({"train": src, "target": dst, "setting": f"{args.kshot}-shot", "makespan_ms": 1e3 * mean,
                      "std_ms": 1e3 * std})
         for r in rows[-2:]:
@@ -175,7 +179,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--imitation", type=int, default=100, help="Stage I episodes")
     ap.add_argument("--placeto-episodes", type=int, default=100)
     ap.add_argument("--kshot", type=int, default=200)
-    ap.add_argument("--executions", type=int, default=10)
+    ap.add_argument("--executions", type=int, default=10, help="noisy executions per best placement (§6.1: 10)")
+    ap.add_argument("--noise", type=float, default=0.05, help="σ of the log-normal duration noise of those executions")
     ap.add_argument("--speed-episodes", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)

@@ -157,8 +157,10 @@ class EstimatedSchedule:
         for u, e in zip(g.pred.idx[lo:hi].tolist(), g.pred.edge[lo:hi].tolist(), strict=True):
             du = self.device[u]
             given = g.edge_transfer_s[e]
-            cost = given if given == given else g.edge_bytes[e] * dg.bw_inv[du] + dg.latency[du]  # NaN: not given
-            arrive = self.finish[u] + cost
+            if given == given:  # a transfer time the graph gives (NaN: none)
+                arrive = np.full(len(est), self.finish[u] + given)
+            else:
+                arrive = self.finish[u] + g.edge_bytes[e] * dg.bw_inv[du] + dg.latency[du]
             arrive[du] = self.finish[u]
             np.maximum(est, arrive, out=est)
         return est

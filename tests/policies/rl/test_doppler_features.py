@@ -126,3 +126,15 @@ def test_random_episode_is_a_topological_assignment(n, seed, eps, nd):
     assert (pos[g.edge_src] < pos[g.edge_dst]).all()  # every op is placed after its predecessors
     assert all(ro.cand[t, v] for t, v in enumerate(ro.ops))
     assert ((ro.op_device >= 0) & (ro.op_device < nd)).all()
+
+
+def test_given_edge_transfer_times_replace_the_links():
+    doc = {"schema": "placelab.graph/1", "name": "tt",
+           "ops": [{"name": "a", "compute": 1.0, "output_bytes": 1e9}, {"name": "b", "compute": 1.0}],
+           "edges": [{"src": "a", "dst": "b", "transfer_s": 3.0}]}
+    dg = DopplerGraph.build(graph_from_dict(doc), two_gpus())
+    np.testing.assert_allclose(dg.edge_cost, [3.0])  # not the 1 s the 1 GB/s link would take
+    np.testing.assert_allclose(dg.b_level, [1 + 3 + 1, 1])
+    est = EstimatedSchedule(dg)
+    est.place(0, 0, 0.0)
+    np.testing.assert_allclose(est.earliest_start(1), [1.0, 1.0 + 3.0])

@@ -82,9 +82,13 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
           name: Annotated[str | None, typer.Option(help="run name")] = None,
           tag: Annotated[list[str] | None, typer.Option(help="run tag")] = None,
           threads: Annotated[int | None, typer.Option(help="torch CPU threads")] = None,
+          stage: Annotated[str | None, typer.Option(help="DOPPLER's training stage: imitation, sim or real "
+                                                    "(the same as --param stage=...)")] = None,
+          init_from: Annotated[str | None, typer.Option(help="start from the weights of the stored training run "
+                                                        "RUN (DOPPLER's next stage, transfer, k-shot)")] = None,
           mode: ModeOpt = None, sim_param: SimParamOpt = None,
           runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
-    """Train a learned placer (e.g. Placeto or the RNN placer) on one or many graphs."""
+    """Train a learned placer (Placeto, the RNN placer or DOPPLER) on one or many graphs."""
     from policies.rl.jobs import resume_training, start_training
     from policies.rl.reinforce import Budget, StoppingRule
 
@@ -92,9 +96,9 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
     bar = ProgressLine("episodes")
     try:
         if resume:
-            if placer or graphs or cluster or param or mode or sim_param:
+            if placer or graphs or cluster or param or mode or sim_param or stage or init_from:
                 raise SpecError("--resume continues a stored run: leave out --placer, --graphs, --cluster, --param, "
-                                "--mode, --sim-param")
+                                "--stage, --init-from, --mode, --sim-param")
             out = resume_training(RunStore(runs_dir), resume, episodes=episodes, seconds=max_seconds, progress=bar)
         else:
             missing = [o for o, v in (("--placer", placer), ("--graphs", graphs), ("--cluster", cluster)) if not v]
@@ -107,7 +111,10 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
                 if v is not None and v <= 0:
                     raise SpecError(f"{what} must be positive")
             c = simulation_cluster(cluster, mode, sim_param) if mode or sim_param else cluster
-            out = start_training(placer, graphs, c, params=parse_params(param or []), seed=seed,
+            params = parse_params(param or [])
+            if stage is not None:
+                params["stage"] = stage
+            out = start_training(placer, graphs, c, params=params, seed=seed, init_from=init_from, runs_dir=runs_dir,
                                  budget=Budget(episodes, max_placements, max_seconds),
                                  stopping=StoppingRule(stop_window, stop_tolerance),
                                  store=RunStore(runs_dir) if save else None, tags=tag, name=name, progress=bar)

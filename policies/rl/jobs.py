@@ -85,8 +85,13 @@ def _budget_doc(b: Budget) -> dict[str, Any]:
 def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: dict[str, Any] | None = None,
                    seed: int = 0, budget: Budget | None = None, stopping: StoppingRule | None = None,
                    store: RunStore | None = None, tags: list[str] | None = None, name: str | None = None,
-                   progress: Progress | None = None) -> TrainOutcome:
-    """Train learned placer ``placer`` on the graphs of ``graphs`` (a multi-graph spec) and store the run."""
+                   progress: Progress | None = None, init_from: str | None = None,
+                   runs_dir: str = "runs") -> TrainOutcome:
+    """Train learned placer ``placer`` on the graphs of ``graphs`` (a multi-graph spec) and store the run.
+
+    ``init_from``: a stored training run of the same placer (an id in ``runs_dir``, or the run's
+    directory) whose weights the new policy starts from — DOPPLER's next stage (§5) and
+    transfer to another graph or cluster (Tables 4, 10, 11)."""
     specs = expand_graph_specs(graphs)
     params = _default_groups(placer, graphs, dict(params or {}))
     config = make_config(placer, params)
@@ -95,6 +100,7 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
     stopping = stopping or StoppingRule()
     tasks = load_tasks(specs, c, config)
     agent = make_agent(placer, c.num_devices, config.to_dict(), seed=seed, tasks=list(tasks.values()))
+    source = _init_weights(agent, placer, init_from, runs_dir) if init_from else None
     run = None
     if store is not None:
         first = next(iter(tasks.values())).graph
@@ -102,7 +108,8 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
         graph_hash = first.content_hash if len(specs) == 1 else hashlib.sha256(
             "\x00".join(t.graph.content_hash for t in tasks.values()).encode()).hexdigest()[:16]
         run = store.create("train", graph_name=graph_name, graph_hash=graph_hash, cluster=c.name, placer=placer,
-                           parameters={**config.to_dict(), "graphs": graphs, "budget": _budget_doc(budget)},
+                           parameters={**config.to_dict(), "graphs": graphs, "budget": _budget_doc(budget),
+                                       **({"init_from": source} if source else {})},
                            seed=seed, tags=list(tags or []), name=name)
         run.write_json(POLICY, {"placer": placer, "config": agent.config.to_dict(),
                                 "num_devices": c.num_devices, "cluster": cluster_to_dict(c), "graphs": specs,
@@ -110,6 +117,26 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
                                 "stopping": {"window": stopping.window, "tolerance": stopping.tolerance}})
     trainer = Trainer(agent, tasks, seed=seed, budget=budget, stopping=stopping, run=run, progress=progress)
     return _train_and_finish(trainer, run)
+
+
+def _init_weights(agent: Any, placer: str, ref: str, runs_dir: str) -> str:
+    """Load the weights of training run ``ref`` into ``agent``; returns the run's id."""
+    import torch
+
+    from policies.learned import resolve_run
+
+    run = resolve_run(ref, runs_dir)
+    doc = _policy_doc(run)
+    if doc["placer"] != placer:
+        raise SpecError(f"--init-from {run.id}: that run trained '{doc['placer']}', not '{placer}'")
+    if CHECKPOINT not in run.files():
+        raise RunError(f"run {run.id} has no trained weights yet ({CHECKPOINT} is missing)")
+    state = torch.load(run.path / CHECKPOINT, weights_only=True)["model"]
+    try:
+        agent.model.load_state_dict(state)
+    except RuntimeError:
+        raise SpecError(f"--init-from {run.id}: its networks differ in size from this configuration's") from None
+    return run.id
 
 
 def _train_and_finish(trainer: Trainer, run: Run | None) -> TrainOutcome:

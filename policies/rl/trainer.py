@@ -127,7 +127,8 @@ class Trainer:
             rows.append({"episode": self.episodes, "graph": st.key, "sampled_runtime": st.final.makespan,
                          "best_runtime": best.makespan, "objective": st.final.objective, "oom": st.final.oom,
                          "reward": st.reward, "entropy": st.entropy, "learning_rate": lr, "entropy_coef": beta,
-                         "placements_evaluated": self.placements, "wall_time": 0.0})
+                         "placements_evaluated": self.placements, "wall_time": 0.0,
+                         **getattr(self.agent, "curve_fields", {})})
         return rows
 
     # -- the loop ----------------------------------------------------------------------------

@@ -1,0 +1,271 @@
+"""DOPPLER (Yao et al. 2025): dual-policy device assignment, SEL picks an op and PLC its device.
+
+Episode — ASSIGN (§3, Fig. 2; §4.1): the candidates C start as the graph's entry ops; at each
+step SEL picks v ∈ C, PLC picks a device d for v, v leaves C and every successor whose
+predecessors are all placed joins C. One step per op; the placement is simulated once, at the
+end (§5 Stage II). The ops of a colocation group share a device: the first one placed commits
+it, and PLC's choice for the later ones is masked to it (our rule; DOPPLER's graphs have none).
+
+Acting (eq. 4, 8): ε-greedy on each policy — the argmax with probability 1 − ε, else a uniform
+candidate (device); ε decays linearly from ``epsilon`` to ``epsilon_final`` over
+``decay_episodes`` episodes (§6.1: 0.2 → 0). The policy gradient uses the softmax policies'
+log-probabilities of the actions taken, as the paper's eq. 10 does.
+
+Stages (§5, ``stage``):
+
+* ``imitation`` (Stage I, eq. 9): the learner rolls out (ε from ``epsilon_imitation`` = 1 to
+  ``epsilon_final``) and the loss raises the log-probability of the critical-path teacher's
+  choices in the states the learner visits. Teacher: SEL → the candidates with the largest
+  b-level; PLC → the devices where v starts earliest under the running list-scheduling
+  estimate (:class:`~policies.rl.doppler_features.EstimatedSchedule`). Ties are kept as a
+  set: the target is ``log Σ_{a ∈ targets} π(a)``.
+* ``sim`` (Stage II, eq. 10): REINFORCE with the terminal reward ``−makespan`` less the
+  running mean of all previous episodes' makespans on that graph (§4.1), in units of the
+  graph's makespan lower bound, plus the entropy bonus; Adam with the learning rate decaying
+  linearly (the shared trainer sets it every update). Starts from Stage I's weights with
+  ``--init-from``.
+* ``real`` (Stage III): the same update, the makespan measured by a real executor, passed to
+  :class:`DopplerAgent` as ``executor``; without one the stage is refused with one sentence.
+
+Ablations (§6.2 Q2, Table 3): ``variant="sel-only"`` (DOPPLER-SEL: PLC replaced by the
+critical-path device rule, the device where v starts earliest) and ``variant="plc-only"``
+(DOPPLER-PLC: SEL replaced by the candidate with the longest path to an exit, its b-level).
+
+Deviations from the authors' published code (not from the paper): the b- and t-level paths'
+embeddings are summed over the right ops (the code indexes them in the wrong order); teacher
+ties are all targets (the code's random tie-break can pick an op that is not a largest
+b-level); the learning rate decay is applied (the code's scheduler never takes effect).
+Per-step losses are averaged over the episode's steps (ours), so graphs of different sizes
+weigh alike; the edge network's hidden width (``edge_hidden``) is ours (unstated).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from policies.rl.agent import EpisodeStats, PerTask, Rollout
+from policies.rl.doppler_features import DopplerGraph, graph_tensors
+from policies.rl.doppler_rollout import AssignEpisode, assign
+from policies.rl.registry import LearnedConfig, param, register_learned
+from policies.rl.reinforce import linear
+from policies.rl.task import PlacementTask
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["STAGES", "VARIANTS", "DopplerAgent", "DopplerConfig", "RunningMeanBaseline", "teacher_placement"]
+
+STAGES = ("imitation", "sim", "real")
+VARIANTS = ("full", "sel-only", "plc-only")
+Executor = Callable[[PlacementTask, np.ndarray], float]
+
+
+@dataclass
+class DopplerConfig(LearnedConfig):
+    """DOPPLER's hyper-parameters; each field's metadata cites its default's source."""
+
+    groups: int | None = param(None, "op groups to place (None: every op its own group)",
+                               "DOPPLER §4.1: one MDP step per op of the graph", low=1)
+    stage: str = param("sim", "imitation: Stage I (eq. 9); sim: Stage II, REINFORCE on the simulator (eq. 10); "
+                       "real: Stage III, the makespan measured by a real executor", "DOPPLER §5", choices=STAGES)
+    variant: str = param("full", "full, or an ablation: sel-only (PLC → earliest-start device), plc-only "
+                         "(SEL → largest b-level)", "DOPPLER §6.2 Q2, Table 3", choices=VARIANTS)
+    hidden: int = param(128, "width of the MPNN embeddings and of the feature projections",
+                        "DOPPLER §4.2 (authors' setup: 128)", low=1)
+    rounds: int = param(6, "K message-passing rounds with shared weights", "DOPPLER §4.2 eq. 2 (authors' setup: 6)",
+                        low=0)
+    edge_hidden: int = param(32, "hidden width of NNConv's edge network", "ours: the paper does not give it", low=1)
+    head: int = param(64, "hidden width of the SEL and PLC heads (4·hidden → head → 1)",
+                      "DOPPLER §4.2 eq. 3–7 (authors' setup: 512 → 64 → 1)", low=1)
+    lr: float = param(1e-4, "Adam learning rate, decayed linearly to lr_final", "DOPPLER §6.1", low=1e-12)
+    lr_final: float = param(1e-7, "learning rate at the end of the budget", "DOPPLER §6.1", low=0.0)
+    entropy: float = param(1e-2, "entropy weight β", "DOPPLER §6.1 (\"1e-2 for all RL methods\")", low=0.0)
+    entropy_final: float = param(1e-2, "entropy weight at the end of the budget", "DOPPLER §6.1 (one value: constant)",
+                                 low=0.0)
+    epsilon: float = param(0.2, "ε of the ε-greedy policies (Stages II, III), decayed linearly to epsilon_final",
+                           "DOPPLER §6.1", low=0.0, high=1.0)
+    epsilon_final: float = param(0.0, "ε at the end of decay_episodes", "DOPPLER §6.1", low=0.0, high=1.0)
+    epsilon_imitation: float = param(1.0, "ε at the start of Stage I (the learner's rollouts)",
+                                     "ours: issue #13 (§5 does not give it)", low=0.0, high=1.0)
+    decay_episodes: int = param(4000, "episodes over which ε decays", "DOPPLER §6.1: 4k episodes for CHAINMM and "
+                                "FFNN, 8k for the Llama graphs", low=1)
+    batch: int = param(1, "episodes per update", "ours: the paper does not batch episodes", low=1)
+
+
+class RunningMeanBaseline:
+    """§4.1: the baseline is the mean makespan of all previous episodes, per graph."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, float] = {}
+        self.counts: dict[str, int] = {}
+
+    def advantage(self, key: str, makespan: float) -> float:
+        """``−makespan − (−mean of the previous makespans)``; 0 for a graph's first episode. Records it."""
+        n = self.counts.get(key, 0)
+        adv = 0.0 if n == 0 else self.sums[key] / n - makespan
+        self.sums[key] = self.sums.get(key, 0.0) + makespan
+        self.counts[key] = n + 1
+        return adv
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"sums": dict(self.sums), "counts": dict(self.counts)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.sums = {k: float(v) for k, v in state["sums"].items()}
+        self.counts = {k: int(v) for k, v in state["counts"].items()}
+
+
+class _Prepared:
+    """A task's static DOPPLER data: numpy for the rollout, tensors for the networks."""
+
+    def __init__(self, task: PlacementTask) -> None:
+        self.task = task
+        self.dg = DopplerGraph.build(task.graph, task.cluster)
+        self.op_feasible = task.feasible[task.op_group]
+        self.tensors = graph_tensors(self.dg)
+
+
+@register_learned("doppler", config=DopplerConfig, episodes=400,
+                  description="DOPPLER dual policy (Yao et al. 2025): SEL picks an op, PLC its device; "
+                              "stage=imitation|sim|real, variant=sel-only|plc-only")
+class DopplerAgent:
+    """DOPPLER's policies, ASSIGN rollouts and the Stage I/II/III updates (see the module docstring)."""
+
+    name = "doppler"
+    same_graph_per_update = False
+
+    def __init__(self, num_devices: int, config: DopplerConfig | None = None, *, seed: int = 0,
+                 tasks: Sequence[PlacementTask] = (), executor: Executor | None = None) -> None:
+        self.config = c = config or DopplerConfig()
+        if c.stage == "real" and executor is None:
+            raise ValueError("stage 'real' (DOPPLER §5 Stage III) needs a real executor to measure placements, "
+                             "and none is available here; train with stage 'sim'")
+        self.num_devices = num_devices
+        self.executor = executor
+        import torch
+
+        from policies.rl.doppler_net import DopplerNet
+
+        torch.manual_seed(seed)
+        self.model = DopplerNet(c.hidden, c.rounds, c.edge_hidden, c.head)
+        self.baseline = RunningMeanBaseline()
+        self.episodes = 0
+        self.prepared = PerTask(num_devices, _Prepared)
+
+    @property
+    def episodes_per_update(self) -> int:
+        return self.config.batch
+
+    @property
+    def curve_fields(self) -> dict[str, str]:
+        """Extra learning-curve columns: the stage every row was trained in (§5)."""
+        return {"stage": self.config.stage}
+
+    def prepare(self, task: PlacementTask) -> _Prepared:
+        return self.prepared[task]
+
+    def epsilon(self) -> float:
+        """ε for the next episode (linear decay over ``decay_episodes``, §6.1)."""
+        c = self.config
+        start = c.epsilon_imitation if c.stage == "imitation" else c.epsilon
+        return linear(start, c.epsilon_final, self.episodes / max(c.decay_episodes, 1))
+
+    # -- one episode ----------------------------------------------------------------------
+
+    def _encode(self, p: _Prepared) -> tuple[torch.Tensor | None, tuple[torch.Tensor, torch.Tensor] | None]:
+        v = self.config.variant
+        scores = self.model.sel(p.tensors) if v != "plc-only" else None
+        hz = self.model.plc.embed(p.tensors) if v != "sel-only" else None
+        return scores, hz
+
+    def _assign(self, p: _Prepared, scores, hz, rng: np.random.Generator, eps: float, record: bool) -> AssignEpisode:
+        import torch
+
+        weights = None
+        if hz is not None:
+            with torch.no_grad():
+                weights = {k: t.numpy().astype(np.float64)
+                           for k, t in self.model.plc.act_weights(hz[0].detach(), hz[1].detach()).items()}
+        sel = scores.detach().numpy().astype(np.float64) if scores is not None else None
+        return assign(p.dg, p.op_feasible, p.task.op_group, sel, weights, rng, eps, record=record)
+
+    def _loss(self, p: _Prepared, ep: AssignEpisode, scores, hz, advantage: float,
+              entropy_coef: float) -> tuple[torch.Tensor, float]:
+        from policies.rl.doppler_net import episode_loss
+
+        return episode_loss(self.model.plc, self.num_devices, ep, scores, hz, advantage, entropy_coef,
+                            imitation=self.config.stage == "imitation")
+
+    def rollout(self, tasks: list[PlacementTask], keys: list[str], rng: np.random.Generator) -> Rollout:
+        """One ASSIGN episode per task with the current weights, without autograd (§4.3: each
+        network runs once per episode), each placement simulated (Stage III: measured) once.
+        ``data``: per episode (key, episode, makespan), numpy only."""
+        import torch
+
+        stats, samples = [], []
+        for task, key in zip(tasks, keys, strict=True):
+            p = self.prepare(task)
+            with torch.no_grad():
+                scores, hz = self._encode(p)
+            ep = self._assign(p, scores, hz, rng, self.epsilon(), record=True)
+            self.episodes += 1
+            group_dev = ep.group_devices(task.num_groups)
+            ev = task.evaluate(group_dev)
+            makespan = float(self.executor(task, group_dev)) if self.config.stage == "real" else ev.makespan
+            stats.append(EpisodeStats(key, ev, ev, group_dev, -makespan / task.scale, 0.0, 1))
+            samples.append((key, ep, makespan))
+        return Rollout(stats, samples)
+
+    def backward(self, rollout: Rollout, tasks: Mapping[str, PlacementTask], *, entropy_coef: float,
+                 step: int) -> None:
+        """Accumulate the gradient of eq. 9 (Stage I) or eq. 10 (Stages II, III), averaged over the
+        episodes; the networks run once more, with autograd. Fills in the episodes' entropies."""
+        samples: list[tuple[str, AssignEpisode, float]] = rollout.data
+        for (key, ep, makespan), st in zip(samples, rollout.episodes, strict=True):
+            task = tasks[key]
+            p = self.prepare(task)
+            scores, hz = self._encode(p)
+            adv = self.baseline.advantage(key, makespan) / task.scale
+            loss, st.entropy = self._loss(p, ep, scores, hz, adv, entropy_coef)
+            (loss / len(samples)).backward()
+
+    def place(self, task: PlacementTask, rng: np.random.Generator, *, greedy: bool = True) -> np.ndarray:
+        """The group placement of one ASSIGN episode (greedy: ε = 0, argmax on both policies)."""
+        import torch
+
+        p = self.prepare(task)
+        with torch.no_grad():
+            scores, hz = self._encode(p)
+        ro = self._assign(p, scores, hz, rng, 0.0 if greedy else self.epsilon(), record=False)
+        return ro.group_devices(task.num_groups)
+
+    def load_weights(self, state: dict[str, torch.Tensor], source: str) -> None:
+        """Start from another policy's weights (Stage I → II → III, and transfer: Tables 4, 10, 11).
+
+        The baseline and ε start afresh: the new stage or graph has its own makespans. The
+        networks do not depend on the device count, so a policy moves between clusters.
+        """
+        try:
+            self.model.load_state_dict(state)
+        except RuntimeError:
+            raise ValueError(f"cannot start from {source}: its networks differ in size (hidden, rounds, "
+                             "edge_hidden and head must match)") from None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"baseline": self.baseline.state_dict(), "episodes": self.episodes}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.baseline.load_state_dict(state["baseline"])
+        self.episodes = int(state["episodes"])
+
+
+def teacher_placement(task: PlacementTask) -> np.ndarray:
+    """The critical-path teacher's own ASSIGN episode (largest b-level, earliest start; ties: lower index)."""
+    dg = DopplerGraph.build(task.graph, task.cluster)
+    ro = assign(dg, task.feasible[task.op_group], task.op_group, None, None, np.random.default_rng(0), 0.0,
+                 record=False)
+    return ro.group_devices(task.num_groups)

@@ -1,0 +1,235 @@
+"""DOPPLER's networks, losses and stages: NNConv equivalence, the split PLC head, the baseline and
+the REINFORCE / imitation losses recomputed by hand, ablations, and Stage I reaching its teacher."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch_geometric.nn import NNConv
+
+from policies.rl.agent import train_step
+from policies.rl.doppler import DopplerAgent, DopplerConfig, RunningMeanBaseline, teacher_placement
+from policies.rl.doppler_net import EdgeNetworkConv, PlcPolicy
+from policies.rl.reinforce import Budget, StoppingRule
+from policies.rl.task import make_task
+from policies.rl.trainer import Trainer
+
+from .test_doppler_features import hand_graph, two_gpus
+
+torch.set_num_threads(1)
+SMALL = {"hidden": 16, "rounds": 2, "edge_hidden": 8, "head": 8}
+
+
+def test_edge_network_conv_equals_pyg_nnconv():
+    torch.manual_seed(0)
+    c = 6
+    edge_net = torch.nn.Sequential(torch.nn.Linear(1, 5), torch.nn.ReLU(), torch.nn.Linear(5, c * c))
+    ref = NNConv(c, c, edge_net, aggr="add")
+    torch.nn.init.normal_(ref.bias)
+    ours = EdgeNetworkConv(c)
+    ours.root.weight.data.copy_(ref.lin.weight.data)
+    ours.bias.data.copy_(ref.bias.data)
+    x = torch.randn(5, c)
+    edge_index = torch.tensor([[0, 0, 1, 2, 3, 1], [1, 2, 3, 3, 4, 0]])
+    types = torch.tensor([[0.5], [-1.0], [2.0]])
+    edge_type = torch.tensor([0, 1, 2, 0, 1, 2])
+    theta = edge_net(types).view(-1, c, c)
+    torch.testing.assert_close(ours(x, edge_index, edge_type, theta), ref(x, edge_index, types[edge_type]))
+
+
+def test_split_plc_head_equals_the_concatenated_one():
+    torch.manual_seed(1)
+    plc = PlcPolicy(hidden=8, rounds=1, edge_hidden=4, head=6)
+    h, z = torch.randn(4, 8), torch.randn(4, 8)
+    x_d = torch.randn(1, 3, 5)
+    placed = {0: [1], 2: [0, 3]}  # device → ops already on it
+    on_dev = torch.stack([h[placed.get(d, [])].sum(0) for d in range(3)]).unsqueeze(0)
+    ref = plc(h, z, torch.tensor([2]), x_d, on_dev)[0]
+    w = {k: t.detach().numpy().astype(np.float64) for k, t in plc.act_weights(h, z).items()}
+    acc = np.stack([w["G"][placed.get(d, [])].sum(0) for d in range(3)])
+    pre = x_d[0].numpy() @ w["A"].T + w["a0"] + w["C"][2] + acc
+    ours = np.where(pre > 0, pre, 0.01 * pre) @ w["w2"] + w["b2"][0]
+    np.testing.assert_allclose(ours, ref.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_running_mean_baseline_by_hand():
+    b = RunningMeanBaseline()
+    assert b.advantage("g", 10.0) == 0.0  # no previous episode
+    assert b.advantage("g", 6.0) == 4.0  # mean 10 − 6
+    assert b.advantage("g", 11.0) == -3.0  # mean(10, 6) − 11
+    assert b.advantage("h", 5.0) == 0.0  # per graph
+    state = b.state_dict()
+    c = RunningMeanBaseline()
+    c.load_state_dict(state)
+    assert c.advantage("g", 9.0) == 0.0  # mean(10, 6, 11) = 9
+
+
+def _task():
+    return make_task(hand_graph(), two_gpus(), groups=None)
+
+
+def _softmax_logp(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    z = np.where(mask, x, -np.inf)
+    z = z - z[mask].max()
+    return z - np.log(np.exp(z[mask]).sum())
+
+
+@pytest.mark.parametrize("stage", ["sim", "imitation"])
+def test_episode_loss_recomputed_by_hand(stage):
+    task = _task()
+    agent = DopplerAgent(2, DopplerConfig(stage=stage, epsilon=0.0, **SMALL), seed=3)
+    p = agent.prepare(task)
+    scores, hz = agent._encode(p)
+    ro = agent._assign(p, scores, hz, np.random.default_rng(0), 0.0, record=True)
+    adv, beta = 0.7, 0.01
+    loss, _ = agent._loss(p, ro, scores, hz, adv, beta)
+    s = scores.detach().numpy().astype(float)
+    h, z = (t.detach() for t in hz)
+    sel_lp, plc_lp, sel_h, plc_h = [], [], [], []
+    placed: dict[int, list[int]] = {0: [], 1: []}
+    for t, (v, d) in enumerate(zip(ro.ops.tolist(), ro.devs.tolist(), strict=True)):
+        lp = _softmax_logp(s, ro.cand[t])
+        assert v == int(np.argmax(np.where(ro.cand[t], s, -np.inf)))  # greedy SEL
+        on_dev = torch.stack([h[placed[k]].sum(0) for k in range(2)]).unsqueeze(0)
+        logits = agent.model.plc(h, z, torch.tensor([v]), torch.from_numpy(ro.x_d[t:t + 1]), on_dev)[0]
+        lq = _softmax_logp(logits.detach().numpy().astype(float), ro.dev_mask[t])
+        assert d == int(np.argmax(lq))  # greedy PLC: the numpy rollout agrees with the network
+        if stage == "imitation":
+            sel_lp.append(np.log(np.exp(lp[ro.sel_target[t]]).sum()))
+            plc_lp.append(np.log(np.exp(lq[ro.plc_target[t]]).sum()))
+        else:
+            sel_lp.append(lp[v])
+            plc_lp.append(lq[d])
+        sel_h.append(-sum(np.exp(x) * x for x in lp if np.isfinite(x)))
+        plc_h.append(-sum(np.exp(x) * x for x in lq if np.isfinite(x)))
+        placed[d].append(v)
+    total = np.mean(sel_lp) + np.mean(plc_lp)
+    want = -total if stage == "imitation" else -adv * total - beta * (np.mean(sel_h) + np.mean(plc_h))
+    assert float(loss.detach()) == pytest.approx(want, rel=1e-4)
+
+
+def test_ablations_use_the_critical_path_rules():
+    task = _task()
+    teacher = DopplerAgent(2, DopplerConfig(variant="plc-only", **SMALL))
+    p = teacher.prepare(task)
+    scores, hz = teacher._encode(p)
+    assert scores is None and hz is not None
+    ro = teacher._assign(p, scores, hz, np.random.default_rng(0), 0.0, record=False)
+    assert ro.ops.tolist() == [0, 1, 2, 3, 4]  # largest b-level first: s l r t u
+    sel_only = DopplerAgent(2, DopplerConfig(variant="sel-only", **SMALL))
+    scores, hz = sel_only._encode(sel_only.prepare(task))
+    assert hz is None and scores is not None
+    p = sel_only.prepare(task)
+    ro = sel_only._assign(p, scores, hz, np.random.default_rng(0), 0.0, record=True)
+    # PLC replaced by the earliest-start device (the lower index on ties) at every step
+    assert all(d == np.flatnonzero(ro.plc_target[t])[0] for t, d in enumerate(ro.devs.tolist()))
+    assert teacher_placement(task).tolist() == [0, 0, 1, 1, 0]
+
+
+def test_epsilon_decays_linearly():
+    agent = DopplerAgent(2, DopplerConfig(decay_episodes=100, **SMALL))
+    assert agent.epsilon() == pytest.approx(0.2)
+    agent.episodes = 50
+    assert agent.epsilon() == pytest.approx(0.1)
+    agent.episodes = 500
+    assert agent.epsilon() == 0.0
+    imit = DopplerAgent(2, DopplerConfig(stage="imitation", decay_episodes=100, **SMALL))
+    imit.episodes = 25
+    assert imit.epsilon() == pytest.approx(0.75)
+
+
+def test_stage_real_needs_an_executor():
+    with pytest.raises(ValueError, match="needs a real executor"):
+        DopplerAgent(2, DopplerConfig(stage="real", **SMALL))
+    task = _task()
+    seen = []
+
+    def executor(t, devices):
+        seen.append(devices.copy())
+        return 42.0
+
+    agent = DopplerAgent(2, DopplerConfig(stage="real", **SMALL), executor=executor)
+    stats = train_step(agent, {"g": task}, ["g"], np.random.default_rng(0), entropy_coef=0.01, step=0)
+    assert len(seen) == 1 and stats[0].reward == pytest.approx(-42.0 / task.scale)
+
+
+def test_bad_config_values_are_refused():
+    with pytest.raises(ValueError, match="'stage' must be one of imitation, sim, real"):
+        DopplerConfig(stage="warp")
+    with pytest.raises(ValueError, match="'variant' must be one of"):
+        DopplerConfig(variant="both")
+    with pytest.raises(ValueError, match="'epsilon' must be in"):
+        DopplerConfig(epsilon=1.5)
+
+
+def test_stage_one_reaches_the_teachers_makespan():
+    task = _task()
+    teacher = task.evaluate(teacher_placement(task)).makespan
+    cfg = DopplerConfig(stage="imitation", lr=3e-3, lr_final=3e-3, decay_episodes=60, **SMALL)
+    agent = DopplerAgent(2, cfg, seed=0)
+    before = task.evaluate(agent.place(task, np.random.default_rng(0))).makespan
+    trainer = Trainer(agent, {"hand": task}, seed=0, budget=Budget(episodes=120), stopping=StoppingRule(window=0))
+    trainer.train()
+    p = agent.prepare(task)
+    with torch.no_grad():
+        scores, hz = agent._encode(p)
+    ro = agent._assign(p, scores, hz, np.random.default_rng(0), 0.0, record=True)
+    # every greedy choice is one of the teacher's, so the placement's makespan is the teacher's
+    steps = enumerate(zip(ro.ops, ro.devs, strict=True))
+    assert all(ro.sel_target[t, v] and ro.plc_target[t, d] for t, (v, d) in steps)
+    assert before != teacher  # the untrained policy does not already match it (11.5 s against 11 s)
+    assert task.evaluate(agent.place(task, np.random.default_rng(0))).makespan == pytest.approx(teacher)
+
+
+def test_weights_move_to_another_cluster_and_sizes_must_match():
+    src = DopplerAgent(2, DopplerConfig(**SMALL), seed=1)
+    dst = DopplerAgent(4, DopplerConfig(**SMALL), seed=2)
+    dst.load_weights(src.model.state_dict(), "run x")
+    for a, b in zip(src.model.parameters(), dst.model.parameters(), strict=True):
+        assert torch.equal(a, b)
+    task4 = make_task(hand_graph(), two_gpus(4), groups=None)
+    assert dst.place(task4, np.random.default_rng(0)).max() < 4  # the same networks place on 4 devices
+    other = DopplerAgent(2, DopplerConfig(**{**SMALL, "hidden": 8}))
+    with pytest.raises(ValueError, match="cannot start from run x"):
+        other.load_weights(src.model.state_dict(), "run x")
+
+
+@pytest.mark.parametrize("variant", ["full", "sel-only", "plc-only"])
+def test_an_update_reaches_exactly_the_policies_in_use(variant):
+    task = _task()
+    agent = DopplerAgent(2, DopplerConfig(variant=variant, **SMALL), seed=0)
+    rng = np.random.default_rng(0)
+    train_step(agent, {"g": task}, ["g"], rng, entropy_coef=0.01, step=0)  # first episode: advantage 0
+    agent.model.zero_grad(set_to_none=True)
+    stats = train_step(agent, {"g": task}, ["g", "g"], rng, entropy_coef=0.01, step=1)
+    assert agent.episodes == 3 and all(st.entropy > 0 for st in stats)
+    for name, module in (("sel", agent.model.sel), ("plc", agent.model.plc)):
+        used = {"full": True, "sel-only": name == "sel", "plc-only": name == "plc"}[variant]
+        grads = [p.grad for p in module.parameters()]
+        assert all(g is not None and torch.isfinite(g).all() for g in grads) if used else all(g is None for g in grads)
+
+
+def test_stages_chain_through_stored_runs(tmp_path):
+    from engine.errors import SpecError
+    from engine.runs import RunStore
+    from policies.rl.jobs import start_training
+
+    store = RunStore(tmp_path)
+    spec, params = "gen:random?ops=8&seed=1", {k: v for k, v in SMALL.items()}
+    first = start_training("doppler", spec, "k80x2", params={**params, "stage": "imitation"}, store=store,
+                           budget=Budget(episodes=3), stopping=StoppingRule(0))
+    second = start_training("doppler", spec, "k80x2", params=params, store=store, budget=Budget(episodes=2),
+                            stopping=StoppingRule(0), init_from=first.run_id, runs_dir=str(tmp_path))
+    run1, run2 = store.load(first.run_id), store.load(second.run_id)
+    assert run2.meta["parameters"]["init_from"] == first.run_id
+    curve1 = (run1.path / "learning_curve.csv").read_text().splitlines()
+    curve2 = (run2.path / "learning_curve.csv").read_text().splitlines()
+    assert curve1[0].endswith(",stage") and all(r.endswith(",imitation") for r in curve1[1:]) and len(curve1) == 4
+    assert all(r.endswith(",sim") for r in curve2[1:]) and len(curve2) == 3
+    with pytest.raises(SpecError, match="trained 'doppler', not 'placeto'"):
+        start_training("placeto", spec, "k80x2", budget=Budget(episodes=1), init_from=first.run_id,
+                       runs_dir=str(tmp_path))
+    with pytest.raises(SpecError, match="networks differ in size"):
+        start_training("doppler", spec, "k80x2", params={**params, "hidden": 4}, budget=Budget(episodes=1),
+                       init_from=first.run_id, runs_dir=str(tmp_path))

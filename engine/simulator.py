@@ -157,8 +157,9 @@ class _WorkConservingKernel:
         dur, edge_noise = wc_durations(self.settings, dur, self.graph.num_edges, run)
         makespan, nrows, nmem, _done = _simkernel_wc.simulate_wc(
             *self.args, edge_noise, *self.links, dev, dur, self.priority(dev, dur, edge_noise), self.choose,
-            self.contention, self.settings.memory_aware, record_memory,
-            ws.oi, ws.of, ws.q, ws.ri, ws.rf, ws.rnext, ws.row_of_edge, ws.ch, ws.ev_t, ws.ev_k, ws.mr,
+            self.contention, self.settings.memory_aware, record_memory, self.settings.dispatch_s,
+            self.settings.copy_occupies_sender, ws.oi, ws.of, ws.q, ws.ri, ws.rf, ws.rnext, ws.row_of_edge,
+            ws.ch, ws.ev_t, ws.ev_k, ws.mr,
             ws.df, ws.di, ws.counts)
         return ws, float(makespan), int(nrows), int(nmem)
 

@@ -4,11 +4,18 @@
 
 * **matmul throughput** of every worker (its kernel timing model, FLOP/s);
 * **per-op overhead**: a chain of ``N`` ops of ``c`` seconds on one device takes
-  ``N·(c + overhead)``; the overhead becomes ``simulation.op_overhead_s`` (Placeto's δ1,
-  which the simulator adds after every non-zero op);
+  ``N·(c + overhead)``; the overhead becomes ``simulation.dispatch_s`` of the
+  ``work_conserving`` mode (the device is busy that long after every non-zero op);
 * **copy bandwidth and latency** between two workers: a chain of zero-time ops that
   alternate between two devices, one copy of ``B`` bytes per hop; a line through the hop
   time against ``B`` gives ``latency_s`` (intercept) and ``bandwidth_bytes_per_s`` (1/slope).
+
+The cluster simulates in the ``work_conserving`` mode — the executor's dispatch rule — with
+``copy_occupies_sender=true``: a worker copies an op's outputs itself, right after the op
+and before its next one, so a copy delays the sender (on a quiet 16-core machine, ``gen:ffnn``
+spent 7× more time in copies than in compute, which the default mode overlaps with compute).
+:func:`mode_cluster` carries ``dispatch_s`` over as Placeto's δ1 (``op_overhead_s``) when
+the same cluster is simulated in the ``placeto`` or ``default`` mode.
 
 The result is a ``placelab.cluster/1`` document plus a ``calibration`` object with the raw
 figures (ignored by the cluster loader). The ``local`` preset is this machine, calibrated on
@@ -33,7 +40,8 @@ from engine.errors import ClusterError
 from engine.graph import CompGraph
 from engine.jsonio import atomic_write_text, dumps
 
-__all__ = ["cache_dir", "calibrate", "local_cache_path", "local_cluster", "local_devices", "machine_cluster"]
+__all__ = ["cache_dir", "calibrate", "local_cache_path", "local_cluster", "local_devices", "machine_cluster",
+           "mode_cluster"]
 
 _CHAIN_OPS = 120
 _CHAIN_OP_S = 300e-6
@@ -108,7 +116,7 @@ def calibrate(num_devices: int, *, kind: str = "cpu", name: str = "local", repea
             bandwidth = 1.0 / max(float(slope), 1e-13)
             latency = max(float(intercept), 0.0)
         workers = ex.worker_info
-    sim = SimulationSettings("default", op_overhead_s=max(float(np.mean(over)), 0.0), transfer_gap_s=0.0)
+    sim = SimulationSettings("work_conserving", dispatch_s=max(float(np.mean(over)), 0.0), copy_occupies_sender=True)
     cluster = machine_cluster(num_devices, kind=kind, link=Link(bandwidth, latency), simulation=sim, name=name)
     doc = cluster_to_dict(cluster)
     doc["calibration"] = {
@@ -119,6 +127,15 @@ def calibrate(num_devices: int, *, kind: str = "cpu", name: str = "local", repea
         "copy_bytes": list(_COPY_BYTES), "copy_hop_s": hops,
     }
     return doc
+
+
+def mode_cluster(cluster: Cluster, mode: str) -> Cluster:
+    """``cluster`` simulated in ``mode``, its per-op cost kept: ``dispatch_s`` of a calibrated
+    ``work_conserving`` cluster becomes ``op_overhead_s`` (δ1) in ``placeto`` and ``default``."""
+    s = cluster.simulation
+    if mode == s.mode or mode == "work_conserving" or s.mode != "work_conserving" or not s.dispatch_s:
+        return cluster.with_simulation(mode=mode)
+    return cluster.with_simulation(mode=mode, op_overhead_s=s.dispatch_s)
 
 
 def local_devices() -> int:

@@ -82,6 +82,8 @@ def train(placer: Annotated[str | None, typer.Option(help="learned placer: place
           tag: Annotated[list[str] | None, typer.Option(help="run tag")] = None,
           threads: Annotated[int | None, typer.Option(help="torch CPU threads")] = None,
           mode: ModeOpt = None, sim_param: SimParamOpt = None,
+          reward: Annotated[str, typer.Option(help="simulated, or measured: execute every placement on the "
+                                              "cluster's devices and reward its measured makespan")] = "simulated",
           runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Train a learned placer (Placeto or the RNN placer) on one or many graphs."""
     from policies.rl.jobs import resume_training, start_training
@@ -91,9 +93,9 @@ def train(placer: Annotated[str | None, typer.Option(help="learned placer: place
     bar = ProgressLine("episodes")
     try:
         if resume:
-            if placer or graphs or cluster or param or mode or sim_param:
+            if placer or graphs or cluster or param or mode or sim_param or reward != "simulated":
                 raise SpecError("--resume continues a stored run: leave out --placer, --graphs, --cluster, --param, "
-                                "--mode, --sim-param")
+                                "--mode, --sim-param, --reward")
             out = resume_training(RunStore(runs_dir), resume, episodes=episodes, seconds=max_seconds, progress=bar)
         else:
             missing = [o for o, v in (("--placer", placer), ("--graphs", graphs), ("--cluster", cluster)) if not v]
@@ -109,7 +111,8 @@ def train(placer: Annotated[str | None, typer.Option(help="learned placer: place
             out = start_training(placer, graphs, c, params=parse_params(param or []), seed=seed,
                                  budget=Budget(episodes, max_placements, max_seconds),
                                  stopping=StoppingRule(stop_window, stop_tolerance),
-                                 store=RunStore(runs_dir) if save else None, tags=tag, name=name, progress=bar)
+                                 store=RunStore(runs_dir) if save else None, tags=tag, name=name, progress=bar,
+                                 reward=reward)
     finally:
         bar.close()
     res = out.to_dict()

@@ -32,6 +32,7 @@ from engine.run_records import write_placement_files
 from engine.runs import Run, RunStore
 from engine.simulator import Simulator
 from engine.sources import expand_graph_specs, load_graph
+from policies.rl.measured import REWARDS, rewards_for
 from policies.rl.registry import make_agent, make_config
 from policies.rl.reinforce import Budget, StoppingRule
 from policies.rl.run_files import CHECKPOINT, CURVE, POLICY, STOP_REQUEST
@@ -85,8 +86,14 @@ def _budget_doc(b: Budget) -> dict[str, Any]:
 def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: dict[str, Any] | None = None,
                    seed: int = 0, budget: Budget | None = None, stopping: StoppingRule | None = None,
                    store: RunStore | None = None, tags: list[str] | None = None, name: str | None = None,
-                   progress: Progress | None = None) -> TrainOutcome:
-    """Train learned placer ``placer`` on the graphs of ``graphs`` (a multi-graph spec) and store the run."""
+                   progress: Progress | None = None, reward: str = "simulated") -> TrainOutcome:
+    """Train learned placer ``placer`` on the graphs of ``graphs`` (a multi-graph spec) and store the run.
+
+    ``reward="measured"`` executes every evaluated placement on the cluster's devices and
+    rewards its measured makespan (:mod:`policies.rl.measured`; DOPPLER Stage III).
+    """
+    if reward not in REWARDS:
+        raise SpecError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
     specs = expand_graph_specs(graphs)
     params = _default_groups(placer, graphs, dict(params or {}))
     config = make_config(placer, params)
@@ -102,19 +109,21 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
         graph_hash = first.content_hash if len(specs) == 1 else hashlib.sha256(
             "\x00".join(t.graph.content_hash for t in tasks.values()).encode()).hexdigest()[:16]
         run = store.create("train", graph_name=graph_name, graph_hash=graph_hash, cluster=c.name, placer=placer,
-                           parameters={**config.to_dict(), "graphs": graphs, "budget": _budget_doc(budget)},
+                           parameters={**config.to_dict(), "graphs": graphs, "budget": _budget_doc(budget),
+                                       "reward": reward},
                            seed=seed, tags=list(tags or []), name=name)
         run.write_json(POLICY, {"placer": placer, "config": agent.config.to_dict(),
                                 "num_devices": c.num_devices, "cluster": cluster_to_dict(c), "graphs": specs,
-                                "seed": seed, "budget": _budget_doc(budget),
+                                "seed": seed, "budget": _budget_doc(budget), "reward": reward,
                                 "stopping": {"window": stopping.window, "tolerance": stopping.tolerance}})
     trainer = Trainer(agent, tasks, seed=seed, budget=budget, stopping=stopping, run=run, progress=progress)
-    return _train_and_finish(trainer, run)
+    return _train_and_finish(trainer, run, reward)
 
 
-def _train_and_finish(trainer: Trainer, run: Run | None) -> TrainOutcome:
+def _train_and_finish(trainer: Trainer, run: Run | None, reward: str = "simulated") -> TrainOutcome:
     try:
-        reason = trainer.train()
+        with rewards_for(trainer.tasks, reward):
+            reason = trainer.train()
     except KeyboardInterrupt:
         if run is not None:
             trainer.save_checkpoint(run.path / CHECKPOINT)
@@ -180,7 +189,7 @@ def resume_training(store: RunStore, ref: str, *, episodes: int | None = None, s
     if budget != Budget(**b):
         run.write_json(POLICY, {**doc, "budget": _budget_doc(budget)})
     run.update(status="running", pid=os.getpid(), host=socket.gethostname(), error=None)
-    return _train_and_finish(trainer, run)
+    return _train_and_finish(trainer, run, doc.get("reward", "simulated"))
 
 
 def _stored_agent(doc: dict[str, Any]) -> Any:

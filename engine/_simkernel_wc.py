@@ -37,7 +37,7 @@ from engine._simcore import HEAP_SIZE, MEM_RECORDS, ev_pop, ev_push, record
 
 FIFO, PRIORITY = 0, 1
 NO_CONTENTION, PER_DEVICE, PER_LINK = 0, 1, 2
-END, LAND = 0, 1
+END, LAND, FREE = 0, 1, 2
 _SEQ = 32
 _KIND = 30
 _PAYLOAD = (1 << _KIND) - 1
@@ -66,8 +66,8 @@ class Workspace:
         self.rnext = np.zeros(max(m, 1), np.int64)
         self.row_of_edge = np.zeros(max(m, 1), np.int64)
         self.ch = np.zeros((d * d, 3), np.int64)  # head row, tail row, busy
-        self.ev_t = np.zeros(n + m + 8)
-        self.ev_k = np.zeros(n + m + 8, np.int64)
+        self.ev_t = np.zeros(n + m + d + 8)  # ops, transfers, one FREE per device
+        self.ev_k = np.zeros(n + m + d + 8, np.int64)
         self.mr = np.zeros(((3 * n + 2 * m + 8) if record_memory else 1, 3))
         self.df = np.zeros((d, 4))
         self.di = np.zeros((d, 6), np.int64)
@@ -198,7 +198,7 @@ def _take(d, q, di, df, prio, oi, choose, fits_only, need, capacity):
 def _serve(t, d, dur, temp, out_bytes, q, di, df, oi, of, prio, choose, memory_aware, need, capacity,
            ev_t, ev_k, mr, counts, rec):
     """If device ``d`` is free, start the next op it serves at time ``t``."""
-    if di[d, _RUNNING] >= 0:
+    if di[d, _RUNNING] != -1:  # running an op (>= 0) or busy after one (-2)
         return
     c = _take(d, q, di, df, prio, oi, choose, memory_aware, need, capacity)
     if c < 0:
@@ -234,7 +234,7 @@ def _release_output(t, p, dev, out_bytes, oi, df, mr, counts, rec):
 def simulate_wc(
     num_devices, out_ptr, out_edge, pred_ptr, pred_edge, edge_src, edge_dst,
     edge_bytes, edge_given, edge_noise, bandwidth, latency, out_bytes, persistent, temp, need, capacity,
-    dev, dur, prio, choose, contention, memory_aware, memory,
+    dev, dur, prio, choose, contention, memory_aware, memory, overhead, sender_copies,
     oi, of, q, ri, rf, rnext, row_of_edge, ch, ev_t, ev_k, mr, df, di, counts,
 ):
     """Simulate one placement; results are left in the workspace arrays.
@@ -245,6 +245,10 @@ def simulate_wc(
     ``need`` (temp + output bytes per op) only with ``memory_aware``. ``memory``: 0 = no
     memory tracking (op and transfer times only: the makespan-only call), 1 = peaks,
     2 = peaks and every change recorded (must be >= 1 with ``memory_aware``).
+    ``overhead``: seconds a device stays busy after each op with non-zero time; ``sender_copies``:
+    transfers occupy their source device, one after another right after the producer ends, one per
+    (producer, destination device) (further edges to the same device land with the first copy, which
+    takes the longest of their times); channels are then not used.
     Returns ``(makespan, transfer rows, memory records, ops run)``.
     """
     n = len(dur)
@@ -309,6 +313,7 @@ def simulate_wc(
                     _release_output(t, p, dev, out_bytes, oi, df, mr, counts, rec)
                 else:
                     _free(t, d, rf[row_of_edge[e], _R_BYTES], df, mr, counts, rec)
+            cursor = t  # with sender_copies: when the device's next copy can start
             for k in range(out_ptr[c], out_ptr[c + 1]):  # its outputs, in the source's edge order
                 e = out_edge[k]
                 x = edge_dst[e]
@@ -333,6 +338,31 @@ def simulate_wc(
                     tt = latency[d, dx] + edge_bytes[e] / bandwidth[d, dx]
                 rf[r, _R_TIME] = tt * edge_noise[e]
                 rnext[r] = -1
+                if sender_copies:
+                    first = -1  # an earlier out-edge of c to the same device: its copy serves e too
+                    for k2 in range(out_ptr[c], k):
+                        e2 = out_edge[k2]
+                        if dev[edge_dst[e2]] == dx:
+                            first = row_of_edge[e2]
+                            break
+                    if first >= 0:
+                        rf[r, _R_TIME] = 0.0
+                        rf[r, _R_START] = rf[first, _R_END]
+                        rf[r, _R_END] = rf[first, _R_END]
+                        _push(ev_t, ev_k, counts, rf[r, _R_END], LAND, r)
+                        continue
+                    for k2 in range(k + 1, out_ptr[c + 1]):  # the copy carries the largest of them
+                        e2 = out_edge[k2]
+                        if dev[edge_dst[e2]] == dx:
+                            t2 = edge_given[e2]
+                            if t2 != t2:
+                                t2 = latency[d, dx] + edge_bytes[e2] / bandwidth[d, dx]
+                            t2 *= edge_noise[e2]
+                            if t2 > rf[r, _R_TIME]:
+                                rf[r, _R_TIME] = t2
+                    _start_transfer(cursor, r, ri, rf, df, ev_t, ev_k, counts)
+                    cursor = rf[r, _R_END]
+                    continue
                 if contention == NO_CONTENTION:
                     _start_transfer(t, r, ri, rf, df, ev_t, ev_k, counts)
                     continue
@@ -346,6 +376,18 @@ def simulate_wc(
                 else:
                     rnext[ch[chan, 1]] = r
                     ch[chan, 1] = r
+            if dur[c] > 0:
+                cursor += overhead
+            if cursor > t:  # busy with copies and overhead: the device serves again when they end
+                di[d, _RUNNING] = -2
+                _push(ev_t, ev_k, counts, cursor, FREE, d)
+                continue
+            _serve(t, d, dur, temp, out_bytes, q, di, df, oi, of, prio, choose, memory_aware,
+                   need, capacity, ev_t, ev_k, mr, counts, rec)
+            continue
+        if kind == FREE:  # a device is done with its copies and overhead
+            d = payload
+            di[d, _RUNNING] = -1
             _serve(t, d, dur, temp, out_bytes, q, di, df, oi, of, prio, choose, memory_aware,
                    need, capacity, ev_t, ev_k, mr, counts, rec)
             continue
@@ -353,7 +395,7 @@ def simulate_wc(
         r = payload
         src = ri[r, _R_SRC]
         dx = ri[r, _R_DST]
-        if contention != NO_CONTENTION:
+        if contention != NO_CONTENTION and not sender_copies:
             chan = src if contention == PER_DEVICE else src * D + dx
             nxt = ch[chan, 0]
             if nxt < 0:

@@ -60,6 +60,11 @@ SIMULATION_OPTIONS: dict[str, tuple[type, Any, tuple[str, ...], str]] = {
     "runs": (int, 1, ("work_conserving",), "seeded executions averaged into the makespan (mean ± std)"),
     "memory_aware": (bool, False, ("work_conserving",),
                      "an op waits until its temp + output bytes fit in its device's free memory"),
+    "dispatch_s": (float, 0.0, ("work_conserving",),
+                   "device busy after each non-zero op, after its copies (the executor's per-op cost), s"),
+    "copy_occupies_sender": (bool, False, ("work_conserving",),
+                             "a transfer runs on its source device right after the producer, one per "
+                             "destination device, and delays that device's next op (the executor's copies)"),
 }
 
 
@@ -101,6 +106,8 @@ class SimulationSettings:
     seed: int = 0
     runs: int = 1
     memory_aware: bool = False
+    dispatch_s: float = 0.0
+    copy_occupies_sender: bool = False
 
     def options(self) -> dict[str, Any]:
         """The settings that differ from their defaults (mode excluded)."""
@@ -114,6 +121,7 @@ class SimulationSettings:
         _nonnegative(self.op_overhead_s, "simulation.op_overhead_s")
         _nonnegative(self.transfer_gap_s, "simulation.transfer_gap_s")
         _nonnegative(self.noise, "simulation.noise")
+        _nonnegative(self.dispatch_s, "simulation.dispatch_s")
         for name, allowed in (("choose", CHOOSE_TASK), ("contention", CONTENTION)):
             if getattr(self, name) not in allowed:
                 raise ClusterError(f"simulation.{name} must be one of {', '.join(allowed)}, "
@@ -122,8 +130,9 @@ class SimulationSettings:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < low:
                 raise ClusterError(f"simulation.{name} must be an integer >= {low}, got {v!r}")
-        if not isinstance(self.memory_aware, bool):
-            raise ClusterError(f"simulation.memory_aware must be true or false, got {self.memory_aware!r}")
+        for name in ("memory_aware", "copy_occupies_sender"):
+            if not isinstance(getattr(self, name), bool):
+                raise ClusterError(f"simulation.{name} must be true or false, got {getattr(self, name)!r}")
         for name in self.options():
             modes = SIMULATION_OPTIONS[name][2]
             if self.mode not in modes:
@@ -172,7 +181,7 @@ class Cluster:
         check_total([d.memory_bytes for d in self.devices], f"cluster '{self.name}': memory", ClusterError)
         check_total([1 / d.speed for d in self.devices] + [1 / lk.bandwidth_bytes_per_s for lk in links],
                     f"cluster '{self.name}': the reciprocal speeds and bandwidths", ClusterError)
-        check_total([lk.latency_s for lk in links] + [s.op_overhead_s, s.transfer_gap_s],
+        check_total([lk.latency_s for lk in links] + [s.op_overhead_s, s.transfer_gap_s, s.dispatch_s],
                     f"cluster '{self.name}': the latencies and overheads", ClusterError)
 
     def with_simulation(self, mode: str | None = None, **options: Any) -> Cluster:

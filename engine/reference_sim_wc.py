@@ -33,12 +33,15 @@ class WCReferenceResult:
 
 
 def reference_simulate_wc(graph: CompGraph, cluster: Cluster, devices, durations, edge_noise=None, *,
-                          priority=None, contention: str = "none", memory_aware: bool = False) -> WCReferenceResult:
+                          priority=None, contention: str = "none", memory_aware: bool = False,
+                          op_overhead_s: float = 0.0, copy_occupies_sender: bool = False) -> WCReferenceResult:
     """Work-conserving execution of one placement.
 
     ``durations`` are the ops' times on their devices (noise included); ``edge_noise``
     multiplies each edge's transfer time; ``priority`` (one number per op, higher first)
-    replaces FIFO service at the devices.
+    replaces FIFO service at the devices. ``op_overhead_s`` keeps a device busy after each
+    op with non-zero time; with ``copy_occupies_sender`` the copies of an op's output run on
+    its device right after it, one per destination device, before the overhead.
     """
     n, m, D = graph.num_ops, graph.num_edges, cluster.num_devices
     dev = [int(x) for x in devices]
@@ -118,6 +121,10 @@ def reference_simulate_wc(graph: CompGraph, cluster: Cluster, devices, durations
         if holders[p] == 0:
             free(dev[p], out_b[p])
 
+    def edge_time(e: int, a: int, b: int) -> float:
+        time = given[e] if not math.isnan(given[e]) else cluster.latency[a, b] + ebytes[e] / cluster.bandwidth[a, b]
+        return time * noise[e]
+
     def begin_transfer(t: float, k: int) -> None:
         transfers[k][4] = t
         transfers[k][5] = t + transfers[k][6]
@@ -140,6 +147,8 @@ def reference_simulate_wc(graph: CompGraph, cluster: Cluster, devices, durations
                     let_go(src[e])
                 else:
                     free(d, copy_bytes[e])
+            busy_until = t  # copy_occupies_sender: when the device's next copy can start
+            copy_of: dict[int, int] = {}  # destination device -> the transfer that copies x there
             for e in outs[x]:
                 dd = dev[dst[e]]
                 if dd == d:  # at once; the device picks after all of them have asked
@@ -147,11 +156,20 @@ def reference_simulate_wc(graph: CompGraph, cluster: Cluster, devices, durations
                     if waiting_inputs[dst[e]] == 0:
                         request(t, dst[e], now=False)
                     continue
-                time = (given[e] if not math.isnan(given[e])
-                        else cluster.latency[d, dd] + ebytes[e] / cluster.bandwidth[d, dd])
-                transfers.append([x, d, dd, ebytes[e], 0.0, 0.0, time * noise[e], e])
+                transfers.append([x, d, dd, ebytes[e], 0.0, 0.0, edge_time(e, d, dd), e])
                 copy_bytes[e] = ebytes[e]
                 k = len(transfers) - 1
+                if copy_occupies_sender:
+                    if dd in copy_of:  # already copied there: lands with that copy, takes no time
+                        arrive = transfers[copy_of[dd]][5]
+                        transfers[k][4:7] = [arrive, arrive, 0.0]
+                        push(arrive, ("land", k))
+                        continue
+                    copy_of[dd] = k
+                    transfers[k][6] = max(edge_time(e2, d, dd) for e2 in outs[x] if dev[dst[e2]] == dd)
+                    begin_transfer(busy_until, k)
+                    busy_until = transfers[k][5]
+                    continue
                 if contention == "none":
                     begin_transfer(t, k)
                     continue
@@ -161,10 +179,20 @@ def reference_simulate_wc(graph: CompGraph, cluster: Cluster, devices, durations
                 else:
                     channel_busy[chan] = True
                     begin_transfer(t, k)
+            if dur[x] > 0:
+                busy_until += op_overhead_s
+            if busy_until > t:
+                running[d] = "busy"
+                push(busy_until, ("free", d))
+                continue
             serve(t, d)
             continue
+        if kind == "free":
+            running[x] = None
+            serve(t, x)
+            continue
         producer, s, dd, size, _t0, _t1, _time, e = transfers[x]  # a transfer lands
-        if contention != "none":
+        if contention != "none" and not copy_occupies_sender:
             chan = s if contention == "per_device" else s * D + dd
             if channels.get(chan):
                 begin_transfer(t, channels[chan].popleft())

@@ -103,7 +103,7 @@ def calibrate_cmd(output: Annotated[str | None, typer.Option(
         where = output
     sim, link = doc["simulation"], doc["link"]
     emit({**doc, "path": where}, as_json,
-         f"wrote {where}: {len(doc['devices'])} × {kind}, op overhead {sim['op_overhead_s'] * 1e6:.1f} µs, "
+         f"wrote {where}: {len(doc['devices'])} × {kind}, op overhead {sim.get('dispatch_s', 0.0) * 1e6:.1f} µs, "
          f"copy {link['bandwidth_bytes_per_s'] / 1e9:.2f} GB/s + {link['latency_s'] * 1e6:.1f} µs")
 
 

@@ -87,6 +87,8 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
           init_from: Annotated[str | None, typer.Option(help="start from the weights of the stored training run "
                                                         "RUN (DOPPLER's next stage, transfer, k-shot)")] = None,
           mode: ModeOpt = None, sim_param: SimParamOpt = None,
+          reward: Annotated[str, typer.Option(help="simulated, or measured: execute every placement on the "
+                                              "cluster's devices and reward its measured makespan")] = "simulated",
           runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Train a learned placer (Placeto, the RNN placer or DOPPLER) on one or many graphs."""
     from policies.rl.jobs import resume_training, start_training
@@ -96,9 +98,10 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
     bar = ProgressLine("episodes")
     try:
         if resume:
-            if placer or graphs or cluster or param or mode or sim_param or stage or init_from:
+            if (placer or graphs or cluster or param or mode or sim_param or stage or init_from
+                    or reward != "simulated"):
                 raise SpecError("--resume continues a stored run: leave out --placer, --graphs, --cluster, --param, "
-                                "--stage, --init-from, --mode, --sim-param")
+                                "--stage, --init-from, --mode, --sim-param, --reward")
             out = resume_training(RunStore(runs_dir), resume, episodes=episodes, seconds=max_seconds, progress=bar)
         else:
             missing = [o for o, v in (("--placer", placer), ("--graphs", graphs), ("--cluster", cluster)) if not v]
@@ -117,7 +120,8 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
             out = start_training(placer, graphs, c, params=params, seed=seed, init_from=init_from, runs_dir=runs_dir,
                                  budget=Budget(episodes, max_placements, max_seconds),
                                  stopping=StoppingRule(stop_window, stop_tolerance),
-                                 store=RunStore(runs_dir) if save else None, tags=tag, name=name, progress=bar)
+                                 store=RunStore(runs_dir) if save else None, tags=tag, name=name, progress=bar,
+                                 reward=reward)
     finally:
         bar.close()
     res = out.to_dict()

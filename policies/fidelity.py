@@ -21,6 +21,7 @@ import numpy as np
 from engine.cluster import SIMULATION_MODES, Cluster
 from engine.errors import PlacelabError, SimulationError
 from engine.executor import Executor
+from engine.executor.calibration import mode_cluster
 from engine.executor.fidelity import fidelity_stats
 from engine.graph import CompGraph
 from engine.placement import Placement
@@ -102,7 +103,7 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
     sims, unavailable = {}, {}
     for mode in SIMULATION_MODES:
         try:
-            sims[mode] = Simulator(graph, cluster, mode=mode)
+            sims[mode] = Simulator(graph, mode_cluster(cluster, mode))
         except SimulationError as exc:
             unavailable[mode] = str(exc)
     means, stds, example = [], [], None

@@ -4,11 +4,21 @@
 
 * **matmul throughput** of every worker (its kernel timing model, FLOP/s);
 * **per-op overhead**: a chain of ``N`` ops of ``c`` seconds on one device takes
-  ``N·(c + overhead)``; the overhead becomes ``simulation.op_overhead_s`` (Placeto's δ1,
-  which the simulator adds after every non-zero op);
+  ``N·(c + overhead)``; the overhead becomes ``simulation.dispatch_s`` of the
+  ``work_conserving`` mode (the device is busy that long after every non-zero op);
 * **copy bandwidth and latency** between two workers: a chain of zero-time ops that
-  alternate between two devices, one copy of ``B`` bytes per hop; a line through the hop
-  time against ``B`` gives ``latency_s`` (intercept) and ``bandwidth_bytes_per_s`` (1/slope).
+  alternate between two devices, one copy of ``B`` bytes per hop, ``B`` from 4 KB to 32 MB;
+  the hop time between the two largest sizes gives ``bandwidth_bytes_per_s`` (copies of
+  graphs scaled for this machine reach 100 MB and run at memory bandwidth: a line through
+  all sizes, fitted to cache-resident 8 MB copies, had them 1.5× too fast), and the
+  smallest hop less its bytes at that bandwidth gives ``latency_s``.
+
+The cluster simulates in the ``work_conserving`` mode — the executor's dispatch rule — with
+``copy_occupies_sender=true``: a worker copies an op's outputs itself, right after the op
+and before its next one, so a copy delays the sender (on a quiet 16-core machine, ``gen:ffnn``
+spent 7× more time in copies than in compute, which the default mode overlaps with compute).
+:func:`mode_cluster` carries ``dispatch_s`` over as Placeto's δ1 (``op_overhead_s``) when
+the same cluster is simulated in the ``placeto`` or ``default`` mode.
 
 The result is a ``placelab.cluster/1`` document plus a ``calibration`` object with the raw
 figures (ignored by the cluster loader). The ``local`` preset is this machine, calibrated on
@@ -21,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,12 +44,13 @@ from engine.errors import ClusterError
 from engine.graph import CompGraph
 from engine.jsonio import atomic_write_text, dumps
 
-__all__ = ["cache_dir", "calibrate", "local_cache_path", "local_cluster", "local_devices", "machine_cluster"]
+__all__ = ["cache_dir", "calibrate", "local_cache_path", "local_cluster", "local_devices", "machine_cluster",
+           "mode_cluster"]
 
 _CHAIN_OPS = 120
 _CHAIN_OP_S = 300e-6
 _HOPS = 30
-_COPY_BYTES = (4_096, 262_144, 2_097_152, 8_388_608)
+_COPY_BYTES = (4_096, 262_144, 2_097_152, 8_388_608, 33_554_432)
 MAX_LOCAL_DEVICES = 8
 """The ``local`` preset uses one device per core, at most this many."""
 
@@ -101,14 +113,17 @@ def calibrate(num_devices: int, *, kind: str = "cpu", name: str = "local", repea
         if num_devices >= 2:
             say("copy bandwidth and latency ...")
             alternate = [i % 2 for i in range(_HOPS + 1)]
-            for nbytes in _COPY_BYTES:
+            shm_free = shutil.disk_usage("/dev/shm").free if os.path.isdir("/dev/shm") else 1 << 40
+            sizes = [b for b in _COPY_BYTES if 4 * b <= shm_free] or list(_COPY_BYTES[:2])  # two slabs a pair
+            for nbytes in sizes:
                 m = ex.run(_chain(alternate, 0.0, nbytes), np.array(alternate), repeats=repeats)
                 hops.append(float(np.median(m.makespans)) / _HOPS)
-            slope, intercept = np.polyfit(np.array(_COPY_BYTES, float), np.array(hops), 1)
-            bandwidth = 1.0 / max(float(slope), 1e-13)
-            latency = max(float(intercept), 0.0)
+            # large copies run at memory bandwidth, small ones from cache: the slope of the two
+            # largest sizes is the bandwidth, the smallest hop what remains of it is the latency
+            bandwidth = (sizes[-1] - sizes[-2]) / max(hops[-1] - hops[-2], 1e-12)
+            latency = max(hops[0] - sizes[0] / bandwidth, 0.0)
         workers = ex.worker_info
-    sim = SimulationSettings("default", op_overhead_s=max(float(np.mean(over)), 0.0), transfer_gap_s=0.0)
+    sim = SimulationSettings("work_conserving", dispatch_s=max(float(np.mean(over)), 0.0), copy_occupies_sender=True)
     cluster = machine_cluster(num_devices, kind=kind, link=Link(bandwidth, latency), simulation=sim, name=name)
     doc = cluster_to_dict(cluster)
     doc["calibration"] = {
@@ -116,9 +131,18 @@ def calibrate(num_devices: int, *, kind: str = "cpu", name: str = "local", repea
         "workers": [{"device": d.name, "core": w["core"], "matmul_flops_per_s": w["flops_per_s"],
                      "matmul_call_overhead_s": w["overhead_s"]} for d, w in zip(cluster.devices, workers, strict=True)],
         "op_overhead_s_per_device": over, "dispatch_s_per_zero_op": dispatch,
-        "copy_bytes": list(_COPY_BYTES), "copy_hop_s": hops,
+        "copy_bytes": list(_COPY_BYTES[:len(hops)]), "copy_hop_s": hops,
     }
     return doc
+
+
+def mode_cluster(cluster: Cluster, mode: str) -> Cluster:
+    """``cluster`` simulated in ``mode``, its per-op cost kept: ``dispatch_s`` of a calibrated
+    ``work_conserving`` cluster becomes ``op_overhead_s`` (δ1) in ``placeto`` and ``default``."""
+    s = cluster.simulation
+    if mode == s.mode or mode == "work_conserving" or s.mode != "work_conserving" or not s.dispatch_s:
+        return cluster.with_simulation(mode=mode)
+    return cluster.with_simulation(mode=mode, op_overhead_s=s.dispatch_s)
 
 
 def local_devices() -> int:

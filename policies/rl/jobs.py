@@ -32,6 +32,7 @@ from engine.run_records import write_placement_files
 from engine.runs import Run, RunStore
 from engine.simulator import Simulator
 from engine.sources import expand_graph_specs, load_graph
+from policies.rl.measured import REWARDS, rewards_for
 from policies.rl.registry import make_agent, make_config
 from policies.rl.reinforce import Budget, StoppingRule
 from policies.rl.run_files import CHECKPOINT, CURVE, POLICY, STOP_REQUEST
@@ -86,12 +87,17 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
                    seed: int = 0, budget: Budget | None = None, stopping: StoppingRule | None = None,
                    store: RunStore | None = None, tags: list[str] | None = None, name: str | None = None,
                    progress: Progress | None = None, init_from: str | None = None,
-                   runs_dir: str = "runs") -> TrainOutcome:
+                   runs_dir: str = "runs", reward: str = "simulated") -> TrainOutcome:
     """Train learned placer ``placer`` on the graphs of ``graphs`` (a multi-graph spec) and store the run.
 
     ``init_from``: a stored training run of the same placer (an id in ``runs_dir``, or the run's
     directory) whose weights the new policy starts from — DOPPLER's next stage (§5) and
-    transfer to another graph or cluster (Tables 4, 10, 11)."""
+    transfer to another graph or cluster (Tables 4, 10, 11). ``reward="measured"`` executes
+    every evaluated placement on the cluster's devices and rewards its measured makespan
+    (:mod:`policies.rl.measured`; DOPPLER Stage III).
+    """
+    if reward not in REWARDS:
+        raise SpecError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
     specs = expand_graph_specs(graphs)
     params = _default_groups(placer, graphs, dict(params or {}))
     config = make_config(placer, params)
@@ -109,14 +115,14 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
             "\x00".join(t.graph.content_hash for t in tasks.values()).encode()).hexdigest()[:16]
         run = store.create("train", graph_name=graph_name, graph_hash=graph_hash, cluster=c.name, placer=placer,
                            parameters={**config.to_dict(), "graphs": graphs, "budget": _budget_doc(budget),
-                                       **({"init_from": source} if source else {})},
+                                       "reward": reward, **({"init_from": source} if source else {})},
                            seed=seed, tags=list(tags or []), name=name)
         run.write_json(POLICY, {"placer": placer, "config": agent.config.to_dict(),
                                 "num_devices": c.num_devices, "cluster": cluster_to_dict(c), "graphs": specs,
-                                "seed": seed, "budget": _budget_doc(budget),
+                                "seed": seed, "budget": _budget_doc(budget), "reward": reward,
                                 "stopping": {"window": stopping.window, "tolerance": stopping.tolerance}})
     trainer = Trainer(agent, tasks, seed=seed, budget=budget, stopping=stopping, run=run, progress=progress)
-    return _train_and_finish(trainer, run)
+    return _train_and_finish(trainer, run, reward)
 
 
 def _init_weights(agent: Any, placer: str, ref: str, runs_dir: str) -> str:
@@ -139,9 +145,10 @@ def _init_weights(agent: Any, placer: str, ref: str, runs_dir: str) -> str:
     return run.id
 
 
-def _train_and_finish(trainer: Trainer, run: Run | None) -> TrainOutcome:
+def _train_and_finish(trainer: Trainer, run: Run | None, reward: str = "simulated") -> TrainOutcome:
     try:
-        reason = trainer.train()
+        with rewards_for(trainer.tasks, reward):
+            reason = trainer.train()
     except KeyboardInterrupt:
         if run is not None:
             trainer.save_checkpoint(run.path / CHECKPOINT)
@@ -207,7 +214,7 @@ def resume_training(store: RunStore, ref: str, *, episodes: int | None = None, s
     if budget != Budget(**b):
         run.write_json(POLICY, {**doc, "budget": _budget_doc(budget)})
     run.update(status="running", pid=os.getpid(), host=socket.gethostname(), error=None)
-    return _train_and_finish(trainer, run)
+    return _train_and_finish(trainer, run, doc.get("reward", "simulated"))
 
 
 def _stored_agent(doc: dict[str, Any]) -> Any:

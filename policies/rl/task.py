@@ -107,6 +107,8 @@ class PlacementTask:
     reach : (groups, groups) bool, ``reach[u, v]``: a path leads from u to v (u ≠ v, or u in a cycle).
     order : (groups,) traversal order — topological on the condensation, ties by index.
     scale : the makespan lower bound (s), the unit rewards are expressed in.
+    sim : what :meth:`evaluate` asks for ``makespan_and_peak(devices)``: the simulator, or while
+        a training is rewarded by measured runtimes, :class:`policies.rl.measured.MeasuredRuntime`.
     """
 
     graph: CompGraph

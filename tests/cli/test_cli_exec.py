@@ -32,7 +32,8 @@ def test_calibrate_writes_a_cluster_that_loads(capsys, tmp_path):
     doc = json.loads(stdout)
     c = load_cluster(str(out))
     assert [d.name for d in c.devices] == ["cpu:0", "cpu:1"] and c.name == "local"
-    assert c.link.bandwidth_bytes_per_s > 0 and c.link.latency_s >= 0 and c.simulation.op_overhead_s >= 0
+    assert c.link.bandwidth_bytes_per_s > 0 and c.link.latency_s >= 0 and c.simulation.dispatch_s >= 0
+    assert c.simulation.mode == "work_conserving" and c.simulation.copy_occupies_sender
     cal = json.loads(out.read_text())["calibration"]
     assert [w["device"] for w in cal["workers"]] == ["cpu:0", "cpu:1"]
     assert all(w["matmul_flops_per_s"] > 1e8 for w in cal["workers"])

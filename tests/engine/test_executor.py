@@ -105,7 +105,7 @@ def test_one_device_measures_close_to_the_sum_of_op_times(ex):
     busy = float((s.op_end - s.op_start).sum())
     # the step is its ops back to back: dispatch gaps are a small part of it
     assert busy <= s.makespan - s.op_start.min() <= busy + 6 * 0.5 * MS
-    # ops are sized from the fastest calibration calls, so they cannot run much shorter; on a
+    # ops are sized from the median calibration calls, so they cannot run much shorter; on a
     # shared machine other jobs preempt the pinned workers: ~3x longer was seen at load average
     # 6 and ~6x at 21 on 2 cores, so the upper bound grows with the load per core
     oversubscribed = max(1.0, os.getloadavg()[0] / len(os.sched_getaffinity(0)))

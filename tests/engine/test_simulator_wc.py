@@ -155,6 +155,22 @@ def test_noise_is_seeded_mean_one_and_runs_average():
     assert dur.mean() == pytest.approx(1.0, abs=0.005) and dur.std() == pytest.approx(0.2, abs=0.01)
 
 
+def test_copies_occupy_the_sender_and_dispatch_follows_them():
+    # a (1 s) on device 0 feeds b and c on device 1 (2 and 4 bytes at 1 B/s) and d on device 0
+    g = CompGraph("fan", ["a", "b", "c", "d"], compute_any=[1.0, 1.0, 1.0, 1.0], edge_src=[0, 0, 0],
+                  edge_dst=[1, 2, 3], edge_bytes=[2.0, 4.0, 0.0])
+    p = np.array([0, 1, 1, 0])
+    base = Cluster("wc", (Device("cpu:0", "cpu", 1e9), Device("cpu:1", "cpu", 1e9)), Link(1.0), (),
+                   SimulationSettings("work_conserving"))
+    s = simulate(g, base, p)  # copies in the background: b gets its input at 3, c at 5
+    assert (s.op_start.tolist(), s.makespan) == ([0.0, 3.0, 5.0, 1.0], 6.0)
+    s = simulate(g, base.with_simulation(copy_occupies_sender=True, dispatch_s=0.5), p)
+    # one copy to device 1, of the larger size: 1 → 5 on device 0; then 0.5 s dispatch: d at 5.5;
+    # on device 1, b at 5 and c after b's dispatch, at 6.5
+    assert s.op_start.tolist() == [0.0, 5.0, 6.5, 5.5] and s.makespan == 7.5
+    assert s.transfer_start.tolist() == [1.0, 5.0] and s.transfer_end.tolist() == [5.0, 5.0]
+
+
 def test_options_are_validated():
     with pytest.raises(ClusterError, match="choose must be one of"):
         wc(choose="random")
@@ -191,7 +207,9 @@ def wc_cases(draw):
     options = dict(choose=draw(st.sampled_from(["fifo", "b_level"])),
                    contention=draw(st.sampled_from(["none", "per_device", "per_link"])),
                    memory_aware=draw(st.booleans()),
-                   noise=draw(st.sampled_from([0.0, 0.0, 0.3])), seed=draw(st.integers(0, 3)))
+                   noise=draw(st.sampled_from([0.0, 0.0, 0.3])), seed=draw(st.integers(0, 3)),
+                   dispatch_s=draw(st.sampled_from([0.0, 0.0, 0.125])),
+                   copy_occupies_sender=draw(st.booleans()))
     memory = draw(st.sampled_from([4.0, 8.0, 16.0, 1e9]))
     cluster = Cluster("wc", tuple(Device(f"gpu:{i}", "gpu", memory) for i in range(num_devices)),
                       Link(draw(st.sampled_from([1.0, 4.0])), draw(st.sampled_from([0.0, 0.25]))), (),
@@ -210,7 +228,8 @@ def test_kernel_matches_reference(case):
     dur, edge_noise = wc_durations(c.simulation, sim.constraints.check(p), g.num_edges, run)
     prio = sim._kernel.priority(p, dur, edge_noise) if c.simulation.choose == "b_level" else None
     r = reference_simulate_wc(g, c, p, dur, edge_noise, priority=prio, contention=c.simulation.contention,
-                              memory_aware=c.simulation.memory_aware)
+                              memory_aware=c.simulation.memory_aware, op_overhead_s=c.simulation.dispatch_s,
+                              copy_occupies_sender=c.simulation.copy_occupies_sender)
     np.testing.assert_array_equal(s.op_start, r.start)
     np.testing.assert_array_equal(s.op_end, r.end)
     got = list(zip(s.transfer_op.tolist(), s.transfer_src.tolist(), s.transfer_dst.tolist(),

@@ -126,7 +126,7 @@ def learned_placers() -> dict[str, LearnedPlacerInfo]:
             source = Path(package.__path__[0]) / f"{info.name}.py"
             if info.name != "registry" and source.is_file() and "register_learned(" in source.read_text("utf-8"):
                 importlib.import_module(f"policies.rl.{info.name}")
-    return dict(_REGISTRY)
+    return dict(sorted(_REGISTRY.items()))  # by name, whichever module happened to be imported first
 
 
 def _info(name: str) -> LearnedPlacerInfo:

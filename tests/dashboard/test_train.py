@@ -36,6 +36,7 @@ def progress_texts(app: AppTest) -> list[str]:
 
 
 def fill_tiny_training(app: AppTest, episodes: int, name: str) -> None:
+    app.selectbox(key="train_placer").set_value("placeto").run()
     app.text_input(key="train_graphs").set_value(TINY_GRAPH)
     app.number_input(key="train_placeto_groups").set_value(8)
     app.number_input(key="train_placeto_batch").set_value(2)
@@ -50,7 +51,8 @@ def test_train_page_without_runs(empty_runs):
     assert [t.value for t in app.title] == ["Train"]
     assert [i.value for i in app.info] == ["No training runs yet — start one above, or run `placelab train --placer "
                                            "placeto --graphs SPEC --cluster C --save`."]
-    assert app.selectbox(key="train_placer").options == ["Placeto GNN policy (Addanki et al. 2019)",
+    assert app.selectbox(key="train_placer").options == ["DOPPLER dual policy (Yao et al. 2025)",
+                                                        "Placeto GNN policy (Addanki et al. 2019)",
                                                         "RNN seq2seq placer (Mirhoseini et al. 2017)"]
     app.selectbox(key="train_placer").set_value("rnn").run()
     assert not app.exception

@@ -252,10 +252,15 @@ def cluster_to_dict(c: Cluster) -> dict[str, Any]:
 
 
 def load_cluster(spec: str | os.PathLike) -> Cluster:
-    """A cluster by preset name (see :mod:`engine.presets`) or from a ``placelab.cluster/1`` file."""
+    """A cluster by preset name (see :mod:`engine.presets`), from a ``placelab.cluster/1`` file, or
+    ``bench:NAME``: the machine of a bundled published workload (:mod:`engine.workloads.published`)."""
     from engine.presets import PRESETS
 
     s = os.fspath(spec)
+    if s.startswith("bench:"):
+        from engine.workloads.published import bench_cluster
+
+        return bench_cluster(s)
     if s in PRESETS:
         return PRESETS[s]()
     if not os.path.exists(s):

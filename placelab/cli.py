@@ -73,6 +73,16 @@ def graph_info(graph: GraphArg, cluster: Annotated[str | None, typer.Option("--c
     emit(info, as_json, "\n".join(lines))
 
 
+@graph_app.command("list")
+def graph_list(as_json: JsonOpt = False) -> None:
+    """Graph specs that need no file: generators (gen:NAME) and bundled published workloads (bench:NAME)."""
+    from engine.generators import generator_descriptions
+    from engine.workloads.published import bench_descriptions
+
+    d = {**{f"gen:{k}": v for k, v in generator_descriptions().items()}, **bench_descriptions()}
+    emit(d, as_json, text_table([[k, v] for k, v in d.items()], ["spec", "description"]))
+
+
 # ---------------------------------------------------------------------------------- simulate
 def _sim_text(res: dict[str, Any]) -> str:
     peaks = ", ".join(f"{d} {fmt_bytes(b)}" for d, b in res["peak_memory_bytes"].items())

@@ -26,7 +26,7 @@ from engine.runs import RunStore
 from engine.simulator import Simulator
 from engine.sources import load_graph
 from engine.summary import graph_summary, run_summary
-from placelab import cli_learn
+from placelab import cli_learn, cli_reproduce
 from placelab.cli_common import (
     DEFAULT_RUNS,
     ClusterOpt,
@@ -51,6 +51,7 @@ app.add_typer(graph_app, name="graph")
 app.add_typer(bench_app, name="bench")
 app.add_typer(runs_app, name="runs")
 cli_learn.register(app)
+cli_reproduce.register(app)
 
 # ---------------------------------------------------------------------------------- graph
 @graph_app.command("info")

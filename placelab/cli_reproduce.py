@@ -26,6 +26,8 @@ def reproduce(name: Annotated[str | None, typer.Argument(help="reproduction (see
               workers: Annotated[int | None, typer.Option(help="run the steps on N parallel workers (Ray)")] = None,
               keep_step_runs: Annotated[bool, typer.Option(
                   help="keep the runs of the underlying commands in the run store (else a scratch store)")] = True,
+              only: Annotated[str | None, typer.Option(
+                  help="run only the steps whose key contains this text, e.g. 'NMT / 2 GPUs'")] = None,
               runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Run a paper's table or figure in simulation and store it beside the paper's numbers."""
     from placelab.reproduce.core import all_reproductions
@@ -47,7 +49,7 @@ def reproduce(name: Annotated[str | None, typer.Argument(help="reproduction (see
                else "full setting: paper-scale budgets")
     typer.echo(f"reproducing {name} ({setting})", err=True)
     res = run_reproduction(name, quick=quick, runs_dir=runs_dir, workers=workers, keep_step_runs=keep_step_runs,
-                           progress=lambda msg: typer.echo(msg, err=True))
+                           only=only, progress=lambda msg: typer.echo(msg, err=True))
     rows = [[r["row"], r["column"], _cell(r["ours"]), _cell(r["paper"]), _cell(r["ratio"], 2),
              _cell(r["rel_ratio"], 2), r["note"][:60]] for r in res["table"]]
     text = (text_table(rows, ["row", "column", "ours", "paper", "ours/paper", "normalised", "note"])

@@ -44,7 +44,7 @@ def agreement_label(row: Mapping[str, Any], normalised: bool = False) -> str:
     Both sides OOM agree; one side OOM differs. ``normalised`` judges the row-normalised ratio.
     """
     return agreement(_num(row.get("rel_ratio" if normalised else "ratio")), "OOM" in str(row.get("note") or ""),
-                     row.get("paper") == "OOM")
+                     row.get("paper") == "OOM", _num(row.get("ours")) is not None)
 
 
 def _fmt(x: Any, digits: int = 4) -> str:

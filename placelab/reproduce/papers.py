@@ -59,8 +59,13 @@ def _num(x: float | None) -> bool:
     return x is not None and math.isfinite(x) and x != 0
 
 
-def agreement(ratio: float | None, ours_oom: bool = False, paper_oom: bool = False) -> str:
-    """``agree`` (within 10 %, or both OOM), ``close`` (within 25 %), ``differ``, or ``n/a``."""
+def agreement(ratio: float | None, ours_oom: bool = False, paper_oom: bool = False, measured: bool = True) -> str:
+    """``agree`` (within 10 %, or both OOM), ``close`` (within 25 %), ``differ``, or ``n/a``.
+
+    ``measured`` is False when we have no value for the cell (a step that failed or did not run).
+    """
+    if not measured and not ours_oom:
+        return "n/a"
     if ours_oom or paper_oom:
         return "agree" if ours_oom and paper_oom else "differ"
     if ratio is None or not math.isfinite(ratio):

@@ -83,7 +83,7 @@ register(Reproduction(
 
 # ------------------------------------------------------------------------------------ Figure 5
 def fig5_steps(quick: bool) -> list[Step]:
-    budget = (("--episodes", "30", "--optimized-episodes", "6", "--random-samples", "4", "--test-graphs", "4")
+    budget = (("--episodes", "10", "--optimized-episodes", "3", "--random-samples", "3", "--test-graphs", "3")
               if quick else ("--episodes", "3000", "--optimized-episodes", "300", "--random-samples", "10"))
     return steps_for([(f"{placer}/{fam}", ("experiment", "--family", fam, "-c", "k80x2", "--placer", placer, *budget))
                       for placer in ("placeto", "rnn") for fam in FAMILIES])
@@ -126,9 +126,9 @@ _VARIANTS = {"full": None, "simple aggregator (nmt test)": "simple-aggregator",
 
 
 def ablation_steps(quick: bool) -> list[Step]:
-    exp = (("--episodes", "30", "--optimized-episodes", "2", "--random-samples", "2", "--test-graphs", "4")
+    exp = (("--episodes", "10", "--optimized-episodes", "1", "--random-samples", "1", "--test-graphs", "3")
            if quick else ("--episodes", "3000", "--optimized-episodes", "1", "--random-samples", "1"))
-    train = ("--episodes", "12") if quick else ("--episodes", "600")
+    train = ("--episodes", "6") if quick else ("--episodes", "600")
     items: list[tuple[str, tuple[str, ...]]] = []
     for row, variant in _VARIANTS.items():
         extra = ("--param", f"variant={variant}") if variant else ()

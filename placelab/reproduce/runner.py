@@ -64,12 +64,15 @@ def _with_store(step: Step, runs_dir: str) -> tuple[str, ...]:
 
 
 def reproduce(name: str, *, quick: bool = False, runs_dir: str = "runs", workers: int | None = None,
-              keep_step_runs: bool = True, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+              keep_step_runs: bool = True, only: str | None = None,
+              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run reproduction ``name`` and store it; returns ``{run_id, name, table, wall_s, setting}``.
 
     The commands' own runs (placements, trainings) go to the same store, tagged
     ``reproduce:<run_id>``, or with ``keep_step_runs=False`` to a scratch store that is removed
     once the table and figures are built (the bundled runs keep only the reproduction's run).
+    ``only`` runs just the steps whose key contains it (e.g. ``"NMT / 2 GPUs"``): the other
+    cells read "step did not run".
 
     Raises
     ------
@@ -82,14 +85,17 @@ def reproduce(name: str, *, quick: bool = False, runs_dir: str = "runs", workers
     if missing:
         raise SpecError(f"reproduction '{name}' needs {', '.join(missing)}, which this installation does not have yet")
     executor = _executor(workers)
-    steps = rep.steps(quick)
+    steps = [s for s in rep.steps(quick) if only is None or only in s.key]
+    if not steps:
+        keys = ", ".join(s.key for s in rep.steps(quick))
+        raise SpecError(f"--only '{only}' matches no step of {name} (steps: {keys})")
     t = paper_table(rep.paper, rep.table)
     store = RunStore(runs_dir)
     setting = "quick" if quick else "full"
     run = store.create("reproduce", graph_name=rep.name, graph_hash="", cluster="", placer=rep.name,
                        parameters={"setting": setting, "paper": t["paper"], "citation": t["citation"],
                                    "seeds": sorted({s.seed for s in steps if s.seed is not None}),
-                                   "workers": workers or 1},
+                                   "workers": workers or 1, "only": only},
                        seed=None, tags=["reproduce", rep.name], name=f"{rep.name} ({setting})")
     t0 = time.perf_counter()
     scratch = None if keep_step_runs else tempfile.mkdtemp(prefix="placelab-reproduce-")
@@ -144,8 +150,8 @@ def _run(rep: Reproduction, steps: list[Step], run: Run, tag_store: RunStore | N
     wall = time.perf_counter() - t0
     run.write_json("commands.json", {"reproduction": rep.name, "setting": setting, "steps": log,
                                      "notes": built.notes, "wall_s": round(wall, 3)})
-    scored = [agreement(r["rel_ratio"] if rep.reference else r["ratio"], "OOM" in r["note"], r["paper"] == "OOM")
-              for r in rows]
+    scored = [agreement(r["rel_ratio"] if rep.reference else r["ratio"], "OOM" in r["note"], r["paper"] == "OOM",
+                        r["ours"] is not None) for r in rows]
     run.finish("done", {"wall_s": round(wall, 3), "cells": len(rows), "steps": len(steps),
                         "step_errors": sum(1 for e in log if e["error"]),
                         "cells_within_10pct": scored.count("agree"),

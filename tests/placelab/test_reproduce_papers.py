@@ -25,6 +25,7 @@ def test_agreement_on_oom():
     assert agreement(None, True, True) == "agree"
     assert agreement(1.0, True, False) == "differ"
     assert agreement(1.0, False, True) == "differ"
+    assert agreement(None, False, True, measured=False) == "n/a"  # a cell we could not measure
 
 
 def test_join_ratios_and_normalisation(tiny_reproduction):

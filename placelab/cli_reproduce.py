@@ -27,7 +27,8 @@ def reproduce(name: Annotated[str | None, typer.Argument(help="reproduction (see
               keep_step_runs: Annotated[bool, typer.Option(
                   help="keep the runs of the underlying commands in the run store (else a scratch store)")] = True,
               only: Annotated[str | None, typer.Option(
-                  help="run only the steps whose key contains this text, e.g. 'NMT / 2 GPUs'")] = None,
+                  help="run only the steps whose key contains one of these comma-separated texts, "
+                       "e.g. 'NMT / 2 GPUs,cpu/NMT'")] = None,
               runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Run a paper's table or figure in simulation and store it beside the paper's numbers."""
     from placelab.reproduce.core import all_reproductions

@@ -71,8 +71,8 @@ def reproduce(name: str, *, quick: bool = False, runs_dir: str = "runs", workers
     The commands' own runs (placements, trainings) go to the same store, tagged
     ``reproduce:<run_id>``, or with ``keep_step_runs=False`` to a scratch store that is removed
     once the table and figures are built (the bundled runs keep only the reproduction's run).
-    ``only`` runs just the steps whose key contains it (e.g. ``"NMT / 2 GPUs"``): the other
-    cells read "step did not run".
+    ``only`` (comma-separated texts) runs just the steps whose key contains one of them (e.g.
+    ``"NMT / 2 GPUs,cpu/NMT"``): the other cells read "step did not run".
 
     Raises
     ------
@@ -85,7 +85,8 @@ def reproduce(name: str, *, quick: bool = False, runs_dir: str = "runs", workers
     if missing:
         raise SpecError(f"reproduction '{name}' needs {', '.join(missing)}, which this installation does not have yet")
     executor = _executor(workers)
-    steps = [s for s in rep.steps(quick) if only is None or only in s.key]
+    wanted = [w.strip() for w in (only or "").split(",") if w.strip()]
+    steps = [s for s in rep.steps(quick) if not wanted or any(w in s.key for w in wanted)]
     if not steps:
         keys = ", ".join(s.key for s in rep.steps(quick))
         raise SpecError(f"--only '{only}' matches no step of {name} (steps: {keys})")

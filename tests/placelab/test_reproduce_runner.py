@@ -76,3 +76,14 @@ def test_unknown_and_unready_reproductions(tiny_reproduction, tmp_path, monkeypa
     with pytest.raises(SpecError, match="needs placer no-such-placer, module:no_such_module"):
         reproduce("tiny-table", runs_dir=str(tmp_path))
     assert not (tmp_path / "runs").exists()
+
+
+def test_only_runs_the_matching_steps(tiny_reproduction, tmp_path):
+    res = reproduce("tiny-table", quick=True, runs_dir=str(tmp_path), only="base", keep_step_runs=False)
+    run = RunStore(tmp_path).load(res["run_id"])
+    assert [s["key"] for s in run.read_json("commands.json")["steps"]] == ["base"]
+    assert run.meta["parameters"]["only"] == "base"
+    notes = {r["column"]: r["note"] for r in res["table"]}
+    assert notes["Learned"] == "error: step did not run" and res["table"][0]["ours"] is not None
+    with pytest.raises(SpecError, match="matches no step"):
+        reproduce("tiny-table", runs_dir=str(tmp_path), only="nothing-like-this")

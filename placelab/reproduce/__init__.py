@@ -4,5 +4,5 @@
 * :mod:`placelab.reproduce.papers` — the papers' numbers (``papers/*.json``) and the joined table;
 * :mod:`placelab.reproduce.runner` — runs the steps and stores the run (CONTRACTS §7);
 * :mod:`placelab.reproduce.reading` — helpers that read the commands' outputs;
-* one module per paper with its declarations: ``placeto``, ``mirhoseini``.
+* one module per paper with its declarations: ``placeto``, ``mirhoseini``, ``doppler``.
 """

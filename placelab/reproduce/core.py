@@ -87,8 +87,9 @@ class Reproduction:
         against paper/paper-reference): absolute times of a simulated K80 and a measured one
         differ by the cost model, their ratios should not.
     requires : tuple of str
-        Placers (registered names) or modules (``module:policies.doppler``) the reproduction
-        needs; when one is missing the reproduction is listed as not ready and refuses to run.
+        Placers (registered names), modules (``module:policies.rl.doppler``) or cluster presets
+        (``cluster:p100x4-8gb``) the reproduction needs; when one is missing the reproduction is
+        listed as not ready and refuses to run.
     """
 
     name: str
@@ -103,12 +104,16 @@ class Reproduction:
 
     def missing(self) -> list[str]:
         """The requirements this installation lacks (empty when the reproduction can run)."""
+        from engine.presets import PRESETS
         from policies import placer_descriptions
 
         placers = placer_descriptions()
         out = []
         for req in self.requires:
-            if req.startswith("module:"):
+            if req.startswith("cluster:"):
+                if req[len("cluster:"):] not in PRESETS:
+                    out.append(f"cluster preset {req[len('cluster:'):]}")
+            elif req.startswith("module:"):
                 try:
                     importlib.import_module(req[len("module:"):])
                 except ImportError:

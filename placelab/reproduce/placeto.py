@@ -83,7 +83,7 @@ register(Reproduction(
 
 # ------------------------------------------------------------------------------------ Figure 5
 def fig5_steps(quick: bool) -> list[Step]:
-    budget = (("--episodes", "10", "--optimized-episodes", "3", "--random-samples", "3", "--test-graphs", "3")
+    budget = (("--episodes", "4", "--optimized-episodes", "2", "--random-samples", "3", "--test-graphs", "3")
               if quick else ("--episodes", "3000", "--optimized-episodes", "300", "--random-samples", "10"))
     return steps_for([(f"{placer}/{fam}", ("experiment", "--family", fam, "-c", "k80x2", "--placer", placer, *budget))
                       for placer in ("placeto", "rnn") for fam in FAMILIES])

@@ -40,7 +40,8 @@ def reproduce(name: Annotated[str | None, typer.Argument(help="reproduction (see
         rows = [[d["name"], f"{d['quick_minutes']:g} min" if d["ready"] else "needs " + ", ".join(d["missing"]),
                  d["title"]] for d in items]
         emit({"reproductions": items}, as_json, text_table(rows, ["name", "--quick", "what"])
-             + f"\n(--quick times on a 2-core machine; this one has {os.cpu_count()} cores)")
+             + f"\n(--quick: expected minutes on an idle 2-core machine, from the runs' CPU time; other jobs on the "
+               f"machine stretch them; this one has {os.cpu_count()} cores)")
         return
     if not name:
         raise SpecError("reproduce needs a NAME (see `placelab reproduce --list`)")

@@ -99,12 +99,13 @@ def reproduce(name: str, *, quick: bool = False, runs_dir: str = "runs", workers
                                    "workers": workers or 1, "only": only},
                        seed=None, tags=["reproduce", rep.name], name=f"{rep.name} ({setting})")
     t0 = time.perf_counter()
+    cpu0 = time.process_time()
     scratch = None if keep_step_runs else tempfile.mkdtemp(prefix="placelab-reproduce-")
     step_dir = scratch or runs_dir
     try:
         with run:
             wall, rows, built = _run(rep, steps, run, store if scratch is None else None, step_dir, executor,
-                                     quick, setting, progress, t0)
+                                     quick, setting, progress, (t0, cpu0))
     finally:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -140,7 +141,7 @@ def _run_steps(steps: list[Step], step_dir: str, executor, tag: tuple[RunStore, 
 
 
 def _run(rep: Reproduction, steps: list[Step], run: Run, tag_store: RunStore | None, step_dir: str, executor,
-         quick: bool, setting: str, progress: Callable[[str], None] | None, t0: float):
+         quick: bool, setting: str, progress: Callable[[str], None] | None, start: tuple[float, float]):
     """Run the steps, build and store the table, figures and commands; ``(wall_s, rows, build)``."""
     outputs, log = _run_steps(steps, step_dir, executor, (tag_store, run.id) if tag_store else None, progress)
     built = rep.build(outputs, step_dir, quick)
@@ -148,12 +149,13 @@ def _run(rep: Reproduction, steps: list[Step], run: Run, tag_store: RunStore | N
     run.write_table("table.csv", {c: [r[c] for r in rows] for c in TABLE_COLUMNS})
     for fname, fig in built.figures.items():
         run.write_json(f"figures/{fname}.json", fig)
-    wall = time.perf_counter() - t0
+    wall = time.perf_counter() - start[0]
+    cpu = time.process_time() - start[1]  # this process's CPU time: about the wall time on an idle machine
     run.write_json("commands.json", {"reproduction": rep.name, "setting": setting, "steps": log,
                                      "notes": built.notes, "wall_s": round(wall, 3)})
     scored = [agreement(r["rel_ratio"] if rep.reference else r["ratio"], "OOM" in r["note"], r["paper"] == "OOM",
                         r["ours"] is not None) for r in rows]
-    run.finish("done", {"wall_s": round(wall, 3), "cells": len(rows), "steps": len(steps),
+    run.finish("done", {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "cells": len(rows), "steps": len(steps),
                         "step_errors": sum(1 for e in log if e["error"]),
                         "cells_within_10pct": scored.count("agree"),
                         "cells_compared": len(scored) - scored.count("n/a")})

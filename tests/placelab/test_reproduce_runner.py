@@ -46,6 +46,7 @@ def test_reproduction_stores_table_figures_and_commands(tiny_reproduction, tmp_p
                                            "single-device,round-robin --seed 4")
     assert cmds["steps"][1]["error"] and cmds["notes"] == ["a note"]
     assert run.meta["metrics"]["step_errors"] == 1 and run.meta["metrics"]["cells"] == 3
+    assert run.meta["metrics"]["cpu_s"] > 0
     # the compare runs were stored too, tagged with the reproduction
     tagged = store.list(tag=f"reproduce:{run.id}")
     assert sorted(r.meta["placer"] for r in tagged) == ["round-robin", "single-device"]

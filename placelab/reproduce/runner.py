@@ -59,7 +59,7 @@ def _executor(workers: int | None):
 
 def _with_store(step: Step, runs_dir: str) -> tuple[str, ...]:
     """The step's argv with the run store of this reproduction (commands that store runs take it)."""
-    stores = step.argv[0] in ("compare", "train", "experiment", "eval") or step.argv[:1] == ("place",)
+    stores = step.argv[0] in ("compare", "train", "experiment", "eval", "place")
     return (*step.argv, "--runs-dir", runs_dir) if stores else step.argv
 
 

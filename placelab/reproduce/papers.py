@@ -95,8 +95,9 @@ def join(cells: list[Cell], paper: str, table: str, reference: str | None = None
         ov = mine.value if mine else None
         oom = bool(mine and mine.oom)
         ratio = ov / pv if _num(ov) and _num(pv) and not oom else None
-        o_rel = ov / ref_ours[row] if reference and _num(ov) and _num(ref_ours.get(row)) and not oom else None
-        p_rel = pv / ref_paper[row] if reference and _num(pv) and _num(ref_paper.get(row)) else None
+        same_unit = reference is not None and units.get(col) == units.get(reference)  # seconds by seconds only
+        o_rel = ov / ref_ours[row] if same_unit and _num(ov) and _num(ref_ours.get(row)) and not oom else None
+        p_rel = pv / ref_paper[row] if same_unit and _num(pv) and _num(ref_paper.get(row)) else None
         note = "; ".join(x for x in ((mine.note if mine else "not reproduced"), notes.get(row, "")) if x)
         if oom and "OOM" not in note:
             note = f"OOM; {note}" if note else "OOM"

@@ -43,6 +43,18 @@ def test_join_ratios_and_normalisation(tiny_reproduction):
     assert rows["Extra"]["paper"] is None and rows["Extra"]["unit"] == ""
 
 
+def test_normalisation_divides_only_columns_in_the_reference_unit(tiny_reproduction, monkeypatch):
+    from placelab.reproduce import papers
+
+    doc = papers._paper("tiny")
+    doc["tables"]["t1"]["units"]["Learned"] = "placements"
+    doc["tables"]["t1"]["rows"]["tiny / 2 GPUs"]["Learned"] = 100
+    rows = {r["column"]: r for r in join([Cell("tiny / 2 GPUs", "Single", 1.0), Cell("tiny / 2 GPUs", "Learned", 50.0)],
+                                         "tiny", "t1", reference="Single")}
+    assert rows["Learned"]["ratio"] == 0.5 and rows["Learned"]["rel_ratio"] is None
+    assert rows["Learned"]["ours_rel"] is None and rows["Learned"]["paper_rel"] is None
+
+
 def test_join_marks_cells_not_reproduced(tiny_reproduction):
     rows = join([], "tiny", "t1")
     assert [r["note"] for r in rows] == ["not reproduced"] * 3

@@ -80,8 +80,10 @@ clean:
 
 # The example runs shipped in runs/ so every page of the app has content on first start:
 # DOPPLER's CHAINMM and FFNN (App. D) on 4 x P100 and a Placeto cifar10-family graph on 2 x K80,
-# each with a set of baseline placers.
+# each with a set of baseline placers; and the --quick reproductions of the papers' tables.
 BUNDLED_PLACERS := single-device,round-robin,metis,scotch,critical-path,heft,m-etf,local-search
+# the papers' tables and figures in their --quick setting, for the Papers page (only their own runs are kept)
+BUNDLED_REPRODUCTIONS := mirhoseini-table2 placeto-table1 placeto-fig5 placeto-ablations
 bundled-runs: setup
 	find runs -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
 	$(VENV)/bin/placelab compare gen:chainmm -c p100x4 --placers $(BUNDLED_PLACERS) --runs-dir runs
@@ -93,3 +95,5 @@ bundled-runs: setup
 	  --name "RNN placer on cifar10 #0" --runs-dir runs --threads 1
 	$(VENV)/bin/placelab experiment --family cifar10 -c k80x2 --episodes 400 --optimized-episodes 50 \
 	  --runs-dir runs --threads 1
+	for r in $(BUNDLED_REPRODUCTIONS); do \
+	  $(VENV)/bin/placelab reproduce $$r --quick --no-keep-step-runs --runs-dir runs; done

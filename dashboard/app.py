@@ -1,6 +1,6 @@
 """Streamlit entry point: ``streamlit run dashboard/app.py`` (or ``make app``).
 
-Pages: Home · Graphs · Place · Train · Compare · Runs, as function pages in ``dashboard/app_pages/``.
+Pages: Home · Graphs · Place · Train · Compare · Runs · Papers, as function pages in ``dashboard/app_pages/``.
 (Not ``pages/``: a ``pages/`` folder next to this script puts Streamlit in its legacy multipage
 mode, where the first request for ``/graphs`` on a fresh server runs that module as a script
 and shows a blank page.) Stored runs are read from ``runs/`` at the repository root, or from
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.app_pages import compare, fidelity, graphs, home, place, runs, train
+from dashboard.app_pages import compare, fidelity, graphs, home, papers, place, runs, train
 from dashboard.context import retain_widgets, sidebar
 
 # Everything larger, nothing recoloured: the app's light or dark theme stays, so text stays readable.
@@ -48,5 +48,6 @@ st.navigation([
     st.Page(train.page, title="Train", url_path="train"),
     st.Page(compare.page, title="Compare", url_path="compare"),
     st.Page(runs.page, title="Runs", url_path="runs"),
+    st.Page(papers.page, title="Papers", url_path="papers"),
     st.Page(fidelity.page, title="Fidelity", url_path="fidelity"),
 ]).run()

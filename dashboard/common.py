@@ -159,12 +159,16 @@ def _graph_from_upload(digest: str, name: str, data: bytes) -> CompGraph:
 
 
 def example_sources() -> dict[str, str]:
-    """Label → graph source: curated specs, every registered generator, files under ``examples/``."""
+    """Label → graph source: curated specs, every registered generator, the bundled published workloads
+    (``bench:NAME``), files under ``examples/``."""
     from engine.generators import generator_descriptions
+    from engine.workloads.published import bench_descriptions
 
     out = dict(EXAMPLE_SPECS)
     for name, desc in generator_descriptions().items():
         out.setdefault(f"gen:{name} — {desc}", f"gen:{name}")
+    for spec, desc in bench_descriptions().items():
+        out[f"{spec} — {desc}"] = spec
     if EXAMPLES_DIR.is_dir():
         for p in sorted(EXAMPLES_DIR.rglob("*")):
             if p.is_file() and not p.name.startswith(".") and p.suffix.lower() not in (".md", ".txt", ".py"):

@@ -393,13 +393,18 @@ def parse_simulation_options(pairs: Sequence[str]) -> dict[str, Any]:
 
 
 def load_cluster(spec: str | os.PathLike | Cluster) -> Cluster:
-    """A cluster by preset name (see :mod:`engine.presets`) or from a ``placelab.cluster/1`` file
-    (a :class:`Cluster` is returned as it is, so callers may pass one wherever a spec goes)."""
+    """A cluster by preset name (see :mod:`engine.presets`), from a ``placelab.cluster/1`` file, or
+    ``bench:NAME``: the machine of a bundled published workload (:mod:`engine.workloads.published`).
+    A :class:`Cluster` is returned as it is, so callers may pass one wherever a spec goes."""
     from engine.presets import PRESETS
 
     if isinstance(spec, Cluster):
         return spec
     s = os.fspath(spec)
+    if s.startswith("bench:"):
+        from engine.workloads.published import bench_cluster
+
+        return bench_cluster(s)
     if s in PRESETS:
         return PRESETS[s]()
     if not os.path.exists(s):

@@ -4,7 +4,8 @@
 file name) or a generator spec ``gen:NAME[?key=value&...]`` (CONTRACTS §5). Importers
 register with :func:`register_format`: a ``detect(head: bytes) -> bool`` test on the first
 bytes of the file and a ``load(path) -> CompGraph``. Importers never execute code from the
-file (no unpickling).
+file (no unpickling). ``bench:NAME`` names a published workload shipped with placelab
+(:mod:`engine.workloads.published`).
 """
 
 from __future__ import annotations
@@ -79,8 +80,12 @@ def detect_format(path: str | os.PathLike) -> GraphFormat:
 
 
 def load_graph(spec: str | os.PathLike) -> CompGraph:
-    """A graph from a file path (any registered format) or a ``gen:NAME?k=v`` spec."""
+    """A graph from a file path (any registered format), a ``gen:NAME?k=v`` or a ``bench:NAME`` spec."""
     s = os.fspath(spec)
+    if s.startswith("bench:"):
+        from engine.workloads.published import bench_graph
+
+        return bench_graph(s)
     if s.startswith("gen:"):
         from engine.generators import from_spec
 

@@ -28,7 +28,7 @@ from engine.runs import RunStore
 from engine.simulator import Simulator
 from engine.sources import load_graph
 from engine.summary import graph_summary, run_summary
-from placelab import cli_exec, cli_learn, cli_sweep
+from placelab import cli_exec, cli_learn, cli_reproduce, cli_sweep
 from placelab.cli_common import (
     DEFAULT_RUNS,
     ClusterOpt,
@@ -59,6 +59,7 @@ app.add_typer(runs_app, name="runs")
 cli_learn.register(app)
 cli_exec.register(app)
 cli_sweep.register(app)
+cli_reproduce.register(app)
 
 # ---------------------------------------------------------------------------------- graph
 @graph_app.command("info")
@@ -80,6 +81,16 @@ def graph_info(graph: GraphArg, cluster: Annotated[str | None, typer.Option("--c
         lines.append(f"on {info['cluster']}: lower bound {fmt_s(info['lower_bound_s'])}, "
                      f"fits one device: {'yes' if info['fits_one_device'] else 'no'}")
     emit(info, as_json, "\n".join(lines))
+
+
+@graph_app.command("list")
+def graph_list(as_json: JsonOpt = False) -> None:
+    """Graph specs that need no file: generators (gen:NAME) and bundled published workloads (bench:NAME)."""
+    from engine.generators import generator_descriptions
+    from engine.workloads.published import bench_descriptions
+
+    d = {**{f"gen:{k}": v for k, v in generator_descriptions().items()}, **bench_descriptions()}
+    emit(d, as_json, text_table([[k, v] for k, v in d.items()], ["spec", "description"]))
 
 
 # ---------------------------------------------------------------------------------- simulate

@@ -14,7 +14,8 @@ from engine.cluster import SIMULATION_MODES, Cluster, load_cluster, parse_simula
 from engine.errors import SpecError
 from engine.jsonio import dumps
 
-GraphArg = Annotated[str, typer.Argument(help="graph file (any supported format) or gen:NAME?k=v")]
+GraphArg = Annotated[str, typer.Argument(help="graph file (any supported format), gen:NAME?k=v, or bench:NAME "
+                                                 "(a bundled published workload: `placelab graph list`)")]
 ClusterOpt = Annotated[str, typer.Option("--cluster", "-c", help="preset name or cluster file")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object")]
 RunsDirOpt = Annotated[str, typer.Option("--runs-dir", envvar="PLACELAB_RUNS_DIR", help="run store folder")]

@@ -13,8 +13,9 @@ Rules, chosen by the scopes the graph has (an op's path is its ``scope``, else i
 * **Other layered graphs** (``layer{k}``, ``block{k}``, ``stage{k}``, ``mixed_{k}``,
   ``cell{k}``): the layers, in order of first appearance in topological order, are cut
   into n contiguous runs with the same number of layers (Mirhoseini §4.2, Inception-V3).
-* **dnn-partitioning graphs**: ``split=PATH`` loads the shipped expert split with
-  :func:`engine.importers.dnn_partitioning.load_expert_placement`.
+* **dnn-partitioning graphs**: ``split=PATH`` (or ``split=bench:NAME``) loads a human-expert
+  split with :func:`engine.importers.dnn_partitioning.load_expert_placement`; the graph of a
+  bundled workload (``bench:NAME``, same content) gets its published split without the parameter.
 
 Devices are the GPUs (all devices when there are none). Backward and update ops whose path
 has no recognised part follow the forward op whose scope they end with (``gradients/x/y``
@@ -168,7 +169,12 @@ class Expert:
     def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
               progress: Progress | None = None) -> Placement:
         if self.split:
-            return self._load_split(graph, cluster)
+            return self._load_split(graph, cluster, self.split)
+        from engine.workloads.published import expert_split_for
+
+        shipped = expert_split_for(graph)
+        if shipped is not None:  # a bundled dnn-partitioning workload: its published human-expert split
+            return self._load_split(graph, cluster, str(shipped))
         units = PlacementUnits(graph, cluster)
         gpus = np.array([i for i, k in enumerate(cluster.kinds) if k == "gpu"], dtype=np.int64)
         devices = gpus if len(gpus) else np.arange(cluster.num_devices)
@@ -185,14 +191,18 @@ class Expert:
         first[bad] = np.argmin(units.cost[bad], axis=1)
         return units.to_placement(first)
 
-    def _load_split(self, graph: CompGraph, cluster: Cluster) -> Placement:
+    def _load_split(self, graph: CompGraph, cluster: Cluster, split: str) -> Placement:
         try:
             from engine.importers.dnn_partitioning import load_expert_placement
         except ImportError:
             raise PlacementError("expert placement from a split file needs "
                                  "engine.importers.dnn_partitioning.load_expert_placement, "
                                  "which this installation does not have yet") from None
-        result = load_expert_placement(self.split, graph, cluster)
+        if split.startswith("bench:"):
+            from engine.workloads.published import expert_split_path
+
+            split = str(expert_split_path(split))
+        result = load_expert_placement(split, graph, cluster)
         placement = result if isinstance(result, Placement) else Placement(np.asarray(result))
         check_placement(graph, cluster, placement)
         return placement

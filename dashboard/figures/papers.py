@@ -1,0 +1,174 @@
+"""The Papers page's figures and tables as pure functions of a stored reproduction (CONTRACTS §7).
+
+A reproduction run holds ``table.csv`` (rows: row, column, ours, paper, ratio, …), figure data
+under ``figures/`` and ``commands.json``. These functions turn them into what the page shows and
+exports: the side-by-side table with an agreement label per cell, CSV and LaTeX text, a
+ratio chart, and the reproduction's own figures (CDFs, learning curves, load profiles).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+from dashboard.figures.charts import cdf_figure
+from dashboard.figures.theme import PALETTE
+from placelab.reproduce.papers import agreement
+
+__all__ = ["AGREEMENT_COLORS", "agreement_label", "ratio_figure", "reproduction_figure", "side_by_side",
+           "table_csv", "table_latex"]
+
+#: Background colours of the ratio cells by agreement (within 10 %, within 25 %, beyond, not comparable).
+AGREEMENT_COLORS = {"agree": "#c7e9c0", "close": "#fdd49e", "differ": "#fcae91", "n/a": "#f0f0f0"}
+_PHASES = ("forward", "backward", "update", "other")
+
+
+def _num(x: Any) -> float | None:
+    if isinstance(x, bool) or x is None or x == "":
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def agreement_label(row: Mapping[str, Any], normalised: bool = False) -> str:
+    """``agree`` (within 10 %), ``close`` (within 25 %), ``differ`` or ``n/a`` for one table row.
+
+    Both sides OOM agree; one side OOM differs. ``normalised`` judges the row-normalised ratio.
+    """
+    return agreement(_num(row.get("rel_ratio" if normalised else "ratio")), "OOM" in str(row.get("note") or ""),
+                     row.get("paper") == "OOM", _num(row.get("ours")) is not None)
+
+
+def _fmt(x: Any, digits: int = 4) -> str:
+    v = _num(x)
+    if v is None:
+        return "" if x is None else str(x)
+    return f"{v:.{digits}g}"
+
+
+def side_by_side(rows: Sequence[Mapping[str, Any]], normalised: bool = False) -> list[dict[str, str]]:
+    """Display rows: row, column, ours, paper (± std), ratio, normalised ratio, agreement, unit, note."""
+    out = []
+    for r in rows:
+        paper = _fmt(r.get("paper"))
+        if _num(r.get("paper_std")) is not None:
+            paper += f" ± {_fmt(r['paper_std'], 3)}"
+        out.append({"row": str(r.get("row", "")), "column": str(r.get("column", "")), "ours": _fmt(r.get("ours")),
+                    "paper": paper, "ours / paper": _fmt(r.get("ratio"), 3),
+                    "normalised": _fmt(r.get("rel_ratio"), 3), "agreement": agreement_label(r, normalised),
+                    "unit": str(r.get("unit") or ""), "note": str(r.get("note") or "")})
+    return out
+
+
+def table_csv(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The stored table as CSV text (every column, one line per cell)."""
+    if not rows:
+        return ""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: "" if v is None else v for k, v in r.items()})
+    return buf.getvalue()
+
+
+def _tex(s: str) -> str:
+    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
+                 ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\^{}")):
+        s = s.replace(a, b) if a != "\\" else s.replace(a, "\x00")
+    return s.replace("\x00", r"\textbackslash{}")
+
+
+def table_latex(rows: Sequence[Mapping[str, Any]], caption: str = "", normalised: bool = False) -> str:
+    """A booktabs LaTeX table: one line per row of the paper's table, ``ours / paper`` per column."""
+    row_names = list(dict.fromkeys(str(r["row"]) for r in rows))
+    cols = list(dict.fromkeys(str(r["column"]) for r in rows))
+    cell = {(str(r["row"]), str(r["column"])): r for r in rows}
+    lines = [r"\begin{table}[t]", r"\centering", r"\begin{tabular}{l" + "r" * len(cols) + "}", r"\toprule",
+             " & ".join(["", *(_tex(c) for c in cols)]) + r" \\", r"\midrule"]
+    for name in row_names:
+        parts = [_tex(name)]
+        for c in cols:
+            r = cell.get((name, c))
+            if r is None:
+                parts.append("")
+                continue
+            ours = "OOM" if "OOM" in str(r.get("note") or "") else _fmt(r.get("ours"), 3) or "--"
+            paper = _fmt(r.get("paper"), 3) or "--"
+            parts.append(f"{ours} / {paper}")
+        lines.append(" & ".join(parts) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}",
+              r"\caption{" + _tex(caption or "ours / paper") + " (each cell: ours / paper)}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def ratio_figure(rows: Sequence[Mapping[str, Any]], *, normalised: bool = False, title: str = "") -> go.Figure:
+    """Bars of ours / paper per cell, grouped by column, a line at 1 and the ±10 % band."""
+    key = "rel_ratio" if normalised else "ratio"
+    fig = go.Figure()
+    cols = list(dict.fromkeys(str(r["column"]) for r in rows if _num(r.get(key)) is not None))
+    for i, c in enumerate(cols):
+        sel = [r for r in rows if str(r["column"]) == c and _num(r.get(key)) is not None]
+        fig.add_trace(go.Bar(name=c, x=[str(r["row"]) for r in sel], y=[_num(r[key]) for r in sel],
+                             marker_color=PALETTE[i % len(PALETTE)]))
+    fig.add_hrect(y0=0.9, y1=1.1, fillcolor="#c7e9c0", opacity=0.4, line_width=0)
+    fig.add_hline(y=1.0, line_dash="dash", line_color="#333333")
+    fig.update_layout(title=title or ("ours / paper, normalised by the reference column" if normalised
+                                      else "ours / paper"), barmode="group", yaxis_title="ratio",
+                      height=420, margin={"l": 10, "r": 10, "t": 60, "b": 40})
+    return fig
+
+
+def _profile_figure(data: Mapping[str, Any]) -> go.Figure:
+    fig = go.Figure()
+    shown: set[str] = set()
+    for placement, devices in data.get("placements", {}).items():
+        names = list(devices)
+        for j, part in enumerate((*_PHASES, "memcpy")):
+            y = [float(devices[d].get(part, 0.0)) for d in names]
+            if not any(y):
+                continue
+            fig.add_trace(go.Bar(x=[[placement] * len(names), names], y=y, name=part, legendgroup=part,
+                                 showlegend=part not in shown, marker_color=PALETTE[j % len(PALETTE)],
+                                 offsetgroup="memcpy" if part == "memcpy" else "compute"))
+            shown.add(part)
+    fig.update_layout(title=data.get("title", ""), barmode="stack", yaxis_title=data.get("y_label", "seconds"),
+                      height=420, margin={"l": 10, "r": 10, "t": 60, "b": 40})
+    return fig
+
+
+def _curves_figure(data: Mapping[str, Any]) -> go.Figure:
+    fig = go.Figure()
+    for i, (name, c) in enumerate(data.get("series", {}).items()):
+        fig.add_trace(go.Scatter(x=list(c.get("x", [])), y=list(c.get("y", [])), mode="lines", name=name,
+                                 line={"color": PALETTE[i % len(PALETTE)]}))
+    fig.update_layout(title=data.get("title", ""), xaxis_title=data.get("x_label", ""),
+                      yaxis_title=data.get("y_label", ""), height=420, margin={"l": 10, "r": 10, "t": 60, "b": 40})
+    return fig
+
+
+def reproduction_figure(data: Mapping[str, Any]) -> go.Figure:
+    """A reproduction's stored figure data as a plotly figure (kinds: ``cdf``, ``curves``, ``profile``).
+
+    Raises
+    ------
+    ValueError
+        For an unknown kind.
+    """
+    kind = data.get("kind")
+    if kind == "cdf":
+        return cdf_figure(data.get("series", {}), x_title=data.get("x_label", "runtime (s)"),
+                          title=data.get("title", ""))
+    if kind == "curves":
+        return _curves_figure(data)
+    if kind == "profile":
+        return _profile_figure(data)
+    raise ValueError(f"unknown figure kind {kind!r}")

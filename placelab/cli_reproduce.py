@@ -1,0 +1,65 @@
+"""``placelab reproduce``: the papers' tables and figures, one command each (CONTRACTS §5, §7)."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Annotated
+
+import typer
+
+from engine.errors import SpecError
+from placelab.cli_common import DEFAULT_RUNS, JsonOpt, RunsDirOpt, emit, text_table
+
+__all__ = ["register"]
+
+
+def _cell(x: object, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return f"{x:.{digits}g}" if isinstance(x, float) else str(x)
+
+
+def reproduce(name: Annotated[str | None, typer.Argument(help="reproduction (see --list)")] = None,
+              list_: Annotated[bool, typer.Option("--list", help="list the reproductions")] = False,
+              quick: Annotated[bool, typer.Option(help="small budgets: minutes on a 2-core machine")] = False,
+              workers: Annotated[int | None, typer.Option(help="run the steps on N parallel workers (Ray)")] = None,
+              keep_step_runs: Annotated[bool, typer.Option(
+                  help="keep the runs of the underlying commands in the run store (else a scratch store)")] = True,
+              only: Annotated[str | None, typer.Option(
+                  help="run only the steps whose key contains one of these comma-separated texts, "
+                       "e.g. 'NMT / 2 GPUs,cpu/NMT'")] = None,
+              runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+    """Run a paper's table or figure in simulation and store it beside the paper's numbers."""
+    from placelab.reproduce.core import all_reproductions
+    from placelab.reproduce.runner import describe
+    from placelab.reproduce.runner import reproduce as run_reproduction
+
+    if list_:
+        items = [describe(r) for r in all_reproductions().values()]
+        rows = [[d["name"], f"{d['quick_minutes']:g} min" if d["ready"] else "needs " + ", ".join(d["missing"]),
+                 d["title"]] for d in items]
+        emit({"reproductions": items}, as_json, text_table(rows, ["name", "--quick", "what"])
+             + f"\n(--quick: expected minutes on an idle 2-core machine, from the runs' CPU time; other jobs on the "
+               f"machine stretch them; this one has {os.cpu_count()} cores)")
+        return
+    if not name:
+        raise SpecError("reproduce needs a NAME (see `placelab reproduce --list`)")
+    if workers is not None and workers < 1:
+        raise SpecError(f"--workers must be at least 1, got {workers}")
+    setting = ("quick setting: small budgets, minutes on a 2-core machine" if quick
+               else "full setting: paper-scale budgets")
+    typer.echo(f"reproducing {name} ({setting})", err=True)
+    res = run_reproduction(name, quick=quick, runs_dir=runs_dir, workers=workers, keep_step_runs=keep_step_runs,
+                           only=only, progress=lambda msg: typer.echo(msg, err=True))
+    rows = [[r["row"], r["column"], _cell(r["ours"]), _cell(r["paper"]), _cell(r["ratio"], 2),
+             _cell(r["rel_ratio"], 2), r["note"][:60]] for r in res["table"]]
+    text = (text_table(rows, ["row", "column", "ours", "paper", "ours/paper", "normalised", "note"])
+            + "".join(f"\n{n}" for n in res["notes"])
+            + f"\n{res['setting']} setting, {res['wall_s']:.0f} s; saved as run {res['run_id']}")
+    emit(res, as_json, text)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``reproduce`` to the ``placelab`` app."""
+    app.command()(reproduce)

@@ -1,0 +1,167 @@
+"""What a reproduction is: the commands it runs, the cells it reads from their outputs, the paper's numbers.
+
+A :class:`Reproduction` declares, for the ``quick`` and the ``full`` setting, the list of
+:class:`Step` s it runs — each one ``placelab`` command line (CONTRACTS §5), so what was run is
+exactly what a user types to rerun one cell — and a ``build`` function that turns the commands'
+JSON outputs into :class:`Cell` s (row, column, our value) and optional figure data. The paper's
+numbers come from ``papers/<paper>.json`` (:mod:`placelab.reproduce.papers`); the runner
+(:mod:`placelab.reproduce.runner`) runs the steps, joins our cells with the paper's and stores
+one run (CONTRACTS §7). Adding a reproduction is one :func:`register` call.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.errors import SpecError
+
+__all__ = ["REPRODUCTIONS", "Build", "Cell", "Reproduction", "Step", "all_reproductions", "get", "register",
+           "steps_for"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One ``placelab`` command: ``argv`` without the program name and without ``--json``.
+
+    ``key`` names its output for the build function; ``seed`` is recorded with the command.
+    """
+
+    key: str
+    argv: tuple[str, ...]
+    seed: int | None = None
+
+    def command(self) -> str:
+        """The command line as a user types it."""
+        import shlex
+
+        return "placelab " + " ".join(shlex.quote(a) for a in self.argv)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One number of our table: ``value`` in the table's unit (None when not measured), ``note`` why."""
+
+    row: str
+    column: str
+    value: float | None
+    note: str = ""
+    oom: bool = False
+
+
+@dataclass
+class Build:
+    """What a reproduction's ``build`` returns: our cells, figure data (name → JSON-able dict), notes."""
+
+    cells: list[Cell]
+    figures: dict[str, dict[str, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+#: build(outputs by step key, run store root, quick) -> Build
+BuildFn = Callable[[Mapping[str, dict[str, Any]], str, bool], Build]
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """A table or figure of a paper, reproduced in simulation.
+
+    Attributes
+    ----------
+    name : str
+        The command's NAME (``placeto-table1``).
+    title : str
+        One line for listings.
+    paper, table : str
+        The paper data file (``papers/<paper>.json``) and the table key in it.
+    steps : callable
+        ``steps(quick) -> list[Step]``: the commands, in order.
+    build : callable
+        ``build(outputs, runs_dir, quick) -> Build``.
+    quick_minutes : float
+        Expected wall time of ``--quick`` on the reference machine (2 CPU cores), minutes.
+    reference : str, optional
+        A column every row is divided by for the normalised comparison (ours/ours-reference
+        against paper/paper-reference): absolute times of a simulated K80 and a measured one
+        differ by the cost model, their ratios should not.
+    requires : tuple of str
+        Placers (registered names), modules (``module:policies.rl.doppler``) or cluster presets
+        (``cluster:p100x4-8gb``) the reproduction needs; when one is missing the reproduction is
+        listed as not ready and refuses to run.
+    """
+
+    name: str
+    title: str
+    paper: str
+    table: str
+    steps: Callable[[bool], list[Step]]
+    build: BuildFn
+    quick_minutes: float
+    reference: str | None = None
+    requires: tuple[str, ...] = ()
+
+    def missing(self) -> list[str]:
+        """The requirements this installation lacks (empty when the reproduction can run)."""
+        from engine.presets import PRESETS
+        from policies import placer_descriptions
+
+        placers = placer_descriptions()
+        out = []
+        for req in self.requires:
+            if req.startswith("cluster:"):
+                if req[len("cluster:"):] not in PRESETS:
+                    out.append(f"cluster preset {req[len('cluster:'):]}")
+            elif req.startswith("module:"):
+                try:
+                    importlib.import_module(req[len("module:"):])
+                except ImportError:
+                    out.append(req)
+            elif req not in placers:
+                out.append(f"placer {req}")
+        return out
+
+
+REPRODUCTIONS: dict[str, Reproduction] = {}
+
+
+def register(rep: Reproduction) -> Reproduction:
+    """Add a reproduction to :data:`REPRODUCTIONS` (names are unique)."""
+    if rep.name in REPRODUCTIONS:
+        raise ValueError(f"reproduction '{rep.name}' is registered twice")
+    REPRODUCTIONS[rep.name] = rep
+    return rep
+
+
+def _load() -> None:
+    import placelab.reproduce
+    from engine._discover import import_submodules
+
+    import_submodules(placelab.reproduce, skip=("core", "papers", "reading", "runner"))
+
+
+def all_reproductions() -> dict[str, Reproduction]:
+    """Every registered reproduction, by name, in registration order."""
+    _load()
+    return REPRODUCTIONS
+
+
+def get(name: str) -> Reproduction:
+    """The reproduction called ``name``.
+
+    Raises
+    ------
+    SpecError
+        An unknown name (the message lists the known ones).
+    """
+    reps = all_reproductions()
+    if name not in reps:
+        raise SpecError(f"unknown reproduction '{name}' (available: {', '.join(reps)}; "
+                        "see `placelab reproduce --list`)")
+    return reps[name]
+
+
+def steps_for(items: Sequence[tuple[str, Sequence[str]]], seed: int = 0) -> list[Step]:
+    """Steps from ``(key, argv)`` pairs that all use ``seed`` (appended as ``--seed``)."""
+    return [Step(k, (*argv, "--seed", str(seed)), seed) for k, argv in items]

@@ -1,0 +1,108 @@
+"""The papers' published numbers (``papers/<paper>.json``) and how ours are set beside them.
+
+Each file holds ``paper`` (the reference) and ``tables``: per table a ``citation`` (table or
+figure and section), ``units`` per column, and ``rows`` → column → value, where a value is a
+number, ``"OOM"`` (the paper's placement ran out of memory), ``[mean, std]`` (DOPPLER's
+executions) or ``null`` (the paper gives no number, e.g. a figure without printed values).
+
+:func:`join` makes the stored table (CONTRACTS §7): one row per cell, ours and the paper's, the
+ratio ours / paper, and — when the reproduction names a reference column — both values divided
+by their own row's reference, so a simulated and a measured machine can be compared by shape.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from engine.errors import SpecError
+from engine.jsonio import read_json_file
+from placelab.reproduce.core import Cell
+
+__all__ = ["PAPERS_DIR", "TABLE_COLUMNS", "agreement", "join", "paper_table", "paper_value"]
+
+PAPERS_DIR = Path(__file__).resolve().parent / "papers"
+TABLE_COLUMNS = ("row", "column", "ours", "paper", "paper_std", "ratio", "ours_rel", "paper_rel", "rel_ratio",
+                 "unit", "note")
+
+
+@lru_cache(maxsize=8)
+def _paper(name: str) -> dict[str, Any]:
+    path = PAPERS_DIR / f"{name}.json"
+    if not path.is_file():
+        raise SpecError(f"no paper data file '{name}.json' in {PAPERS_DIR}")
+    return read_json_file(path, error=SpecError)
+
+
+def paper_table(paper: str, table: str) -> dict[str, Any]:
+    """The table ``table`` of ``papers/<paper>.json`` with the paper's reference added as ``paper``."""
+    doc = _paper(paper)
+    if table not in doc.get("tables", {}):
+        raise SpecError(f"papers/{paper}.json has no table '{table}'")
+    return {"paper": doc["paper"], **doc["tables"][table]}
+
+
+def paper_value(raw: Any) -> tuple[float | None, float | None, bool]:
+    """``(value, std, oom)`` of one published cell (see the module docstring for the forms)."""
+    if raw == "OOM":
+        return None, None, True
+    if isinstance(raw, list):
+        return float(raw[0]), float(raw[1]), False
+    if isinstance(raw, int | float):
+        return float(raw), None, False
+    return None, None, False
+
+
+def _num(x: float | None) -> bool:
+    return x is not None and math.isfinite(x) and x != 0
+
+
+def agreement(ratio: float | None, ours_oom: bool = False, paper_oom: bool = False, measured: bool = True) -> str:
+    """``agree`` (within 10 %, or both OOM), ``close`` (within 25 %), ``differ``, or ``n/a``.
+
+    ``measured`` is False when we have no value for the cell (a step that failed or did not run).
+    """
+    if not measured and not ours_oom:
+        return "n/a"
+    if ours_oom or paper_oom:
+        return "agree" if ours_oom and paper_oom else "differ"
+    if ratio is None or not math.isfinite(ratio):
+        return "n/a"
+    dev = abs(ratio - 1.0) - 1e-9  # 1.1 is within 10 % though 1.1 - 1 > 0.1 in floating point
+    return "agree" if dev <= 0.10 else "close" if dev <= 0.25 else "differ"
+
+
+def join(cells: list[Cell], paper: str, table: str, reference: str | None = None) -> list[dict[str, Any]]:
+    """Rows of the stored table: every cell of ours and of the paper's table, in the paper's order.
+
+    A paper cell we do not produce gets an empty ``ours`` and the note ``not reproduced``; a cell
+    of ours the paper lacks gets an empty ``paper``.
+    """
+    t = paper_table(paper, table)
+    units = t.get("units", {})
+    notes = t.get("notes", {})
+    ours = {(c.row, c.column): c for c in cells}
+    order: list[tuple[str, str]] = [(r, col) for r, cols in t["rows"].items() for col in cols]
+    order += [k for k in ours if k not in set(order)]
+    ref_ours = {c.row: c.value for c in cells if c.column == reference and not c.oom}
+    ref_paper = {r: paper_value(cols.get(reference))[0] for r, cols in t["rows"].items()} if reference else {}
+    out = []
+    for row, col in order:
+        mine = ours.get((row, col))
+        pv, pstd, poom = paper_value(t["rows"].get(row, {}).get(col))
+        ov = mine.value if mine else None
+        oom = bool(mine and mine.oom)
+        ratio = ov / pv if _num(ov) and _num(pv) and not oom else None
+        same_unit = reference is not None and units.get(col) == units.get(reference)  # seconds by seconds only
+        o_rel = ov / ref_ours[row] if same_unit and _num(ov) and _num(ref_ours.get(row)) and not oom else None
+        p_rel = pv / ref_paper[row] if same_unit and _num(pv) and _num(ref_paper.get(row)) else None
+        note = "; ".join(x for x in ((mine.note if mine else "not reproduced"), notes.get(row, "")) if x)
+        if oom and "OOM" not in note:
+            note = f"OOM; {note}" if note else "OOM"
+        out.append({"row": row, "column": col, "ours": ov, "paper": "OOM" if poom else pv, "paper_std": pstd,
+                    "ratio": ratio, "ours_rel": o_rel, "paper_rel": p_rel,
+                    "rel_ratio": o_rel / p_rel if _num(o_rel) and _num(p_rel) else None,
+                    "unit": units.get(col, ""), "note": note})
+    return out

@@ -1,0 +1,97 @@
+"""Reading the commands' JSON outputs and their stored runs into cells and figure data.
+
+Shared by the reproduction declarations; every function takes the output of one step (what
+``placelab … --json`` printed, CONTRACTS §5) and, where it needs more, the run it stored.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from engine.errors import PlacelabError
+from engine.runs import RunStore
+from placelab.reproduce.core import Cell
+
+__all__ = ["compare_cells", "curve", "device_profile", "median_ratio", "train_cells"]
+
+
+def _error_cell(row: str, column: str, out: Mapping[str, Any] | None) -> Cell:
+    why = (out or {}).get("error") or "step did not run"
+    return Cell(row, column, None, f"error: {why}")
+
+
+def compare_cells(row: str, out: Mapping[str, Any] | None, columns: Mapping[str, str]) -> list[Cell]:
+    """Cells ``column`` ← the makespan of placer ``columns[column]`` in a ``compare`` output."""
+    if not out or out.get("error"):
+        return [_error_cell(row, col, out) for col in columns]
+    by_placer = {r["placer"]: r for r in out.get("results", [])}
+    cells = []
+    for col, placer in columns.items():
+        r = by_placer.get(placer)
+        if r is None or r.get("error"):
+            cells.append(Cell(row, col, None, f"{placer}: {r.get('error') if r else 'not run'}"))
+        else:
+            cells.append(Cell(row, col, r["makespan_s"], "OOM" if r["oom"] else "", oom=bool(r["oom"])))
+    return cells
+
+
+def _best(out: Mapping[str, Any], runs_dir: str) -> dict[str, Any]:
+    """The best placement a stored training run found: makespan, oom, placements evaluated when found."""
+    metrics = RunStore(runs_dir).load(out["run_id"]).meta.get("metrics", {})
+    best = next(iter(metrics.get("best_by_graph", {}).values()), None) or {}
+    return {"makespan_s": best.get("makespan_s", out.get("best_makespan_s")), "oom": bool(best.get("oom", False)),
+            "placements": best.get("placements_evaluated")}
+
+
+def train_cells(row: str, out: Mapping[str, Any] | None, runs_dir: str, runtime_col: str,
+                placements_col: str | None = None) -> list[Cell]:
+    """The best makespan (and the placements evaluated to find it) of a ``train --save`` output."""
+    cols = [runtime_col, *([placements_col] if placements_col else [])]
+    if not out or out.get("error") or not out.get("run_id"):
+        return [_error_cell(row, c, out) for c in cols]
+    try:
+        best = _best(out, runs_dir)
+    except PlacelabError as exc:
+        return [Cell(row, c, None, f"error: {exc}") for c in cols]
+    note = f"{out.get('episodes')} episodes, {out.get('placements_evaluated')} placements evaluated"
+    cells = [Cell(row, runtime_col, best["makespan_s"], ("OOM; " if best["oom"] else "") + note, oom=best["oom"])]
+    if placements_col:
+        p = best["placements"]
+        cells.append(Cell(row, placements_col, float(p) if p is not None else None, note))
+    return cells
+
+
+def curve(out: Mapping[str, Any] | None, runs_dir: str) -> dict[str, list]:
+    """The learning curve (``learning_curve.csv`` columns) of a stored training run; empty on error."""
+    if not out or out.get("error") or not out.get("run_id"):
+        return {}
+    try:
+        return RunStore(runs_dir).load(out["run_id"]).read_table("learning_curve.csv")
+    except PlacelabError:
+        return {}
+
+
+def device_profile(run_id: str, runs_dir: str) -> dict[str, dict[str, float]]:
+    """Per device: compute seconds by phase (forward / backward / update / other) and memcpy seconds.
+
+    From the run's ``schedule_ops.csv`` (one row per op interval) and its ``memcpy_s`` metric:
+    the data of Mirhoseini Fig. 8–9 (load and memory-copy profiles).
+    """
+    run = RunStore(runs_dir).load(run_id)
+    ops = run.read_table("schedule_ops.csv")
+    out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for dev, phase, s, e in zip(ops["device"], ops["phase"], ops["start_s"], ops["end_s"], strict=True):
+        out[dev][phase if phase in ("forward", "backward", "update") else "other"] += float(e) - float(s)
+    for dev, t in run.meta.get("metrics", {}).get("memcpy_s", {}).items():
+        out[dev]["memcpy"] += float(t)
+    return {d: dict(v) for d, v in sorted(out.items())}
+
+
+def median_ratio(num: list[float], den: list[float]) -> float | None:
+    """Median of the per-graph ratios ``num[i] / den[i]`` (None when there are none)."""
+    pairs = [a / b for a, b in zip(num, den, strict=True) if b]
+    return float(np.median(pairs)) if pairs else None

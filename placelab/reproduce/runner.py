@@ -1,0 +1,178 @@
+"""Run a reproduction: its commands, then its table and figures, stored as one run (CONTRACTS §7).
+
+Each step is a ``placelab`` command run in this process (the public CLI, with ``--json``), so
+its output is exactly what the command prints and the recorded command is exactly what reruns
+it. Steps are independent; ``workers`` hands them to the parallel runner
+(:mod:`policies.parallel`, Ray) when this installation has it. A step that fails on bad input
+(a placer that does not apply, a graph it cannot place) records its one-line error and the
+reproduction goes on: the cells it would have filled carry the error as their note.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+from engine.errors import PlacelabError, SpecError
+from engine.runs import Run, RunStore
+from placelab.reproduce.core import Reproduction, Step, get
+from placelab.reproduce.papers import TABLE_COLUMNS, agreement, join, paper_table
+
+__all__ = ["reproduce", "run_step"]
+
+
+def run_step(argv: tuple[str, ...]) -> dict[str, Any]:
+    """Run ``placelab ARGV --json`` in this process; its JSON output, or ``{"error": message}``."""
+    from placelab.cli import app
+
+    buf = io.StringIO()
+    t0 = time.perf_counter()
+    try:
+        with contextlib.redirect_stdout(buf):
+            app(args=[*argv, "--json"], standalone_mode=False, prog_name="placelab")
+    except PlacelabError as exc:
+        return {"error": " ".join(str(exc).split()), "wall_s": time.perf_counter() - t0}
+    text = buf.getvalue().strip()
+    try:
+        out = json.loads(text.splitlines()[-1]) if text else {}
+    except json.JSONDecodeError:
+        return {"error": f"no JSON output: {text[:200]}", "wall_s": time.perf_counter() - t0}
+    return {**out, "wall_s": time.perf_counter() - t0}
+
+
+def _executor(workers: int | None):
+    if workers is None or workers <= 1:
+        return None
+    try:
+        from policies.parallel import Executor
+    except ImportError:
+        raise SpecError("--workers needs the parallel runner (policies/parallel.py, Ray), which this "
+                        "installation does not have yet; run without --workers") from None
+    return Executor(workers=workers)
+
+
+def _with_store(step: Step, runs_dir: str) -> tuple[str, ...]:
+    """The step's argv with the run store of this reproduction (commands that store runs take it)."""
+    stores = step.argv[0] in ("compare", "train", "experiment", "eval", "place")
+    return (*step.argv, "--runs-dir", runs_dir) if stores else step.argv
+
+
+def reproduce(name: str, *, quick: bool = False, runs_dir: str = "runs", workers: int | None = None,
+              keep_step_runs: bool = True, only: str | None = None,
+              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run reproduction ``name`` and store it; returns ``{run_id, name, table, wall_s, setting}``.
+
+    The commands' own runs (placements, trainings) go to the same store, tagged
+    ``reproduce:<run_id>``, or with ``keep_step_runs=False`` to a scratch store that is removed
+    once the table and figures are built (the bundled runs keep only the reproduction's run).
+    ``only`` (comma-separated texts) runs just the steps whose key contains one of them (e.g.
+    ``"NMT / 2 GPUs,cpu/NMT"``): the other cells read "step did not run".
+
+    Raises
+    ------
+    SpecError
+        An unknown name, a reproduction whose requirements are missing, or ``workers`` without
+        the parallel runner.
+    """
+    rep = get(name)
+    missing = rep.missing()
+    if missing:
+        raise SpecError(f"reproduction '{name}' needs {', '.join(missing)}, which this installation does not have yet")
+    executor = _executor(workers)
+    wanted = [w.strip() for w in (only or "").split(",") if w.strip()]
+    steps = [s for s in rep.steps(quick) if not wanted or any(w in s.key for w in wanted)]
+    if not steps:
+        keys = ", ".join(s.key for s in rep.steps(quick))
+        raise SpecError(f"--only '{only}' matches no step of {name} (steps: {keys})")
+    t = paper_table(rep.paper, rep.table)
+    store = RunStore(runs_dir)
+    setting = "quick" if quick else "full"
+    run = store.create("reproduce", graph_name=rep.name, graph_hash="", cluster="", placer=rep.name,
+                       parameters={"setting": setting, "paper": t["paper"], "citation": t["citation"],
+                                   "seeds": sorted({s.seed for s in steps if s.seed is not None}),
+                                   "workers": workers or 1, "only": only},
+                       seed=None, tags=["reproduce", rep.name], name=f"{rep.name} ({setting})")
+    t0 = time.perf_counter()
+    cpu0 = time.process_time()
+    scratch = None if keep_step_runs else tempfile.mkdtemp(prefix="placelab-reproduce-")
+    step_dir = scratch or runs_dir
+    try:
+        with run:
+            wall, rows, built = _run(rep, steps, run, store if scratch is None else None, step_dir, executor,
+                                     quick, setting, progress, (t0, cpu0))
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return {"run_id": run.id, "name": rep.name, "setting": setting, "wall_s": wall, "table": rows,
+            "notes": built.notes}
+
+
+def _run_steps(steps: list[Step], step_dir: str, executor, tag: tuple[RunStore, str] | None,
+               progress: Callable[[str], None] | None) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """Run every step (in order, or on the executor); their outputs by key and the command log."""
+    outputs: dict[str, dict[str, Any]] = {}
+    log: list[dict[str, Any]] = []
+
+    def done(i: int, out: dict[str, Any]) -> None:
+        s = steps[i]
+        outputs[s.key] = out
+        log.append({"key": s.key, "argv": ["placelab", *s.argv], "command": s.command(), "seed": s.seed,
+                    "wall_s": round(out.get("wall_s", 0.0), 3), "error": out.get("error")})
+        if tag is not None:
+            _tag_step_runs(tag[0], out, tag[1])
+        if progress:
+            state = f"error: {out['error']}" if out.get("error") else f"{out.get('wall_s', 0):.1f} s"
+            progress(f"[{len(log)}/{len(steps)}] {s.command()}  ({state})")
+
+    argvs = [(_with_store(s, step_dir),) for s in steps]
+    if executor is None:
+        for i, (argv,) in enumerate(argvs):
+            done(i, run_step(argv))
+    else:
+        with executor:
+            executor.map(run_step, argvs, on_result=done)
+    return outputs, log
+
+
+def _run(rep: Reproduction, steps: list[Step], run: Run, tag_store: RunStore | None, step_dir: str, executor,
+         quick: bool, setting: str, progress: Callable[[str], None] | None, start: tuple[float, float]):
+    """Run the steps, build and store the table, figures and commands; ``(wall_s, rows, build)``."""
+    outputs, log = _run_steps(steps, step_dir, executor, (tag_store, run.id) if tag_store else None, progress)
+    built = rep.build(outputs, step_dir, quick)
+    rows = join(built.cells, rep.paper, rep.table, rep.reference)
+    run.write_table("table.csv", {c: [r[c] for r in rows] for c in TABLE_COLUMNS})
+    for fname, fig in built.figures.items():
+        run.write_json(f"figures/{fname}.json", fig)
+    wall = time.perf_counter() - start[0]
+    cpu = time.process_time() - start[1]  # this process's CPU time: about the wall time on an idle machine
+    run.write_json("commands.json", {"reproduction": rep.name, "setting": setting, "steps": log,
+                                     "notes": built.notes, "wall_s": round(wall, 3)})
+    scored = [agreement(r["rel_ratio"] if rep.reference else r["ratio"], "OOM" in r["note"], r["paper"] == "OOM",
+                        r["ours"] is not None) for r in rows]
+    run.finish("done", {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "cells": len(rows), "steps": len(steps),
+                        "step_errors": sum(1 for e in log if e["error"]),
+                        "cells_within_10pct": scored.count("agree"),
+                        "cells_compared": len(scored) - scored.count("n/a")})
+    return wall, rows, built
+
+
+def _tag_step_runs(store: RunStore, out: dict[str, Any], rid: str) -> None:
+    ids = [out.get("run_id"), out.get("policy_run_id"), *(r.get("run_id") for r in out.get("results", [])
+                                                         if isinstance(r, dict))]
+    for i in ids:
+        if i:
+            with contextlib.suppress(PlacelabError):
+                store.set_tags(i, [*store.load(i).meta.get("tags", []), f"reproduce:{rid}"])
+
+
+def describe(rep: Reproduction) -> dict[str, Any]:
+    """One listing entry: name, title, paper citation, expected quick minutes, readiness."""
+    missing = rep.missing()
+    return {"name": rep.name, "title": rep.title, "paper": paper_table(rep.paper, rep.table)["citation"],
+            "quick_minutes": rep.quick_minutes, "ready": not missing, "missing": missing}

@@ -1,0 +1,45 @@
+"""``placelab reproduce`` and ``placelab graph list`` on the command line."""
+
+import json
+
+import pytest
+
+from tests.cli.cli_run import run_cli
+from tests.placelab.tiny import tiny_reproduction  # noqa: F401
+
+
+def test_list_shows_every_reproduction_with_its_quick_time(capsys):
+    code, out, _ = run_cli(capsys, "reproduce", "--list", "--json")
+    assert code == 0
+    items = {d["name"]: d for d in json.loads(out)["reproductions"]}
+    assert {"placeto-table1", "placeto-fig5", "placeto-ablations", "mirhoseini-table2"} <= set(items)
+    assert all(d["quick_minutes"] > 0 and d["paper"] for d in items.values())
+    code, out, _ = run_cli(capsys, "reproduce", "--list")
+    assert code == 0 and "placeto-table1" in out and "min" in out
+
+
+def test_bad_input_is_one_line_exit_2(capsys):
+    for args, needle in ((("reproduce", "nope"), "unknown reproduction 'nope'"),
+                         (("reproduce",), "reproduce needs a NAME"),
+                         (("reproduce", "placeto-fig5", "--workers", "0"), "--workers must be at least 1")):
+        code, _, err = run_cli(capsys, *args)
+        lines = [x for x in err.splitlines() if x.startswith("error")]
+        assert code == 2 and len(lines) == 1 and needle in lines[0], (args, err)
+        assert "Traceback" not in err
+
+
+@pytest.mark.usefixtures("tiny_reproduction")
+def test_tiny_reproduction_from_the_cli(capsys, tmp_path):
+    code, out, err = run_cli(capsys, "reproduce", "tiny-table", "--quick", "--runs-dir", str(tmp_path), "--json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["setting"] == "quick" and len(res["table"]) == 3
+    assert "quick setting" in err and "[2/2]" in err
+
+
+def test_graph_list_names_generators_and_bundled_workloads(capsys):
+    code, out, _ = run_cli(capsys, "graph", "list", "--json")
+    specs = json.loads(out)
+    assert code == 0 and "gen:chainmm" in specs and "bench:bert24_training" in specs
+    code, out, _ = run_cli(capsys, "graph", "info", "bench:gnmt_inference", "--json")
+    assert code == 0 and json.loads(out)["ops"] == 96

@@ -1,0 +1,98 @@
+"""The Papers page and its pure figure/table functions (dashboard.figures.papers)."""
+
+import csv
+import io
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard.figures.papers import (
+    agreement_label,
+    ratio_figure,
+    reproduction_figure,
+    side_by_side,
+    table_csv,
+    table_latex,
+)
+from placelab.reproduce.runner import reproduce
+from tests.placelab.tiny import tiny_reproduction  # noqa: F401
+
+ROWS = [
+    {"row": "A / 2 GPUs", "column": "x_1", "ours": 1.05, "paper": 1.0, "paper_std": None, "ratio": 1.05,
+     "ours_rel": 1.0, "paper_rel": 1.0, "rel_ratio": 1.0, "unit": "s", "note": ""},
+    {"row": "A / 2 GPUs", "column": "50%", "ours": 3.0, "paper": 2.0, "paper_std": 0.5, "ratio": 1.5,
+     "ours_rel": None, "paper_rel": None, "rel_ratio": None, "unit": "s", "note": ""},
+    {"row": "B", "column": "x_1", "ours": 9.0, "paper": "OOM", "paper_std": None, "ratio": None,
+     "ours_rel": None, "paper_rel": None, "rel_ratio": None, "unit": "s", "note": "OOM; 4 episodes"},
+]
+
+
+def test_agreement_labels_and_display_rows():
+    assert [agreement_label(r) for r in ROWS] == ["agree", "differ", "agree"]
+    assert agreement_label(ROWS[1], normalised=True) == "n/a"
+    shown = side_by_side(ROWS)
+    assert shown[1]["paper"] == "2 ± 0.5" and shown[1]["ours / paper"] == "1.5"
+    assert shown[2]["paper"] == "OOM" and shown[2]["agreement"] == "agree"
+
+
+def test_csv_round_trips_every_cell():
+    back = list(csv.DictReader(io.StringIO(table_csv(ROWS))))
+    assert [r["column"] for r in back] == ["x_1", "50%", "x_1"]
+    assert float(back[0]["ours"]) == 1.05 and back[2]["paper"] == "OOM" and back[0]["paper_std"] == ""
+
+
+def test_latex_table_escapes_and_lays_out_rows():
+    tex = table_latex(ROWS, "Paper, Table 1 & more")
+    assert r"\begin{tabular}{lrr}" in tex and r"& x\_1 & 50\% \\" in tex
+    assert r"A / 2 GPUs & 1.05 / 1 & 3 / 2 \\" in tex
+    assert r"B & OOM / OOM &  \\" in tex  # B has no 50% cell
+    assert r"Paper, Table 1 \& more" in tex
+
+
+def test_ratio_figure_bars_and_band():
+    fig = ratio_figure(ROWS)
+    assert [t.name for t in fig.data] == ["x_1", "50%"]
+    assert list(fig.data[0].y) == [1.05] and list(fig.data[1].y) == [1.5]
+    assert len(ratio_figure(ROWS, normalised=True).data) == 1
+
+
+def test_reproduction_figures_by_kind():
+    cdf = reproduction_figure({"kind": "cdf", "title": "t", "series": {"a": [2.0, 1.0], "b": [3.0]}})
+    assert [t.name for t in cdf.data] == ["a", "b"] and list(cdf.data[0].x) == [1.0, 1.0, 2.0]
+    curves = reproduction_figure({"kind": "curves", "series": {"i": {"x": [1, 2], "y": [5.0, 4.0]}}})
+    assert list(curves.data[0].y) == [5.0, 4.0]
+    prof = reproduction_figure({"kind": "profile", "placements": {
+        "RL": {"gpu:0": {"forward": 1.0, "backward": 2.0, "memcpy": 0.5}, "gpu:1": {"forward": 3.0}}}})
+    by_name = {t.name: t for t in prof.data}
+    assert set(by_name) == {"forward", "backward", "memcpy"}
+    assert list(by_name["forward"].y) == [1.0, 3.0] and list(by_name["backward"].y) == [2.0, 0.0]
+    with pytest.raises(ValueError, match="unknown figure kind"):
+        reproduction_figure({"kind": "pie"})
+
+
+def papers_app() -> AppTest:
+    return AppTest.from_string("from dashboard.app_pages import papers\npapers.page()\n", default_timeout=60)
+
+
+def test_page_without_reproductions(empty_runs):
+    app = papers_app().run()
+    assert not app.exception and [t.value for t in app.title] == ["Papers"]
+    assert "placelab reproduce" in app.info[0].value
+
+
+@pytest.mark.usefixtures("tiny_reproduction")
+def test_page_shows_a_stored_reproduction(tmp_path, monkeypatch):
+    root = tmp_path / "runs"
+    res = reproduce("tiny-table", quick=True, runs_dir=str(root), keep_step_runs=False)
+    monkeypatch.setenv("PLACELAB_RUNS_DIR", str(root))
+    app = papers_app().run()
+    assert not app.exception and not app.error
+    assert app.selectbox(key="papers_pick").value == "tiny-table (quick)"
+    df = app.dataframe[0].value
+    assert list(df["column"]) == ["Single", "Round robin", "Learned"]
+    assert list(df["agreement"])[2] == "n/a"
+    titles = [c.proto.spec for c in app.get("plotly_chart")]
+    assert any("tiny CDF" in s for s in titles)
+    assert "placelab reproduce tiny-table --quick" in app.code[0].value
+    assert "--seed 4" in app.code[1].value
+    assert res["run_id"]

@@ -1,0 +1,102 @@
+"""The papers' numbers and the joined table (placelab.reproduce.papers), and every declared reproduction."""
+
+import math
+
+import pytest
+
+from placelab.reproduce.core import Cell, all_reproductions
+from placelab.reproduce.papers import PAPERS_DIR, agreement, join, paper_table, paper_value
+
+
+def test_paper_value_forms():
+    assert paper_value(1.5) == (1.5, None, False)
+    assert paper_value([122.5, 4.0]) == (122.5, 4.0, False)
+    assert paper_value("OOM") == (None, None, True)
+    assert paper_value(None) == (None, None, False)
+
+
+@pytest.mark.parametrize(("ratio", "label"), [(1.0, "agree"), (1.1, "agree"), (0.9, "agree"), (1.2, "close"),
+                                              (0.76, "close"), (1.3, "differ"), (None, "n/a"), (math.nan, "n/a")])
+def test_agreement_thresholds(ratio, label):
+    assert agreement(ratio) == label
+
+
+def test_agreement_on_oom():
+    assert agreement(None, True, True) == "agree"
+    assert agreement(1.0, True, False) == "differ"
+    assert agreement(1.0, False, True) == "differ"
+    assert agreement(None, False, True, measured=False) == "n/a"  # a cell we could not measure
+
+
+def test_join_ratios_and_normalisation(tiny_reproduction):
+    cells = [Cell("tiny / 2 GPUs", "Single", 1.0), Cell("tiny / 2 GPUs", "Round robin", 3.0),
+             Cell("tiny / 2 GPUs", "Learned", 5.0, oom=True), Cell("tiny / 2 GPUs", "Extra", 7.0)]
+    rows = {r["column"]: r for r in join(cells, "tiny", "t1", reference="Single")}
+    assert list(rows) == ["Single", "Round robin", "Learned", "Extra"]  # the paper's order, ours after
+    # by hand: 1/2 = 0.5; 3/4 = 0.75; normalised: (3/1) / (4/2) = 1.5
+    assert rows["Single"]["ratio"] == 0.5 and rows["Single"]["rel_ratio"] == 1.0
+    assert rows["Round robin"]["ratio"] == 0.75 and rows["Round robin"]["paper_std"] == 0.5
+    assert rows["Round robin"]["ours_rel"] == 3.0 and rows["Round robin"]["paper_rel"] == 2.0
+    assert rows["Round robin"]["rel_ratio"] == 1.5
+    assert rows["Learned"]["paper"] == "OOM" and rows["Learned"]["ratio"] is None
+    assert rows["Learned"]["note"].startswith("OOM")
+    assert rows["Extra"]["paper"] is None and rows["Extra"]["unit"] == ""
+
+
+def test_normalisation_divides_only_columns_in_the_reference_unit(tiny_reproduction, monkeypatch):
+    from placelab.reproduce import papers
+
+    doc = papers._paper("tiny")
+    doc["tables"]["t1"]["units"]["Learned"] = "placements"
+    doc["tables"]["t1"]["rows"]["tiny / 2 GPUs"]["Learned"] = 100
+    rows = {r["column"]: r for r in join([Cell("tiny / 2 GPUs", "Single", 1.0), Cell("tiny / 2 GPUs", "Learned", 50.0)],
+                                         "tiny", "t1", reference="Single")}
+    assert rows["Learned"]["ratio"] == 0.5 and rows["Learned"]["rel_ratio"] is None
+    assert rows["Learned"]["ours_rel"] is None and rows["Learned"]["paper_rel"] is None
+
+
+def test_join_marks_cells_not_reproduced(tiny_reproduction):
+    rows = join([], "tiny", "t1")
+    assert [r["note"] for r in rows] == ["not reproduced"] * 3
+    assert all(r["ours"] is None and r["ratio"] is None for r in rows)
+
+
+def test_every_paper_file_cites_each_table():
+    files = sorted(PAPERS_DIR.glob("*.json"))
+    assert {f.stem for f in files} == {"placeto", "mirhoseini", "doppler"}
+    for f in files:
+        import json
+
+        doc = json.loads(f.read_text())
+        assert doc["paper"]
+        for name, t in doc["tables"].items():
+            assert t["citation"] and t["rows"], (f.stem, name)
+            for row, cols in t["rows"].items():
+                assert set(cols) <= set(t["units"]), (f.stem, name, row)
+
+
+def test_doppler_numbers_copied_from_the_paper():
+    t = paper_table("doppler", "table2")
+    assert paper_value(t["rows"]["FFNN"]["DOPPLER-SYS"]) == (47.4, 0.7, False)
+    assert paper_value(paper_table("doppler", "table9")["rows"]["LLAMA-BLOCK"]["EnumOpt"]) == (109.6, 4.2, False)
+    assert paper_value(paper_table("placeto", "table1")["rows"]["NMT / 4 GPUs"]["Expert"])[2]
+
+
+def test_every_reproduction_fills_only_cells_of_its_paper_table():
+    """With no outputs, every cell a build makes is an error cell of a (row, column) the paper has."""
+    reps = all_reproductions()
+    assert {"placeto-table1", "placeto-fig5", "placeto-ablations", "mirhoseini-table2", "doppler-table2",
+            "doppler-table3", "doppler-table8", "doppler-table9"} <= set(reps)
+    for rep in reps.values():
+        t = paper_table(rep.paper, rep.table)
+        cells = rep.build({}, "/nonexistent", True).cells
+        assert cells, rep.name
+        for c in cells:
+            assert c.value is None and c.note, (rep.name, c)
+            if rep.name != "placeto-fig5":  # fig5 adds ratios the paper states no number for
+                assert c.column in t["rows"][c.row], (rep.name, c.row, c.column)
+        assert rep.steps(True) and rep.steps(False)
+        assert all(s.argv[0] in ("compare", "train", "experiment") for s in rep.steps(True))
+        assert len({s.key for s in rep.steps(False)}) == len(rep.steps(False)), rep.name
+        if rep.reference:
+            assert any(rep.reference in cols for cols in t["rows"].values())

@@ -82,6 +82,11 @@ def train(placer: Annotated[str | None, typer.Option(help="learned placer: place
           tag: Annotated[list[str] | None, typer.Option(help="run tag")] = None,
           threads: Annotated[int | None, typer.Option(help="torch CPU threads")] = None,
           mode: ModeOpt = None, sim_param: SimParamOpt = None,
+          workers: Annotated[int | None, typer.Option(
+              help="collect rollouts on this many Ray workers (default: in this process)")] = None,
+          address: Annotated[str | None, typer.Option(
+              help="run the rollout workers on the Ray cluster at this address (auto, HOST:PORT or "
+                   "ray://HOST:10001)")] = None,
           runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Train a learned placer (Placeto or the RNN placer) on one or many graphs."""
     from policies.rl.jobs import resume_training, start_training
@@ -94,7 +99,8 @@ def train(placer: Annotated[str | None, typer.Option(help="learned placer: place
             if placer or graphs or cluster or param or mode or sim_param:
                 raise SpecError("--resume continues a stored run: leave out --placer, --graphs, --cluster, --param, "
                                 "--mode, --sim-param")
-            out = resume_training(RunStore(runs_dir), resume, episodes=episodes, seconds=max_seconds, progress=bar)
+            out = resume_training(RunStore(runs_dir), resume, episodes=episodes, seconds=max_seconds, progress=bar,
+                                  workers=workers, address=address)
         else:
             missing = [o for o, v in (("--placer", placer), ("--graphs", graphs), ("--cluster", cluster)) if not v]
             if missing:
@@ -109,7 +115,8 @@ def train(placer: Annotated[str | None, typer.Option(help="learned placer: place
             out = start_training(placer, graphs, c, params=parse_params(param or []), seed=seed,
                                  budget=Budget(episodes, max_placements, max_seconds),
                                  stopping=StoppingRule(stop_window, stop_tolerance),
-                                 store=RunStore(runs_dir) if save else None, tags=tag, name=name, progress=bar)
+                                 store=RunStore(runs_dir) if save else None, tags=tag, name=name, progress=bar,
+                                 workers=workers, address=address)
     finally:
         bar.close()
     res = out.to_dict()

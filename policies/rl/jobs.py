@@ -85,8 +85,10 @@ def _budget_doc(b: Budget) -> dict[str, Any]:
 def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: dict[str, Any] | None = None,
                    seed: int = 0, budget: Budget | None = None, stopping: StoppingRule | None = None,
                    store: RunStore | None = None, tags: list[str] | None = None, name: str | None = None,
-                   progress: Progress | None = None) -> TrainOutcome:
-    """Train learned placer ``placer`` on the graphs of ``graphs`` (a multi-graph spec) and store the run."""
+                   progress: Progress | None = None, workers: int | None = None,
+                   address: str | None = None) -> TrainOutcome:
+    """Train learned placer ``placer`` on the graphs of ``graphs`` (a multi-graph spec) and store the run;
+    ``workers``/``address``: collect the rollouts on Ray workers (:mod:`policies.rl.workers`)."""
     specs = expand_graph_specs(graphs)
     params = _default_groups(placer, graphs, dict(params or {}))
     config = make_config(placer, params)
@@ -108,8 +110,19 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
                                 "num_devices": c.num_devices, "cluster": cluster_to_dict(c), "graphs": specs,
                                 "seed": seed, "budget": _budget_doc(budget),
                                 "stopping": {"window": stopping.window, "tolerance": stopping.tolerance}})
-    trainer = Trainer(agent, tasks, seed=seed, budget=budget, stopping=stopping, run=run, progress=progress)
+    trainer = Trainer(agent, tasks, seed=seed, budget=budget, stopping=stopping, run=run, progress=progress,
+                      rollouts=_workers(placer, agent, tasks, workers, address))
     return _train_and_finish(trainer, run)
+
+
+def _workers(placer: str, agent: Any, tasks: dict[str, PlacementTask], workers: int | None,
+             address: str | None) -> Any:
+    """Rollout workers on Ray when asked for, else None (roll out in this process)."""
+    if workers is None and address is None:
+        return None
+    from policies.rl.workers import RolloutWorkers
+
+    return RolloutWorkers(placer, agent, tasks, workers=workers, address=address)
 
 
 def _train_and_finish(trainer: Trainer, run: Run | None) -> TrainOutcome:
@@ -154,7 +167,8 @@ def _policy_doc(run: Run) -> dict[str, Any]:
 
 
 def resume_training(store: RunStore, ref: str, *, episodes: int | None = None, seconds: float | None = None,
-                    progress: Progress | None = None) -> TrainOutcome:
+                    progress: Progress | None = None, workers: int | None = None,
+                    address: str | None = None) -> TrainOutcome:
     """Continue a stopped or interrupted training run from its checkpoint, in the same run.
 
     ``episodes`` replaces the episode budget (a total, not an increment); ``seconds`` the
@@ -173,7 +187,8 @@ def resume_training(store: RunStore, ref: str, *, episodes: int | None = None, s
     budget = Budget(episodes if episodes is not None else b["episodes"], b["placements"],
                     seconds if seconds is not None else b["seconds"])
     stopping = StoppingRule(**doc["stopping"])
-    trainer = Trainer(agent, tasks, seed=doc["seed"], budget=budget, stopping=stopping, run=run, progress=progress)
+    trainer = Trainer(agent, tasks, seed=doc["seed"], budget=budget, stopping=stopping, run=run, progress=progress,
+                      rollouts=_workers(doc["placer"], agent, tasks, workers, address))
     trainer.load_checkpoint(run.path / CHECKPOINT)
     run.cut_table(CURVE, "episode", trainer.episodes)  # episodes after the checkpoint are trained again
     (run.path / STOP_REQUEST).unlink(missing_ok=True)

@@ -154,3 +154,15 @@ def test_ctrl_c_stops_the_workers_leaves_the_run_interrupted_and_it_resumes_exac
     out = resume_training(store, run.id, workers=2)
     assert out.episodes == EPISODES and store.load(run.id).status == "done"
     assert _curve(store, run.id) == _curve(reference[0], reference[1].run_id)
+
+
+def test_experiment_optimized_trainings_on_ray_equal_the_sequential_path(ray_runtime, tmp_path):
+    from policies.rl.experiment import generalization
+
+    def run(store_dir, executor=None):
+        return generalization(RunStore(tmp_path / store_dir), "cifar10", "k80x2", episodes=4, optimized_episodes=4,
+                              random_samples=2, test_graphs=2, params={"groups": 16, "batch": 4}, seed=1,
+                              executor=executor)
+
+    seq, par = run("seq"), run("par", ray_runtime)
+    assert len(par["per_graph"]) == 2 and par["per_graph"] == seq["per_graph"]

@@ -104,9 +104,10 @@ class RolloutWorkers:
         actor = ray.remote(num_cpus=1, max_restarts=self.max_restarts,
                            max_task_retries=self.max_restarts)(RolloutWorker)
         cluster = next(iter(self.tasks.values())).cluster
-        graphs = ray.put({k: t.graph for k, t in self.tasks.items()})
+        # held for the pool's lifetime: a restarted worker is constructed from it again
+        self._graphs = ray.put({k: t.graph for k, t in self.tasks.items()})
         config = self.agent.config.to_dict()
-        self.actors = [actor.remote(self.placer, cluster, config, graphs) for _ in range(n)]
+        self.actors = [actor.remote(self.placer, cluster, config, self._graphs) for _ in range(n)]
         self.episodes = [0] * n
 
     def collect(self, keys: list[str], rng: np.random.Generator) -> Rollout:
@@ -143,4 +144,5 @@ class RolloutWorkers:
             for a in self.actors:
                 ray.kill(a, no_restart=True)
             self.actors = []
+            self._graphs = None
         self.executor.shutdown()

@@ -143,6 +143,9 @@ def measure_training(updates: int, repeat: int) -> dict:
     from engine.sources import load_graph
     from policies.rl.task import make_task
 
+    import torch
+
+    torch.set_num_threads(1)  # the learner, like each worker, on one CPU
     task = make_task(load_graph("gen:family-cifar10?index=0&seed=0"), PRESETS["k80x2"](), groups=128)
     rates = {name: statistics.median(_training_rate(task, w, updates) for _ in range(repeat))
              for name, w in (("in_process", None), ("workers_1", 1), ("workers_2", 2))}

@@ -139,11 +139,11 @@ def _training_rate(task, workers: int | None, updates: int) -> float:
 
 
 def measure_training(updates: int, repeat: int) -> dict:
+    import torch
+
     from engine.presets import PRESETS
     from engine.sources import load_graph
     from policies.rl.task import make_task
-
-    import torch
 
     torch.set_num_threads(1)  # the learner, like each worker, on one CPU
     task = make_task(load_graph("gen:family-cifar10?index=0&seed=0"), PRESETS["k80x2"](), groups=128)

@@ -97,6 +97,7 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
     stopping = stopping or StoppingRule()
     tasks = load_tasks(specs, c, config)
     agent = make_agent(placer, c.num_devices, config.to_dict(), seed=seed, tasks=list(tasks.values()))
+    rollouts = _workers(placer, agent, tasks, workers, address)  # bad worker options: refused before the run
     run = None
     if store is not None:
         first = next(iter(tasks.values())).graph
@@ -111,7 +112,7 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
                                 "seed": seed, "budget": _budget_doc(budget),
                                 "stopping": {"window": stopping.window, "tolerance": stopping.tolerance}})
     trainer = Trainer(agent, tasks, seed=seed, budget=budget, stopping=stopping, run=run, progress=progress,
-                      rollouts=_workers(placer, agent, tasks, workers, address))
+                      rollouts=rollouts)
     return _train_and_finish(trainer, run)
 
 

@@ -88,14 +88,17 @@ class Job:
 
 
 def train_command(placer: str, graphs: str, cluster: str, *, episodes: int, params: Mapping[str, Any], seed: int,
-                  name: str | None, runs_dir: Path) -> list[str]:
-    """The ``placelab train`` command line that trains ``placer`` and stores the run in ``runs_dir``."""
+                  name: str | None, runs_dir: Path, workers: int = 0) -> list[str]:
+    """The ``placelab train`` command line that trains ``placer`` and stores the run in ``runs_dir``
+    (``workers`` > 0: its rollouts on that many Ray workers)."""
     cmd = [sys.executable, "-m", "placelab.cli", "train", "--placer", placer, "--graphs", graphs,
            "--cluster", cluster, "--episodes", str(episodes), "--seed", str(seed)]
     for key, value in params.items():
         cmd += ["--param", f"{key}={value}"]
     if name:
         cmd += ["--name", name]
+    if workers:
+        cmd += ["--workers", str(workers)]
     return [*cmd, "--save", "--runs-dir", str(runs_dir), "--threads", "1"]
 
 

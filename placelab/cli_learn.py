@@ -27,6 +27,11 @@ __all__ = ["register"]
 
 _GRAPHS_HELP = "graph specs, comma-separated; family:NAME[:train|:test]"
 GraphsOpt = Annotated[str, typer.Option("--graphs", "-g", help=_GRAPHS_HELP)]
+WorkersOpt = Annotated[int | None, typer.Option(
+    help="train: rollout workers; experiment: parallel Optimized trainings — on a local Ray runtime with this "
+         "many CPUs (default: in this process)")]
+AddressOpt = Annotated[str | None, typer.Option(
+    help="run them on the Ray cluster at this address (auto, HOST:PORT or ray://HOST:10001)")]
 
 
 class ProgressLine:
@@ -89,6 +94,7 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
           mode: ModeOpt = None, sim_param: SimParamOpt = None,
           reward: Annotated[str, typer.Option(help="simulated, or measured: execute every placement on the "
                                               "cluster's devices and reward its measured makespan")] = "simulated",
+          workers: WorkersOpt = None, address: AddressOpt = None,
           runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Train a learned placer (Placeto, the RNN placer or DOPPLER) on one or many graphs."""
     from policies.rl.jobs import resume_training, start_training
@@ -102,7 +108,8 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
                     or reward != "simulated"):
                 raise SpecError("--resume continues a stored run: leave out --placer, --graphs, --cluster, --param, "
                                 "--stage, --init-from, --mode, --sim-param, --reward")
-            out = resume_training(RunStore(runs_dir), resume, episodes=episodes, seconds=max_seconds, progress=bar)
+            out = resume_training(RunStore(runs_dir), resume, episodes=episodes, seconds=max_seconds, progress=bar,
+                                  workers=workers, address=address)
         else:
             missing = [o for o, v in (("--placer", placer), ("--graphs", graphs), ("--cluster", cluster)) if not v]
             if missing:
@@ -121,7 +128,7 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
                                  budget=Budget(episodes, max_placements, max_seconds),
                                  stopping=StoppingRule(stop_window, stop_tolerance),
                                  store=RunStore(runs_dir) if save else None, tags=tag, name=name, progress=bar,
-                                 reward=reward)
+                                 reward=reward, workers=workers, address=address)
     finally:
         bar.close()
     res = out.to_dict()
@@ -165,8 +172,10 @@ def experiment(family: Annotated[str, typer.Option(help="graph family: nmt, ptb 
                test_graphs: Annotated[int | None, typer.Option(min=1, help="use only the first N test graphs")] = None,
                param: Annotated[list[str] | None, typer.Option(help="hyper-parameter key=value")] = None,
                seed: int = 0, threads: Annotated[int | None, typer.Option(help="torch CPU threads")] = None,
+               workers: WorkersOpt = None, address: AddressOpt = None,
                runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Placeto §4.2 generalization: Zero-Shot vs Optimized vs Random on a family's test graphs."""
+    from policies.parallel import Executor
     from policies.rl.experiment import generalization
     from policies.rl.registry import make_config
 
@@ -178,9 +187,11 @@ def experiment(family: Annotated[str, typer.Option(help="graph family: nmt, ptb 
             raise SpecError(f"{what} must be positive")
     bar = ProgressLine("steps")
     try:
-        res = generalization(RunStore(runs_dir), family, cluster, placer=placer, episodes=episodes,
-                             optimized_episodes=optimized_episodes, random_samples=random_samples,
-                             test_graphs=test_graphs, params=parse_params(param or []), seed=seed, progress=bar)
+        with Executor(workers=workers, address=address) as ex:
+            res = generalization(RunStore(runs_dir), family, cluster, placer=placer, episodes=episodes,
+                                 optimized_episodes=optimized_episodes, random_samples=random_samples,
+                                 test_graphs=test_graphs, params=parse_params(param or []), seed=seed,
+                                 progress=bar, executor=ex)
     finally:
         bar.close()
     rows = [[r["graph"], fmt_s(r["zero_shot_s"]), fmt_s(r["optimized_s"]), fmt_s(r["random_s"])]

@@ -12,7 +12,7 @@ import typer
 
 from engine.errors import SpecError
 from engine.runs import RunStore
-from placelab.cli_common import DEFAULT_RUNS, JsonOpt, RunsDirOpt, emit, fmt_s, text_table
+from placelab.cli_common import DEFAULT_RUNS, JsonOpt, ModeOpt, RunsDirOpt, SimParamOpt, emit, fmt_s, text_table
 from placelab.cli_learn import ProgressLine
 from policies.parallel import Executor
 
@@ -36,8 +36,7 @@ def sweep(graphs: Annotated[str | None, typer.Option(
           placers: Annotated[str | None, typer.Option(help="placers, comma-separated")] = None,
           seeds: Annotated[int, typer.Option(help="seeds per combination: --seed, --seed+1, ...")] = 1,
           seed: Annotated[int, typer.Option(help="first seed")] = 0,
-          mode: Annotated[str | None, typer.Option(help="simulation mode for every cluster (overrides theirs)")]
-          = None,
+          mode: ModeOpt = None, sim_param: SimParamOpt = None,
           budget: Annotated[int | None, typer.Option(help="each placer's budget")] = None,
           resume: Annotated[str | None, typer.Option(help="finish the interrupted sweep run RUN")] = None,
           workers: WorkersOpt = None, address: AddressOpt = None,
@@ -52,9 +51,9 @@ def sweep(graphs: Annotated[str | None, typer.Option(
     bar = ProgressLine("tasks")
     try:
         if resume:
-            if graphs or clusters or placers or mode or budget is not None or seeds != 1:
+            if graphs or clusters or placers or mode or sim_param or budget is not None or seeds != 1:
                 raise SpecError("--resume finishes a stored sweep: leave out --graphs, --clusters, --placers, "
-                                "--seeds, --mode, --budget")
+                                "--seeds, --mode, --sim-param, --budget")
             with ex:
                 out = resume_sweep(store, resume, executor=ex, progress=bar)
         else:
@@ -63,7 +62,7 @@ def sweep(graphs: Annotated[str | None, typer.Option(
             if missing:
                 raise SpecError(f"sweep needs {', '.join(missing)} (or --resume RUN)")
             spec = SweepSpec.from_specs(graphs, clusters, placers, seeds=seeds, first_seed=seed, mode=mode,
-                                        budget=budget)
+                                        budget=budget, sim_params=sim_param)
             with ex:
                 out = run_sweep(store, spec, executor=ex, progress=bar, name=name, tags=tag)
     finally:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.cluster import Cluster, load_cluster
+from engine.cluster import Cluster, load_cluster, parse_simulation_options
 from engine.errors import RunError, SpecError
 from engine.graph import CompGraph
 from engine.runs import Run, RunStore
@@ -50,8 +50,10 @@ class SweepSpec:
     """What a sweep runs: each graph × cluster × placer × seed once.
 
     ``graphs`` are single-graph specs (paths, ``gen:``; :func:`from_specs` expands
-    ``family:``), ``clusters`` preset names or files, ``mode`` overrides every cluster's
-    simulation mode (CONTRACTS §4), ``budget`` is each placer's budget.
+    ``family:``), ``clusters`` preset names or files, ``mode`` and ``sim_params``
+    (``key=value``) override every cluster's simulation settings as ``--mode`` / ``--sim-param``
+    do for the other commands (CONTRACTS §4; ``Cluster.with_simulation``), ``budget`` is each
+    placer's budget.
     """
 
     graphs: tuple[str, ...]
@@ -60,10 +62,12 @@ class SweepSpec:
     seeds: tuple[int, ...] = (0,)
     mode: str | None = None
     budget: int | None = None
+    sim_params: tuple[str, ...] = ()
 
     @classmethod
     def from_specs(cls, graphs: str, clusters: str, placers: str, *, seeds: int = 1, first_seed: int = 0,
-                   mode: str | None = None, budget: int | None = None) -> SweepSpec:
+                   mode: str | None = None, budget: int | None = None,
+                   sim_params: list[str] | None = None) -> SweepSpec:
         """Parse the comma-separated lists of the command line.
 
         Raises
@@ -78,7 +82,7 @@ class SweepSpec:
             if p not in PLACERS:
                 make_placer(p)  # raises the registry's one-line message
         gs = tuple(dict.fromkeys(expand_graph_specs(graphs)))
-        return cls(gs, cs, ps, tuple(range(first_seed, first_seed + seeds)), mode, budget)
+        return cls(gs, cs, ps, tuple(range(first_seed, first_seed + seeds)), mode, budget, tuple(sim_params or ()))
 
     def plan(self) -> list[tuple[str, str, str, int]]:
         """Every combination ``(graph, cluster, placer, seed)``, in the order of the table."""
@@ -91,7 +95,8 @@ class SweepSpec:
     def from_parameters(cls, params: dict[str, Any]) -> SweepSpec:
         try:
             return cls(tuple(params["graphs"]), tuple(params["clusters"]), tuple(params["placers"]),
-                       tuple(params["seeds"]), params.get("mode"), params.get("budget"))
+                       tuple(params["seeds"]), params.get("mode"), params.get("budget"),
+                       tuple(params.get("sim_params") or ()))
         except (KeyError, TypeError):
             raise RunError("the run's parameters do not describe a sweep") from None
 
@@ -204,8 +209,8 @@ def _load_inputs(spec: SweepSpec) -> tuple[dict[str, CompGraph], dict[str, Clust
     clusters = {}
     for name in dict.fromkeys(spec.clusters):
         c = load_cluster(name)
-        if spec.mode:
-            c = dataclasses.replace(c, simulation=dataclasses.replace(c.simulation, mode=spec.mode))
+        if spec.mode or spec.sim_params:
+            c = c.with_simulation(mode=spec.mode, **parse_simulation_options(list(spec.sim_params)))
         Simulator(next(iter(graphs.values())), c)  # an unavailable mode is bad input: say so before any task
         clusters[name] = c
     return graphs, clusters

@@ -179,17 +179,20 @@ def _start_form(store: RunStore) -> None:
                       placeholder="pick one to fill in Graphs", on_change=_use_suggestion,
                       format_func=lambda s: f"{s} — {SUGGESTED_GRAPHS[s]}")
     params = _hyper_parameters(placer)
-    cols = st.columns(4, vertical_alignment="bottom")
+    cols = st.columns(5, vertical_alignment="bottom")
     episodes = int(cols[0].number_input("episodes", value=500, min_value=1, step=100, key="train_episodes",
                                         help="Episode budget; the run also stops when its reward settles "
                                              "(within 2 % over 1000 episodes, Placeto App. A.7)"))
     seed = int(cols[1].number_input("seed", value=0, min_value=0, step=1, key="train_seed"))
     name = cols[2].text_input("run name (optional)", key="train_name").strip()
+    workers = int(cols[3].number_input("rollout workers", value=0, min_value=0, step=1, key="train_workers",
+                                       help="0: roll out in the training process; N: on N Ray workers "
+                                            "(README, Sweeps and Ray)"))
     command = train_command(placer, graphs, cluster, episodes=episodes, params=params, seed=seed, name=name or None,
-                            runs_dir=store.root)
+                            runs_dir=store.root, workers=workers)
     with st.expander("Command line"):
         st.code(command_text(command), language="bash")
-    if cols[3].button("Start training", type="primary", key="train_start"):
+    if cols[4].button("Start training", type="primary", key="train_start"):
         with guard("Cannot start training"), st.spinner("Checking the graphs ..."):
             _check(placer, graphs, params)
             job = launch(store.root, command, label=name or f"{placer} on {graphs}")
@@ -258,6 +261,8 @@ def _progress_text(run: Run, status: str) -> tuple[float, str]:
     parts = [status, f"{done} / {total} episodes" if total else f"{done} episodes",
              f"best {fmt_ms(p.get('best_runtime_s'))}", f"{p.get('placements_evaluated') or 0} placements evaluated",
              f"{float(p.get('wall_s') or 0):.0f} s"]
+    if p.get("worker_episodes"):
+        parts.append("workers " + " / ".join(str(n) for n in p["worker_episodes"]) + " episodes")
     reason = (m.get("metrics") or {}).get("stop_reason")
     if reason and status not in ACTIVE:
         parts.append(stop_phrase(reason))

@@ -99,6 +99,11 @@ class Agent(Protocol):
         """Accumulate the REINFORCE gradient of ``rollout`` into the model (``step``: updates so far)."""
         ...
 
+    def merge(self, parts: list[Rollout]) -> Rollout:
+        """One update's rollout from the parts that rollout workers collected, in worker order
+        (:mod:`policies.rl.workers`): what :meth:`backward` would get from one ``rollout`` call."""
+        ...
+
     def place(self, task: PlacementTask, rng: np.random.Generator, *, greedy: bool = True) -> np.ndarray:
         """A group placement (device per group) from the current policy, without learning."""
         ...

@@ -10,6 +10,10 @@ graphs of the train split (one stored ``train`` run). Then, on each of the 16 te
 
 The per-graph makespans go to the ``experiment`` run's ``results.csv`` (long format: one row
 per graph and method, for the app's CDFs) and ``per_graph.csv`` (one row per graph).
+
+The Optimized trainings are independent tasks run through :class:`policies.parallel.Executor`
+(in this process by default; on Ray with ``placelab experiment --workers N / --address A``);
+each is seeded by ``seed`` alone, so the results are the same either way.
 """
 
 from __future__ import annotations
@@ -21,11 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from engine.cluster import load_cluster
+from engine.cluster import Cluster, load_cluster
 from engine.runs import RunStore
 from engine.workloads.placeto_families import family
+from policies.parallel import Executor
 from policies.rl.jobs import load_policy, load_tasks, policy_place, start_training
-from policies.rl.registry import make_agent
+from policies.rl.registry import make_agent, make_config
 from policies.rl.reinforce import Budget, StoppingRule
 from policies.rl.trainer import Trainer
 
@@ -37,8 +42,10 @@ METHODS = ("zero-shot", "optimized", "random")
 def generalization(store: RunStore, family_name: str, cluster: str, *, placer: str = "placeto", episodes: int = 3000,
                    optimized_episodes: int = 300, random_samples: int = 10, test_graphs: int | None = None,
                    params: dict[str, Any] | None = None, seed: int = 0,
-                   progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+                   progress: Callable[[int, int, str], None] | None = None,
+                   executor: Executor | None = None) -> dict[str, Any]:
     """Run the experiment; returns ``{run_id, policy_run_id, per_graph, summary}`` (see the module docstring)."""
+    executor = executor or Executor()
     fam = family(family_name)
     c = load_cluster(cluster)
     tests = fam.test[:test_graphs] if test_graphs else fam.test
@@ -58,24 +65,26 @@ def generalization(store: RunStore, family_name: str, cluster: str, *, placer: s
                                  tags=[f"experiment:{run.id}"], name=f"{placer} on family:{fam.name}:train")
         agent, doc = load_policy(store.load(outcome.run_id))
         config = agent.config
-        per_graph = []
-        for i, spec in enumerate(tests):
+        finished: list[str] = []
+
+        def optimized_done(i: int, _: Any) -> None:
+            finished.append(tests[i])
             if progress:
-                progress(1 + i, total, f"test graph {spec}")
+                progress(len(finished), total, f"optimized {tests[i]}")
+
+        optimized = executor.map(_optimized, [(placer, config.to_dict(), spec, c, seed, optimized_episodes)
+                                              for spec in tests], on_result=optimized_done)
+        per_graph = []
+        for spec, best in zip(tests, optimized, strict=True):
             task = load_tasks([spec], c, config)[spec]
             zero = task.evaluate(policy_place(agent, doc, task, seed))
-            fresh = make_agent(placer, c.num_devices, config.to_dict(), seed=seed, tasks=[task])
-            trainer = Trainer(fresh, {spec: task}, seed=seed, budget=Budget(episodes=optimized_episodes),
-                              stopping=StoppingRule(window=0))
-            trainer.train()
-            best = trainer.best[spec]
             rng = np.random.default_rng(seed)
             randoms = [task.evaluate(task.random_placement(rng)) for _ in range(random_samples)]
             per_graph.append({
                 "graph": spec, "lower_bound_s": task.scale,
                 "zero_shot_s": zero.makespan, "zero_shot_oom": zero.oom,
-                "optimized_s": best.makespan, "optimized_oom": best.oom,
-                "optimized_placements": best.placements_evaluated,
+                "optimized_s": best["makespan"], "optimized_oom": best["oom"],
+                "optimized_placements": best["placements_evaluated"],
                 "random_s": float(np.median([r.makespan for r in randoms])),
                 "random_oom": bool(np.mean([r.oom for r in randoms]) > 0.5),
             })
@@ -96,3 +105,16 @@ def generalization(store: RunStore, family_name: str, cluster: str, *, placer: s
     if progress:
         progress(total, total, "done")
     return {"run_id": run.id, "policy_run_id": outcome.run_id, "per_graph": per_graph, "summary": summary}
+
+
+def _optimized(placer: str, config: dict[str, Any], spec: str, cluster: Cluster, seed: int,
+               episodes: int) -> dict[str, Any]:
+    """Optimized on one test graph (a task for :class:`Executor`): a fresh policy trained on it alone;
+    its best placement's makespan, OOM flag and when it was found."""
+    task = load_tasks([spec], cluster, make_config(placer, config))[spec]
+    fresh = make_agent(placer, cluster.num_devices, config, seed=seed, tasks=[task])
+    trainer = Trainer(fresh, {spec: task}, seed=seed, budget=Budget(episodes=episodes),
+                      stopping=StoppingRule(window=0))
+    trainer.train()
+    best = trainer.best[spec]
+    return {"makespan": best.makespan, "oom": best.oom, "placements_evaluated": best.placements_evaluated}

@@ -87,17 +87,22 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
                    seed: int = 0, budget: Budget | None = None, stopping: StoppingRule | None = None,
                    store: RunStore | None = None, tags: list[str] | None = None, name: str | None = None,
                    progress: Progress | None = None, init_from: str | None = None,
-                   runs_dir: str = "runs", reward: str = "simulated") -> TrainOutcome:
+                   runs_dir: str = "runs", reward: str = "simulated",
+                   workers: int | None = None, address: str | None = None) -> TrainOutcome:
     """Train learned placer ``placer`` on the graphs of ``graphs`` (a multi-graph spec) and store the run.
 
     ``init_from``: a stored training run of the same placer (an id in ``runs_dir``, or the run's
     directory) whose weights the new policy starts from — DOPPLER's next stage (§5) and
     transfer to another graph or cluster (Tables 4, 10, 11). ``reward="measured"`` executes
     every evaluated placement on the cluster's devices and rewards its measured makespan
-    (:mod:`policies.rl.measured`; DOPPLER Stage III).
+    (:mod:`policies.rl.measured`; DOPPLER Stage III). ``workers``/``address``: collect the
+    rollouts on Ray workers (:mod:`policies.rl.workers`).
     """
     if reward not in REWARDS:
         raise SpecError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
+    if reward != "simulated" and (workers is not None or address is not None):
+        raise SpecError("--reward measured executes placements on this machine's devices, one at a time: "
+                        "it cannot be combined with --workers or --address")
     specs = expand_graph_specs(graphs)
     params = _default_groups(placer, graphs, dict(params or {}))
     config = make_config(placer, params)
@@ -107,6 +112,7 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
     tasks = load_tasks(specs, c, config)
     agent = make_agent(placer, c.num_devices, config.to_dict(), seed=seed, tasks=list(tasks.values()))
     source = _init_weights(agent, placer, init_from, runs_dir) if init_from else None
+    rollouts = _workers(placer, agent, tasks, workers, address)  # bad worker options: refused before the run
     run = None
     if store is not None:
         first = next(iter(tasks.values())).graph
@@ -121,8 +127,22 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
                                 "num_devices": c.num_devices, "cluster": cluster_to_dict(c), "graphs": specs,
                                 "seed": seed, "budget": _budget_doc(budget), "reward": reward,
                                 "stopping": {"window": stopping.window, "tolerance": stopping.tolerance}})
-    trainer = Trainer(agent, tasks, seed=seed, budget=budget, stopping=stopping, run=run, progress=progress)
+    trainer = Trainer(agent, tasks, seed=seed, budget=budget, stopping=stopping, run=run, progress=progress,
+                      rollouts=rollouts)
     return _train_and_finish(trainer, run, reward)
+
+
+def _workers(placer: str, agent: Any, tasks: dict[str, PlacementTask], workers: int | None,
+             address: str | None) -> Any:
+    """Rollout workers on Ray when asked for, else None (roll out in this process)."""
+    if workers is None and address is None:
+        return None
+    if not callable(getattr(agent, "merge", None)):
+        raise SpecError(f"learned placer '{placer}' cannot roll out on workers: its agent has no merge() "
+                        "(policies.rl.agent.Agent); train it without --workers")
+    from policies.rl.workers import RolloutWorkers
+
+    return RolloutWorkers(placer, agent, tasks, workers=workers, address=address)
 
 
 def _init_weights(agent: Any, placer: str, ref: str, runs_dir: str) -> str:
@@ -188,7 +208,8 @@ def _policy_doc(run: Run) -> dict[str, Any]:
 
 
 def resume_training(store: RunStore, ref: str, *, episodes: int | None = None, seconds: float | None = None,
-                    progress: Progress | None = None) -> TrainOutcome:
+                    progress: Progress | None = None, workers: int | None = None,
+                    address: str | None = None) -> TrainOutcome:
     """Continue a stopped or interrupted training run from its checkpoint, in the same run.
 
     ``episodes`` replaces the episode budget (a total, not an increment); ``seconds`` the
@@ -207,7 +228,8 @@ def resume_training(store: RunStore, ref: str, *, episodes: int | None = None, s
     budget = Budget(episodes if episodes is not None else b["episodes"], b["placements"],
                     seconds if seconds is not None else b["seconds"])
     stopping = StoppingRule(**doc["stopping"])
-    trainer = Trainer(agent, tasks, seed=doc["seed"], budget=budget, stopping=stopping, run=run, progress=progress)
+    trainer = Trainer(agent, tasks, seed=doc["seed"], budget=budget, stopping=stopping, run=run, progress=progress,
+                      rollouts=_workers(doc["placer"], agent, tasks, workers, address))
     trainer.load_checkpoint(run.path / CHECKPOINT)
     run.cut_table(CURVE, "episode", trainer.episodes)  # episodes after the checkpoint are trained again
     (run.path / STOP_REQUEST).unlink(missing_ok=True)

@@ -246,6 +246,10 @@ class PlacetoAgent:
                                      float(np.mean(ep.entropy)), ep.evaluations) for ep in eps],
                        [_Steps(ep.key, ep.features, ep.current, ep.actions, ep.rewards) for ep in eps])
 
+    def merge(self, parts: list[Rollout]) -> Rollout:
+        """Rollouts of several workers as one: the per-episode lists concatenate."""
+        return Rollout([st for p in parts for st in p.episodes], [s for p in parts for s in p.data])
+
     # -- returns → advantages → loss ---------------------------------------------------------
 
     def advantages(self, steps: list[_Steps]) -> np.ndarray:

@@ -176,6 +176,15 @@ class RNNAgent:
                  for ev, d, r, h in zip(evals, devices, rewards.tolist(), entropy.mean(axis=1).tolist(), strict=True)]
         return Rollout(stats, _Samples(key, actions, rewards, np.array([ev.oom for ev in evals])))
 
+    def merge(self, parts: list[Rollout]) -> Rollout:
+        """Rollouts of several workers (samples of the same graph) as one: the K samples concatenate."""
+        data: list[_Samples] = [p.data for p in parts]
+        if any(d.key != data[0].key for d in data):
+            raise ValueError("the RNN placer merges only samples of one graph")
+        return Rollout([st for p in parts for st in p.episodes],
+                       _Samples(data[0].key, np.concatenate([d.actions for d in data]),
+                                np.concatenate([d.rewards for d in data]), np.concatenate([d.oom for d in data])))
+
     # -- advantages → loss -------------------------------------------------------------------
 
     def backward(self, rollout: Rollout, tasks: Mapping[str, PlacementTask], *, entropy_coef: float,

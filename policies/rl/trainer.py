@@ -62,7 +62,7 @@ class Trainer:
     def __init__(self, agent: Any, tasks: dict[str, PlacementTask], *, seed: int = 0, budget: Budget | None = None,
                  stopping: StoppingRule | None = None, run: Run | None = None,
                  progress: Callable[[int, int, str], None] | None = None, checkpoint_every_s: float = 60.0,
-                 tensorboard: bool = True) -> None:
+                 tensorboard: bool = True, rollouts: Any = None) -> None:
         if not tasks:
             raise ValueError("training needs at least one graph")
         self.agent = agent
@@ -73,6 +73,7 @@ class Trainer:
         self.run = run
         self.progress = progress
         self.checkpoint_every_s = checkpoint_every_s
+        self.rollouts = rollouts  # policies.rl.workers.RolloutWorkers, or None: roll out in this process
         self.optimizer = torch.optim.Adam(agent.model.parameters(), lr=agent.config.lr)
         self.rng = np.random.default_rng(seed)
         self.episodes = self.updates = self.placements = 0
@@ -98,12 +99,15 @@ class Trainer:
         return linear(cfg.lr, cfg.lr_final, frac), linear(cfg.entropy, cfg.entropy_final, frac)
 
     def collect(self) -> Rollout:
-        """The rollout of one update: graphs picked with the trainer's generator, episodes by the agent."""
+        """The rollout of one update: graphs picked with the trainer's generator, episodes by the agent
+        in this process or by the rollout workers (:mod:`policies.rl.workers`)."""
         n = self.agent.episodes_per_update
         if self.agent.same_graph_per_update:
             keys = [self.keys[int(self.rng.integers(len(self.keys)))]] * n
         else:
             keys = [self.keys[i] for i in self.rng.integers(len(self.keys), size=n).tolist()]
+        if self.rollouts is not None:
+            return self.rollouts.collect(keys, self.rng)
         return self.agent.rollout([self.tasks[k] for k in keys], keys, self.rng)
 
     def update(self, rollout: Rollout) -> list[dict[str, Any]]:
@@ -169,11 +173,14 @@ class Trainer:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+        if self.rollouts is not None:
+            self.rollouts.close()
 
     def status(self) -> dict[str, Any]:
         """What the app shows while the run trains."""
         last = self.last_rows[-1] if self.last_rows else {}
-        return {"episodes": self.episodes, "episodes_total": self.budget.episodes, "updates": self.updates,
+        workers = {"worker_episodes": list(self.rollouts.episodes)} if self.rollouts is not None else {}
+        return {**workers, "episodes": self.episodes, "episodes_total": self.budget.episodes, "updates": self.updates,
                 "placements_evaluated": self.placements, "wall_s": round(self.wall, 3),
                 "last_runtime_s": last.get("sampled_runtime"), "best_runtime_s": self.best_makespan()}
 

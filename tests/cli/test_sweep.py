@@ -72,6 +72,18 @@ def test_mode_overrides_every_cluster_and_is_stored_with_the_runs(capsys, files)
     assert run.read_json("cluster.json")["simulation"]["mode"] == "placeto"
 
 
+def test_sim_param_applies_to_every_cluster_like_the_other_commands(capsys, files):
+    # --mode placeto with δ1 = 1 ms after each op (Placeto A.5): single-device a [0,1] b [2,3] c [4,5], busy
+    # to 6; round-robin a [0,1] on gpu:0 (arrives 2), b [2,3] on gpu:1 (arrives 4), c [4,5], busy to 6
+    out = _sweep(capsys, files, "--placers", "single-device,round-robin", "--mode", "placeto",
+                 "--sim-param", "op_overhead_s=0.001")
+    assert [r["makespan_s"] for r in out["results"]] == pytest.approx([6 * MS, 6 * MS])
+    sweep = RunStore(files / "runs").load(out["run_id"])
+    assert sweep.meta["parameters"]["sim_params"] == ["op_overhead_s=0.001"]
+    run = RunStore(files / "runs").load(out["results"][1]["run_id"])
+    assert run.read_json("cluster.json")["simulation"]["op_overhead_s"] == pytest.approx(0.001)
+
+
 def test_resume_of_a_finished_sweep_runs_nothing(capsys, files):
     first = _sweep(capsys, files, "--placers", "round-robin")
     code, out, err = run_cli(capsys, "sweep", "--resume", first["run_id"], "--runs-dir", str(files / "runs"), "--json")
@@ -95,6 +107,7 @@ def test_sweep_pivot_is_table_1_shaped():
     (["--placers", "round-robin", "--workers", "2", "--address", "auto"], "not both"),
     (["--placers", "round-robin", "--mode", "bogus"], "simulation mode must be one of"),
     (["--placers", " , "], "--placers names nothing"),
+    (["--placers", "round-robin", "--sim-param", "bogus=1"], "unknown simulation setting 'bogus'"),
     (["--placers", "round-robin", "--address", "127.0.0.1:1"], "cannot reach the Ray cluster at 127.0.0.1:1"),
     (["--placers", "round-robin", "--address", "headnode"], "--address expects auto, HOST:PORT or ray://"),
 ])

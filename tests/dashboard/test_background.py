@@ -29,6 +29,9 @@ def test_train_and_resume_command_lines(tmp_path):
                        "--runs-dir", str(tmp_path), "--threads", "1"]
     assert "--name" not in train_command("rnn", "g", "k80x2", episodes=1, params={}, seed=0, name=None,
                                          runs_dir=tmp_path)
+    with_workers = train_command("rnn", "g", "k80x2", episodes=1, params={}, seed=0, name=None, runs_dir=tmp_path,
+                                 workers=2)
+    assert with_workers[-7:-4] == ["--workers", "2", "--save"]
     assert resume_command("RUN", episodes=80, runs_dir=tmp_path)[4:] == [
         "--resume", "RUN", "--episodes", "80", "--runs-dir", str(tmp_path), "--threads", "1"]
 

@@ -1,0 +1,168 @@
+"""Parallel rollouts on Ray (policies.rl.workers): merging rollouts, a workers=2 run repeats exactly,
+resumes exactly, survives a killed worker with nothing lost, and Ctrl-C leaves it interrupted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+import torch
+from rl_graphs import cluster, diamond, two_chains
+
+from engine.cluster import save_cluster
+from engine.graph_io import save_graph
+from engine.runs import RunStore
+from policies.rl.jobs import resume_training, start_training
+from policies.rl.placeto import PlacetoAgent, PlacetoConfig
+from policies.rl.reinforce import Budget, StoppingRule
+from policies.rl.rnn import RNNAgent, RNNConfig
+from policies.rl.run_files import CHECKPOINT, CURVE
+from policies.rl.task import make_task
+
+torch.set_num_threads(1)
+
+CONFIG = {"groups": None, "batch": 4}
+EPISODES = 16  # 4 updates of 4 episodes, 2 per worker
+
+
+# ------------------------------------------------------------------------------ merging (no Ray)
+def test_placeto_merge_of_split_rollouts_equals_one_rollout_and_its_gradient():
+    t = make_task(two_chains(0.1e9), cluster(), groups=None)
+    agent = PlacetoAgent(2, PlacetoConfig(**CONFIG), seed=0)
+    keys = ["g"] * 4
+    # rollouts are independent per episode given the generator's draws: split across two
+    # generators, the merged rollout is the concatenation of the two halves in order
+    a = agent.rollout([t, t], keys[:2], np.random.default_rng(1))
+    b = agent.rollout([t, t], keys[2:], np.random.default_rng(2))
+    merged = agent.merge([a, b])
+    assert [s.reward for s in merged.episodes] == [s.reward for s in a.episodes + b.episodes]
+    assert [s.actions for s in merged.data] == [s.actions for s in a.data + b.data]
+    agent.backward(merged, {"g": t}, entropy_coef=0.0, step=0)  # the learner's update takes it
+    assert all(p.grad is not None for p in agent.model.parameters() if p.requires_grad)
+
+
+def test_rnn_merge_concatenates_the_k_samples():
+    t = make_task(diamond(), cluster(), groups=None)
+    agent = RNNAgent(2, RNNConfig(samples=3), seed=0, tasks=[t])
+    a = agent.rollout([t] * 3, ["d"] * 3, np.random.default_rng(1))
+    b = agent.rollout([t] * 2, ["d"] * 2, np.random.default_rng(2))
+    m = agent.merge([a, b])
+    assert m.data.actions.shape == (5, t.num_groups)
+    np.testing.assert_array_equal(m.data.actions, np.concatenate([a.data.actions, b.data.actions]))
+    np.testing.assert_array_equal(m.data.rewards, np.concatenate([a.data.rewards, b.data.rewards]))
+    assert len(m.episodes) == 5
+
+
+# ------------------------------------------------------------------------------------ on Ray
+@pytest.fixture(scope="module")
+def ray_runtime():
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        ray.shutdown()
+    from policies.parallel import Executor
+
+    with Executor(workers=2) as ex:  # one runtime for the module; the trainings join it
+        yield ex
+    assert not ray.is_initialized()
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("graphs")
+    save_graph(two_chains(0.1e9), d / "g.json")
+    save_cluster(cluster(), d / "c.json")
+    return str(d / "g.json"), str(d / "c.json")
+
+
+def _train(store, files, progress=None, episodes=EPISODES):
+    g, c = files
+    return start_training("placeto", g, c, params=CONFIG, seed=3, budget=Budget(episodes=episodes),
+                          stopping=StoppingRule(0), store=store, progress=progress, workers=2)
+
+
+def _curve(store, run_id):
+    curve = store.load(run_id).read_table(CURVE)
+    return {k: v for k, v in curve.items() if k != "wall_time"}
+
+
+@pytest.fixture(scope="module")
+def reference(ray_runtime, files, tmp_path_factory):
+    store = RunStore(tmp_path_factory.mktemp("reference"))
+    out = _train(store, files)
+    return store, out
+
+
+def test_workers2_run_is_valid_and_repeats_exactly(reference, files, tmp_path):
+    store, out = reference
+    run = store.load(out.run_id)
+    assert run.status == "done" and out.episodes == EPISODES and CHECKPOINT in run.files()
+    curve = _curve(store, out.run_id)
+    assert curve["episode"] == list(range(1, EPISODES + 1))
+    assert run.meta["progress"]["worker_episodes"] == [EPISODES // 2, EPISODES // 2]
+    assert run.meta["metrics"]["best_makespan_s"] == pytest.approx(min(curve["best_runtime"]))
+    again = RunStore(tmp_path / "again")
+    out2 = _train(again, files)
+    assert _curve(again, out2.run_id) == curve  # per-worker seeds come from --seed: the same episodes
+
+
+def test_killed_worker_is_restarted_and_nothing_is_lost(reference, files, tmp_path):
+    store = RunStore(tmp_path / "runs")
+    killed = []
+
+    def kill_a_worker(done: int, total: int, message: str) -> None:
+        if done == 4 and not killed:  # after the first update: SIGKILL one worker's process
+            pid = _worker_pids()[0]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    out = _train(store, files, progress=kill_a_worker)
+    assert killed and store.load(out.run_id).status == "done"
+    assert _curve(store, out.run_id) == _curve(reference[0], reference[1].run_id)
+
+
+def _worker_pids() -> list[int]:
+    import psutil
+
+    pids = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "ray::RolloutWorker" in " ".join(p.cmdline()):
+                pids.append(p.pid)
+        except psutil.Error:
+            continue
+    return sorted(pids)
+
+
+def test_ctrl_c_stops_the_workers_leaves_the_run_interrupted_and_it_resumes_exactly(reference, files, tmp_path):
+    store = RunStore(tmp_path / "runs")
+
+    def interrupt(done: int, total: int, message: str) -> None:
+        if done == 8:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _train(store, files, progress=interrupt)
+    (run,) = store.list()
+    assert run.status == "interrupted" and CHECKPOINT in run.files()
+    deadline = time.monotonic() + 20
+    while _worker_pids() and time.monotonic() < deadline:  # ray.kill is asynchronous
+        time.sleep(0.1)
+    assert not _worker_pids()  # every rollout worker is gone
+    out = resume_training(store, run.id, workers=2)
+    assert out.episodes == EPISODES and store.load(run.id).status == "done"
+    assert _curve(store, run.id) == _curve(reference[0], reference[1].run_id)
+
+
+def test_experiment_optimized_trainings_on_ray_equal_the_sequential_path(ray_runtime, tmp_path):
+    from policies.rl.experiment import generalization
+
+    def run(store_dir, executor=None):
+        return generalization(RunStore(tmp_path / store_dir), "cifar10", "k80x2", episodes=4, optimized_episodes=4,
+                              random_samples=2, test_graphs=2, params={"groups": 16, "batch": 4}, seed=1,
+                              executor=executor)
+
+    seq, par = run("seq"), run("par", ray_runtime)
+    assert len(par["per_graph"]) == 2 and par["per_graph"] == seq["per_graph"]

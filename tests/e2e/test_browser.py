@@ -274,6 +274,8 @@ def test_train_in_the_background(browser_page, app_url):
     page.goto(f"{app_url}/train")
     page.locator("h1", has_text="Train").wait_for()
     page.get_by_text("No training runs yet").wait_for(timeout=GUARD_MS)
+    choose(page, "Learned placer", "Placeto GNN policy (Addanki et al. 2019)")
+    wait_idle(page)
     fill(page, "Graphs", "gen:random?ops=200&seed=1")
     fill(page, "groups", "16")
     fill(page, "batch", "4")

@@ -14,17 +14,16 @@ first: at most :data:`MAX_NODES` nodes, and no cycle other than a while loop's
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from engine.errors import GraphError
 from engine.graph import CompGraph
 from engine.importers._tf_ops import _CALLS, _DROPPED, _MAX_CALL_DEPTH, _PASS_THROUGH, _attr, import_tensorflow
 from engine.importers.tensorflow_graph import CostFn, graph_from_tf_graph
+from engine.quiet import quiet_stderr, quiet_tensorflow_start
 from engine.sources import register_format
 
 __all__ = ["MAX_NODES", "load_graphdef", "load_saved_model"]
@@ -35,26 +34,9 @@ MAX_NODES = 1_000_000
 _BACK_EDGE_OPS = frozenset({"NextIteration", "RefNextIteration"})
 
 
-@contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """Send file descriptor 2 to /dev/null (TensorFlow logs from C++ at import, past ``sys.stderr``)."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    try:
-        with open(os.devnull, "wb") as null:
-            os.dup2(null.fileno(), 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
 def _tensorflow() -> Any:
     """TensorFlow, imported without its two start-up log lines on stderr."""
-    if "tensorflow" in sys.modules:
-        return import_tensorflow()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    with _quiet_stderr():
+    with quiet_tensorflow_start():
         return import_tensorflow()
 
 
@@ -154,7 +136,7 @@ def _graph_from_graphdef(gd: Any, name: str, batch_size: int, cost: CostFn | Non
     tf = _tensorflow()
     g = tf.Graph()
     try:
-        with g.as_default(), _quiet_stderr():  # C++ warnings about the user's graph: the error says it
+        with g.as_default(), quiet_stderr():  # C++ warnings about the user's graph: the error says it
             tf.graph_util.import_graph_def(gd, name="")
     except Exception as exc:  # unknown ops, bad inputs, shape errors
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -220,7 +202,7 @@ def load_saved_model(path: str | os.PathLike, *, tag: str = "serve", signature: 
     try:
         outer = _library_graph(gd)
         for _ in range(_MAX_CALL_DEPTH):  # descend through wrappers that only call one function
-            with outer.as_default(), _quiet_stderr():
+            with outer.as_default(), quiet_stderr():
                 fg = function_def_to_graph(fdefs[fn_name], input_shapes=shapes, include_library_functions=True)
             work = [op for op in fg.get_operations()
                     if op.type not in _DROPPED and op.type not in _PASS_THROUGH and op.type != "Placeholder"]
@@ -243,7 +225,7 @@ def _library_graph(gd: Any) -> Any:
     lib.library.CopyFrom(gd.library)
     lib.versions.CopyFrom(gd.versions)
     outer = tf.Graph()
-    with outer.as_default(), _quiet_stderr():
+    with outer.as_default(), quiet_stderr():
         tf.graph_util.import_graph_def(lib, name="")
     return outer
 

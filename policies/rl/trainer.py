@@ -82,9 +82,12 @@ class Trainer:
         self.last_rows: list[dict[str, Any]] = []
         self._writer = None
         if run is not None and tensorboard:
-            from torch.utils.tensorboard import SummaryWriter
+            from engine.quiet import quiet_tensorflow_start
 
-            self._writer = SummaryWriter(log_dir=str(run.path / "tensorboard"))
+            with quiet_tensorflow_start():  # torch's TensorBoard writer imports tensorflow
+                from torch.utils.tensorboard import SummaryWriter
+
+                self._writer = SummaryWriter(log_dir=str(run.path / "tensorboard"))
 
     # -- one update ------------------------------------------------------------------------
 

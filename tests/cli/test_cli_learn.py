@@ -124,3 +124,22 @@ def test_eval_on_sixteen_graphs_of_different_sizes(capsys, files):
         alone = task.evaluate(policy_place(agent, doc, task)).makespan
         assert row["makespan_s"] == pytest.approx(alone), spec
         assert np.isfinite(row["lower_bound_s"]) and row["makespan_s"] >= row["lower_bound_s"] - 1e-12
+
+
+def test_train_prints_no_tensorflow_start_up_lines(tmp_path):
+    """torch's TensorBoard writer imports tensorflow, whose C++ start-up notices went to stderr (issue 18):
+    in a fresh process, stderr holds only the progress line."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TF_")}
+    env["PYTHONPATH"] = os.getcwd()
+    proc = subprocess.run([sys.executable, "-m", "placelab.cli", "train", "--placer", "rnn", "-g",
+                           "gen:random?ops=8&seed=1", "-c", "k80x2", "--episodes", "2", "--save",
+                           "--runs-dir", str(tmp_path), "--json"], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert list((tmp_path).glob("*/tensorboard/events.out.tfevents.*")), "the TensorBoard writer ran"
+    lines = [ln for ln in proc.stderr.replace("\r", "\n").splitlines() if ln.strip()]
+    assert lines and all("episodes" in ln for ln in lines), lines

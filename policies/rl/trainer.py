@@ -81,13 +81,7 @@ class Trainer:
         self.best: dict[str, Best] = {}
         self.last_rows: list[dict[str, Any]] = []
         self._writer = None
-        if run is not None and tensorboard:
-            from engine.quiet import quiet_tensorflow_start
-
-            with quiet_tensorflow_start():  # torch's TensorBoard writer imports tensorflow
-                from torch.utils.tensorboard import SummaryWriter
-
-                self._writer = SummaryWriter(log_dir=str(run.path / "tensorboard"))
+        self._tensorboard = run is not None and tensorboard
 
     # -- one update ------------------------------------------------------------------------
 
@@ -206,14 +200,29 @@ class Trainer:
             return "stopped"
         return None
 
+    def _tensorboard_writer(self, first_episode: int) -> Any:
+        """The run's TensorBoard writer, opened at the first logged update. After a resume it opens with
+        ``purge_step`` at the checkpoint's next episode, so TensorBoard drops the events a killed process
+        wrote past its checkpoint, as the learning curve CSV is cut back (``Run.cut_table``)."""
+        if self._writer is None and self._tensorboard:
+            from engine.quiet import quiet_tensorflow_start
+
+            with quiet_tensorflow_start():  # torch's TensorBoard writer imports tensorflow
+                from torch.utils.tensorboard import SummaryWriter
+
+                self._writer = SummaryWriter(log_dir=str(self.run.path / "tensorboard"),
+                                             purge_step=first_episode if first_episode > 1 else None)
+        return self._writer
+
     def _log(self, rows: list[dict[str, Any]]) -> None:
         self.last_rows = rows
         if self.run is not None:
             self.run.append_rows(CURVE, rows)
-        if self._writer is not None:
+        if rows and self._tensorboard:
+            writer = self._tensorboard_writer(int(rows[0]["episode"]))
             for row in rows:
                 for name in ("sampled_runtime", "best_runtime", "objective", "reward", "entropy", "learning_rate"):
-                    self._writer.add_scalar(f"train/{name}", row[name], row["episode"])
+                    writer.add_scalar(f"train/{name}", row[name], row["episode"])
 
     # -- checkpoints -------------------------------------------------------------------------
 

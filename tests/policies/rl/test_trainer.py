@@ -62,3 +62,34 @@ def test_learning_rate_and_entropy_decay_linearly():
     assert first["learning_rate"] == pytest.approx(cfg.lr)
     assert second["learning_rate"] == pytest.approx(cfg.lr + (cfg.lr_final - cfg.lr) * 0.5)
     assert second["entropy_coef"] == pytest.approx(cfg.entropy + (cfg.entropy_final - cfg.entropy) * 0.5)
+
+
+def test_resume_leaves_tensorboard_one_event_per_episode(tmp_path):
+    """A process killed after its checkpoint wrote events past it; the resumed run's writer purges them
+    (issue 18: the learning curve CSV was cut back, TensorBoard still showed the episodes twice)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from engine.runs import RunStore
+
+    run = RunStore(tmp_path / "runs").create("train", graph_name="g", graph_hash="", cluster="c", placer="placeto",
+                                             parameters={}, seed=0)
+
+    def trainer(seed: int, episodes: int) -> Trainer:
+        t = make_task(two_chains(0.1e9), cluster(), groups=None)
+        return Trainer(PlacetoAgent(2, PlacetoConfig(**CONFIG), seed=seed), {"g": t}, seed=seed,
+                       budget=Budget(episodes=episodes), stopping=StoppingRule(0), run=run)
+
+    a = trainer(0, 4)
+    a.train()                                  # episodes 1-4 (one update of batch 4)
+    a.save_checkpoint(tmp_path / "ckpt.pt")
+    a.budget = Budget(episodes=8)
+    a.train()                                  # episodes 5-8: lost when the process dies
+    a.close()
+    b = trainer(7, 12)
+    b.load_checkpoint(tmp_path / "ckpt.pt")
+    b.train()                                  # episodes 5-8 again, then 9-12
+    b.close()
+    acc = EventAccumulator(str(run.path / "tensorboard"))
+    acc.Reload()
+    steps = [e.step for e in acc.Scalars("train/sampled_runtime")]
+    assert sorted(steps) == list(range(1, 13))

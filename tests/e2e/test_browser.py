@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
@@ -87,18 +88,31 @@ def download(page, button, name: str) -> Path:
     return path
 
 
+def open_popover(page, opener, body) -> None:
+    """Click ``opener`` until its popover ``body`` shows: a click that lands while the previous popover is
+    still closing (or during a rerun) toggles nothing, so it is retried; the last try waits the full guard."""
+    for _ in range(2):
+        opener.click()
+        try:
+            body.first.wait_for(timeout=GUARD_MS // 4)
+            return
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+            wait_idle(page)
+    opener.click()
+    body.first.wait_for()
+
+
 def export_figure(page, index: int, fmt: str, name: str) -> Path:
     """Open the ``index``-th figure's export popover, pick ``fmt`` and download it."""
     opener = page.get_by_role("button", name="Export figure").nth(index)
     body = page.locator('[data-testid="stPopoverBody"]:visible')
-    opener.click()
-    body.first.wait_for()
+    open_popover(page, opener, body)
     body.first.get_by_text(fmt.upper(), exact=True).click()
     wait_idle(page)
     button = page.get_by_role("button", name=f"Download {fmt.upper()}")
     if not button.first.is_visible():  # the rerun closed the popover: open it again, the format stays
-        opener.click()
-        body.first.wait_for()
+        open_popover(page, opener, body)
     path = download(page, button.first, f"{name}.{fmt}")
     page.keyboard.press("Escape")
     page.wait_for_timeout(300)

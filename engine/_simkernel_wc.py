@@ -16,7 +16,7 @@ once, while its op's end is handled: they ask for the device before it picks its
 
 Speed
 -----
-As in :mod:`engine._simkernel`: no reference counting, nothing allocated (a
+As in :mod:`engine._simkernel_placeto`: no reference counting, nothing allocated (a
 :class:`Workspace` per graph and cluster), helpers inlined (~25 % faster than calls on
 random placements), numpy's error model.
 

@@ -5,7 +5,9 @@ same graph (RL training, local search) build a :class:`Simulator` once and call
 :meth:`Simulator.run` or :meth:`Simulator.makespan` per placement, which skips all
 per-graph preparation. The mode and its options come from ``cluster.simulation``
 (:meth:`engine.cluster.Cluster.with_simulation` changes them); :data:`KERNELS` maps each mode
-to the compiled kernel that runs it.
+to the class that prepares and calls its compiled kernel (one module per mode:
+``engine/_simkernel_placeto.py``, ``engine/_simkernel_default.py``, ``engine/_simkernel_wc.py``; the
+pieces they share are in ``engine/_simcore.py``).
 
 Modes
 -----
@@ -45,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine import _dagkernels, _simkernel, _simkernel_wc
+from engine import _dagkernels, _simcore, _simkernel_default, _simkernel_placeto, _simkernel_wc
 from engine.cluster import Cluster, SimulationSettings
 from engine.dag import edge_transfer_cost
 from engine.errors import SimulationError
@@ -85,42 +87,64 @@ class MakespanStats:
     values: tuple[float, ...]
 
 
-class _EventKernel:
-    """``placeto`` and ``default``: :func:`engine._simkernel.simulate_kernel`."""
+class _QueueKernel:
+    """What the ``placeto`` and ``default`` kernels share: workspace and schedule layout
+    (:mod:`engine._simcore`)."""
 
     def __init__(self, graph: CompGraph, cluster: Cluster) -> None:
-        s = cluster.simulation
         self.graph, self.cluster = graph, cluster
-        self.args = (s.mode == "placeto", cluster.num_devices,
-                     graph.succ.ptr, graph.succ.idx, graph.succ.edge, graph.pred.ptr, graph.pred.idx,
-                     graph.edge_bytes, graph.edge_transfer_s, graph.has_transfer_times,
-                     graph.output_bytes, graph.persistent_bytes, graph.temp_bytes)
-        self.links = (np.ascontiguousarray(cluster.bandwidth), np.ascontiguousarray(cluster.latency),
-                      float(cluster.link.bandwidth_bytes_per_s), float(s.op_overhead_s), float(s.transfer_gap_s))
-        self.workspaces: dict[bool, _simkernel.Workspace] = {}
+        self.workspaces: dict[bool, _simcore.QueueWorkspace] = {}
+        self.args: tuple = ()  # the kernel's arguments before the placement's
+        self.links: tuple = ()  # and after it, before the workspace
+        self.kernel = None
 
     def __call__(self, dev: np.ndarray, dur: np.ndarray, record_memory: bool, run: int = 0, memory: bool = True):
         ws = self.workspaces.get(record_memory)
         if ws is None:
-            ws = self.workspaces[record_memory] = _simkernel.Workspace(
+            ws = self.workspaces[record_memory] = _simcore.QueueWorkspace(
                 self.graph.num_ops, self.graph.num_edges, self.cluster.num_devices, record_memory)
-        makespan, nrows, nmem = _simkernel.simulate_kernel(
-            *self.args, dev, dur, *self.links, record_memory,
-            ws.wi, ws.wf, ws.ri, ws.rf, ws.ev_t, ws.ev_k, ws.mr, ws.df, ws.di, ws.counts)
+        makespan, nrows, nmem = self.kernel(*self.args, dev, dur, *self.links, record_memory, ws.wi, ws.wf, ws.ri,
+                                            ws.rf, ws.ev_t, ws.ev_k, ws.mr, ws.df, ws.di, ws.counts)
         return ws, float(makespan), int(nrows), int(nmem)
 
     def peak(self, ws) -> np.ndarray:
-        return ws.df[:, _simkernel._PEAK]
+        return ws.df[:, _simcore.PEAK]
 
     def schedule_fields(self, ws, nrows: int) -> dict:
-        k = _simkernel
+        k = _simcore
         ri, rf, df = ws.ri[:nrows], ws.rf[:nrows], ws.df
-        return dict(op_start=ws.wf[:, k._START].copy(), op_end=ws.wf[:, k._END].copy(),
-                    transfer_op=ri[:, k._R_OP].copy(), transfer_src=ri[:, k._R_SRC].copy(),
-                    transfer_dst=ri[:, k._R_DST].copy(), transfer_bytes=rf[:, k._R_BYTES].copy(),
-                    transfer_start=rf[:, k._R_START].copy(), transfer_end=rf[:, k._R_END].copy(),
-                    transfer_primary=ri[:, k._R_PRIMARY].astype(bool), compute_time=df[:, k._BUSY].copy(),
-                    memcpy_time=df[:, k._MEMCPY].copy(), peak_memory=df[:, k._PEAK].copy())
+        return dict(op_start=ws.wf[:, k.START].copy(), op_end=ws.wf[:, k.END].copy(),
+                    transfer_op=ri[:, k.R_OP].copy(), transfer_src=ri[:, k.R_SRC].copy(),
+                    transfer_dst=ri[:, k.R_DST].copy(), transfer_bytes=rf[:, k.R_BYTES].copy(),
+                    transfer_start=rf[:, k.R_START].copy(), transfer_end=rf[:, k.R_END].copy(),
+                    transfer_primary=ri[:, k.R_PRIMARY].astype(bool), compute_time=df[:, k.BUSY].copy(),
+                    memcpy_time=df[:, k.MEMCPY].copy(), peak_memory=df[:, k.PEAK].copy())
+
+
+class _PlacetoKernel(_QueueKernel):
+    """``placeto``: :func:`engine._simkernel_placeto.simulate_placeto`."""
+
+    def __init__(self, graph: CompGraph, cluster: Cluster) -> None:
+        super().__init__(graph, cluster)
+        g, s = graph, cluster.simulation
+        self.args = (cluster.num_devices, g.succ.ptr, g.succ.idx, g.succ.edge, g.pred.ptr, g.pred.idx,
+                     g.edge_transfer_s, g.has_transfer_times, g.output_bytes, g.persistent_bytes, g.temp_bytes)
+        self.links = (float(cluster.link.bandwidth_bytes_per_s), float(s.op_overhead_s), float(s.transfer_gap_s))
+        self.kernel = _simkernel_placeto.simulate_placeto
+
+
+class _DefaultKernel(_QueueKernel):
+    """``default``: :func:`engine._simkernel_default.simulate_default`."""
+
+    def __init__(self, graph: CompGraph, cluster: Cluster) -> None:
+        super().__init__(graph, cluster)
+        g, s = graph, cluster.simulation
+        self.args = (cluster.num_devices, g.succ.ptr, g.succ.idx, g.succ.edge, g.pred.ptr, g.pred.idx,
+                     g.edge_bytes, g.edge_transfer_s, g.has_transfer_times, g.output_bytes, g.persistent_bytes,
+                     g.temp_bytes)
+        self.links = (np.ascontiguousarray(cluster.bandwidth), np.ascontiguousarray(cluster.latency),
+                      float(s.op_overhead_s), float(s.transfer_gap_s))
+        self.kernel = _simkernel_default.simulate_default
 
 
 class _WorkConservingKernel:
@@ -184,8 +208,8 @@ class _WorkConservingKernel:
 
 #: Simulation mode -> the kernel that runs it.
 KERNELS: dict[str, type] = {
-    "placeto": _EventKernel,
-    "default": _EventKernel,
+    "placeto": _PlacetoKernel,
+    "default": _DefaultKernel,
     "work_conserving": _WorkConservingKernel,
 }
 

@@ -267,11 +267,17 @@ def test_memory_timeline_agrees_with_peak(case):
     s = Simulator(g, c).run(p, run=run, record_memory=True)
     timeline = s.memory_timeline()
     _t, dev, b = s._memory_events
+    ran = ~np.isnan(s.op_start)
     for d in range(c.num_devices):
         # replayed in the order they happened, the changes reach the peak exactly, and end at
-        # the persistent bytes unless ops were left waiting (a deadlock)
+        # the persistent bytes when every op on the device ran. After a deadlock an op may wait
+        # on a device that is not itself stalled (its input is stuck on another device), and
+        # the buffers it would have freed stay allocated.
         level = s.persistent_memory[d] + np.concatenate([[0.0], np.cumsum(b[dev == d])])
         assert level.max() == pytest.approx(s.peak_memory[d], rel=1e-12, abs=1e-9)
-        assert s.stalled[d] or level[-1] == pytest.approx(s.persistent_memory[d], rel=1e-12, abs=1e-9)
+        if ran[p == d].all():
+            assert level[-1] == pytest.approx(s.persistent_memory[d], rel=1e-12, abs=1e-9)
+        else:
+            assert s.stalled.any()  # ops are left unrun only by a deadlock
         # a zero-time op's buffers exist only for an instant, which a step function cannot show
         assert timeline.bytes[d].max() <= s.peak_memory[d] + 1e-9

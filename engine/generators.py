@@ -11,12 +11,12 @@ import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import parse_qsl
 
 import numpy as np
 
 from engine.errors import SpecError
 from engine.graph import CompGraph
+from engine.spec_params import spec_kwargs
 
 __all__ = ["GENERATORS", "from_spec", "generator_descriptions", "random_dag", "register"]
 
@@ -53,22 +53,6 @@ def generator_descriptions() -> dict[str, str]:
     return {g.name: g.description for g in GENERATORS.values()}
 
 
-def _convert(value: str, annotation: object, key: str, gen: str):
-    kind = annotation if isinstance(annotation, type) else {"int": int, "float": float, "str": str,
-                                                              "bool": bool}.get(str(annotation), str)
-    try:
-        if kind is bool:
-            if value.lower() in ("1", "true", "yes"):
-                return True
-            if value.lower() in ("0", "false", "no"):
-                return False
-            raise ValueError
-        return kind(value)
-    except ValueError:
-        raise SpecError(f"gen:{gen}: parameter '{key}' must be {getattr(kind, '__name__', kind)}, "
-                        f"got '{value}'") from None
-
-
 def from_spec(spec: str) -> CompGraph:
     """Build the graph named by ``gen:NAME?key=value&...``."""
     _load_workloads()
@@ -78,11 +62,7 @@ def from_spec(spec: str) -> CompGraph:
     if gen is None:
         raise SpecError(f"unknown generator '{name}' (available: {', '.join(sorted(GENERATORS))})")
     params = inspect.signature(gen.make).parameters
-    kwargs = {}
-    for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
-        if key not in params:
-            raise SpecError(f"gen:{name} has no parameter '{key}' (parameters: {', '.join(params)})")
-        kwargs[key] = _convert(value, params[key].annotation, key, name)
+    kwargs = spec_kwargs(query, dict(params), f"gen:{name}")
     _check_size(name, {k: p.default for k, p in params.items()} | kwargs)
     return gen.make(**kwargs)
 

@@ -1,7 +1,9 @@
 """Where graphs come from: files in any supported format, or generator specs.
 
 :func:`load_graph` takes a path (the format is detected from the content, never from the
-file name) or a generator spec ``gen:NAME[?key=value&...]`` (CONTRACTS §5). Importers
+file name), optionally followed by the format's import options ``PATH?key=value&...`` (the
+keyword-only parameters of its loader, e.g. a DOPPLER text file's ``unit_s``), or a
+generator spec ``gen:NAME[?key=value&...]`` (CONTRACTS §5). Importers
 register with :func:`register_format`: a ``detect(head: bytes) -> bool`` test on the first
 bytes of the file and a ``load(path) -> CompGraph``. Importers never execute code from the
 file (no unpickling). ``bench:NAME`` names a published workload shipped with placelab
@@ -20,6 +22,7 @@ from engine.errors import GraphError, PlacelabError, SpecError
 from engine.graph import CompGraph
 from engine.graph_io import GRAPH_SCHEMA, load_graph_json
 from engine.jsonio import read_file_bytes
+from engine.spec_params import keyword_only_parameters, spec_kwargs
 
 __all__ = [
     "FORMATS",
@@ -90,7 +93,24 @@ def load_graph(spec: str | os.PathLike) -> CompGraph:
         from engine.generators import from_spec
 
         return from_spec(s)
-    return detect_format(s).load(s)
+    path, query = _split_options(s)
+    fmt = detect_format(path)
+    if not query:
+        return fmt.load(path)
+    options = keyword_only_parameters(fmt.load)
+    where = f"{os.path.basename(path)} ({fmt.name} format)"
+    return fmt.load(path, **spec_kwargs(query, options, where))
+
+
+def _split_options(spec: str) -> tuple[str, str]:
+    """``(path, query)`` of ``PATH?key=value&...``: import options of the file's format.
+
+    A path that exists as written is never split (a file name may contain ``?``).
+    """
+    if "?" not in spec or os.path.exists(spec):
+        return spec, ""
+    path, _, query = spec.rpartition("?")
+    return (path, query) if os.path.exists(path) else (spec, "")
 
 
 def expand_graph_specs(spec: str) -> list[str]:

@@ -183,11 +183,12 @@ def graph_from_doppler_text(text: str, *, name: str = "doppler", reading: str = 
                      edge_src=s_arr, edge_dst=d_arr, edge_bytes=out_bytes[s_arr], op_types=types)
 
 
-def load_doppler_text(path: str | os.PathLike, **reading: float | str) -> CompGraph:
+def load_doppler_text(path: str | os.PathLike, *, reading: str = "authors", unit_s: float = AUTHORS_UNIT_S,
+                      flops_per_s: float = REFERENCE_FLOPS) -> CompGraph:
     """Load a DOPPLER text graph file; the graph is named after the file.
 
-    Keyword arguments (``reading``, ``unit_s``, ``flops_per_s``) go to
-    :func:`graph_from_doppler_text`.
+    The options are those of :func:`graph_from_doppler_text`; from the CLI they follow the
+    path as a query, ``FILE?unit_s=1e-3`` or ``FILE?reading=app_e`` (:func:`engine.sources.load_graph`).
     """
     p = os.fspath(path)
     base = os.path.basename(p)
@@ -196,7 +197,8 @@ def load_doppler_text(path: str | os.PathLike, **reading: float | str) -> CompGr
         text = data.decode("ascii")
     except UnicodeDecodeError:
         raise GraphError(f"{base} is not a DOPPLER text graph (it is not plain ASCII text)") from None
-    return graph_from_doppler_text(text, name=os.path.splitext(base)[0] or base, **reading)  # type: ignore[arg-type]
+    return graph_from_doppler_text(text, name=os.path.splitext(base)[0] or base, reading=reading, unit_s=unit_s,
+                                   flops_per_s=flops_per_s)
 
 
 def _is_doppler_text(head: bytes) -> bool:

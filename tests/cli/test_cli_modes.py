@@ -12,6 +12,9 @@ import json
 import pytest
 from cli_run import run_cli
 
+from engine.generators import from_spec
+from engine.graph_io import save_graph
+
 S = 10**13
 DIAMOND = "6\n4,5,\n0,0,1,2,\n1,2,3,3,\n" + "".join(f"{c},{4 * c},einsummable,\n" for c in (S, 2 * S, 3 * S, S))
 
@@ -116,3 +119,32 @@ def test_train_and_eval_take_the_mode(files, capsys):
     assert ev["results"][0]["makespan_s"] >= 7.0 - 1e-9
     code, _, err = run_cli(capsys, "eval", res["run_id"], "--graphs", g, "--mode", "placeto", "--runs-dir", runs)
     assert code == 2 and "need --cluster" in err
+
+
+def test_import_options_follow_the_path(files, capsys):
+    # unit_s: seconds per authors' unit. Half the default 1e-3 halves every time: 21 s -> 10.5 s.
+    _, g, p = files
+    res = as_json(capsys, "simulate", g + "?unit_s=0.0005", "--cluster", "p100x4", "--placement", p)
+    assert res["makespan_s"] == pytest.approx(10.5)
+    # App. E reading: comp in FLOP at 1e12 FLOP/s (1e13 -> 10 s), comm = 4 x output bytes
+    info = as_json(capsys, "graph", "info", g + "?reading=app_e&flops_per_s=1e13")
+    assert info["memory_known"] is True and info["transfer_times_given"] is False
+    assert info["total_compute_s"] == pytest.approx(7.0)
+
+
+@pytest.mark.parametrize(("query", "words"), [
+    ("unit=1", "diamond.txt (doppler-text format) has no parameter 'unit' (parameters: reading, unit_s, flops_per_s)"),
+    ("unit_s=fast", "parameter 'unit_s' must be float, got 'fast'"),
+    ("unit_s=-1", "unit_s must be a finite number > 0"),
+    ("reading=flops", "reading must be one of"),
+])
+def test_bad_import_options_are_one_line(files, capsys, query, words):
+    _, g, _ = files
+    code, out, err = run_cli(capsys, "graph", "info", f"{g}?{query}")
+    assert code == 2 and out == "" and words in err and err.count("\n") == 1
+
+
+def test_a_format_without_options_says_so(tmp_path, capsys):
+    save_graph(from_spec("gen:random?ops=5"), tmp_path / "c.json")
+    code, _, err = run_cli(capsys, "graph", "info", str(tmp_path / "c.json") + "?unit_s=1")
+    assert code == 2 and "c.json (placelab format) has no parameter 'unit_s' (parameters: none)" in err

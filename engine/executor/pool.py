@@ -31,7 +31,7 @@ from engine.graph import CompGraph
 from engine.placement import Constraints, Placement
 from engine.schedule import Schedule
 
-__all__ = ["ExecutionError", "Executor", "Measurement", "execute"]
+__all__ = ["ExecutionError", "Executor", "Measurement", "check_executable", "execute"]
 
 _RELEASE_DELAY_NS = 20_000_000  # workers are released together this long after "go" is sent
 
@@ -87,6 +87,15 @@ def _device_targets(cluster: Cluster, cores: list[int] | None) -> list[tuple[str
     if g:
         _check_cuda(g)
     return out
+
+
+def check_executable(cluster: Cluster, cores: list[int] | None = None) -> None:
+    """Raise :class:`ExecutionError` (one sentence) unless this machine has ``cluster``'s devices.
+
+    The check :class:`Executor` makes before it starts workers: a core per ``cpu`` device, a
+    CUDA device per ``gpu`` device, no other kinds. Starts nothing.
+    """
+    _device_targets(cluster, cores)
 
 
 def _check_cuda(needed: int) -> None:

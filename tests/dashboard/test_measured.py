@@ -1,0 +1,156 @@
+"""Measured runs in the app: execute from the Place page (2 CPU workers, a 12-op graph), Compare's measured columns."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_pages import figure, page_app
+
+from dashboard.app_pages.measured import (
+    execute_command,
+    execution_job,
+    execution_problem,
+    failure_message,
+    measured_summary,
+)
+from dashboard.background import launch, list_jobs
+from dashboard.common import fmt_ms
+from engine.cluster import cluster_to_dict
+from engine.executor import scale_graph
+from engine.executor.calibration import local_cache_path, machine_cluster
+from engine.presets import PRESETS
+from engine.runs import RunStore
+from engine.simulator import Simulator
+from engine.sources import load_graph
+
+GRAPH = "gen:random?ops=12&seed=3"
+TWO_CORES = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the executor needs 2 CPU cores")
+
+
+def wait_for(what, predicate, timeout=90.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.fixture
+def local_two(tmp_path, monkeypatch):
+    """The ``local`` preset as two uncalibrated CPU workers, read from a cache in ``tmp_path`` (no calibration)."""
+    monkeypatch.setenv("PLACELAB_CACHE_DIR", str(tmp_path / "cache"))
+    path = local_cache_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(cluster_to_dict(machine_cluster(2, name="local"))))
+    return PRESETS["local"]()
+
+
+# -- pure helpers ------------------------------------------------------------------------------
+
+
+def test_measured_summary_is_simulated_against_measured():
+    s = measured_summary({"makespan_s": 0.12, "measured_makespan_s": 0.1, "measured_std_s": 0.004,
+                          "measured_repeats": 5, "time_scale": 2.5})
+    assert s["simulated_s"] == 0.12 and s["measured_s"] == 0.1 and s["repeats"] == 5
+    assert s["relative_error"] == pytest.approx(0.2)  # (0.12 - 0.1) / 0.1: the simulator is pessimistic
+    assert s["time_scale"] == 2.5 and s["measured_std_s"] == 0.004
+    assert measured_summary({"makespan_s": 0.12}) is None  # not executed
+
+
+def test_execute_command_scales_or_runs_as_is(tmp_path):
+    cmd = execute_command(Path("g.json"), Path("c.json"), Path("p.json"), placer="hash", repeats=4, step_ms=50.0,
+                          name="mine", runs_dir=tmp_path)
+    assert cmd[:5] == [sys.executable, "-m", "placelab.cli", "execute", "g.json"]
+    assert cmd[cmd.index("--step-ms") + 1] == "50.0" and cmd[cmd.index("--repeats") + 1] == "4"
+    assert cmd[cmd.index("--name") + 1] == "mine" and cmd[-4:] == ["--save", "--runs-dir", str(tmp_path), "--json"]
+    as_is = execute_command(Path("g.json"), Path("c.json"), Path("p.json"), placer="hash", repeats=1, step_ms=None,
+                            name=None, runs_dir=tmp_path)
+    assert as_is[as_is.index("--time-scale") + 1] == "1" and "--step-ms" not in as_is and "--name" not in as_is
+
+
+def test_execution_problem_names_what_this_machine_lacks():
+    assert execution_problem(machine_cluster(1)) is None
+    too_many = machine_cluster(len(os.sched_getaffinity(0)) + 1)
+    assert "one worker per core is needed" in execution_problem(too_many)
+
+
+def test_a_failed_execution_job_shows_its_error_line_and_is_kept_apart_from_training(tmp_path):
+    store = RunStore(tmp_path)
+    job = launch(tmp_path, [sys.executable, "-c", "import sys; print('loading'); "
+                                                  "sys.exit('error: worker for device cpu:1 died')"],
+                 label="x", kind="execute")
+    wait_for("the job's exit code", lambda: list_jobs(tmp_path)[0].returncode is not None)
+    assert [j.id for j in list_jobs(tmp_path, kind="execute")] == [job.id]
+    assert list_jobs(tmp_path, kind="train") == []  # the Train page does not see it
+    state, ended, run = execution_job(store, job.id)
+    assert state == "failed" and run is None
+    assert failure_message(ended) == "worker for device cpu:1 died"
+    assert execution_job(store, "no-such-job")[0] == "gone"
+
+
+# -- pages ---------------------------------------------------------------------------------------
+
+
+def test_place_page_on_a_gpu_cluster_says_why_it_cannot_execute(empty_runs):
+    app = page_app("place", GRAPH).run()
+    app.multiselect(key="place_placers").set_value(["round-robin"]).run()
+    app.button(key="place_run").click().run()
+    assert not app.exception and not app.error
+    # k80x2 (the default preset) has GPU devices; this test machine has none unless torch.cuda says so
+    if execution_problem(PRESETS["k80x2"]()) is None:
+        pytest.skip("this machine has 2 CUDA devices: k80x2 is executable here")
+    assert any("torch.cuda reports" in i.value and "`local` preset" in i.value for i in app.info)
+    assert not [b for b in app.button if b.key == "place_exec_0"]
+
+
+@TWO_CORES
+def test_place_page_executes_and_shows_measured_beside_simulated(empty_runs, local_two, kill_jobs_after):
+    kill_jobs_after(empty_runs)
+    app = page_app("place", GRAPH)
+    app.session_state["ctx_cluster"] = "local"
+    app.run()
+    app.multiselect(key="place_placers").set_value(["round-robin"]).run()
+    app.button(key="place_run").click().run()
+    app.number_input(key="place_exec_repeats_0").set_value(2)
+    app.number_input(key="place_exec_step_0").set_value(20.0)
+    app.button(key="place_exec_0").click().run()
+    assert not app.exception and not app.error
+    assert any(i.value.startswith("Executing on this machine") for i in app.info)
+    assert len(list_jobs(empty_runs, kind="execute")) == 1
+    wait_for("the execution", lambda: not list_jobs(empty_runs, kind="execute")[0].alive)
+    app.run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    [run] = RunStore(empty_runs).list(kind="place")
+    m = run.meta["metrics"]
+    assert run.meta["placer"] == "round-robin" and "app" in run.meta["tags"]
+    # the stored simulated makespan is the simulation of the graph scaled to a 20 ms step (independent re-run)
+    g = load_graph(GRAPH)
+    scale = 20e-3 / (float(g.min_compute().sum()) / 2)
+    assert m["time_scale"] == pytest.approx(scale)
+    from engine.placement import placement_from_dict
+    scaled = scale_graph(g, scale)
+    placement = placement_from_dict(run.read_json("placement.json"), scaled, local_two)
+    assert m["makespan_s"] == pytest.approx(Simulator(scaled, local_two).run(placement).makespan)
+    assert m["measured_repeats"] == 2 and m["measured_makespan_s"] == pytest.approx(np.mean(m["measured_makespans_s"]))
+    shown = {x.label: x.value for x in app.metric}
+    assert shown["Simulated makespan"] == fmt_ms(m["makespan_s"])
+    assert shown["Measured makespan"] == fmt_ms(m["measured_makespan_s"])
+    assert shown["Measured std"] == fmt_ms(m["measured_std_s"])
+    err = (m["makespan_s"] - m["measured_makespan_s"]) / m["measured_makespan_s"]
+    assert shown["Simulated vs measured"] == f"{err:+.1%}"
+    # the measured schedule drawn is the stored median repeat: its makespan is the last measured op or copy end
+    ops, tr = run.read_table("measured_ops.csv"), run.read_table("measured_transfers.csv")
+    end = max([*ops["end_s"], *tr["end_s"]])
+    assert end == pytest.approx(min(m["measured_makespans_s"]))  # repeats=2: the median is the shorter one
+    both = figure(app, f"{scaled.name}: measured {end * 1e3:.4g} ms, simulated {m['makespan_s'] * 1e3:.4g} ms")
+    lanes = {t["name"] for t in both["data"]}
+    assert {"cpu:0 measured", "cpu:1 measured"} <= lanes
+    assert not list((empty_runs / ".jobs").glob("inputs-*"))  # the job's inputs are removed once it ended

@@ -154,3 +154,46 @@ def test_place_page_executes_and_shows_measured_beside_simulated(empty_runs, loc
     lanes = {t["name"] for t in both["data"]}
     assert {"cpu:0 measured", "cpu:1 measured"} <= lanes
     assert not list((empty_runs / ".jobs").glob("inputs-*"))  # the job's inputs are removed once it ended
+
+
+@pytest.fixture
+def executed_runs(empty_runs):
+    """On one scaled 12-op graph and two CPU workers: round-robin executed (2 repeats), single-device simulated only."""
+    from placelab.cli_exec import measuring
+    from policies.runner import place_and_simulate
+
+    store, cluster = RunStore(empty_runs), machine_cluster(2, name="two")
+    g = scale_graph(load_graph(GRAPH), 20e-3 / (float(load_graph(GRAPH).min_compute().sum()) / 2))
+    plain = place_and_simulate(g, cluster, "single-device", store=store).run_id
+    with measuring(cluster, repeats=2) as measure:
+        executed = place_and_simulate(g, cluster, "round-robin", store=store, measure=measure).run_id
+    return store, executed, plain
+
+
+@TWO_CORES
+def test_compare_shows_measured_numbers_of_executed_runs(executed_runs):
+    store, executed, plain = executed_runs
+    m = store.load(executed).meta["metrics"]
+    app = page_app("compare").run()
+    assert not app.exception and not app.error
+    table = app.dataframe[0].value.set_index("placer")
+    assert table.loc["round-robin", "measured (ms)"] == pytest.approx(m["measured_makespan_s"] * 1e3)
+    assert table.loc["round-robin", "measured std (ms)"] == pytest.approx(m["measured_std_s"] * 1e3)
+    assert table.loc["round-robin", "measured runs"] == 2
+    assert np.isnan(table.loc["single-device", "measured (ms)"])  # simulated only
+    meta = store.load(executed).meta
+    graph = f"{meta['graph']['name']} [{meta['graph']['hash'][:8]}]"
+    bars = figure(app, f"Simulated and measured makespan on {graph} · two")
+    by_name = {t["name"]: t for t in bars["data"]}
+    assert by_name["simulated"]["x"] == ["round-robin"]  # only the executed run
+    assert by_name["simulated"]["y"] == pytest.approx([m["makespan_s"] * 1e3])
+    assert by_name["measured"]["y"] == pytest.approx([m["measured_makespan_s"] * 1e3])
+    assert by_name["measured"]["error_y"]["array"] == pytest.approx([m["measured_std_s"] * 1e3])
+    # timelines: the executed run's measured schedule on request; the other side stays simulated
+    app.selectbox(key="compare_left").set_value(executed).run()
+    app.selectbox(key="compare_right").set_value(plain).run()
+    app.radio(key="compare_tl_source").set_value("measured").run()
+    assert not app.exception and not app.error
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in app.get("plotly_chart")]
+    assert any(t.startswith("Measured · ") and "round-robin" in t for t in titles)
+    assert any(t.startswith("Simulated · ") and "single-device" in t for t in titles)

@@ -197,3 +197,21 @@ def test_compare_shows_measured_numbers_of_executed_runs(executed_runs):
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in app.get("plotly_chart")]
     assert any(t.startswith("Measured · ") and "round-robin" in t for t in titles)
     assert any(t.startswith("Simulated · ") and "single-device" in t for t in titles)
+
+
+def _panel(root: str, job_id: str) -> None:
+    from dashboard.app_pages.measured import execution_panel
+    from engine.runs import RunStore
+
+    execution_panel(RunStore(root), job_id, key="x")
+
+
+def test_a_failed_execution_is_one_error_on_the_page(tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    job = launch(tmp_path, [sys.executable, "-c", "import sys; sys.exit('error: the cluster has 2 GPU devices but "
+                                                  "torch.cuda reports 0')"], label="x", kind="execute")
+    wait_for("the job's exit code", lambda: list_jobs(tmp_path)[0].returncode is not None)
+    app = AppTest.from_function(_panel, args=(str(tmp_path), job.id), default_timeout=60).run()
+    assert not app.exception
+    assert [e.value for e in app.error] == ["Execution failed: the cluster has 2 GPU devices but torch.cuda reports 0"]

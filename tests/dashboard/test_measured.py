@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from test_pages import figure, page_app
+from test_train import wait_for
 
 from dashboard.app_pages.measured import (
     execute_command,
@@ -31,16 +31,6 @@ from engine.sources import load_graph
 
 GRAPH = "gen:random?ops=12&seed=3"
 TWO_CORES = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the executor needs 2 CPU cores")
-
-
-def wait_for(what, predicate, timeout=90.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    pytest.fail(f"timed out after {timeout} s waiting for {what}")
 
 
 @pytest.fixture
@@ -125,7 +115,7 @@ def test_place_page_executes_and_shows_measured_beside_simulated(empty_runs, loc
     assert not app.exception and not app.error
     assert any(i.value.startswith("Executing on this machine") for i in app.info)
     assert len(list_jobs(empty_runs, kind="execute")) == 1
-    wait_for("the execution", lambda: not list_jobs(empty_runs, kind="execute")[0].alive)
+    wait_for("the execution", lambda: not list_jobs(empty_runs, kind="execute")[0].alive, timeout=120)
     app.run()
     assert not app.exception and not app.error, [e.value for e in app.error]
     [run] = RunStore(empty_runs).list(kind="place")

@@ -124,15 +124,15 @@ def _timelines(runs: list[Run]) -> None:
         return
     ids = [r.id for r in runs]
     labels = {r.id: run_label(r) for r in runs}
-    cols = st.columns(2)
-    left = cols[0].selectbox("Left", ids, index=0, key="compare_left", format_func=labels.get)
-    right = cols[1].selectbox("Right", ids, index=min(1, len(ids) - 1), key="compare_right", format_func=labels.get)
-    picked = {r.id: r for r in runs}
-    offered = any(has_measurement(picked[i]) for i in {left, right})
+    offered = any(has_measurement(r) for r in runs)
     measured = offered and st.radio(
         "Schedules", ["simulated", "measured"], horizontal=True, key="compare_tl_source",
         help="Measured: the executed schedule a run stored (`--execute`); a run without one shows its simulation"
     ) == "measured"
+    cols = st.columns(2)
+    left = cols[0].selectbox("Left", ids, index=0, key="compare_left", format_func=labels.get)
+    right = cols[1].selectbox("Right", ids, index=min(1, len(ids) - 1), key="compare_right", format_func=labels.get)
+    picked = {r.id: r for r in runs}
     with guard("Replaying runs"), st.spinner("Re-simulating the stored placements ..."):
         replays = {i: replay(picked[i]) for i in {left, right}}
         shown = {i: _schedule(picked[i], *replays[i], measured) for i in {left, right}}

@@ -58,16 +58,16 @@ def measured_bars(rows: Sequence[Mapping[str, Any]], *, title: str = "Simulated 
     runs = [r.get("measured_repeats") or 1 for r in rows]
     fig = go.Figure([
         go.Bar(x=labels, y=sim, name="simulated", marker={"color": PALETTE[0]},
-               text=[f"{v:.4g}" for v in sim], textposition="outside", cliponaxis=False,
+               text=[f"{v:.4g}" for v in sim], textposition="inside",
                hovertemplate="%{x}: %{y:.4f} ms<extra>simulated</extra>"),
         go.Bar(x=labels, y=meas, name="measured", marker={"color": PALETTE[1]},
                error_y={"type": "data", "array": std, "visible": True}, customdata=list(zip(std, runs, strict=True)),
-               text=[f"{v:.4g}" for v in meas], textposition="outside", cliponaxis=False,
+               text=[f"{v:.4g}" for v in meas], textposition="inside",
                hovertemplate="%{x}: %{y:.4f} ± %{customdata[0]:.4f} ms over %{customdata[1]} runs"
                              "<extra>measured</extra>"),
     ])
     top = max([*sim, *(m + s for m, s in zip(meas, std, strict=True))], default=1.0)
-    fig.update_layout(title=title, barmode="group", yaxis_title="makespan (ms)", yaxis_range=[0, top * 1.18],
+    fig.update_layout(title=title, barmode="group", yaxis_title="makespan (ms)", yaxis_range=[0, top * 1.08],
                       height=420, margin={"l": 10, "r": 10, "t": 50, "b": 40})
     return fig
 

@@ -205,3 +205,16 @@ def test_a_failed_execution_is_one_error_on_the_page(tmp_path):
     app = AppTest.from_function(_panel, args=(str(tmp_path), job.id), default_timeout=60).run()
     assert not app.exception
     assert [e.value for e in app.error] == ["Execution failed: the cluster has 2 GPU devices but torch.cuda reports 0"]
+
+
+@TWO_CORES
+def test_runs_page_shows_the_measured_numbers_of_an_executed_run(executed_runs):
+    store, executed, _plain = executed_runs
+    m = store.load(executed).meta["metrics"]
+    app = page_app("runs").run()
+    app.selectbox(key="runs_selected").set_value(executed).run()
+    assert not app.exception and not app.error
+    shown = {x.label: x.value for x in app.metric}
+    assert shown["Measured makespan"] == fmt_ms(m["measured_makespan_s"])
+    assert shown["Simulated makespan"] == fmt_ms(m["makespan_s"])
+    assert {b.label for b in app.get("download_button")} >= {"Measured CSV (ops)", "Measured CSV (transfers)"}

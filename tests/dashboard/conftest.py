@@ -4,7 +4,6 @@ training, eval and experiment runs."""
 import os
 import shutil
 import signal
-import sys
 
 import pytest
 
@@ -12,16 +11,6 @@ from engine.generators import random_dag
 from engine.presets import PRESETS
 from engine.runs import RunStore
 from policies.runner import place_and_simulate
-
-
-@pytest.fixture(autouse=True)
-def _restore_main_module():
-    """Put ``__main__`` back after each test: AppTest runs a page script as ``__main__`` and leaves it
-    there, and the executor's workers (``spawn``) re-run ``__main__`` — a later executor test in the
-    same process would start workers that run the script (``from_function`` ones die with NameError)."""
-    main = sys.modules["__main__"]
-    yield
-    sys.modules["__main__"] = main
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,5 @@
-"""Training processes the app starts: ``placelab train … --save`` in the background, one record and log each.
+"""Processes the app starts in the background (``placelab train … --save``, ``placelab execute … --save``),
+one record and log each.
 
 Training never runs in the Streamlit script thread (DESIGN, "The app"): the Train page
 launches ``python -m placelab.cli train …`` in a new session, so it outlives a page reload
@@ -8,7 +9,8 @@ Each launch leaves a *job* in the store's hidden ``.jobs/`` folder (RunStore ski
 starting with a dot): ``<job>.json`` (pid, command, start time, the run it resumes, exit
 code once known) and ``<job>.log`` (the process's stdout and stderr). A run is tied to the
 job that made it by the pid the run records (same host, created after the job started); a
-resume job names its run. A job that fails before creating its run (bad spec, import
+resume job names its run. A job's ``kind`` (``train``, ``execute``) keeps each page to its own
+jobs; a record without one is a training job. A job that fails before creating its run (bad spec, import
 error) is visible only through its record and log.
 """
 
@@ -51,6 +53,7 @@ class Job:
     resume_of: str | None
     returncode: int | None
     record: Path
+    kind: str = "train"
 
     @property
     def log(self) -> Path:
@@ -108,7 +111,8 @@ def resume_command(run_id: str, *, episodes: int, runs_dir: Path) -> list[str]:
             "--runs-dir", str(runs_dir), "--threads", "1"]
 
 
-def launch(runs_dir: Path, command: list[str], *, label: str, resume_of: str | None = None) -> Job:
+def launch(runs_dir: Path, command: list[str], *, label: str, resume_of: str | None = None,
+           kind: str = "train") -> Job:
     """Start ``command`` in the background (own session, output to the job's log) and record the job."""
     folder = Path(runs_dir) / JOBS_DIR
     folder.mkdir(parents=True, exist_ok=True)
@@ -121,15 +125,16 @@ def launch(runs_dir: Path, command: list[str], *, label: str, resume_of: str | N
         proc = subprocess.Popen(command, cwd=_REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)
     doc = {"id": job_id, "pid": proc.pid, "command": command, "started": now.isoformat(), "label": label,
-           "resume_of": resume_of, "returncode": None}
+           "resume_of": resume_of, "returncode": None, "kind": kind}
     atomic_write_json(record, doc)
     # wait for the child here so that it never lingers as a zombie (which would read as alive)
     threading.Thread(target=_record_exit, args=(proc, record), daemon=True, name=f"placelab-job-{job_id}").start()
     return _job(doc, record)
 
 
-def list_jobs(runs_dir: Path) -> list[Job]:
-    """Every recorded job of the store, newest first; unreadable records are skipped."""
+def list_jobs(runs_dir: Path, kind: str | None = None) -> list[Job]:
+    """Every recorded job of the store (of ``kind`` only, when given), newest first; unreadable records
+    are skipped."""
     folder = Path(runs_dir) / JOBS_DIR
     if not folder.is_dir():
         return []
@@ -139,7 +144,7 @@ def list_jobs(runs_dir: Path) -> list[Job]:
             jobs.append(_job(json.loads(record.read_text(encoding="utf-8")), record))
         except (OSError, ValueError, KeyError, TypeError):
             continue
-    return sorted(jobs, key=lambda j: (j.started, j.id), reverse=True)
+    return sorted((j for j in jobs if kind is None or j.kind == kind), key=lambda j: (j.started, j.id), reverse=True)
 
 
 def made_by(job: Job, run: Run) -> bool:
@@ -164,7 +169,7 @@ def job_of_run(jobs: Iterable[Job], run: Run) -> Job | None:
 def _job(doc: dict[str, Any], record: Path) -> Job:
     return Job(id=str(doc["id"]), pid=int(doc["pid"]), command=list(doc["command"]), started=str(doc["started"]),
                label=str(doc.get("label") or doc["id"]), resume_of=doc.get("resume_of"),
-               returncode=doc.get("returncode"), record=record)
+               returncode=doc.get("returncode"), record=record, kind=str(doc.get("kind") or "train"))
 
 
 def _record_exit(proc: subprocess.Popen, record: Path) -> None:

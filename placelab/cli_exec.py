@@ -3,7 +3,9 @@
 ``placelab calibrate -o cluster.json`` measures this machine into a ``placelab.cluster/1``
 file (without ``-o`` it refreshes the cached ``local`` preset). ``placelab validate GRAPH -c
 CLUSTER`` executes and simulates many placements and reports the simulator's fidelity per
-mode. ``place`` and ``compare`` take ``--execute`` (see :func:`measuring`).
+mode. ``place`` and ``compare`` take ``--execute`` (see :func:`measuring`); ``placelab execute GRAPH
+-c CLUSTER --placement FILE`` executes one given placement (the app's Place page runs it in the
+background).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from engine.schedule import Schedule
 from engine.sources import load_graph
 from placelab.cli_common import DEFAULT_RUNS, ClusterOpt, GraphArg, JsonOpt, RunsDirOpt, emit, fmt_s, text_table
 
-__all__ = ["ExecuteOpt", "RepeatsOpt", "TimeScaleOpt", "executable_graph", "measuring", "register"]
+__all__ = ["ExecuteOpt", "RepeatsOpt", "TimeScaleOpt", "executable_graph", "execution_scale", "measuring",
+           "register"]
 
 ExecuteOpt = Annotated[bool, typer.Option(
     "--execute", help="also run the placement for real on this machine's devices and store the measurement")]
@@ -38,15 +41,20 @@ StepOpt = Annotated[float, typer.Option(help="with no --time-scale: scale the gr
 BytesScaleOpt = Annotated[float | None, typer.Option(help="multiply bytes by this (default: the time scale)")]
 
 
+def execution_scale(graph: CompGraph, num_devices: int, time_scale: float | None, step_ms: float = 100.0) -> float:
+    """``time_scale`` when given, else the factor that makes total compute / devices take ``step_ms``."""
+    if time_scale is not None:
+        return time_scale
+    if not step_ms > 0:
+        raise SpecError(f"--step-ms must be > 0, got {step_ms}")
+    share = float(graph.min_compute().sum()) / num_devices
+    return step_ms * 1e-3 / share if share > 0 else 1.0
+
+
 def executable_graph(graph: CompGraph, num_devices: int, time_scale: float | None, step_ms: float = 100.0,
                      bytes_scale: float | None = None) -> CompGraph:
     """``graph`` scaled for execution: by ``time_scale``, or so that total compute / devices = ``step_ms``."""
-    if time_scale is None:
-        if not step_ms > 0:
-            raise SpecError(f"--step-ms must be > 0, got {step_ms}")
-        share = float(graph.min_compute().sum()) / num_devices
-        time_scale = step_ms * 1e-3 / share if share > 0 else 1.0
-    return scale_graph(graph, time_scale, bytes_scale)
+    return scale_graph(graph, execution_scale(graph, num_devices, time_scale, step_ms), bytes_scale)
 
 
 @contextmanager
@@ -145,6 +153,42 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
     emit(out, as_json, text)
 
 
+def execute_cmd(graph: GraphArg, cluster: ClusterOpt,
+                placement: Annotated[str, typer.Option(help="placement file (placelab.placement/1)")],
+                repeats: RepeatsOpt = 3, time_scale: TimeScaleOpt = None, step_ms: StepOpt = 100.0,
+                placer: Annotated[str, typer.Option(help="the placer that made the placement (stored with the run)")]
+                = "placement file",
+                name: Annotated[str | None, typer.Option(help="name of the stored run")] = None,
+                tag: Annotated[list[str] | None, typer.Option(help="tag of the stored run (repeatable)")] = None,
+                save: Annotated[bool, typer.Option(help="store a run (kind 'place') with both schedules")] = False,
+                runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+    """Execute a placement file on this machine's devices and simulate it: measured beside simulated makespan."""
+    from engine.placement import load_placement
+    from engine.run_records import placement_metrics, save_placement_run
+    from engine.simulator import Simulator
+
+    c, g0 = load_cluster(cluster), load_graph(graph)
+    scale = execution_scale(g0, c.num_devices, time_scale, step_ms)
+    g = scale_graph(g0, scale)
+    p = load_placement(placement, g, c)
+    simulated = Simulator(g, c).run(p, record_memory=True)
+    with measuring(c, repeats) as measure:
+        measured, measured_metrics = measure(g, p)
+    metrics = {**placement_metrics(g, c, simulated), **measured_metrics, "time_scale": scale}
+    out = {**metrics, "graph": g.name, "cluster": c.name, "placer": placer}
+    if save:
+        store = RunStore(runs_dir)
+        run = save_placement_run(store, g, c, p, simulated, placer=placer,
+                                 parameters={"graph_spec": graph, "time_scale": scale, "repeats": repeats},
+                                 seed=None, seconds_to_place=0.0, tags=["executed", *(tag or [])],
+                                 extra_metrics={**measured_metrics, "time_scale": scale}, measured=measured)
+        if name:
+            store.rename(run.id, name)
+        out["run_id"] = run.id
+    emit(out, as_json, f"{g.name} on {c.name} (time scale {scale:.4g}): simulated {fmt_s(simulated.makespan)}"
+         + measured_text(metrics) + (f"\nsaved as run {out['run_id']}" if save else ""))
+
+
 def _placer_params(pairs: list[str]) -> dict[str, dict[str, Any]]:
     from placelab.cli_common import parse_params
 
@@ -158,6 +202,7 @@ def _placer_params(pairs: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``calibrate`` and ``validate`` to the ``placelab`` app."""
+    """Add ``calibrate``, ``validate`` and ``execute`` to the ``placelab`` app."""
     app.command("calibrate")(calibrate_cmd)
+    app.command("execute")(execute_cmd)
     app.command("validate")(validate_cmd)

@@ -7,6 +7,8 @@ of calibration itself point ``PLACELAB_CACHE_DIR`` at their own empty directory.
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from engine.cluster import cluster_to_dict
@@ -24,3 +26,13 @@ def _local_preset_cache(tmp_path_factory):
     atomic_write_text(path, dumps(cluster_to_dict(machine_cluster(local_devices())), indent=1))
     yield
     mp.undo()
+
+
+@pytest.fixture(autouse=True)
+def _restore_main_module():
+    """Put ``__main__`` back after each test: AppTest runs a page script as ``__main__`` and leaves it
+    there, and the executor's workers (``spawn``) re-run ``__main__`` — a later executor test in the
+    same process would start workers that run the page script (``from_function`` ones die with NameError)."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main

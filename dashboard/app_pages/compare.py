@@ -8,6 +8,7 @@ from collections import Counter
 import pandas as pd
 import streamlit as st
 
+from dashboard.app_pages.measured import has_measurement
 from dashboard.app_pages.stored import (
     MAX_CURVE_POINTS,
     cdf_series,
@@ -25,6 +26,8 @@ from dashboard.common import guard, list_runs, show_figure, table_downloads
 from dashboard.context import current_cluster, current_graph, keep
 from dashboard.figures import cdf_figure, learning_curves, makespan_bars, timeline
 from dashboard.figures.diff import moved_ops, placement_diff
+from dashboard.figures.fidelity import measured_bars
+from engine.executor.fidelity import load_measured_schedule
 from engine.runs import Run
 from policies.sweep import sweep_pivot, sweep_rows
 
@@ -104,6 +107,13 @@ def _placements(runs: list[Run]) -> None:
     rows = [{"label": lb, "hover": f"run {r.id} · {r.meta.get('name') or ''}", **(r.meta.get("metrics") or {})}
             for lb, r in zip(bar_labels(selected), selected, strict=True)]
     show_figure(makespan_bars(rows, title=f"Makespan on {graph} · {cluster}"), key="compare_bars")
+    executed = [row for row, r in zip(rows, selected, strict=True) if row.get("measured_makespan_s") is not None
+                and has_placement(r)]
+    if executed:
+        st.caption(f"{len(executed)} of these runs were also executed on real devices (`--execute`): measured "
+                   "mean ± std over their repeats beside the simulation of the same (scaled) graph.")
+        show_figure(measured_bars(executed, title=f"Simulated and measured makespan on {graph} · {cluster}"),
+                    key="compare_measured_bars")
     _timelines([r for r in selected if has_placement(r)])
 
 
@@ -114,20 +124,34 @@ def _timelines(runs: list[Run]) -> None:
         return
     ids = [r.id for r in runs]
     labels = {r.id: run_label(r) for r in runs}
+    offered = any(has_measurement(r) for r in runs)
+    measured = offered and st.radio(
+        "Schedules", ["simulated", "measured"], horizontal=True, key="compare_tl_source",
+        help="Measured: the executed schedule a run stored (`--execute`); a run without one shows its simulation"
+    ) == "measured"
     cols = st.columns(2)
     left = cols[0].selectbox("Left", ids, index=0, key="compare_left", format_func=labels.get)
     right = cols[1].selectbox("Right", ids, index=min(1, len(ids) - 1), key="compare_right", format_func=labels.get)
     picked = {r.id: r for r in runs}
     with guard("Replaying runs"), st.spinner("Re-simulating the stored placements ..."):
         replays = {i: replay(picked[i]) for i in {left, right}}
-        end = max(s.makespan for _, s in replays.values()) * 1e3 * 1.03
+        shown = {i: _schedule(picked[i], *replays[i], measured) for i in {left, right}}
+        end = max(s.makespan for s, _ in shown.values()) * 1e3 * 1.03
         for side, col, rid in (("l", cols[0], left), ("r", cols[1], right)):
-            pr, schedule = replays[rid]
+            pr = replays[rid][0]
+            schedule, what = shown[rid]
             with col:
-                name = run_label(pr.run)
-                show_figure(timeline(schedule, pr.graph, pr.cluster, title=name, time_range_ms=(0.0, end)),
-                            key=f"compare_tl_{side}")
+                title = f"{what} · {run_label(pr.run)}" if offered else run_label(pr.run)
+                show_figure(timeline(schedule, pr.graph, pr.cluster, title=title,
+                                     time_range_ms=(0.0, end)), key=f"compare_tl_{side}")
         _diff(replays[left][0], replays[right][0])
+
+
+def _schedule(run: Run, pr, simulated, measured: bool):
+    """The schedule a timeline draws and what it is: the stored measured one when asked for and stored."""
+    if measured and has_measurement(run):
+        return load_measured_schedule(run, pr.graph, pr.cluster), "Measured"
+    return simulated, "Simulated"
 
 
 def _sweeps() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from dashboard.app_pages.measured import execution_panel, execution_problem, start_execution
 from dashboard.app_pages.views import graph_view_controls, show_graph_view, show_metrics, show_schedule_figures
 from dashboard.common import fmt_bytes, guard, run_store, show_figure, table_downloads
 from dashboard.context import cluster_label, current_cluster, current_graph, keep
@@ -115,6 +116,32 @@ def _save(state: dict, r: dict, name: str) -> None:
         st.rerun()
 
 
+def _execution(state: dict, r: dict, i: int) -> None:
+    """Execute this placement on this machine in the background; then measured beside simulated."""
+    rg, rc = state["graph"], state["cluster"]
+    with st.expander("Execute on this machine: measured vs simulated", expanded=bool(r.get("exec_job"))):
+        problem = execution_problem(rc)
+        if problem:
+            st.info(f"{problem}. Executing needs a cluster of this machine's devices: pick the `local` preset "
+                    "in the sidebar (this machine's cores, calibrated on first use) and place again.")
+            return
+        cols = st.columns([2, 2, 2], vertical_alignment="bottom")
+        repeats = int(cols[0].number_input("measured executions", min_value=1, max_value=50, value=3, step=1,
+                                           key=keep(f"place_exec_repeats_{i}"), help="after one warm-up"))
+        step_ms = float(cols[1].number_input(
+            "scale to a step of (ms; 0 = as is)", min_value=0.0, value=100.0, step=10.0,
+            key=keep(f"place_exec_step_{i}"),
+            help="Times and bytes are scaled so one device's share of the compute takes this long "
+                 "(a graph whose step is too short or too long to measure); 0 runs the graph's own times"))
+        if cols[2].button("Execute", key=f"place_exec_{i}"):
+            with guard("Execute"):
+                job = start_execution(run_store(), rg, rc, r["placement"], placer=r["placer"], repeats=repeats,
+                                      step_ms=step_ms or None, name=None)
+                r["exec_job"] = job.id
+        if r.get("exec_job"):
+            execution_panel(run_store(), r["exec_job"], key=f"place_exec_view_{i}")
+
+
 def page() -> None:
     st.title("Place")
     g = current_graph()
@@ -181,6 +208,7 @@ def _show_results(g, cluster) -> None:
                                           key=f"place_name_{i}")
                 if cols[1].button("Save as run", key=f"place_save_{i}"):
                     _save(state, r, name)
+            _execution(state, r, i)
             show_schedule_figures(r["schedule"], rg, rc, key=f"place_{i}",
                                   title=f"{r['placer']} · {rg.name} · {cluster_label(rc)}")
             color_by, max_ops = graph_view_controls(f"place_{i}", placed=True, num_ops=rg.num_ops)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from dashboard.app_pages.measured import has_measurement, show_measured_run
 from dashboard.app_pages.stored import has_placement, replay, run_label
 from dashboard.common import (
     example_runs_dir,
@@ -72,6 +73,13 @@ def page() -> None:
         st.json(run.meta, expanded=1)
     _edit(store, run)
     _downloads(run)
+    if has_measurement(run):
+        st.subheader("Measured on real devices")
+        cols = st.columns(4)
+        for col, fname in zip(cols, ("measured_ops.csv", "measured_transfers.csv"), strict=False):
+            col.download_button(f"Measured CSV ({fname[9:-4]})", (run.path / fname).read_bytes(),
+                                file_name=f"{run.id}-{fname}", mime="text/csv", key=f"runs_dl_{fname}")
+        show_measured_run(run, key="runs_measured")
 
 
 def _edit(store: RunStore, run: Run) -> None:

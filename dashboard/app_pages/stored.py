@@ -50,7 +50,8 @@ def replay(run: Run) -> tuple[PlacementRun, Schedule]:
 
 
 def comparison_row(run: Run) -> dict[str, Any]:
-    """A row of the side-by-side table (Placeto Table 1 style)."""
+    """A row of the side-by-side table (Placeto Table 1 style); an executed run adds its measured makespan
+    (mean and std over the repeats, ``placelab place/compare/execute --save``)."""
     m = run.meta
     metrics = m.get("metrics") or {}
     peaks = metrics.get("peak_memory_bytes") or {}
@@ -70,6 +71,10 @@ def comparison_row(run: Run) -> dict[str, Any]:
         "communication (MB)": None if metrics.get("communication_bytes") is None
         else metrics["communication_bytes"] / 1e6,
         "seconds to place": metrics.get("seconds_to_place"),
+        **({} if metrics.get("measured_makespan_s") is None else {
+            "measured (ms)": metrics["measured_makespan_s"] * 1e3,
+            "measured std (ms)": (metrics.get("measured_std_s") or 0.0) * 1e3,
+            "measured runs": metrics.get("measured_repeats")}),
     }
 
 

@@ -67,7 +67,7 @@ def shown_status(run: Run, job: Job | None) -> str:
 
 def training_state(store: RunStore) -> TrainingState:
     runs = store.list(kind="train")
-    jobs = list_jobs(store.root)
+    jobs = list_jobs(store.root, kind="train")
     by_run = {r.id: job_of_run(jobs, r) for r in runs}
     loose = [j for j in jobs if j.resume_of is None and not any(made_by(j, r) for r in runs)]
     return TrainingState(runs, by_run, {r.id: shown_status(r, by_run[r.id]) for r in runs},

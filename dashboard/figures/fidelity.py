@@ -3,12 +3,14 @@
 Pure functions of data. ``fidelity_scatter`` is DOPPLER App. G.1's comparison drawn per
 simulation mode, with the diagonal where a perfect simulator's points would lie;
 ``measured_vs_simulated`` puts one placement's measured and simulated schedules on one time
-axis, one pair of lanes per device.
+axis, one pair of lanes per device; ``measured_bars`` sets simulated beside measured makespan
+for several executed runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -18,7 +20,7 @@ from engine.cluster import Cluster
 from engine.graph import CompGraph
 from engine.schedule import Schedule
 
-__all__ = ["fidelity_scatter", "measured_vs_simulated"]
+__all__ = ["fidelity_scatter", "measured_bars", "measured_vs_simulated"]
 
 
 def fidelity_scatter(measured_s: Sequence[float], simulated_s: Mapping[str, Sequence[float]], *,
@@ -39,6 +41,34 @@ def fidelity_scatter(measured_s: Sequence[float], simulated_s: Mapping[str, Sequ
                              line={"color": "#888", "dash": "dash"}, hoverinfo="skip"))
     fig.update_layout(title=title, xaxis_title="measured makespan (ms)", yaxis_title="simulated makespan (ms)",
                       height=460, margin={"l": 10, "r": 10, "t": 50, "b": 40})
+    return fig
+
+
+def measured_bars(rows: Sequence[Mapping[str, Any]], *, title: str = "Simulated and measured makespan"
+                  ) -> go.Figure:
+    """Grouped bars (ms) per row: simulated ``makespan_s`` and measured ``measured_makespan_s`` ± ``measured_std_s``.
+
+    ``rows``: dicts with ``label``, ``makespan_s``, ``measured_makespan_s`` and optional
+    ``measured_std_s``, ``measured_repeats``.
+    """
+    labels = [str(r["label"]) for r in rows]
+    sim = [float(r["makespan_s"]) * 1e3 for r in rows]
+    meas = [float(r["measured_makespan_s"]) * 1e3 for r in rows]
+    std = [float(r.get("measured_std_s") or 0.0) * 1e3 for r in rows]
+    runs = [r.get("measured_repeats") or 1 for r in rows]
+    fig = go.Figure([
+        go.Bar(x=labels, y=sim, name="simulated", marker={"color": PALETTE[0]},
+               text=[f"{v:.4g}" for v in sim], textposition="inside",
+               hovertemplate="%{x}: %{y:.4f} ms<extra>simulated</extra>"),
+        go.Bar(x=labels, y=meas, name="measured", marker={"color": PALETTE[1]},
+               error_y={"type": "data", "array": std, "visible": True}, customdata=list(zip(std, runs, strict=True)),
+               text=[f"{v:.4g}" for v in meas], textposition="inside",
+               hovertemplate="%{x}: %{y:.4f} ± %{customdata[0]:.4f} ms over %{customdata[1]} runs"
+                             "<extra>measured</extra>"),
+    ])
+    top = max([*sim, *(m + s for m, s in zip(meas, std, strict=True))], default=1.0)
+    fig.update_layout(title=title, barmode="group", yaxis_title="makespan (ms)", yaxis_range=[0, top * 1.08],
+                      height=420, margin={"l": 10, "r": 10, "t": 50, "b": 40})
     return fig
 
 

@@ -8,6 +8,6 @@ worker processes and calibration, so ``import engine.executor`` does not need it
 """
 
 from engine.executor.plan import scale_graph
-from engine.executor.pool import ExecutionError, Executor, Measurement, execute
+from engine.executor.pool import ExecutionError, Executor, Measurement, check_executable, execute
 
-__all__ = ["ExecutionError", "Executor", "Measurement", "execute", "scale_graph"]
+__all__ = ["ExecutionError", "Executor", "Measurement", "check_executable", "execute", "scale_graph"]

@@ -24,6 +24,7 @@ import numpy as np
 
 from engine.cluster import Cluster
 from engine.errors import PlacelabError
+from engine.executor.cores import default_cores
 from engine.executor.kernels import KernelModel
 from engine.executor.plan import build_plans, measured_schedule, transfer_table
 from engine.executor.worker import worker_main
@@ -31,7 +32,7 @@ from engine.graph import CompGraph
 from engine.placement import Constraints, Placement
 from engine.schedule import Schedule
 
-__all__ = ["ExecutionError", "Executor", "Measurement", "execute"]
+__all__ = ["ExecutionError", "Executor", "Measurement", "check_executable", "execute"]
 
 _RELEASE_DELAY_NS = 20_000_000  # workers are released together this long after "go" is sent
 
@@ -69,8 +70,8 @@ class Measurement:
 
 def _device_targets(cluster: Cluster, cores: list[int] | None) -> list[tuple[str, int | None]]:
     """(torch device, CPU core) of every cluster device: ``cpu`` kinds on cores, ``gpu`` on CUDA."""
-    avail = sorted(cores if cores is not None else os.sched_getaffinity(0))
     n_cpu = sum(d.kind == "cpu" for d in cluster.devices)
+    avail = sorted(cores) if cores is not None else default_cores(len(os.sched_getaffinity(0)))
     if n_cpu > len(avail):
         raise ExecutionError(f"cluster '{cluster.name}' has {n_cpu} CPU devices but this machine gives "
                              f"{len(avail)} cores; one worker per core is needed")
@@ -87,6 +88,15 @@ def _device_targets(cluster: Cluster, cores: list[int] | None) -> list[tuple[str
     if g:
         _check_cuda(g)
     return out
+
+
+def check_executable(cluster: Cluster, cores: list[int] | None = None) -> None:
+    """Raise :class:`ExecutionError` (one sentence) unless this machine has ``cluster``'s devices.
+
+    The check :class:`Executor` makes before it starts workers: a core per ``cpu`` device, a
+    CUDA device per ``gpu`` device, no other kinds. Starts nothing.
+    """
+    _device_targets(cluster, cores)
 
 
 def _check_cuda(needed: int) -> None:
@@ -117,7 +127,8 @@ class Executor:
     cluster : Cluster
         Devices of kind ``cpu`` (one pinned worker per core) and ``gpu`` (one per CUDA device).
     cores : list of int, optional
-        CPU cores to pin to (default: the cores this process may use, in order).
+        CPU cores to pin to, in device order (default: the cores this process may use, one per
+        physical core first and core 0's last: :func:`engine.executor.cores.spread_cores`).
     timeout_s : float
         Longest a worker may take to start, plan or run one step before the run fails.
     """

@@ -94,6 +94,41 @@ def test_compare_execute_measures_every_placer(capsys, tmp_path, two):
     assert all(r["measured_makespan_s"] > 0 and r["measured_repeats"] == 1 for r in rows)
 
 
+def test_execute_a_placement_file_stores_measured_beside_simulated(capsys, tmp_path, two):
+    from engine.executor import scale_graph
+    from engine.placement import load_placement
+    from engine.simulator import Simulator
+    from engine.sources import load_graph
+
+    placement = tmp_path / "p.json"
+    code, _, _ = run_cli(capsys, "place", GRAPH, "-c", two, "--placer", "round-robin", "-o", str(placement))
+    assert code == 0
+    runs = tmp_path / "runs"
+    code, stdout, _ = run_cli(capsys, "execute", GRAPH, "-c", two, "--placement", str(placement), "--repeats", "2",
+                              "--step-ms", "10", "--placer", "round-robin", "--name", "mine", "--save",
+                              "--runs-dir", str(runs), "--json")
+    assert code == 0
+    res = json.loads(stdout)
+    g = load_graph(GRAPH)
+    scale = 10e-3 / (float(g.min_compute().sum()) / 2)  # one device's share of the compute takes 10 ms
+    assert res["time_scale"] == pytest.approx(scale)
+    scaled, c = scale_graph(g, scale), load_cluster(two)
+    assert res["makespan_s"] == pytest.approx(Simulator(scaled, c).run(load_placement(str(placement), scaled,
+                                                                                      c)).makespan)
+    assert res["measured_makespan_s"] == pytest.approx(sum(res["measured_makespans_s"]) / 2)
+    run = RunStore(runs).load(res["run_id"])
+    assert run.meta["name"] == "mine" and run.meta["placer"] == "round-robin" and "executed" in run.meta["tags"]
+    assert run.meta["metrics"]["measured_makespan_s"] == res["measured_makespan_s"]
+    assert run.read_table("measured_ops.csv")["device"] == run.read_table("schedule_ops.csv")["device"]
+
+
+def test_execute_a_placement_of_another_cluster_is_one_line(capsys, tmp_path, two):
+    placement = tmp_path / "p.json"
+    run_cli(capsys, "place", GRAPH, "-c", "k80x2", "--placer", "round-robin", "-o", str(placement))
+    code, stdout, stderr = run_cli(capsys, "execute", GRAPH, "-c", two, "--placement", str(placement))
+    assert code == 2 and stdout == "" and "unknown device 'gpu:0'" in stderr and stderr.count("\n") == 1
+
+
 @pytest.mark.parametrize("args, words", [
     (["validate", GRAPH, "-c", "TWO", "--placers", "nosuch"], "unknown placer 'nosuch'"),
     (["validate", GRAPH, "-c", "TWO", "--time-scale", "-1"], "--time-scale must be >= 0"),

@@ -28,7 +28,7 @@ def test_all_collapsed():
     assert nodes == ["enc", "dec", "op:e"]
     assert node_of_op.tolist() == [0, 0, 0, 1, 2]
     # enc→enc edges vanish; c→d is enc→dec, d→e is dec→op:e
-    assert edges == [(0, 1, 1), (1, 2, 1)]
+    assert edges == [(0, 1, 1, 1.0), (1, 2, 1, 1.0)]
 
 
 def test_expand_one_scope():
@@ -36,4 +36,4 @@ def test_expand_one_scope():
     assert nodes == ["enc/l0", "enc/l1", "dec", "op:e"]
     assert node_of_op.tolist() == [0, 0, 1, 2, 3]
     # b→c and a→c both become l0→l1 (count 2), c→d l1→dec, d→e dec→op:e
-    assert edges == [(0, 1, 2), (1, 2, 1), (2, 3, 1)]
+    assert edges == [(0, 1, 2, 2.0), (1, 2, 1, 1.0), (2, 3, 1, 1.0)]

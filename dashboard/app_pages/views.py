@@ -106,22 +106,28 @@ def curve_controls(key: str) -> tuple[str, float]:
     return x, float(smoothing)
 
 
-def _on_timeline_select(key: str, explorer_key: str, graph: CompGraph, fig) -> None:
-    """A click on an op's bar (or its memcpy, or a search marker) selects that op in the explorer."""
-    event = st.session_state.get(f"{key}_timeline")
-    points = (event or {}).get("selection", {}).get("points", []) if event else []
+def op_at_points(fig, points: list[dict], names: dict[str, int]) -> int | None:
+    """The op of the first clicked point that is one op: an op's bar, its memcpy bar or its search marker
+    (a busy bin of the zoomed-out timeline is none); ``points`` as Streamlit's plotly selection gives them."""
     for p in points:
         trace = fig.data[p["curve_number"]]
         if trace.name == "matches":
             name = trace.text[p["point_index"]]
         elif trace.customdata is not None and np.ndim(trace.customdata) == 2:
             name = trace.customdata[p["point_index"]][0]
-        else:  # a busy bin: no single op
+        else:
             continue
-        index = op_index(graph).get(str(name))
-        if index is not None:
-            pick_op(explorer_key, graph, index)
-            return
+        if str(name) in names:
+            return names[str(name)]
+    return None
+
+
+def _on_timeline_select(key: str, explorer_key: str, graph: CompGraph, fig) -> None:
+    """A click on an op in the timeline selects it in the explorer (its scopes open, its node marked)."""
+    event = st.session_state.get(f"{key}_timeline") or {}
+    op = op_at_points(fig, (event.get("selection") or {}).get("points", []), op_index(graph))
+    if op is not None:
+        pick_op(explorer_key, graph, op)
 
 
 def show_timeline(schedule: Schedule, graph: CompGraph, cluster: Cluster, *, key: str, title: str | None,

@@ -18,6 +18,9 @@ __all__ = ["ancestors", "collapsed_graph", "hierarchy_scopes", "initial_expanded
 
 #: Fraction of ops that must carry a scope for the graph's own scopes to be the hierarchy.
 SCOPED_FRACTION = 0.9
+#: Up to this many ops without a scope sit at the top one by one; more go into :data:`NO_SCOPE`.
+LOOSE_OPS = 20
+NO_SCOPE = "(no scope)"
 #: Synthetic hierarchy of an unscoped graph: this many bands of topological levels, each cut again.
 _BANDS = 40
 
@@ -82,12 +85,15 @@ def hierarchy_scopes(scopes: Sequence[str], levels: np.ndarray) -> tuple[list[st
     """The scope path per op that the explorer nests by, and whether it is the graph's own.
 
     When at least :data:`SCOPED_FRACTION` of ops carry a layer scope, those scopes (ops without
-    one sit at the top). Otherwise a synthetic two-level hierarchy of topological-level bands —
+    one sit at the top, or in one ``(no scope)`` group when more than :data:`LOOSE_OPS`). Otherwise a synthetic two-level hierarchy of topological-level bands —
     ``levels 0–99`` holding ``levels 0–9``, … — so an unscoped graph of any size still opens as a
     few dozen nodes (DOPPLER and Placeto graphs come without layer names).
     """
-    if sum(1 for s in scopes if s) >= SCOPED_FRACTION * max(len(scopes), 1):
-        return list(scopes), True
+    unscoped = sum(1 for s in scopes if not s)
+    if len(scopes) - unscoped >= SCOPED_FRACTION * max(len(scopes), 1):
+        if unscoped <= LOOSE_OPS:
+            return list(scopes), True
+        return [s or NO_SCOPE for s in scopes], True
     lv = np.asarray(levels, dtype=np.int64)
     top = int(lv.max()) + 1 if len(lv) else 1
     coarse = max(1, -(-top // _BANDS))  # levels per band, ceil

@@ -34,7 +34,8 @@ STYLES = [
         "shape": "round-rectangle", "background-color": "#8899aa", "background-opacity": 0.08, "border-width": 1,
         "border-color": "#8899aa", "text-valign": "top", "text-halign": "center", "font-size": 11, "padding": 8}),
     EdgeStyle("edge", directed=True, custom_styles={"width": "data(_width)", "curve-style": "bezier",
-                                                    "line-color": "#9aa4ae", "target-arrow-color": "#9aa4ae"}),
+                                                    "line-color": "#9aa4ae", "target-arrow-color": "#9aa4ae",
+                                                    "opacity": 0.6}),
 ]
 _EVENTS = [Event("tap_node", "tap", "node")]
 

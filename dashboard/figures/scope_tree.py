@@ -85,9 +85,10 @@ def hierarchy_scopes(scopes: Sequence[str], levels: np.ndarray) -> tuple[list[st
     """The scope path per op that the explorer nests by, and whether it is the graph's own.
 
     When at least :data:`SCOPED_FRACTION` of ops carry a layer scope, those scopes (ops without
-    one sit at the top, or in one ``(no scope)`` group when more than :data:`LOOSE_OPS`). Otherwise a synthetic two-level hierarchy of topological-level bands —
-    ``levels 0–99`` holding ``levels 0–9``, … — so an unscoped graph of any size still opens as a
-    few dozen nodes (DOPPLER and Placeto graphs come without layer names).
+    one sit at the top, or in one ``(no scope)`` group when more than :data:`LOOSE_OPS`).
+    Otherwise a synthetic two-level hierarchy of topological-level bands — ``levels 0–99``
+    holding ``levels 0–9``, … — so an unscoped graph of any size still opens as a few dozen
+    nodes (DOPPLER and Placeto graphs come without layer names).
     """
     unscoped = sum(1 for s in scopes if not s)
     if len(scopes) - unscoped >= SCOPED_FRACTION * max(len(scopes), 1):

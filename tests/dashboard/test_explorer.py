@@ -34,8 +34,17 @@ def test_open_scope_is_a_compound_box_around_its_children(graph):
     assert nodes["s:enc/l0"]["data"]["parent"] == nodes["s:enc/l1"]["data"]["parent"] == "s:enc"
     assert "parent" not in nodes["s:dec"]["data"] and "parent" not in nodes["op:e"]["data"]
     assert nodes["s:enc/l0"]["data"]["name"] == "l0 (2)" and nodes["s:enc/l0"]["data"]["ops"] == 2
-    # columns: median level 0.5→0, 2, 3, 4 → ranks 0..3, one node per column
-    assert [nodes[i]["position"] for i in view.node_ids] == [{"x": 140.0 * r, "y": -27.5} for r in range(4)]
+    # nested layout by hand: root columns [box enc (median level 1)] [dec (3)] [e (4)]; inside the box
+    # [l0 (0.5)] [l1 (2)]. Leaves are 110 wide, 40 apart; the box adds 16 padding each side and a 24 title:
+    # l0 centre x = 16 + 55, l1 = 16 + 150 + 55; the box is 292 wide, so dec = 292 + 40 + 55, e = 482 + 55.
+    # Sizes (14 + 26 √(compute / max), +10 for scopes): l0 = l1 = 14 + 26 √.5 + 10, dec 50, e 14.
+    s = 24 + 26 * np.sqrt(0.5)
+    box_h = (s + 22) + 32 + 24
+    xy = {i: (nodes[i]["position"]["x"], nodes[i]["position"]["y"]) for i in view.node_ids}
+    assert xy["s:enc/l0"] == pytest.approx((71, 40 + s / 2), abs=0.01)
+    assert xy["s:enc/l1"] == pytest.approx((221, 40 + s / 2), abs=0.01)
+    assert xy["s:dec"] == pytest.approx((387, (box_h - 72) / 2 + 25), abs=0.01)
+    assert xy["op:e"] == pytest.approx((537, (box_h - 36) / 2 + 7), abs=0.01)
     assert view.node_of_op.tolist() == [0, 0, 1, 2, 3]
     edges = [(e["data"]["source"], e["data"]["target"], e["data"]["edges"], e["data"]["bytes"])
              for e in view.elements["edges"]]
@@ -49,6 +58,9 @@ def test_fully_open_ops_nest_in_their_scope_boxes(graph):
     assert view.node_ids == ["op:a", "op:b", "op:c", "op:d", "op:e"]
     assert nodes["op:a"]["data"]["parent"] == "s:enc/l0" and nodes["op:c"]["data"]["parent"] == "s:enc/l1"
     assert nodes["s:enc/l0"]["data"]["parent"] == "s:enc" and nodes["op:d"]["data"]["parent"] == "s:dec"
+    # boxes never overlap: each op sits inside its own box's column band, boxes side by side
+    xs = {i: nodes[i]["position"]["x"] for i in view.node_ids}
+    assert xs["op:a"] < xs["op:b"] < xs["op:c"] < xs["op:d"] < xs["op:e"]
     # a scope whose parent is closed is not drawn open
     assert "s:enc/l0" not in _by_id(explorer_elements(graph, SCOPES, {"enc/l0"}))
 

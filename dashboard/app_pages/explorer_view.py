@@ -134,9 +134,10 @@ def show_explorer(graph: CompGraph, *, key: str, devices: np.ndarray | None = No
     opened = sorted(s for s in state["expanded"] if s)
     what = "layer scopes" if own else "bands of topological levels (the graph has no layer scopes)"
     picked = "" if state["selected"] is None else f" · selected: **{graph.op_names[state['selected']]}**"
+    op_click = "select it in the timeline" if op_start is not None else "select it"
     st.caption(f"{graph.num_ops:,} ops grouped by {what}: {len(view.node_ids):,} nodes shown, "
                f"{len(opened):,} scopes open{picked}. Click a scope to open it, its box to close it, an op to "
-               "select it in the timeline; scroll to zoom.")
+               f"{op_click}; scroll to zoom, the side panel shows the clicked node's card.")
     if highlight is not None and highlight.any():
         st.caption(f"Red border: {highlight_label} ({int(highlight.sum()):,} ops).")
     legend = " ".join(f'<span style="color:{c}">●</span> {name}' for name, c in list(view.legend.items())[:14])

@@ -89,11 +89,14 @@ def wait_node(frame, node_id: str, js_test: str) -> None:
 
 
 def click_node(page, frame, node_id: str) -> None:
-    """A real mouse click on a node's centre (its rendered position in the Cytoscape canvas)."""
+    """A real mouse click on a node's centre (its rendered position in the Cytoscape canvas), once the view
+    is centred on it (a node at the edge may sit under the component's side panel)."""
     box = page.locator(EXPLORER).first.bounding_box()
     x, y = frame.evaluate(f"""() => {{ const cy = {_CY};
         const r = document.getElementById('cy').getBoundingClientRect();
-        const p = cy.getElementById({json.dumps(node_id)}).renderedPosition();
+        const n = cy.getElementById({json.dumps(node_id)});
+        cy.center(n);
+        const p = n.renderedPosition();
         return [r.left + p.x, r.top + p.y]; }}""")
     page.mouse.click(box["x"] + x, box["y"] + y)
 

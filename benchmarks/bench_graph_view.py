@@ -15,13 +15,15 @@ For each graph, seconds from "draw this" to a painted picture in the system chro
 
 The Cytoscape pages are driven the way Streamlit drives the component (a render message to its
 iframe), so no Streamlit server is in the timing. Usage:
-``python benchmarks/bench_graph_view.py [--repeats 3] [--model-explorer-path DIR]``.
+``python benchmarks/bench_graph_view.py [--repeats 3] [--limit 120] [--model-explorer-path DIR]``;
+a view slower than ``--limit`` seconds is tried once and printed as ``> LIMIT``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import socket
 import statistics
 import subprocess
 import sys
@@ -31,8 +33,6 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-
-import numpy as np
 
 from dashboard.figures import placement_graph_html
 from dashboard.figures.explorer import explorer_elements
@@ -57,14 +57,18 @@ window.addEventListener("message", (e) => {{
 }});
 window.ARGS = {args};
 </script></body></html>"""
-_PAINTED = """(n) => new Promise((resolve) => {
+_PAINTED = """([n, limit]) => new Promise((resolve) => {
+  const end = Date.now() + limit;
   const poll = () => {
     const cy = document.getElementById("cy")?._cyreg?.cy;
-    if (cy && cy.nodes().length === n) requestAnimationFrame(() => requestAnimationFrame(resolve));
+    if (cy && cy.nodes().length === n) requestAnimationFrame(() => requestAnimationFrame(() => resolve(true)));
+    else if (Date.now() > end) resolve(false);
     else setTimeout(poll, 20);
   };
   poll();
 })"""
+#: Seconds one view may take before it is reported as "> LIMIT" (``--limit``).
+LIMIT = 120.0
 
 
 def cytoscape_args(elements: dict, layout: dict) -> dict:
@@ -97,7 +101,7 @@ def explorer_view(g: CompGraph, dagre: bool = False) -> tuple[dict, dict]:
     return explorer_elements(g, hierarchy, expanded).elements, layout
 
 
-def time_cytoscape(page, tmp: Path, build: Callable[[], tuple[dict, dict]]) -> float:
+def time_cytoscape(page, tmp: Path, build: Callable[[], tuple[dict, dict]], limit: float = LIMIT) -> float:
     from streamlit_cytoscape import component
 
     src = (Path(component.__file__).parent / "frontend" / "build" / "index.html").as_uri()
@@ -108,16 +112,17 @@ def time_cytoscape(page, tmp: Path, build: Callable[[], tuple[dict, dict]]) -> f
     page.goto(host.as_uri())
     frame = page.frames[1] if len(page.frames) > 1 else page.wait_for_event("frameattached")
     frame.wait_for_load_state()
-    frame.evaluate(_PAINTED, len(elements["nodes"]))
+    if not frame.evaluate(_PAINTED, [len(elements["nodes"]), limit * 1e3]):
+        return float("inf")
     return time.perf_counter() - t0
 
 
-def time_pyvis(page, tmp: Path, g: CompGraph, max_ops: int) -> float:
+def time_pyvis(page, tmp: Path, g: CompGraph, max_ops: int, limit: float = LIMIT) -> float:
     t0 = time.perf_counter()
     path = tmp / "view.html"
     path.write_text(placement_graph_html(g, None, color_by="op type", max_ops=max_ops), encoding="utf-8")
-    page.goto(path.as_uri())
-    page.locator("#mynetwork canvas").wait_for(timeout=600_000)
+    page.goto(path.as_uri(), timeout=limit * 1e3)
+    page.locator("#mynetwork canvas").wait_for(timeout=limit * 1e3)
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     return time.perf_counter() - t0
 
@@ -133,7 +138,8 @@ def model_explorer_json(g: CompGraph) -> dict:
     return {"label": g.name, "graphs": [{"id": g.name, "nodes": nodes}]}
 
 
-def time_model_explorer(page, tmp: Path, g: CompGraph, me_path: str, port: int) -> float:
+def time_model_explorer(page, tmp: Path, g: CompGraph, me_path: str, port: int,
+                        limit: float = LIMIT) -> float:
     t0 = time.perf_counter()
     path = tmp / f"{g.name}.json"
     path.write_text(json.dumps(model_explorer_json(g)), encoding="utf-8")
@@ -150,8 +156,8 @@ def time_model_explorer(page, tmp: Path, g: CompGraph, me_path: str, port: int) 
                 time.sleep(0.05)
         data = urllib.parse.quote(json.dumps({"models": [{"url": str(path)}]}))
         page.goto(f"{url}/?data={data}")
-        page.locator("webgl-renderer canvas").first.wait_for(timeout=600_000)
-        page.get_by_text("op node count").first.wait_for(timeout=600_000)
+        page.locator("webgl-renderer canvas").first.wait_for(timeout=limit * 1e3)
+        page.get_by_text("op node count").first.wait_for(timeout=limit * 1e3)
         page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
         return time.perf_counter() - t0
     finally:
@@ -159,14 +165,23 @@ def time_model_explorer(page, tmp: Path, g: CompGraph, me_path: str, port: int) 
         proc.wait(timeout=10)
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def main() -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--model-explorer-path", default=None, help="where ai-edge-model-explorer was pip-installed")
     ap.add_argument("--specs", nargs="*", default=list(SPECS))
+    ap.add_argument("--limit", type=float, default=LIMIT, help="seconds before a view counts as too slow")
     args = ap.parse_args()
+    lim = args.limit
     with sync_playwright() as p, tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu",
@@ -176,25 +191,33 @@ def main() -> None:
             g = load_graph(spec)
             elements, _ = explorer_view(g)
             views: list[tuple[str, int, Callable]] = [
-                ("pyvis aggregated", -1, lambda pg, g=g: time_pyvis(pg, tmp, g, 1500)),
-                ("explorer", len(elements["nodes"]), lambda pg, g=g: time_cytoscape(pg, tmp, lambda: explorer_view(g))),
+                ("pyvis aggregated", -1, lambda pg, g=g: time_pyvis(pg, tmp, g, 1500, lim)),
+                ("explorer", len(elements["nodes"]), lambda pg, g=g: time_cytoscape(
+                    pg, tmp, lambda: explorer_view(g), lim)),
                 ("explorer, dagre", len(elements["nodes"]), lambda pg, g=g: time_cytoscape(
-                    pg, tmp, lambda: explorer_view(g, dagre=True))),
+                    pg, tmp, lambda: explorer_view(g, dagre=True), lim)),
                 ("cytoscape all ops", g.num_ops, lambda pg, g=g: time_cytoscape(
-                    pg, tmp, lambda: (all_ops_elements(g), {"name": "preset", "fit": True, "animate": False}))),
-                ("pyvis all ops", g.num_ops, lambda pg, g=g: time_pyvis(pg, tmp, g, 10**9)),
+                    pg, tmp, lambda: (all_ops_elements(g), {"name": "preset", "fit": True, "animate": False}), lim)),
+                ("pyvis all ops", g.num_ops, lambda pg, g=g: time_pyvis(pg, tmp, g, 10**9, lim)),
             ]
             if args.model_explorer_path:
                 views.append(("model explorer", g.num_ops, lambda pg, g=g: time_model_explorer(
-                    pg, tmp, g, args.model_explorer_path, 18300 + int(np.random.randint(0, 500)))))
+                    pg, tmp, g, args.model_explorer_path, _free_port(), lim)))
             for name, nodes, run in views:
                 times = []
                 for _ in range(args.repeats):
                     page = browser.new_page(viewport={"width": 1400, "height": 800})
-                    times.append(run(page))
+                    try:
+                        times.append(run(page))
+                    except PlaywrightTimeout:
+                        times.append(float("inf"))
                     page.close()
+                    if times[-1] == float("inf"):
+                        break  # too slow: one try says so
                 shown = "" if nodes < 0 else f"{nodes:,}"
-                print(f"{spec:30} {g.num_ops:7,} {name:18} {shown:>6} {statistics.median(times):14.2f}", flush=True)
+                t = statistics.median(times)
+                paint = f"{t:14.2f}" if t != float("inf") else f"{'> ' + format(lim, 'g'):>14}"
+                print(f"{spec:30} {g.num_ops:7,} {name:18} {shown:>6} {paint}", flush=True)
         browser.close()
 
 

@@ -137,10 +137,6 @@ def table_downloads(table: pd.DataFrame, key: str, name: str) -> None:
                             icon=":material/download:")
 
 
-def show_html(page: str, height: int) -> None:
-    st.iframe(page, height=height)
-
-
 @st.cache_resource(max_entries=16, show_spinner=False)
 def _graph_from_spec(spec: str) -> CompGraph:
     from engine.sources import load_graph

@@ -10,6 +10,7 @@ it (the timeline above highlights it). Ops picked in the timeline arrive through
 from __future__ import annotations
 
 import hashlib
+import html
 from functools import partial
 
 import numpy as np
@@ -40,10 +41,10 @@ STYLES = [
 _EVENTS = [Event("tap_node", "tap", "node")]
 
 
-def layout_for(expanded: set[str] | frozenset[str]) -> dict:
+def layout_for(expanded: set[str] | frozenset[str], graph_hash: str = "") -> dict:
     """The positions computed in Python (Cytoscape's ``preset``), fit to the view; ``view`` changes with
-    the open set, so the component places (and fits) again after each expand / collapse."""
-    view = hashlib.sha1("\n".join(sorted(expanded)).encode()).hexdigest()[:12]
+    the graph and the open set, so the component places (and fits) again after each expand / collapse."""
+    view = hashlib.sha1("\n".join([graph_hash, *sorted(expanded)]).encode()).hexdigest()[:12]
     return {"name": "preset", "fit": True, "padding": 24, "animate": False, "view": view}
 
 
@@ -140,8 +141,9 @@ def show_explorer(graph: CompGraph, *, key: str, devices: np.ndarray | None = No
                f"{op_click}; scroll to zoom, the side panel shows the clicked node's card.")
     if highlight is not None and highlight.any():
         st.caption(f"Red border: {highlight_label} ({int(highlight.sum()):,} ops).")
-    legend = " ".join(f'<span style="color:{c}">●</span> {name}' for name, c in list(view.legend.items())[:14])
+    legend = " ".join(f'<span style="color:{c}">●</span> {html.escape(name or "(none)")}'
+                      for name, c in list(view.legend.items())[:14])
     st.markdown(legend, unsafe_allow_html=True)
-    streamlit_cytoscape(view.elements, layout=layout_for(state["expanded"]), node_styles=STYLES[:3],
-                        edge_styles=STYLES[3:], height=620, key=f"{key}_cy", events=_EVENTS,
+    streamlit_cytoscape(view.elements, layout=layout_for(state["expanded"], graph.content_hash),
+                        node_styles=STYLES[:3], edge_styles=STYLES[3:], height=620, key=f"{key}_cy", events=_EVENTS,
                         on_change=partial(_on_event, key, graph))

@@ -180,6 +180,7 @@ def main() -> None:
     ap.add_argument("--model-explorer-path", default=None, help="where ai-edge-model-explorer was pip-installed")
     ap.add_argument("--specs", nargs="*", default=list(SPECS))
     ap.add_argument("--limit", type=float, default=LIMIT, help="seconds before a view counts as too slow")
+    ap.add_argument("--views", nargs="*", default=None, help="only these views (names as printed)")
     args = ap.parse_args()
     lim = args.limit
     with sync_playwright() as p, tempfile.TemporaryDirectory() as tmp_name:
@@ -204,6 +205,8 @@ def main() -> None:
                 views.append(("model explorer", g.num_ops, lambda pg, g=g: time_model_explorer(
                     pg, tmp, g, args.model_explorer_path, _free_port(), lim)))
             for name, nodes, run in views:
+                if args.views and name not in args.views:
+                    continue
                 times = []
                 for _ in range(args.repeats):
                     page = browser.new_page(viewport={"width": 1400, "height": 800})

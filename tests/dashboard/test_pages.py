@@ -239,6 +239,15 @@ def test_compare_selected_runs(stored_runs):
     assert sorted(table["placer"]) == ["round-robin", "single-device"]
     # bars, two timelines, the eval CDF
     assert len(charts(app)) == 4
+    # the placement diff in the explorer: the ops that moved get a red border
+    from engine.run_records import load_placement_run
+
+    runs = [load_placement_run(_store.load(i)) for i in ids]
+    moved = int((runs[0].placement.devices != runs[1].placement.devices).sum())
+    assert 0 < moved < 40
+    app.toggle(key="compare_diff_view").set_value(True).run()
+    assert not app.exception and len(explorers(app)) == 1
+    assert any(c.value == f"Red border: moved ({moved:,} ops)." for c in app.caption)
     app.multiselect(key="compare_runs").set_value([ids[0]]).run()
     assert not app.exception
     assert list(app.dataframe[0].value["placer"]) == ["single-device"]

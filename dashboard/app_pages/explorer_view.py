@@ -114,7 +114,8 @@ def op_index(graph: CompGraph) -> dict[str, int]:
 def show_explorer(graph: CompGraph, *, key: str, devices: np.ndarray | None = None,
                   device_names: list[str] | None = None, op_start: np.ndarray | None = None,
                   highlight: np.ndarray | None = None, highlight_label: str = "marked") -> None:
-    """The explorer with its controls: colour by, search by op name / type / scope, collapse all."""
+    """The explorer with its controls: colour by, search by op name / type / scope (up to
+    :data:`REVEAL_UP_TO` matches open their scopes, all are marked), reset to the first view."""
     hierarchy, own, first = _hierarchy(graph, graph.content_hash)
     state = _state(key, graph)
     options = [c for c in EXPLORER_COLOR_BY if (c != "device" or devices is not None)
@@ -126,9 +127,12 @@ def show_explorer(graph: CompGraph, *, key: str, devices: np.ndarray | None = No
         state.update(expanded=set(first), selected=None)
     if query.strip():
         hits = match_ops(graph, query)
-        if 0 < hits.sum() <= REVEAL_UP_TO:
+        if 0 < hits.sum() <= REVEAL_UP_TO and state.get("revealed") != query:  # once: a scope closed after stays so
             state["expanded"] |= reveal(hierarchy, np.flatnonzero(hits))
-        highlight, highlight_label = hits, f"matches '{query.strip()}'"
+            state["revealed"] = query
+        highlight = hits
+        highlight_label = f"matches '{query.strip()}'" + (
+            "" if hits.sum() <= REVEAL_UP_TO else f"; more than {REVEAL_UP_TO}, so their scopes stay as they are")
     view = explorer_elements(graph, hierarchy, state["expanded"], devices=devices, device_names=device_names,
                              op_start=op_start, color_by=color_by, highlight=highlight,
                              selected=state["selected"])

@@ -112,8 +112,10 @@ def check_explorer_scopes(page) -> str:
         wait_node(frame, box, "n.data('label') === 'scope'")
         wait_idle(page)
         closed = [box]
+    start = time.perf_counter()
     click_node(page, frame, closed[0])
     wait_node(frame, closed[0], "n.data('label') === 'open' && n.children().length > 0")
+    print(f"\nexplorer: click on {closed[0]} to its box drawn open: {(time.perf_counter() - start) * 1e3:.0f} ms")
     wait_idle(page)
     return closed[0]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -87,12 +87,15 @@ def presentation() -> bool:
     return bool(st.session_state.get("presentation", False))
 
 
-def show_figure(fig: go.Figure, *, key: str | None = None, export: bool = True) -> None:
-    """Show a plotly figure (large fonts when the presentation toggle is on) with its export controls."""
+def show_figure(fig: go.Figure, *, key: str | None = None, export: bool = True,
+                on_select: Callable[[], None] | None = None) -> None:
+    """Show a plotly figure (large fonts when the presentation toggle is on) with its export controls;
+    ``on_select`` is called when a point (a bar) is clicked, the selection in ``st.session_state[key]``."""
     if presentation():
         apply_presentation(fig, PRESENTATION_FONT)
+    select = {} if on_select is None else {"on_select": on_select, "selection_mode": "points"}
     st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False, "toImageButtonOptions": {
-        "format": "png", "width": 1600, "height": 900, "scale": 2}})
+        "format": "png", "width": 1600, "height": 900, "scale": 2}}, **select)
     if export and key:
         figure_export_controls(fig, key)
 
@@ -132,10 +135,6 @@ def table_downloads(table: pd.DataFrame, key: str, name: str) -> None:
     cols[1].download_button("LaTeX", lambda: table_latex(table).encode("utf-8"), file_name=f"{name}.tex",
                             mime="application/x-tex", key=f"{key}_tex", on_click="ignore",
                             icon=":material/download:")
-
-
-def show_html(page: str, height: int) -> None:
-    st.iframe(page, height=height)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

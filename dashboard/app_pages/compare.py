@@ -179,7 +179,7 @@ def _diff(a, b) -> None:
     moved = moved_ops(a.placement.devices, b.placement.devices, [d.name for d in a.cluster.devices],
                       [d.name for d in b.cluster.devices])
     if st.toggle("Show the moved ops in the graph view", key="compare_diff_view"):
-        show_graph_view(a.graph, b.placement.devices, b.cluster, color_by="device", highlight=moved)
+        show_graph_view(a.graph, b.placement.devices, b.cluster, key="compare_diff_gv", highlight=moved)
 
 
 def _cdfs() -> None:

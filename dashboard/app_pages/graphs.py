@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard.app_pages.views import graph_view_controls, show_graph_view
+from dashboard.app_pages.views import show_graph_view
 from dashboard.common import fmt_bytes, fmt_ms, graph_picker, guard, show_figure
 from dashboard.context import cluster_label, current_cluster, current_graph, graph_label
 from engine.cluster import Cluster
@@ -60,5 +60,4 @@ def page() -> None:
                           yaxis_title="ops", height=300, margin={"l": 10, "r": 10, "t": 50, "b": 40})
         show_figure(fig, key="graphs_profile")
     st.subheader("Structure")
-    color_by, max_ops = graph_view_controls("graphs", placed=False, num_ops=g.num_ops)
-    show_graph_view(g, None, None, color_by=color_by, max_ops=max_ops, key="graphs_gv")
+    show_graph_view(g, None, None, key="graphs_gv")

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.app_pages.measured import execution_panel, execution_problem, start_execution
-from dashboard.app_pages.views import graph_view_controls, show_graph_view, show_metrics, show_schedule_figures
+from dashboard.app_pages.views import show_graph_view, show_metrics, show_schedule_figures
 from dashboard.common import fmt_bytes, guard, run_store, show_figure, table_downloads
 from dashboard.context import cluster_label, current_cluster, current_graph, keep
 from dashboard.figures import makespan_bars
@@ -210,7 +210,7 @@ def _show_results(g, cluster) -> None:
                     _save(state, r, name)
             _execution(state, r, i)
             show_schedule_figures(r["schedule"], rg, rc, key=f"place_{i}",
-                                  title=f"{r['placer']} · {rg.name} · {cluster_label(rc)}")
-            color_by, max_ops = graph_view_controls(f"place_{i}", placed=True, num_ops=rg.num_ops)
-            show_graph_view(rg, r["placement"].devices, rc, color_by=color_by, max_ops=max_ops, key=f"place_{i}_gv",
-                            find_key=f"place_{i}_tl_find")
+                                  title=f"{r['placer']} · {rg.name} · {cluster_label(rc)}",
+                                  explorer_key=f"place_{i}_gv")
+            st.markdown("**Graph explorer** — linked to the timeline above: click an op in either")
+            show_graph_view(rg, r["placement"].devices, rc, key=f"place_{i}_gv", schedule=r["schedule"])

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import numpy as np
 import streamlit as st
 
-from dashboard.common import fmt_bytes, fmt_ms, show_figure, show_html
+from dashboard.app_pages.explorer_view import op_index, pick_op, selected_op, show_explorer
+from dashboard.common import fmt_bytes, fmt_ms, show_figure
 from dashboard.context import keep
 from dashboard.figures import (
     CURVE_X,
@@ -18,69 +20,44 @@ from dashboard.figures import (
     placement_graph_html,
     timeline,
 )
-from dashboard.figures.graph_view import COLOR_BY, scope_choices
 from dashboard.figures.timeline import match_ops
 from engine.cluster import Cluster
 from engine.graph import CompGraph
 from engine.schedule import Schedule
 
-#: The "show every op" switch is offered up to this size (beyond, vis-network gets slow).
-FULL_VIEW_LIMIT = 5000
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _graph_html(_graph: CompGraph, graph_hash: str, devices: tuple[int, ...] | None,
+                device_names: tuple[str, ...] | None, highlight: tuple[bool, ...] | None) -> str:
+    return placement_graph_html(_graph, None if devices is None else np.array(devices),
+                                color_by="device" if devices is not None else "op type", device_names=device_names,
+                                highlight=None if highlight is None else np.array(highlight, dtype=bool))
 
 
-def graph_view_controls(key: str, *, placed: bool, num_ops: int) -> tuple[str, int]:
-    """Color-by choice and the op-count limit for the graph view."""
-    options = list(COLOR_BY) if placed else [c for c in COLOR_BY if c != "device"]
-    cols = st.columns([3, 2])
-    color_by = cols[0].radio("Color by", options, horizontal=True, key=f"{key}_color_by")
-    max_ops = GRAPH_VIEW_MAX_OPS
-    if GRAPH_VIEW_MAX_OPS < num_ops <= FULL_VIEW_LIMIT and cols[1].checkbox(
-            f"Show every op (slow above {GRAPH_VIEW_MAX_OPS:,})", key=f"{key}_all_ops"):
-        max_ops = FULL_VIEW_LIMIT
-    return color_by, max_ops
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def _graph_html(_graph: CompGraph, graph_hash: str, devices: tuple[int, ...] | None, color_by: str,
-                device_names: tuple[str, ...] | None, max_ops: int, highlight: tuple[bool, ...] | None,
-                highlight_label: str, expand: str | None) -> str:
-    return placement_graph_html(_graph, None if devices is None else np.array(devices), color_by=color_by,
-                                device_names=device_names, max_ops=max_ops,
-                                highlight=None if highlight is None else np.array(highlight, dtype=bool),
-                                highlight_label=highlight_label, expand=expand)
-
-
-def show_graph_view(graph: CompGraph, devices: np.ndarray | None, cluster: Cluster | None, *,
-                    color_by: str, max_ops: int = GRAPH_VIEW_MAX_OPS, highlight: np.ndarray | None = None,
-                    key: str | None = None, find_key: str | None = None) -> None:
-    """The pyvis graph view, with a sentence saying whether ops or groups are shown.
-
-    With ``key``: a scope to expand (aggregated view by scope) and an op search; ``find_key`` names
-    another search box (the timeline's) whose query the view highlights too, linking the two.
-    """
-    mode, sentence = graph_view_mode(graph, devices, max_ops=max_ops)
-    expand, label = None, "moved"
-    if key is not None:
-        cols = st.columns([3, 3])
-        if mode == "scope":
-            expand = cols[0].selectbox("Expand scope", scope_choices(graph), index=None, key=f"{key}_expand",
-                                       placeholder="all collapsed", help="Opens one layer scope into its parts")
-        query = cols[1].text_input("Find op in the graph (name, type or scope)", key=f"{key}_find",
-                                   help="Empty: the timeline's search above is highlighted here")
-        if not query.strip() and find_key:  # linked: what the timeline searches, the graph shows
-            query = str(st.session_state.get(find_key) or "")
-        if query.strip():
-            highlight, label = match_ops(graph, query), f"matches '{query.strip()}'"
-    st.caption(sentence + (f" Expanded: {expand}." if expand else "")
-               + " Hover a node for its card; scroll to zoom, drag to pan.")
-    names = tuple(d.name for d in cluster.devices) if cluster is not None else None
+def show_graph_view(graph: CompGraph, devices: np.ndarray | None, cluster: Cluster | None, *, key: str,
+                    schedule: Schedule | None = None, highlight: np.ndarray | None = None,
+                    highlight_label: str = "moved") -> None:
+    """The graph explorer (hierarchical by scope, linked to the timeline of ``key``'s schedule), and the
+    pyvis page of the same graph as a self-contained HTML download (every op up to
+    :data:`GRAPH_VIEW_MAX_OPS`, grouped above)."""
+    names = [d.name for d in cluster.devices] if cluster is not None else None
     t0 = time.perf_counter()
-    with st.spinner("Laying out the graph ..."):
-        page = _graph_html(graph, graph.content_hash, None if devices is None else tuple(devices.tolist()),
-                           color_by, names, max_ops, None if highlight is None else tuple(highlight.tolist()),
-                           label, expand)
-    show_html(page, height=640)
-    st.caption(f"Graph view built in {time.perf_counter() - t0:.2f} s.")
+    show_explorer(graph, key=key, devices=devices, device_names=names,
+                  op_start=None if schedule is None else schedule.op_start, highlight=highlight,
+                  highlight_label=highlight_label)
+    cols = st.columns([3, 2], vertical_alignment="center")
+    cols[0].caption(f"Explorer data built in {time.perf_counter() - t0:.2f} s (the browser paints after).")
+    mode, _ = graph_view_mode(graph, devices)
+    with cols[1].popover("Graph as HTML (pyvis)", icon=":material/download:"):
+        st.caption("A self-contained page (vis-network) to open anywhere: " + (
+            "every op." if mode == "ops" else f"more than {GRAPH_VIEW_MAX_OPS:,} ops, so grouped as the explorer's "
+            "first view."))
+        if st.toggle("Build it", key=f"{key}_pyvis"):
+            page = _graph_html(graph, graph.content_hash, None if devices is None else tuple(devices.tolist()),
+                               None if names is None else tuple(names),
+                               None if highlight is None else tuple(highlight.tolist()))
+            st.download_button("Download HTML", page, file_name=f"graph-{graph.name}.html", mime="text/html",
+                               key=f"{key}_pyvis_dl")
 
 
 def show_metrics(metrics: dict, seconds_to_place: float | None = None, startup_s: float | None = None) -> None:
@@ -103,12 +80,13 @@ def show_metrics(metrics: dict, seconds_to_place: float | None = None, startup_s
 
 
 def show_schedule_figures(schedule: Schedule, graph: CompGraph, cluster: Cluster, key: str,
-                          title: str | None = None) -> None:
-    """Timeline, load/memcpy profile and memory over time, each in its own tab; ``title`` names the run."""
+                          title: str | None = None, explorer_key: str | None = None) -> None:
+    """Timeline, load/memcpy profile and memory over time, each in its own tab; ``title`` names the run;
+    ``explorer_key`` links the timeline to that graph explorer (see :func:`show_timeline`)."""
     tabs = st.tabs(["Timeline", "Load and memcpy", "Memory over time"])
     what = f" — {title}" if title else ""
     with tabs[0]:
-        show_timeline(schedule, graph, cluster, key=key, title=title)
+        show_timeline(schedule, graph, cluster, key=key, title=title, explorer_key=explorer_key)
     with tabs[1]:
         fig = load_profile(schedule, graph, cluster)
         fig.update_layout(title=fig.layout.title.text + what)
@@ -128,9 +106,37 @@ def curve_controls(key: str) -> tuple[str, float]:
     return x, float(smoothing)
 
 
-def show_timeline(schedule: Schedule, graph: CompGraph, cluster: Cluster, *, key: str, title: str | None) -> None:
+def op_at_points(fig, points: list[dict], names: dict[str, int]) -> int | None:
+    """The op of the first clicked point that is one op: an op's bar, its memcpy bar or its search marker
+    (a busy bin of the zoomed-out timeline is none); ``points`` as Streamlit's plotly selection gives them."""
+    for p in points:
+        trace = fig.data[p["curve_number"]]
+        if trace.name == "matches":
+            name = trace.text[p["point_index"]]
+        elif trace.customdata is not None and np.ndim(trace.customdata) == 2:
+            name = trace.customdata[p["point_index"]][0]
+        else:
+            continue
+        if str(name) in names:
+            return names[str(name)]
+    return None
+
+
+def _on_timeline_select(key: str, explorer_key: str, graph: CompGraph, fig) -> None:
+    """A click on an op in the timeline selects it in the explorer (its scopes open, its node marked)."""
+    event = st.session_state.get(f"{key}_timeline") or {}
+    op = op_at_points(fig, (event.get("selection") or {}).get("points", []), op_index(graph))
+    if op is not None:
+        pick_op(explorer_key, graph, op)
+
+
+def show_timeline(schedule: Schedule, graph: CompGraph, cluster: Cluster, *, key: str, title: str | None,
+                  explorer_key: str | None = None) -> None:
     """The Gantt chart with a trace viewer's controls: a time window (zoom in to see single ops and their
-    names), op search by name / type / scope, and dependency and transfer arrows on demand."""
+    names), op search by name / type / scope, and dependency and transfer arrows on demand.
+
+    With ``explorer_key``: clicking an op's bar selects it in that graph explorer, and the op selected
+    there (by a click in the graph) is marked here."""
     end = float(schedule.makespan * 1e3) or 1.0
     cols = st.columns([4, 3, 2], vertical_alignment="bottom")
     window = cols[0].slider("Time window (ms)", 0.0, end, (0.0, end), key=f"{key}_tl_window",
@@ -139,6 +145,10 @@ def show_timeline(schedule: Schedule, graph: CompGraph, cluster: Cluster, *, key
     arrows = cols[2].checkbox("Dependency arrows", key=f"{key}_tl_arrows",
                               help="Producer end → consumer start; dashed when the edge is a transfer")
     hits = match_ops(graph, query)
+    picked = None if explorer_key is None else selected_op(explorer_key)
+    if picked is not None:
+        st.caption(f"Selected in the graph: **{graph.op_names[picked]}** at {schedule.op_start[picked] * 1e3:.4g} ms "
+                   f"on {cluster.devices[schedule.op_device[picked]].name} (red diamond)")
     if query.strip():
         first = np.flatnonzero(hits)[:5].tolist()
         where = [f"{graph.op_names[i]} at {schedule.op_start[i] * 1e3:.4g} ms on "
@@ -146,6 +156,10 @@ def show_timeline(schedule: Schedule, graph: CompGraph, cluster: Cluster, *, key
         st.caption(f"{int(hits.sum()):,} ops match" + (": " + ", ".join(where) if where else "")
                    + (" …" if hits.sum() > 5 else ""))
     zoomed = window != (0.0, end)
+    marked = hits.copy()
+    if picked is not None:
+        marked[picked] = True
     fig = timeline(schedule, graph, cluster, title=title, window_ms=window if zoomed else None,
-                   highlight=hits if query.strip() else None, arrows=arrows)
-    show_figure(fig, key=f"{key}_timeline")
+                   highlight=marked if marked.any() else None, arrows=arrows)
+    show_figure(fig, key=f"{key}_timeline", on_select=None if explorer_key is None else partial(
+        _on_timeline_select, key, explorer_key, graph, fig))

@@ -2,8 +2,10 @@
 
 Nodes sit at their topological level (``engine.dag.levels``) from left to right, physics is
 off, so the page opens instantly and the picture is stable. Graphs larger than
-:data:`GRAPH_VIEW_MAX_OPS` ops are shown aggregated — by scope prefix when the ops carry
-layer scopes, otherwise by band of levels × device — and the page says which view it is.
+:data:`GRAPH_VIEW_MAX_OPS` ops are shown aggregated by the explorer's scope hierarchy (layer
+scopes, or bands of levels for unscoped graphs) — and the page says which view it is. The app
+shows graphs in the explorer (:mod:`dashboard.figures.explorer`); this page is its
+self-contained HTML download.
 """
 
 from __future__ import annotations
@@ -18,17 +20,17 @@ import numpy as np
 from plotly.colors import sample_colorscale
 from pyvis.network import Network
 
+from dashboard.figures.scope_tree import collapsed_graph, hierarchy_scopes, initial_expanded
 from dashboard.figures.theme import PALETTE, device_color
 from engine.dag import levels
 from engine.graph import CompGraph
 
-__all__ = ["COLOR_BY", "GRAPH_VIEW_MAX_OPS", "graph_view_mode", "op_groups", "placement_graph_html", "scope_choices"]
+__all__ = ["COLOR_BY", "GRAPH_VIEW_MAX_OPS", "graph_view_mode", "op_groups", "placement_graph_html"]
 
 #: Above this many ops the view groups ops into aggregate nodes.
 GRAPH_VIEW_MAX_OPS = 1500
 COLOR_BY = ("device", "op type", "compute", "memory")
 _MAX_GROUPS = 400
-_LEVEL_BANDS = 60
 _LABELS_UP_TO = 150
 _OPTIONS = {
     "physics": {"enabled": False},
@@ -51,73 +53,29 @@ def _fmt_b(b: float) -> str:
     return f"{b:.0f} B"
 
 
-def _scope_groups(graph: CompGraph, expand: str | None = None) -> tuple[np.ndarray, list[str]] | None:
-    """Group ops by the deepest scope prefix that yields at most ``_MAX_GROUPS`` groups.
-
-    ``expand`` opens one group (a scope prefix): its ops are split by the next scope level,
-    ops with no deeper scope each becoming their own node (TensorBoard's expand-on-click).
-    """
-    scopes = [s.split("/") if s else [] for s in graph.scope]
-    if sum(1 for s in scopes if s) < 0.9 * graph.num_ops:
-        return None
-    best = None
-    for depth in range(1, max(len(s) for s in scopes) + 1):
-        keys = ["/".join(s[:depth]) or "(no scope)" for s in scopes]
-        names = sorted(set(keys))
-        if len(names) > _MAX_GROUPS:
-            break
-        if best is None or len(names) > len(best[1]):  # deeper only when it splits groups
-            best = (keys, names)
-    if best is None or len(best[1]) < 2:
-        return None
-    keys, names = best
-    if expand:
-        depth = len(expand.split("/"))
-        keys = [("/".join(s[:depth + 1]) if len(s) > depth + 1 else f"{name} (op)")
-                if "/".join(s[:depth]) == expand else k
-                for k, s, name in zip(keys, scopes, graph.op_names, strict=True)]
-        names = sorted(set(keys))
-    index = {n: i for i, n in enumerate(names)}
-    return np.array([index[k] for k in keys], dtype=np.int64), names
-
-
-def scope_choices(graph: CompGraph) -> list[str]:
-    """The scope groups of the aggregated view (what :func:`placement_graph_html` can ``expand``)."""
-    groups = _scope_groups(graph)
-    return [] if groups is None else [n for n in groups[1] if n != "(no scope)"]
+def _hierarchy(graph: CompGraph, lv: np.ndarray) -> tuple[list[str], bool]:
+    return hierarchy_scopes(graph.scope, lv)
 
 
 def graph_view_mode(graph: CompGraph, devices: Sequence[int] | np.ndarray | None = None, *,
                     max_ops: int = GRAPH_VIEW_MAX_OPS) -> tuple[str, str]:
-    """Which view :func:`placement_graph_html` draws: ``("ops" | "scope" | "level×device", sentence)``."""
+    """Which view :func:`placement_graph_html` draws: ``("ops" | "scope" | "levels", sentence)``."""
     if graph.num_ops <= max_ops:
         return "ops", f"All {graph.num_ops} ops, laid out by topological level (left to right)."
-    if _scope_groups(graph) is not None:
+    if _hierarchy(graph, levels(graph))[1]:
         return "scope", (f"Aggregated view: {graph.num_ops} ops is more than {max_ops}, so ops are "
-                         "grouped by scope prefix (one node per layer scope).")
-    what = "level band × device" if devices is not None else "level band × op type"
-    return "level×device", (f"Aggregated view: {graph.num_ops} ops is more than {max_ops}, so ops are "
-                            f"grouped by {what} (one node per group).")
+                         "grouped by layer scope, opened as far as the explorer's first view.")
+    return "levels", (f"Aggregated view: {graph.num_ops} ops is more than {max_ops}, so ops are "
+                      "grouped by bands of topological levels (the graph has no layer scopes).")
 
 
-def op_groups(graph: CompGraph, devices: np.ndarray | None, lv: np.ndarray,
-              expand: str | None = None) -> tuple[np.ndarray, list[str]]:
-    """Group index per op and group labels for the aggregated view (``expand``: see :func:`_scope_groups`)."""
-    by_scope = _scope_groups(graph, expand)
-    if by_scope is not None:
-        return by_scope
-    top = int(lv.max()) + 1
-    band = lv * min(_LEVEL_BANDS, top) // top
-    if devices is not None:
-        second, names = np.asarray(devices, dtype=np.int64), None
-    else:  # unplaced: split each band by op type
-        names, second = np.unique(np.asarray(graph.op_types, dtype=object).astype(str), return_inverse=True)
-    width = int(second.max()) + 1
-    uniq, group = np.unique(band * width + second, return_inverse=True)
-    labels = [f"levels band {k // width}" + (f" on device {k % width}" if names is None
-                                             else (f", {names[k % width]}" if names[k % width] else ""))
-              for k in uniq.tolist()]
-    return group.astype(np.int64), labels
+def op_groups(graph: CompGraph, lv: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Group index per op and group labels for the aggregated view: the scope hierarchy of the
+    explorer (:mod:`dashboard.figures.scope_tree`) opened breadth first up to ``_MAX_GROUPS`` nodes."""
+    hierarchy, _ = _hierarchy(graph, lv)
+    group, names, _ = collapsed_graph(hierarchy, graph.op_names, graph.edge_src, graph.edge_dst,
+                                      initial_expanded(hierarchy, _MAX_GROUPS))
+    return group, [n[3:] + " (op)" if n.startswith("op:") else n for n in names]
 
 
 def _positions(x_rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -155,8 +113,7 @@ def _legend_html(legend: dict[str, str], note: str) -> str:
 def placement_graph_html(graph: CompGraph, devices: Sequence[int] | np.ndarray | None, *,
                          color_by: str = "device", device_names: Sequence[str] | None = None,
                          height_px: int = 560, max_ops: int = GRAPH_VIEW_MAX_OPS,
-                         highlight: np.ndarray | None = None, highlight_label: str = "moved",
-                         expand: str | None = None) -> str:
+                         highlight: np.ndarray | None = None, highlight_label: str = "moved") -> str:
     """A self-contained HTML page showing the graph, colored by placement or op attributes.
 
     Parameters
@@ -172,8 +129,6 @@ def placement_graph_html(graph: CompGraph, devices: Sequence[int] | np.ndarray |
     max_ops : int
         Largest graph drawn op by op (default :data:`GRAPH_VIEW_MAX_OPS`).
 
-    expand : scope prefix, optional
-        In the scope-aggregated view, the group opened one level deeper (see :func:`scope_choices`).
     highlight : bool array per op, optional
         Ops to mark (a placement diff: the ops that moved). Marked nodes (groups with a marked
         op) are drawn red and large, the others grey, whatever ``color_by`` says.
@@ -196,7 +151,7 @@ def placement_graph_html(graph: CompGraph, devices: Sequence[int] | np.ndarray |
         group = np.arange(graph.num_ops)
         labels = list(graph.op_names)
     else:
-        group, labels = op_groups(graph, dev, lv, expand)
+        group, labels = op_groups(graph, lv)
     k = len(labels)
     g_compute = np.bincount(group, weights=compute, minlength=k)
     g_memory = np.bincount(group, weights=memory, minlength=k)

@@ -48,8 +48,25 @@ def figure(app: AppTest, title: str) -> dict:
     return found[0]
 
 
-def iframes(app: AppTest) -> list:
-    return app.get("iframe")
+def explorers(app: AppTest) -> list[dict]:
+    """The graph explorers on the page: each component's arguments (elements, layout, ...)."""
+    return [json.loads(c.proto.json_args) for c in app.get("component_instance")
+            if c.proto.component_name.endswith("streamlit_cytoscape")]
+
+
+def explorer_app(page: str, graph: str) -> AppTest:
+    """``page`` on ``graph`` where ``st.session_state["event"]`` / ``["pick"]`` (set by a test) are applied to the
+    explorer ``st.session_state["explorer"]`` before the page runs, as a click in the graph / timeline would."""
+    hook = ("from dashboard.app_pages.explorer_view import apply_event, pick_op\n"
+            "if st.session_state.get('event'):\n"
+            "    apply_event(st.session_state['explorer'], current_graph(), st.session_state.pop('event'))\n"
+            "if st.session_state.get('pick') is not None:\n"
+            "    pick_op(st.session_state['explorer'], current_graph(), st.session_state.pop('pick'))\n")
+    preset = ("import streamlit as st\nfrom dashboard.context import set_graph, current_graph\n"
+              "from engine.sources import load_graph\n"
+              f"if current_graph() is None:\n    set_graph(load_graph({graph!r}), {graph!r}, {graph!r})\n")
+    return AppTest.from_string(f"{preset}{hook}from dashboard.app_pages import {page}\n{page}.page()\n",
+                               default_timeout=TIMEOUT)
 
 
 @pytest.mark.parametrize("name", ["home", "graphs", "place", "train", "compare", "runs"])
@@ -78,8 +95,10 @@ def test_graphs_page_example_summary_and_view(empty_runs):
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Ops"] == "200"  # the first example: gen:random?ops=200
     assert "Lower bound on k80x2" in metrics
-    assert len(charts(app)) == 1 and len(iframes(app)) == 1
-    assert any("All 200 ops" in c.value for c in app.caption)
+    assert len(charts(app)) == 1 and len(explorers(app)) == 1
+    # no layer scopes: bands of levels, opened up to the first view's 150 nodes
+    assert any(c.value.startswith("200 ops grouped by bands of topological levels") for c in app.caption)
+    assert len([n for n in explorers(app)[0]["elements"]["nodes"] if n["data"]["label"] != "open"]) <= 150
 
 
 def test_graphs_page_generator_spec_and_bad_spec(empty_runs):
@@ -99,14 +118,81 @@ def test_graphs_page_generator_spec_and_bad_spec(empty_runs):
     assert any("still random-57-s3" in i.value for i in app.info)
 
 
-def test_graphs_page_aggregates_a_large_graph(empty_runs):
-    app = page_app("graphs").run()
-    use_example(app, "random DAG, 2,000 ops")
+def _shown(app: AppTest) -> dict[str, str]:
+    """Id → kind ("op", "scope", "open") of the explorer's nodes."""
+    return {n["data"]["id"]: n["data"]["label"] for n in explorers(app)[0]["elements"]["nodes"]}
+
+
+def test_graphs_page_explorer_opens_and_closes_scopes_on_click(empty_runs):
+    from engine.sources import load_graph
+
+    g = load_graph("gen:chainmm")
+    in_meta0 = [s for s in g.scope if s.split("/")[0] == "meta0"]
+    app = explorer_app("graphs", "gen:chainmm")
+    app.session_state["explorer"] = "graphs_gv"
+    app.run()
     assert not app.exception
-    assert any(c.value.startswith("Aggregated view: 2000 ops") and "level band × op type" in c.value
-               for c in app.caption)
-    app.checkbox(key="graphs_all_ops").check().run()
-    assert any(c.value.startswith("All 2000 ops") for c in app.caption)
+    first = _shown(app)  # 112 ops in 121 scopes fit the first view: every scope open, every op a node
+    assert sum(k == "op" for k in first.values()) == g.num_ops and first["s:meta0"] == "open"
+    layout = explorers(app)[0]["layout"]
+    assert layout["name"] == "preset" and layout["fit"] is True
+    app.session_state["event"] = {"action": "tap_node", "data": {"target_id": "s:meta0"}, "timestamp": 1}
+    app.run()  # a click on the open box closes meta0 and everything below it
+    shown = _shown(app)
+    assert shown["s:meta0"] == "scope" and sum(k == "op" for k in shown.values()) == g.num_ops - len(in_meta0)
+    assert any(f"{121 - 1 - len(set(in_meta0))} scopes open" in c.value for c in app.caption)
+    app.session_state["event"] = {"action": "tap_node", "data": {"target_id": "s:meta0"}, "timestamp": 2}
+    app.run()  # a click on the closed scope opens it one level: its shards, closed
+    shown = _shown(app)
+    assert shown["s:meta0"] == "open"
+    assert {i for i, k in shown.items() if k == "scope"} == {f"s:{s}" for s in set(in_meta0)}
+    name = g.op_names[0]
+    app.session_state["event"] = {"action": "tap_node", "data": {"target_id": f"op:{name}"}, "timestamp": 3}
+    app.run()
+    assert any(f"selected: **{name}**" in c.value for c in app.caption)
+    app.text_input(key="graphs_gv_search").set_value("m0.A/shard0").run()  # reveals and marks the match
+    marked = [n["data"]["id"] for n in explorers(app)[0]["elements"]["nodes"] if n["data"].get("_bw", 0) >= 4]
+    assert "op:m0.A/shard0" in marked
+    app.radio(key="graphs_gv_color_by").set_value("compute").run()
+    assert not app.exception and not app.error
+
+
+def test_place_timeline_and_explorer_are_linked(empty_runs):
+    from dashboard.app_pages.views import op_at_points
+    from dashboard.figures import timeline
+
+    app = explorer_app("place", "gen:chainmm")
+    app.session_state["explorer"] = "place_0_gv"
+    app.run()
+    app.multiselect(key="place_placers").set_value(["round-robin"]).run()
+    app.button(key="place_run").click().run()
+    assert not app.exception and len(explorers(app)) == 1
+    app.session_state["pick"] = 5  # as a click on op 5's bar in the timeline would
+    app.run()
+    state = app.session_state["place_0_gv_explorer"]
+    g_names = [n["data"]["id"] for n in explorers(app)[0]["elements"]["nodes"]
+               if n["data"].get("_bw") == 6.0]
+    assert state["selected"] == 5 and len(g_names) == 1 and g_names[0].startswith("op:")
+    # and back: the op selected in the graph is marked in the timeline, with its name
+    caption = [c.value for c in app.caption if c.value.startswith("Selected in the graph:")]
+    assert len(caption) == 1 and g_names[0][3:] in caption[0]
+    fig = figure(app, next(f["layout"]["title"]["text"] for f in map(lambda c: json.loads(c.proto.spec),
+                                                                        charts(app))
+                           if f["layout"]["title"]["text"].startswith("round-robin ·")))
+    marker = [t for t in fig["data"] if t.get("name") == "matches"]
+    assert len(marker) == 1 and marker[0]["text"] == [g_names[0][3:]]
+    # a click on a bar of the timeline names its op: trace 0 is device 0's op bars
+    from engine.presets import PRESETS
+    from engine.simulator import Simulator
+    from engine.sources import load_graph
+    from policies.runner import place_and_simulate
+
+    g, c = load_graph("gen:chainmm"), PRESETS["k80x2"]()
+    sched = Simulator(g, c).run(place_and_simulate(g, c, "round-robin").placement)
+    tl = timeline(sched, g, c)
+    names = {n: i for i, n in enumerate(g.op_names)}
+    first_on_0 = int(np.flatnonzero(sched.op_device == 0)[0])
+    assert op_at_points(tl, [{"curve_number": 0, "point_index": 0}], names) == first_on_0
 
 
 def test_place_two_placers_and_save(empty_runs):
@@ -122,7 +208,7 @@ def test_place_two_placers_and_save(empty_runs):
     assert (table["ratio to lower bound"] >= 1.0 - 1e-9).all()
     # makespan bars + (timeline, load, memory) per placer; one graph view per placer
     assert len(charts(app)) == 1 + 3 * 2
-    assert len(iframes(app)) == 2
+    assert len(explorers(app)) == 2
     assert {m.label for m in app.metric} >= {"Makespan", "Ratio to lower bound", "Peak memory (max)",
                                             "Out of memory", "Communication"}
     app.button(key="place_save_1").click().run()
@@ -153,6 +239,15 @@ def test_compare_selected_runs(stored_runs):
     assert sorted(table["placer"]) == ["round-robin", "single-device"]
     # bars, two timelines, the eval CDF
     assert len(charts(app)) == 4
+    # the placement diff in the explorer: the ops that moved get a red border
+    from engine.run_records import load_placement_run
+
+    runs = [load_placement_run(_store.load(i)) for i in ids]
+    moved = int((runs[0].placement.devices != runs[1].placement.devices).sum())
+    assert 0 < moved < 40
+    app.toggle(key="compare_diff_view").set_value(True).run()
+    assert not app.exception and len(explorers(app)) == 1
+    assert any(c.value == f"Red border: moved ({moved:,} ops)." for c in app.caption)
     app.multiselect(key="compare_runs").set_value([ids[0]]).run()
     assert not app.exception
     assert list(app.dataframe[0].value["placer"]) == ["single-device"]

@@ -1,0 +1,96 @@
+"""The graph explorer's elements (dashboard.figures.explorer), against a hand-worked five-op graph."""
+
+import numpy as np
+import pytest
+from plotly.colors import sample_colorscale
+
+from dashboard.figures.explorer import HIGHLIGHT, explorer_elements, reveal
+from dashboard.figures.theme import device_color
+from engine.graph import CompGraph
+
+# a→b→c→d→e and a→c; scopes enc/l0 (a, b), enc/l1 (c), dec (d), none (e); levels 0..4
+SCOPES = ["enc/l0", "enc/l0", "enc/l1", "dec", ""]
+
+
+@pytest.fixture
+def graph():
+    return CompGraph("five", list("abcde"), compute_any=np.array([1e-3, 1e-3, 2e-3, 4e-3, 0.0]),
+                     output_bytes=np.array([10.0, 20.0, 30.0, 40.0, 0.0]),
+                     persistent_bytes=np.zeros(5), edge_src=[0, 1, 2, 3, 0], edge_dst=[1, 2, 3, 4, 2],
+                     edge_bytes=np.array([1.0, 10.0, 100.0, 1000.0, 5.0]),
+                     op_types=["MatMul", "Relu", "MatMul", "Add", "Add"], scope=SCOPES)
+
+
+def _by_id(view) -> dict:
+    return {n["data"]["id"]: n for n in view.elements["nodes"]}
+
+
+def test_open_scope_is_a_compound_box_around_its_children(graph):
+    view = explorer_elements(graph, SCOPES, {"enc"})
+    nodes = _by_id(view)
+    assert view.node_ids == ["s:enc/l0", "s:enc/l1", "s:dec", "op:e"]
+    assert set(nodes) == {"s:enc/l0", "s:enc/l1", "s:dec", "op:e", "s:enc"}
+    assert nodes["s:enc"]["data"]["label"] == "open" and "position" not in nodes["s:enc"]
+    assert nodes["s:enc/l0"]["data"]["parent"] == nodes["s:enc/l1"]["data"]["parent"] == "s:enc"
+    assert "parent" not in nodes["s:dec"]["data"] and "parent" not in nodes["op:e"]["data"]
+    assert nodes["s:enc/l0"]["data"]["name"] == "l0 (2)" and nodes["s:enc/l0"]["data"]["ops"] == 2
+    # nested layout by hand: root columns [box enc (median level 1)] [dec (3)] [e (4)]; inside the box
+    # [l0 (0.5)] [l1 (2)]. Leaves are 110 wide, 40 apart; the box adds 16 padding each side and a 24 title:
+    # l0 centre x = 16 + 55, l1 = 16 + 150 + 55; the box is 292 wide, so dec = 292 + 40 + 55, e = 482 + 55.
+    # Sizes (14 + 26 √(compute / max), +10 for scopes): l0 = l1 = 14 + 26 √.5 + 10, dec 50, e 14.
+    s = 24 + 26 * np.sqrt(0.5)
+    box_h = (s + 22) + 32 + 24
+    xy = {i: (nodes[i]["position"]["x"], nodes[i]["position"]["y"]) for i in view.node_ids}
+    assert xy["s:enc/l0"] == pytest.approx((71, 40 + s / 2), abs=0.01)
+    assert xy["s:enc/l1"] == pytest.approx((221, 40 + s / 2), abs=0.01)
+    assert xy["s:dec"] == pytest.approx((387, (box_h - 72) / 2 + 25), abs=0.01)
+    assert xy["op:e"] == pytest.approx((537, (box_h - 36) / 2 + 7), abs=0.01)
+    assert view.node_of_op.tolist() == [0, 0, 1, 2, 3]
+    edges = [(e["data"]["source"], e["data"]["target"], e["data"]["edges"], e["data"]["bytes"])
+             for e in view.elements["edges"]]
+    assert edges == [("s:enc/l0", "s:enc/l1", 2, "15 B"), ("s:enc/l1", "s:dec", 1, "100 B"),
+                     ("s:dec", "op:e", 1, "1 KB")]
+
+
+def test_fully_open_ops_nest_in_their_scope_boxes(graph):
+    view = explorer_elements(graph, SCOPES, {"enc", "enc/l0", "enc/l1", "dec"})
+    nodes = _by_id(view)
+    assert view.node_ids == ["op:a", "op:b", "op:c", "op:d", "op:e"]
+    assert nodes["op:a"]["data"]["parent"] == "s:enc/l0" and nodes["op:c"]["data"]["parent"] == "s:enc/l1"
+    assert nodes["s:enc/l0"]["data"]["parent"] == "s:enc" and nodes["op:d"]["data"]["parent"] == "s:dec"
+    # boxes never overlap: each op sits inside its own box's column band, boxes side by side
+    xs = {i: nodes[i]["position"]["x"] for i in view.node_ids}
+    assert xs["op:a"] < xs["op:b"] < xs["op:c"] < xs["op:d"] < xs["op:e"]
+    # a scope whose parent is closed is not drawn open
+    assert "s:enc/l0" not in _by_id(explorer_elements(graph, SCOPES, {"enc/l0"}))
+
+
+def test_colour_by_device_and_start_time(graph):
+    devices = np.array([0, 0, 1, 1, 0])
+    view = explorer_elements(graph, SCOPES, {"enc"}, devices=devices, device_names=["gpu:0", "gpu:1"],
+                             color_by="device")
+    nodes = _by_id(view)
+    assert [nodes[i]["data"]["_color"] for i in view.node_ids] == [device_color(d) for d in (0, 1, 1, 0)]
+    assert view.legend == {"gpu:0": device_color(0), "gpu:1": device_color(1)}
+    # group start = earliest op start: l0 0 s, l1 2 s, dec 3 s, e 4 s → Viridis at 0, 1/2, 3/4, 1
+    view = explorer_elements(graph, SCOPES, {"enc"}, op_start=np.arange(5.0), color_by="start time")
+    nodes = _by_id(view)
+    assert [nodes[i]["data"]["_color"] for i in view.node_ids] == sample_colorscale("Viridis", [0, .5, .75, 1])
+    assert nodes["s:dec"]["data"]["start"] == "3000 ms"
+    with pytest.raises(ValueError, match="start time needs a schedule"):
+        explorer_elements(graph, SCOPES, set(), color_by="start time")
+    with pytest.raises(ValueError, match="color_by must be one of"):
+        explorer_elements(graph, SCOPES, set(), color_by="nonsense")
+
+
+def test_highlight_and_selection_mark_the_nodes_holding_the_ops(graph):
+    view = explorer_elements(graph, SCOPES, {"enc"}, highlight=np.array([0, 0, 1, 0, 0], dtype=bool), selected=3)
+    nodes = _by_id(view)
+    assert nodes["s:enc/l1"]["data"]["_bw"] == 4.0 and nodes["s:enc/l1"]["data"]["_bc"] == HIGHLIGHT
+    assert nodes["s:dec"]["data"]["_bw"] == 6.0 and nodes["s:dec"]["data"]["_bc"] == HIGHLIGHT
+    assert nodes["s:enc/l0"]["data"]["_bw"] == 0.5
+    assert view.legend["marked (1 ops)"] == HIGHLIGHT
+
+
+def test_reveal_opens_every_scope_above_the_ops():
+    assert reveal(SCOPES, np.array([0, 3, 4])) == {"enc", "enc/l0", "dec"}

@@ -24,8 +24,12 @@ Stages (§5, ``stage``):
   graph's makespan lower bound, plus the entropy bonus; Adam with the learning rate decaying
   linearly (the shared trainer sets it every update). Starts from Stage I's weights with
   ``--init-from``.
-* ``real`` (Stage III): the same update, the makespan measured by a real executor, passed to
-  :class:`DopplerAgent` as ``executor``; without one the stage is refused with one sentence.
+* ``real`` (Stage III): the same update on makespans measured by the real executor. The agent
+  takes the makespan from ``task.evaluate`` in every stage; a Stage III training runs inside
+  :func:`policies.rl.measured.measured_rewards` (``start_training`` sees to it: stage ``real``
+  is ``--reward measured``, and the other stages are ``--reward simulated``), where
+  ``evaluate`` executes the placement instead of simulating it — the path every learned placer
+  takes for measured rewards.
 
 Ablations (§6.2 Q2, Table 3): ``variant="sel-only"`` (DOPPLER-SEL: PLC replaced by the
 critical-path device rule, the device where v starts earliest) and ``variant="plc-only"``
@@ -41,7 +45,7 @@ weigh alike; the edge network's hidden width (``edge_hidden``) is ours (unstated
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -57,11 +61,11 @@ from policies.rl.task import PlacementTask
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["STAGES", "VARIANTS", "DopplerAgent", "DopplerConfig", "RunningMeanBaseline", "teacher_placement"]
+__all__ = ["STAGES", "VARIANTS", "DopplerAgent", "DopplerConfig", "RunningMeanBaseline", "stage_reward",
+           "teacher_placement"]
 
 STAGES = ("imitation", "sim", "real")
 VARIANTS = ("full", "sel-only", "plc-only")
-Executor = Callable[[PlacementTask, np.ndarray], float]
 
 
 @dataclass
@@ -94,6 +98,12 @@ class DopplerConfig(LearnedConfig):
     decay_episodes: int = param(4000, "episodes over which ε decays", "DOPPLER §6.1: 4k episodes for CHAINMM and "
                                 "FFNN, 8k for the Llama graphs", low=1)
     batch: int = param(1, "episodes per update", "ours: the paper does not batch episodes", low=1)
+
+
+def stage_reward(stage: str) -> str:
+    """What a stage's makespans come from (§5): ``measured`` by the executor in Stage III
+    (``real``), ``simulated`` in Stages I and II."""
+    return "measured" if stage == "real" else "simulated"
 
 
 class RunningMeanBaseline:
@@ -139,13 +149,9 @@ class DopplerAgent:
     same_graph_per_update = False
 
     def __init__(self, num_devices: int, config: DopplerConfig | None = None, *, seed: int = 0,
-                 tasks: Sequence[PlacementTask] = (), executor: Executor | None = None) -> None:
+                 tasks: Sequence[PlacementTask] = ()) -> None:
         self.config = c = config or DopplerConfig()
-        if c.stage == "real" and executor is None:
-            raise ValueError("stage 'real' (DOPPLER §5 Stage III) needs a real executor to measure placements, "
-                             "and none is available here; train with stage 'sim'")
         self.num_devices = num_devices
-        self.executor = executor
         import torch
 
         from policies.rl.doppler_net import DopplerNet
@@ -162,8 +168,9 @@ class DopplerAgent:
 
     @property
     def curve_fields(self) -> dict[str, str]:
-        """Extra learning-curve columns: the stage every row was trained in (§5)."""
-        return {"stage": self.config.stage}
+        """Extra learning-curve columns: the stage every row was trained in (§5) and what its reward
+        came from (Stage III: the executor's measurements)."""
+        return {"stage": self.config.stage, "reward_kind": stage_reward(self.config.stage)}
 
     def prepare(self, task: PlacementTask) -> _Prepared:
         return self.prepared[task]
@@ -202,7 +209,8 @@ class DopplerAgent:
 
     def rollout(self, tasks: list[PlacementTask], keys: list[str], rng: np.random.Generator) -> Rollout:
         """One ASSIGN episode per task with the current weights, without autograd (§4.3: each
-        network runs once per episode), each placement simulated (Stage III: measured) once.
+        network runs once per episode), each placement evaluated once (simulated; in Stage III,
+        inside :func:`~policies.rl.measured.measured_rewards`, executed and measured).
         ``data``: per episode (key, episode, makespan), numpy only."""
         import torch
 
@@ -215,9 +223,8 @@ class DopplerAgent:
             self.episodes += 1
             group_dev = ep.group_devices(task.num_groups)
             ev = task.evaluate(group_dev)
-            makespan = float(self.executor(task, group_dev)) if self.config.stage == "real" else ev.makespan
-            stats.append(EpisodeStats(key, ev, ev, group_dev, -makespan / task.scale, 0.0, 1))
-            samples.append((key, ep, makespan))
+            stats.append(EpisodeStats(key, ev, ev, group_dev, -ev.makespan / task.scale, 0.0, 1))
+            samples.append((key, ep, ev.makespan))
         return Rollout(stats, samples)
 
     def backward(self, rollout: Rollout, tasks: Mapping[str, PlacementTask], *, entropy_coef: float,

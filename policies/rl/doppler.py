@@ -227,6 +227,16 @@ class DopplerAgent:
             samples.append((key, ep, ev.makespan))
         return Rollout(stats, samples)
 
+    def merge(self, parts: list[Rollout]) -> Rollout:
+        """Rollouts of several workers as one (:mod:`policies.rl.workers`): the episodes concatenate in
+        worker order, and this (the learner's) episode count advances as one ``rollout`` call would
+        advance it. The workers act with the learner's count at the update's start (it reaches them
+        with :meth:`state_dict`), so ε within one update is the update's first ε (in-process, it
+        decays from episode to episode: a difference of ``batch / decay_episodes`` × ε at most)."""
+        merged = Rollout([st for p in parts for st in p.episodes], [s for p in parts for s in p.data])
+        self.episodes += len(merged.episodes)
+        return merged
+
     def backward(self, rollout: Rollout, tasks: Mapping[str, PlacementTask], *, entropy_coef: float,
                  step: int) -> None:
         """Accumulate the gradient of eq. 9 (Stage I) or eq. 10 (Stages II, III), averaged over the

@@ -55,7 +55,7 @@ from policies.rl.agent import EpisodeStats, PerTask, Rollout
 from policies.rl.doppler_features import DopplerGraph, graph_tensors
 from policies.rl.doppler_rollout import AssignEpisode, assign
 from policies.rl.registry import LearnedConfig, param, register_learned
-from policies.rl.reinforce import linear
+from policies.rl.reinforce import Budget, linear
 from policies.rl.task import PlacementTask
 
 if TYPE_CHECKING:
@@ -95,9 +95,15 @@ class DopplerConfig(LearnedConfig):
     epsilon_final: float = param(0.0, "ε at the end of decay_episodes", "DOPPLER §6.1", low=0.0, high=1.0)
     epsilon_imitation: float = param(1.0, "ε at the start of Stage I (the learner's rollouts)",
                                      "ours: issue #13 (§5 does not give it)", low=0.0, high=1.0)
-    decay_episodes: int = param(4000, "episodes over which ε decays", "DOPPLER §6.1: 4k episodes for CHAINMM and "
-                                "FFNN, 8k for the Llama graphs", low=1)
+    decay_episodes: int | None = param(None, "episodes over which ε decays (None: the training's episode budget, "
+                                       "over which the learning rate decays too)",
+                                       "DOPPLER §6.1: both decay linearly over the 4k–8k episodes of a training",
+                                       low=1)
     batch: int = param(1, "episodes per update", "ours: the paper does not batch episodes", low=1)
+    greedy_search: bool = param(True, "every ε-greedy episode also evaluates the greedy (ε = 0) placement of "
+                                "the same network outputs: the best placement found counts the argmax policy",
+                                "ours: §6.1 reports the best placement found; the greedy one costs one "
+                                "simulation, no network call")
 
 
 def stage_reward(stage: str) -> str:
@@ -160,6 +166,7 @@ class DopplerAgent:
         self.model = DopplerNet(c.hidden, c.rounds, c.edge_hidden, c.head)
         self.baseline = RunningMeanBaseline()
         self.episodes = 0
+        self.decay_episodes = c.decay_episodes or 4000  # fit_budget: the training's episode budget
         self.prepared = PerTask(num_devices, _Prepared)
 
     @property
@@ -179,7 +186,13 @@ class DopplerAgent:
         """ε for the next episode (linear decay over ``decay_episodes``, §6.1)."""
         c = self.config
         start = c.epsilon_imitation if c.stage == "imitation" else c.epsilon
-        return linear(start, c.epsilon_final, self.episodes / max(c.decay_episodes, 1))
+        return linear(start, c.epsilon_final, self.episodes / self.decay_episodes)
+
+    def fit_budget(self, budget: Budget) -> None:
+        """Called by the trainer: with ``decay_episodes`` None, ε decays over the episode budget, as the
+        learning rate does (§6.1); without an episode budget, over §6.1's 4k episodes."""
+        if self.config.decay_episodes is None and budget.episodes:
+            self.decay_episodes = int(budget.episodes)
 
     # -- one episode ----------------------------------------------------------------------
 
@@ -219,11 +232,20 @@ class DopplerAgent:
             p = self.prepare(task)
             with torch.no_grad():
                 scores, hz = self._encode(p)
-            ep = self._assign(p, scores, hz, rng, self.epsilon(), record=True)
+            eps = self.epsilon()
+            ep = self._assign(p, scores, hz, rng, eps, record=True)
             self.episodes += 1
             group_dev = ep.group_devices(task.num_groups)
             ev = task.evaluate(group_dev)
-            stats.append(EpisodeStats(key, ev, ev, group_dev, -ev.makespan / task.scale, 0.0, 1))
+            best, best_dev, evaluations = ev, group_dev, 1
+            if self.config.greedy_search and eps > 0:
+                greedy = self._assign(p, scores, hz, rng, 0.0, record=False).group_devices(task.num_groups)
+                if not np.array_equal(greedy, group_dev):
+                    gev = task.evaluate(greedy)
+                    evaluations = 2
+                    if (gev.oom, gev.objective) < (ev.oom, ev.objective):
+                        best, best_dev = gev, greedy
+            stats.append(EpisodeStats(key, ev, best, best_dev, -ev.makespan / task.scale, 0.0, evaluations))
             samples.append((key, ep, ev.makespan))
         return Rollout(stats, samples)
 
@@ -273,11 +295,13 @@ class DopplerAgent:
                              "edge_hidden and head must match)") from None
 
     def state_dict(self) -> dict[str, Any]:
-        return {"baseline": self.baseline.state_dict(), "episodes": self.episodes}
+        return {"baseline": self.baseline.state_dict(), "episodes": self.episodes,
+                "decay_episodes": self.decay_episodes}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.baseline.load_state_dict(state["baseline"])
         self.episodes = int(state["episodes"])
+        self.decay_episodes = int(state.get("decay_episodes", self.decay_episodes))
 
 
 def teacher_placement(task: PlacementTask) -> np.ndarray:

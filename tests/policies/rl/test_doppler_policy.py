@@ -139,6 +139,52 @@ def test_epsilon_decays_linearly():
     assert imit.epsilon() == pytest.approx(0.75)
 
 
+def test_epsilon_decays_over_the_training_budget_unless_given():
+    task = _task()
+    agent = DopplerAgent(2, DopplerConfig(**SMALL))
+    assert agent.decay_episodes == 4000  # §6.1's budget until a trainer fits it
+    trainer = Trainer(agent, {"hand": task}, budget=Budget(episodes=10), stopping=StoppingRule(0), tensorboard=False)
+    assert agent.decay_episodes == 10
+    eps = []
+    while trainer.episodes < 10:
+        eps.append(agent.epsilon())
+        trainer.step()
+    assert eps == pytest.approx([0.2 * (1 - k / 10) for k in range(10)]) and agent.epsilon() == 0.0
+    assert trainer.schedule()[0] == pytest.approx(1e-7)  # the learning rate has decayed over the same budget
+    fixed = DopplerAgent(2, DopplerConfig(decay_episodes=40, **SMALL))
+    Trainer(fixed, {"hand": task}, budget=Budget(episodes=10), tensorboard=False)
+    assert fixed.decay_episodes == 40
+    worker = DopplerAgent(2, DopplerConfig(**SMALL))  # a rollout worker gets it with the learner's state
+    worker.load_state_dict(agent.state_dict())
+    assert (worker.decay_episodes, worker.episodes) == (10, 10)
+
+
+def test_greedy_search_counts_the_greedy_placement_of_each_episode():
+    task = _task()
+    cfg = DopplerConfig(epsilon=1.0, epsilon_final=1.0, **SMALL)  # every choice uniform
+    agent = DopplerAgent(2, cfg, seed=0)
+    greedy = agent.place(task, np.random.default_rng(0))
+    g = task.evaluate(greedy)
+    picked = set()
+    for seed in range(8):
+        ro = agent.rollout([task], ["hand"], np.random.default_rng(seed))
+        (st,), ((_, ep, _),) = ro.episodes, ro.data
+        sampled = ep.group_devices(task.num_groups)
+        assert st.reward == pytest.approx(-st.final.makespan / task.scale)  # the update learns from the sample
+        if np.array_equal(sampled, greedy):
+            assert st.evaluations == 1 and st.best is st.final
+            continue
+        greedy_better = (g.oom, g.objective) < (st.final.oom, st.final.objective)
+        assert st.evaluations == 2
+        assert st.best_devices.tolist() == (greedy if greedy_better else sampled).tolist()
+        assert st.best.objective == min(g.objective, st.final.objective)
+        picked.add(greedy_better)
+    assert picked == {True, False}  # both cases occurred
+    off = DopplerAgent(2, DopplerConfig(greedy_search=False, **{**SMALL, "epsilon": 1.0}), seed=0)
+    (st,) = off.rollout([task], ["hand"], np.random.default_rng(0)).episodes
+    assert st.evaluations == 1 and st.best is st.final
+
+
 def test_bad_config_values_are_refused():
     with pytest.raises(ValueError, match="'stage' must be one of imitation, sim, real"):
         DopplerConfig(stage="warp")

@@ -20,8 +20,8 @@ Stages (§5, ``stage``):
   estimate (:class:`~policies.rl.doppler_features.EstimatedSchedule`). Ties are kept as a
   set: the target is ``log Σ_{a ∈ targets} π(a)``.
 * ``sim`` (Stage II, eq. 10): REINFORCE with the terminal reward ``−makespan`` less the
-  running mean of all previous episodes' makespans on that graph (§4.1), in units of the
-  graph's makespan lower bound, plus the entropy bonus; Adam with the learning rate decaying
+  running mean of all previous episodes' makespans on that graph (§4.1), in milliseconds
+  (``reward_unit_s``: the authors' simulator's unit), plus the entropy bonus; Adam with the learning rate decaying
   linearly (the shared trainer sets it every update). Starts from Stage I's weights with
   ``--init-from``.
 * ``real`` (Stage III): the same update on makespans measured by the real executor. The agent
@@ -100,6 +100,11 @@ class DopplerConfig(LearnedConfig):
                                        "DOPPLER §6.1: both decay linearly over the 4k–8k episodes of a training",
                                        low=1)
     batch: int = param(1, "episodes per update", "ours: the paper does not batch episodes", low=1)
+    reward_unit_s: float = param(1e-3, "the time unit of the reward −makespan (s)",
+                                 "DOPPLER §4.1: R = −ExecTime in the authors' simulator's milliseconds; against "
+                                 "β = 1e-2 the advantages must be on that scale (in lower-bound units, ~1/200 of "
+                                 "it, the entropy bonus flattened SEL and chainmm's greedy makespan rose 259 → "
+                                 "740 ms in 50 Stage II episodes)", low=1e-12)
     greedy_search: bool = param(True, "every ε-greedy episode also evaluates the greedy (ε = 0) placement of "
                                 "the same network outputs: the best placement found counts the argmax policy",
                                 "ours: §6.1 reports the best placement found; the greedy one costs one "
@@ -245,7 +250,8 @@ class DopplerAgent:
                     evaluations = 2
                     if (gev.oom, gev.objective) < (ev.oom, ev.objective):
                         best, best_dev = gev, greedy
-            stats.append(EpisodeStats(key, ev, best, best_dev, -ev.makespan / task.scale, 0.0, evaluations))
+            stats.append(EpisodeStats(key, ev, best, best_dev, -ev.makespan / self.config.reward_unit_s, 0.0,
+                                      evaluations))
             samples.append((key, ep, ev.makespan))
         return Rollout(stats, samples)
 
@@ -268,7 +274,7 @@ class DopplerAgent:
             task = tasks[key]
             p = self.prepare(task)
             scores, hz = self._encode(p)
-            adv = self.baseline.advantage(key, makespan) / task.scale
+            adv = self.baseline.advantage(key, makespan) / self.config.reward_unit_s
             loss, st.entropy = self._loss(p, ep, scores, hz, adv, entropy_coef)
             (loss / len(samples)).backward()
 

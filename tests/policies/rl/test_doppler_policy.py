@@ -65,6 +65,18 @@ def test_running_mean_baseline_by_hand():
     assert c.advantage("g", 9.0) == 0.0  # mean(10, 6, 11) = 9
 
 
+def test_advantage_is_the_baselined_makespan_in_milliseconds():
+    task = _task()
+    agent = DopplerAgent(2, DopplerConfig(epsilon=1.0, epsilon_final=1.0, **SMALL), seed=0)
+    seen, real = [], agent._loss
+    agent._loss = lambda p, ep, scores, hz, adv, beta: (seen.append(adv), real(p, ep, scores, hz, adv, beta))[1]
+    rng = np.random.default_rng(0)
+    makespans = [train_step(agent, {"g": task}, ["g"], rng, entropy_coef=0.01, step=k)[0].final.makespan
+                 for k in range(3)]
+    m1, m2, m3 = makespans  # §4.1: r = −m − (−mean of the previous m), in ms
+    assert seen == pytest.approx([0.0, (m1 - m2) * 1e3, ((m1 + m2) / 2 - m3) * 1e3])
+
+
 def _task():
     return make_task(hand_graph(), two_gpus(), groups=None)
 
@@ -170,7 +182,7 @@ def test_greedy_search_counts_the_greedy_placement_of_each_episode():
         ro = agent.rollout([task], ["hand"], np.random.default_rng(seed))
         (st,), ((_, ep, _),) = ro.episodes, ro.data
         sampled = ep.group_devices(task.num_groups)
-        assert st.reward == pytest.approx(-st.final.makespan / task.scale)  # the update learns from the sample
+        assert st.reward == pytest.approx(-st.final.makespan / 1e-3)  # the update learns from the sample (ms)
         if np.array_equal(sampled, greedy):
             assert st.evaluations == 1 and st.best is st.final
             continue

@@ -8,7 +8,8 @@ it, and PLC's choice for the later ones is masked to it (our rule; DOPPLER's gra
 
 Acting (eq. 4, 8): ε-greedy on each policy — the argmax with probability 1 − ε, else a uniform
 candidate (device); ε decays linearly from ``epsilon`` to ``epsilon_final`` over
-``decay_episodes`` episodes (§6.1: 0.2 → 0). The policy gradient uses the softmax policies'
+``decay_episodes`` episodes (§6.1: 0.2 → 0; None: over the training's episode budget, as the
+learning rate does — the trainer calls :meth:`DopplerAgent.fit_budget`). The policy gradient uses the softmax policies'
 log-probabilities of the actions taken, as the paper's eq. 10 does.
 
 Stages (§5, ``stage``):
@@ -40,7 +41,11 @@ embeddings are summed over the right ops (the code indexes them in the wrong ord
 ties are all targets (the code's random tie-break can pick an op that is not a largest
 b-level); the learning rate decay is applied (the code's scheduler never takes effect).
 Per-step losses are averaged over the episode's steps (ours), so graphs of different sizes
-weigh alike; the edge network's hidden width (``edge_hidden``) is ours (unstated).
+weigh alike; the edge network's hidden width (``edge_hidden``) is ours (unstated). Also ours
+(``greedy_search``): every ε-greedy episode also evaluates the greedy placement of the same
+network outputs, so the best placement found counts the argmax policy (one more simulation per
+episode; the update still learns from the sampled episode only). With rollout workers ε is
+constant within one update (:meth:`DopplerAgent.merge`).
 """
 
 from __future__ import annotations

@@ -9,10 +9,12 @@ Three parts, each printing its figures:
   ≥ 600 episodes/min on gen:chainmm (the authors' code needs 1.5–3 s per episode on a CPU).
 * ``table2`` — Table 2 and Table 3 of the paper: on each graph with ``--cluster`` (p100x4),
   the best placement found by critical-path (best of 50), Placeto, EnumerativeOptimizer,
-  DOPPLER-SIM (Stage I then Stage II), DOPPLER-SEL and DOPPLER-PLC (the same stages, one
-  policy replaced by its critical-path rule); each placement's makespan as mean ± std over
-  ``--executions`` simulated executions (one value when the cluster's simulation mode is
-  deterministic), the placements evaluated until the best was found, and the wall time.
+  DOPPLER-SIM (Stage I at ``--imitation-lr`` for ``--imitation`` episodes, handing Stage II the
+  last weights whose greedy placement reached the critical-path teacher's makespan; then Stage
+  II), DOPPLER-SEL and DOPPLER-PLC (the same stages, one policy replaced by its critical-path
+  rule); each placement's makespan as mean ± std over ``--executions`` simulated executions
+  (one value when the cluster's simulation mode is deterministic), the placements evaluated
+  until the best was found, and the wall time.
 * ``transfer`` — Table 4: a policy trained (Stages I + II) on a source graph, applied
   zero-shot to a target graph, then fine-tuned there for ``--kshot`` episodes.
 

@@ -9,10 +9,12 @@ Three parts, each printing its figures:
   ≥ 600 episodes/min on gen:chainmm (the authors' code needs 1.5–3 s per episode on a CPU).
 * ``table2`` — Table 2 and Table 3 of the paper: on each graph with ``--cluster`` (p100x4),
   the best placement found by critical-path (best of 50), Placeto, EnumerativeOptimizer,
-  DOPPLER-SIM (Stage I then Stage II), DOPPLER-SEL and DOPPLER-PLC (the same stages, one
-  policy replaced by its critical-path rule); each placement's makespan as mean ± std over
-  ``--executions`` simulated executions (one value when the cluster's simulation mode is
-  deterministic), the placements evaluated until the best was found, and the wall time.
+  DOPPLER-SIM (Stage I at ``--imitation-lr`` for ``--imitation`` episodes, handing Stage II the
+  last weights whose greedy placement reached the critical-path teacher's makespan; then Stage
+  II), DOPPLER-SEL and DOPPLER-PLC (the same stages, one policy replaced by its critical-path
+  rule); each placement's makespan as mean ± std over ``--executions`` simulated executions
+  (one value when the cluster's simulation mode is deterministic), the placements evaluated
+  until the best was found, and the wall time.
 * ``transfer`` — Table 4: a policy trained (Stages I + II) on a source graph, applied
   zero-shot to a target graph, then fine-tuned there for ``--kshot`` episodes.
 
@@ -46,7 +48,7 @@ from engine.presets import PRESETS
 from engine.simulator import Simulator
 from engine.sources import load_graph
 from policies.base import make_placer
-from policies.rl.doppler import DopplerAgent, DopplerConfig
+from policies.rl.doppler import DopplerAgent, DopplerConfig, teacher_placement
 from policies.rl.registry import make_agent
 from policies.rl.reinforce import Budget, StoppingRule
 from policies.rl.task import PlacementTask, make_task
@@ -55,6 +57,10 @@ from policies.rl.trainer import Trainer
 GRAPHS = ("gen:chainmm", "gen:ffnn", "gen:llama-block", "gen:llama-layer")
 PAPER_EPISODES = {"gen:chainmm": 4000, "gen:ffnn": 4000, "gen:llama-block": 8000, "gen:llama-layer": 8000}
 TRANSFER_PAIRS = (("gen:ffnn", "gen:llama-block"), ("gen:chainmm", "gen:llama-layer"))
+#: Stage I's learning rate (ours: §5 gives none; at §6.1's RL rate, 1e-4 → 1e-7, 100 imitation episodes
+#: leave llama-layer's greedy placement at 1.15× the teacher's makespan, at 1e-3 it reaches it)
+IMITATION_LR = 1e-3
+CHECK_EVERY = 10  # Stage I episodes between checks of the greedy placement against the teacher
 
 
 def executions(task: PlacementTask, devices: np.ndarray, runs: int, noise: float) -> tuple[float, float]:
@@ -75,19 +81,46 @@ def _train(agent: Any, task: PlacementTask, episodes: int, seed: int) -> Trainer
     return trainer
 
 
+def imitate(task: PlacementTask, variant: str, episodes: int, lr: float,
+            seed: int) -> tuple[DopplerAgent, Trainer, int | None]:
+    """Stage I (eq. 9) for ``episodes`` episodes, the greedy policy's placement checked against the
+    critical-path teacher's makespan every ``CHECK_EVERY`` episodes. Stage II must start from a policy
+    that reaches the teacher: the agent ends with the weights of the last check that did (the final
+    weights when none did). Returns the agent, its trainer and the first episode where the teacher
+    was reached (None: not within the budget)."""
+    agent = DopplerAgent(task.num_devices, DopplerConfig(stage="imitation", variant=variant, lr=lr, lr_final=lr),
+                         seed=seed)
+    trainer = Trainer(agent, {"g": task}, seed=seed, budget=Budget(episodes=episodes), stopping=StoppingRule(0),
+                      tensorboard=False)
+    teacher = task.sim.makespan_and_peak(task.expand(teacher_placement(task)))[0]
+    first, reached = None, None
+    t0 = time.perf_counter()
+    while trainer.episodes < episodes:
+        trainer.step()
+        if trainer.episodes % CHECK_EVERY == 0 or trainer.episodes == episodes:
+            greedy = task.evaluate(agent.place(task, np.random.default_rng(seed)))
+            trainer.placements += 1
+            if greedy.makespan <= teacher * (1 + 1e-9):
+                first = first or trainer.episodes
+                reached = {k: v.clone() for k, v in agent.model.state_dict().items()}
+    trainer.wall = time.perf_counter() - t0
+    if reached is not None:
+        agent.model.load_state_dict(reached)
+    return agent, trainer, first
+
+
 def train_doppler(task: PlacementTask, variant: str, imitation: int, episodes: int, seed: int,
-                  init: dict[str, torch.Tensor] | None = None) -> tuple[DopplerAgent, dict[str, Any]]:
-    """Stage I (``imitation`` episodes; skipped when 0 or when ``init`` is given) then Stage II."""
-    nd = task.num_devices
-    best, placements, wall = None, 0, 0.0
+                  init: dict[str, torch.Tensor] | None = None,
+                  imitation_lr: float = IMITATION_LR) -> tuple[DopplerAgent, dict[str, Any]]:
+    """Stage I (``imitate``; skipped when ``imitation`` is 0 or ``init`` is given) then Stage II, ε and
+    the learning rate decaying over Stage II's ``episodes`` (§6.1)."""
+    best, placements, wall, reached = None, 0, 0.0, None
     weights = init
     if imitation > 0 and init is None:
-        agent = DopplerAgent(nd, DopplerConfig(stage="imitation", variant=variant, decay_episodes=imitation),
-                             seed=seed)
-        t1 = _train(agent, task, imitation, seed)
+        agent, t1, reached = imitate(task, variant, imitation, imitation_lr, seed)
         best, placements, wall = t1.best["g"], t1.placements, t1.wall
         weights = agent.model.state_dict()
-    agent = DopplerAgent(nd, DopplerConfig(stage="sim", variant=variant, decay_episodes=episodes), seed=seed)
+    agent = DopplerAgent(task.num_devices, DopplerConfig(stage="sim", variant=variant), seed=seed)
     if weights is not None:
         agent.load_weights(weights, "the previous stage")
     if episodes > 0:
@@ -98,7 +131,7 @@ def train_doppler(task: PlacementTask, variant: str, imitation: int, episodes: i
             best = b2
         placements += t2.placements
         wall += t2.wall
-    return agent, {"best": best, "placements": placements, "wall_s": wall}
+    return agent, {"best": best, "placements": placements, "wall_s": wall, "teacher_reached_at": reached}
 
 
 def speed(graphs: list[str], cluster: Cluster, episodes: int, repeat: int) -> list[dict[str, Any]]:
@@ -144,8 +177,11 @@ def table2(graphs: list[str], cluster: Cluster, args: argparse.Namespace) -> lis
         t = _train(agent, task, args.placeto_episodes if not args.paper else episodes, args.seed)
         row("placeto", task.expand(t.best["g"].devices), t.best["g"].placements_evaluated, t.wall)
         for method, variant in (("doppler-sim", "full"), ("doppler-sel", "sel-only"), ("doppler-plc", "plc-only")):
-            _, out = train_doppler(task, variant, imitation, episodes, args.seed)
+            _, out = train_doppler(task, variant, imitation, episodes, args.seed, imitation_lr=args.imitation_lr)
             row(method, task.expand(out["best"].devices), out["best"].placements_evaluated, out["wall_s"])
+            rows[-1]["teacher_reached_at"] = out["teacher_reached_at"]
+            print(f"  {'':<16} {'':<14} Stage I first reached the teacher's makespan at episode "
+                  f"{out['teacher_reached_at']}", file=sys.stderr)
     return rows
 
 
@@ -175,9 +211,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("part", choices=("speed", "table2", "transfer", "all"))
     ap.add_argument("--graphs", default=",".join(GRAPHS))
     ap.add_argument("--cluster", default="p100x4")
-    ap.add_argument("--episodes", type=int, default=400, help="Stage II episodes (DOPPLER), per graph")
-    ap.add_argument("--imitation", type=int, default=100, help="Stage I episodes")
-    ap.add_argument("--placeto-episodes", type=int, default=100)
+    ap.add_argument("--episodes", type=int, default=200, help="Stage II episodes (DOPPLER), per graph")
+    ap.add_argument("--imitation", type=int, default=200,
+                    help="Stage I episodes (Stage II starts from the last weights whose greedy placement reached "
+                         "the teacher's makespan)")
+    ap.add_argument("--imitation-lr", type=float, default=IMITATION_LR, help="Stage I learning rate (constant)")
+    ap.add_argument("--placeto-episodes", type=int, default=50)
     ap.add_argument("--kshot", type=int, default=200)
     ap.add_argument("--executions", type=int, default=10, help="noisy executions per best placement (§6.1: 10)")
     ap.add_argument("--noise", type=float, default=0.05, help="σ of the log-normal duration noise of those executions")

@@ -92,8 +92,9 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
           init_from: Annotated[str | None, typer.Option(help="start from the weights of the stored training run "
                                                         "RUN (DOPPLER's next stage, transfer, k-shot)")] = None,
           mode: ModeOpt = None, sim_param: SimParamOpt = None,
-          reward: Annotated[str, typer.Option(help="simulated, or measured: execute every placement on the "
-                                              "cluster's devices and reward its measured makespan")] = "simulated",
+          reward: Annotated[str | None, typer.Option(help="simulated (default), or measured: execute every placement "
+                                                     "on the cluster's devices and reward its measured makespan "
+                                                     "(DOPPLER: --stage real)")] = None,
           workers: WorkersOpt = None, address: AddressOpt = None,
           runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Train a learned placer (Placeto, the RNN placer or DOPPLER) on one or many graphs."""
@@ -105,7 +106,7 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
     try:
         if resume:
             if (placer or graphs or cluster or param or mode or sim_param or stage or init_from
-                    or reward != "simulated"):
+                    or reward is not None):
                 raise SpecError("--resume continues a stored run: leave out --placer, --graphs, --cluster, --param, "
                                 "--stage, --init-from, --mode, --sim-param, --reward")
             out = resume_training(RunStore(runs_dir), resume, episodes=episodes, seconds=max_seconds, progress=bar,

@@ -8,7 +8,8 @@ it, and PLC's choice for the later ones is masked to it (our rule; DOPPLER's gra
 
 Acting (eq. 4, 8): ε-greedy on each policy — the argmax with probability 1 − ε, else a uniform
 candidate (device); ε decays linearly from ``epsilon`` to ``epsilon_final`` over
-``decay_episodes`` episodes (§6.1: 0.2 → 0). The policy gradient uses the softmax policies'
+``decay_episodes`` episodes (§6.1: 0.2 → 0; None: over the training's episode budget, as the
+learning rate does — the trainer calls :meth:`DopplerAgent.fit_budget`). The policy gradient uses the softmax policies'
 log-probabilities of the actions taken, as the paper's eq. 10 does.
 
 Stages (§5, ``stage``):
@@ -20,12 +21,16 @@ Stages (§5, ``stage``):
   estimate (:class:`~policies.rl.doppler_features.EstimatedSchedule`). Ties are kept as a
   set: the target is ``log Σ_{a ∈ targets} π(a)``.
 * ``sim`` (Stage II, eq. 10): REINFORCE with the terminal reward ``−makespan`` less the
-  running mean of all previous episodes' makespans on that graph (§4.1), in units of the
-  graph's makespan lower bound, plus the entropy bonus; Adam with the learning rate decaying
+  running mean of all previous episodes' makespans on that graph (§4.1), in milliseconds
+  (``reward_unit_s``: the authors' simulator's unit), plus the entropy bonus; Adam with the learning rate decaying
   linearly (the shared trainer sets it every update). Starts from Stage I's weights with
   ``--init-from``.
-* ``real`` (Stage III): the same update, the makespan measured by a real executor, passed to
-  :class:`DopplerAgent` as ``executor``; without one the stage is refused with one sentence.
+* ``real`` (Stage III): the same update on makespans measured by the real executor. The agent
+  takes the makespan from ``task.evaluate`` in every stage; a Stage III training runs inside
+  :func:`policies.rl.measured.measured_rewards` (``start_training`` sees to it: stage ``real``
+  is ``--reward measured``, and the other stages are ``--reward simulated``), where
+  ``evaluate`` executes the placement instead of simulating it — the path every learned placer
+  takes for measured rewards.
 
 Ablations (§6.2 Q2, Table 3): ``variant="sel-only"`` (DOPPLER-SEL: PLC replaced by the
 critical-path device rule, the device where v starts earliest) and ``variant="plc-only"``
@@ -36,12 +41,16 @@ embeddings are summed over the right ops (the code indexes them in the wrong ord
 ties are all targets (the code's random tie-break can pick an op that is not a largest
 b-level); the learning rate decay is applied (the code's scheduler never takes effect).
 Per-step losses are averaged over the episode's steps (ours), so graphs of different sizes
-weigh alike; the edge network's hidden width (``edge_hidden``) is ours (unstated).
+weigh alike; the edge network's hidden width (``edge_hidden``) is ours (unstated). Also ours
+(``greedy_search``): every ε-greedy episode also evaluates the greedy placement of the same
+network outputs, so the best placement found counts the argmax policy (one more simulation per
+episode; the update still learns from the sampled episode only). With rollout workers ε is
+constant within one update (:meth:`DopplerAgent.merge`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -51,17 +60,17 @@ from policies.rl.agent import EpisodeStats, PerTask, Rollout
 from policies.rl.doppler_features import DopplerGraph, graph_tensors
 from policies.rl.doppler_rollout import AssignEpisode, assign
 from policies.rl.registry import LearnedConfig, param, register_learned
-from policies.rl.reinforce import linear
+from policies.rl.reinforce import Budget, linear
 from policies.rl.task import PlacementTask
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["STAGES", "VARIANTS", "DopplerAgent", "DopplerConfig", "RunningMeanBaseline", "teacher_placement"]
+__all__ = ["STAGES", "VARIANTS", "DopplerAgent", "DopplerConfig", "RunningMeanBaseline", "stage_reward",
+           "teacher_placement"]
 
 STAGES = ("imitation", "sim", "real")
 VARIANTS = ("full", "sel-only", "plc-only")
-Executor = Callable[[PlacementTask, np.ndarray], float]
 
 
 @dataclass
@@ -91,9 +100,26 @@ class DopplerConfig(LearnedConfig):
     epsilon_final: float = param(0.0, "ε at the end of decay_episodes", "DOPPLER §6.1", low=0.0, high=1.0)
     epsilon_imitation: float = param(1.0, "ε at the start of Stage I (the learner's rollouts)",
                                      "ours: issue #13 (§5 does not give it)", low=0.0, high=1.0)
-    decay_episodes: int = param(4000, "episodes over which ε decays", "DOPPLER §6.1: 4k episodes for CHAINMM and "
-                                "FFNN, 8k for the Llama graphs", low=1)
+    decay_episodes: int | None = param(None, "episodes over which ε decays (None: the training's episode budget, "
+                                       "over which the learning rate decays too)",
+                                       "DOPPLER §6.1: both decay linearly over the 4k–8k episodes of a training",
+                                       low=1)
     batch: int = param(1, "episodes per update", "ours: the paper does not batch episodes", low=1)
+    reward_unit_s: float = param(1e-3, "the time unit of the reward −makespan (s)",
+                                 "DOPPLER §4.1: R = −ExecTime in the authors' simulator's milliseconds; against "
+                                 "β = 1e-2 the advantages must be on that scale (in lower-bound units, ~1/200 of "
+                                 "it, the entropy bonus flattened SEL and chainmm's greedy makespan rose 259 → "
+                                 "740 ms in 50 Stage II episodes)", low=1e-12)
+    greedy_search: bool = param(True, "every ε-greedy episode also evaluates the greedy (ε = 0) placement of "
+                                "the same network outputs: the best placement found counts the argmax policy",
+                                "ours: §6.1 reports the best placement found; the greedy one costs one "
+                                "simulation, no network call")
+
+
+def stage_reward(stage: str) -> str:
+    """What a stage's makespans come from (§5): ``measured`` by the executor in Stage III
+    (``real``), ``simulated`` in Stages I and II."""
+    return "measured" if stage == "real" else "simulated"
 
 
 class RunningMeanBaseline:
@@ -139,13 +165,9 @@ class DopplerAgent:
     same_graph_per_update = False
 
     def __init__(self, num_devices: int, config: DopplerConfig | None = None, *, seed: int = 0,
-                 tasks: Sequence[PlacementTask] = (), executor: Executor | None = None) -> None:
+                 tasks: Sequence[PlacementTask] = ()) -> None:
         self.config = c = config or DopplerConfig()
-        if c.stage == "real" and executor is None:
-            raise ValueError("stage 'real' (DOPPLER §5 Stage III) needs a real executor to measure placements, "
-                             "and none is available here; train with stage 'sim'")
         self.num_devices = num_devices
-        self.executor = executor
         import torch
 
         from policies.rl.doppler_net import DopplerNet
@@ -154,6 +176,7 @@ class DopplerAgent:
         self.model = DopplerNet(c.hidden, c.rounds, c.edge_hidden, c.head)
         self.baseline = RunningMeanBaseline()
         self.episodes = 0
+        self.decay_episodes = c.decay_episodes or 4000  # fit_budget: the training's episode budget
         self.prepared = PerTask(num_devices, _Prepared)
 
     @property
@@ -162,8 +185,9 @@ class DopplerAgent:
 
     @property
     def curve_fields(self) -> dict[str, str]:
-        """Extra learning-curve columns: the stage every row was trained in (§5)."""
-        return {"stage": self.config.stage}
+        """Extra learning-curve columns: the stage every row was trained in (§5) and what its reward
+        came from (Stage III: the executor's measurements)."""
+        return {"stage": self.config.stage, "reward_kind": stage_reward(self.config.stage)}
 
     def prepare(self, task: PlacementTask) -> _Prepared:
         return self.prepared[task]
@@ -172,7 +196,13 @@ class DopplerAgent:
         """ε for the next episode (linear decay over ``decay_episodes``, §6.1)."""
         c = self.config
         start = c.epsilon_imitation if c.stage == "imitation" else c.epsilon
-        return linear(start, c.epsilon_final, self.episodes / max(c.decay_episodes, 1))
+        return linear(start, c.epsilon_final, self.episodes / self.decay_episodes)
+
+    def fit_budget(self, budget: Budget) -> None:
+        """Called by the trainer: with ``decay_episodes`` None, ε decays over the episode budget, as the
+        learning rate does (§6.1); without an episode budget, over §6.1's 4k episodes."""
+        if self.config.decay_episodes is None and budget.episodes:
+            self.decay_episodes = int(budget.episodes)
 
     # -- one episode ----------------------------------------------------------------------
 
@@ -202,7 +232,8 @@ class DopplerAgent:
 
     def rollout(self, tasks: list[PlacementTask], keys: list[str], rng: np.random.Generator) -> Rollout:
         """One ASSIGN episode per task with the current weights, without autograd (§4.3: each
-        network runs once per episode), each placement simulated (Stage III: measured) once.
+        network runs once per episode), each placement evaluated once (simulated; in Stage III,
+        inside :func:`~policies.rl.measured.measured_rewards`, executed and measured).
         ``data``: per episode (key, episode, makespan), numpy only."""
         import torch
 
@@ -211,14 +242,33 @@ class DopplerAgent:
             p = self.prepare(task)
             with torch.no_grad():
                 scores, hz = self._encode(p)
-            ep = self._assign(p, scores, hz, rng, self.epsilon(), record=True)
+            eps = self.epsilon()
+            ep = self._assign(p, scores, hz, rng, eps, record=True)
             self.episodes += 1
             group_dev = ep.group_devices(task.num_groups)
             ev = task.evaluate(group_dev)
-            makespan = float(self.executor(task, group_dev)) if self.config.stage == "real" else ev.makespan
-            stats.append(EpisodeStats(key, ev, ev, group_dev, -makespan / task.scale, 0.0, 1))
-            samples.append((key, ep, makespan))
+            best, best_dev, evaluations = ev, group_dev, 1
+            if self.config.greedy_search and eps > 0:
+                greedy = self._assign(p, scores, hz, rng, 0.0, record=False).group_devices(task.num_groups)
+                if not np.array_equal(greedy, group_dev):
+                    gev = task.evaluate(greedy)
+                    evaluations = 2
+                    if (gev.oom, gev.objective) < (ev.oom, ev.objective):
+                        best, best_dev = gev, greedy
+            stats.append(EpisodeStats(key, ev, best, best_dev, -ev.makespan / self.config.reward_unit_s, 0.0,
+                                      evaluations))
+            samples.append((key, ep, ev.makespan))
         return Rollout(stats, samples)
+
+    def merge(self, parts: list[Rollout]) -> Rollout:
+        """Rollouts of several workers as one (:mod:`policies.rl.workers`): the episodes concatenate in
+        worker order, and this (the learner's) episode count advances as one ``rollout`` call would
+        advance it. The workers act with the learner's count at the update's start (it reaches them
+        with :meth:`state_dict`), so ε within one update is the update's first ε (in-process, it
+        decays from episode to episode: a difference of ``batch / decay_episodes`` × ε at most)."""
+        merged = Rollout([st for p in parts for st in p.episodes], [s for p in parts for s in p.data])
+        self.episodes += len(merged.episodes)
+        return merged
 
     def backward(self, rollout: Rollout, tasks: Mapping[str, PlacementTask], *, entropy_coef: float,
                  step: int) -> None:
@@ -229,7 +279,7 @@ class DopplerAgent:
             task = tasks[key]
             p = self.prepare(task)
             scores, hz = self._encode(p)
-            adv = self.baseline.advantage(key, makespan) / task.scale
+            adv = self.baseline.advantage(key, makespan) / self.config.reward_unit_s
             loss, st.entropy = self._loss(p, ep, scores, hz, adv, entropy_coef)
             (loss / len(samples)).backward()
 
@@ -256,11 +306,13 @@ class DopplerAgent:
                              "edge_hidden and head must match)") from None
 
     def state_dict(self) -> dict[str, Any]:
-        return {"baseline": self.baseline.state_dict(), "episodes": self.episodes}
+        return {"baseline": self.baseline.state_dict(), "episodes": self.episodes,
+                "decay_episodes": self.decay_episodes}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.baseline.load_state_dict(state["baseline"])
         self.episodes = int(state["episodes"])
+        self.decay_episodes = int(state.get("decay_episodes", self.decay_episodes))
 
 
 def teacher_placement(task: PlacementTask) -> np.ndarray:

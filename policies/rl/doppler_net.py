@@ -158,21 +158,21 @@ def episode_loss(plc: PlcPolicy, num_devices: int, ep: AssignEpisode, scores: to
     β (mean_t H(Q_G) + mean_t H(Q_D))`` with A the episode's advantage. A policy given as None
     (an ablation's critical-path rule) contributes nothing.
     """
-    ops = torch.from_numpy(ep.ops)
+    ops = torch.tensor(ep.ops)  # copies: a rollout worker's arrays arrive read-only
     steps = len(ep.ops)
     terms: list[torch.Tensor] = []
     ent = torch.zeros(())
     if scores is not None:
-        logp = _masked_log_softmax(scores.unsqueeze(0).expand(steps, -1), torch.from_numpy(ep.cand))
+        logp = _masked_log_softmax(scores.unsqueeze(0).expand(steps, -1), torch.tensor(ep.cand))
         terms.append(_target_logp(logp, ep.sel_target) if imitation else logp[torch.arange(steps), ops])
         ent = ent + _entropy(logp).mean()
     if hz is not None:
         h, z = hz
-        devs = torch.from_numpy(ep.devs)
+        devs = torch.tensor(ep.devs)
         onehot = nn.functional.one_hot(devs, num_devices).to(h.dtype)
         contrib = onehot.unsqueeze(2) * h[ops].unsqueeze(1)
         on_device = torch.cumsum(contrib, 0) - contrib  # Σ H[u] of the ops placed on d before step t
-        logp = _masked_log_softmax(plc(h, z, ops, torch.from_numpy(ep.x_d), on_device), torch.from_numpy(ep.dev_mask))
+        logp = _masked_log_softmax(plc(h, z, ops, torch.tensor(ep.x_d), on_device), torch.tensor(ep.dev_mask))
         terms.append(_target_logp(logp, ep.plc_target) if imitation else logp[torch.arange(steps), devs])
         ent = ent + _entropy(logp).mean()
     logp_sum = torch.stack([t.mean() for t in terms]).sum()
@@ -191,4 +191,4 @@ def _entropy(logp: torch.Tensor) -> torch.Tensor:
 
 def _target_logp(logp: torch.Tensor, target: np.ndarray) -> torch.Tensor:
     """``log Σ_{a ∈ targets} π(a)`` per step (the teacher's tied choices all count)."""
-    return torch.logsumexp(logp.masked_fill(~torch.from_numpy(target), float("-inf")), dim=-1)
+    return torch.logsumexp(logp.masked_fill(~torch.tensor(target), float("-inf")), dim=-1)

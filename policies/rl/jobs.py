@@ -32,7 +32,7 @@ from engine.run_records import write_placement_files
 from engine.runs import Run, RunStore
 from engine.simulator import Simulator
 from engine.sources import expand_graph_specs, load_graph
-from policies.rl.measured import REWARDS, rewards_for
+from policies.rl.measured import REWARDS, check_executable, rewards_for
 from policies.rl.registry import make_agent, make_config
 from policies.rl.reinforce import Budget, StoppingRule
 from policies.rl.run_files import CHECKPOINT, CURVE, POLICY, STOP_REQUEST
@@ -87,7 +87,7 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
                    seed: int = 0, budget: Budget | None = None, stopping: StoppingRule | None = None,
                    store: RunStore | None = None, tags: list[str] | None = None, name: str | None = None,
                    progress: Progress | None = None, init_from: str | None = None,
-                   runs_dir: str = "runs", reward: str = "simulated",
+                   runs_dir: str = "runs", reward: str | None = None,
                    workers: int | None = None, address: str | None = None) -> TrainOutcome:
     """Train learned placer ``placer`` on the graphs of ``graphs`` (a multi-graph spec) and store the run.
 
@@ -95,18 +95,22 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
     directory) whose weights the new policy starts from — DOPPLER's next stage (§5) and
     transfer to another graph or cluster (Tables 4, 10, 11). ``reward="measured"`` executes
     every evaluated placement on the cluster's devices and rewards its measured makespan
-    (:mod:`policies.rl.measured`; DOPPLER Stage III). ``workers``/``address``: collect the
-    rollouts on Ray workers (:mod:`policies.rl.workers`).
+    (:mod:`policies.rl.measured`); None: ``simulated``, except DOPPLER's stage ``real`` (Stage III),
+    which is always ``measured``. ``workers``/``address``: collect the rollouts on Ray workers
+    (:mod:`policies.rl.workers`).
     """
-    if reward not in REWARDS:
+    if reward is not None and reward not in REWARDS:
         raise SpecError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
-    if reward != "simulated" and (workers is not None or address is not None):
-        raise SpecError("--reward measured executes placements on this machine's devices, one at a time: "
-                        "it cannot be combined with --workers or --address")
     specs = expand_graph_specs(graphs)
     params = _default_groups(placer, graphs, dict(params or {}))
     config = make_config(placer, params)
+    reward = _reward_kind(config, reward)
+    if reward != "simulated" and (workers is not None or address is not None):
+        raise SpecError("--reward measured executes placements on this machine's devices, one at a time: "
+                        "it cannot be combined with --workers or --address")
     c = cluster if isinstance(cluster, Cluster) else load_cluster(cluster)
+    if reward == "measured":
+        check_executable(c)  # before the run is created: one sentence, nothing stored
     budget = budget or Budget(episodes=1000)
     stopping = stopping or StoppingRule()
     tasks = load_tasks(specs, c, config)
@@ -130,6 +134,21 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
     trainer = Trainer(agent, tasks, seed=seed, budget=budget, stopping=stopping, run=run, progress=progress,
                       rollouts=rollouts)
     return _train_and_finish(trainer, run, reward)
+
+
+def _reward_kind(config: Any, reward: str | None) -> str:
+    """The reward a training uses: ``reward`` as asked (default ``simulated``); a DOPPLER stage fixes
+    it (§5: Stages I and II train on the simulator, Stage III on measured makespans)."""
+    stage = getattr(config, "stage", None)
+    if stage is None:
+        return reward or "simulated"
+    from policies.rl.doppler import stage_reward
+
+    kind = stage_reward(stage)
+    if reward is not None and reward != kind:
+        raise SpecError(f"DOPPLER's stage '{stage}' trains on {kind} makespans (§5), not {reward} ones: "
+                        f"{'use --stage real' if reward == 'measured' else 'leave out --reward'} for Stage III")
+    return kind
 
 
 def _workers(placer: str, agent: Any, tasks: dict[str, PlacementTask], workers: int | None,
@@ -222,6 +241,8 @@ def resume_training(store: RunStore, ref: str, *, episodes: int | None = None, s
     if CHECKPOINT not in run.files():
         raise RunError(f"run {run.id} has no checkpoint to resume from")
     c = cluster_from_dict(doc["cluster"], source=f"run {run.id}")
+    if doc.get("reward") == "measured":
+        check_executable(c)
     agent = _stored_agent(doc)
     tasks = load_tasks(list(doc["graphs"]), c, agent.config)
     b = doc["budget"]

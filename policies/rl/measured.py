@@ -28,11 +28,12 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
+from engine.cluster import Cluster
 from engine.errors import SpecError
 from engine.graph import CompGraph
 from policies.rl.task import PlacementTask
 
-__all__ = ["REWARDS", "MeasuredRuntime", "measured_rewards", "rewards_for"]
+__all__ = ["REWARDS", "MeasuredRuntime", "check_executable", "measured_rewards", "rewards_for"]
 
 #: What a learned placer's reward is computed from.
 REWARDS = ("simulated", "measured")
@@ -81,6 +82,19 @@ def measured_rewards(tasks: Mapping[str, PlacementTask], *, repeats: int = 1, wa
         finally:
             for k, t in tasks.items():
                 t.sim = saved[k]
+
+
+def check_executable(cluster: Cluster) -> None:
+    """One sentence (SpecError) when this machine cannot execute ``cluster``'s devices: too few cores
+    for its ``cpu`` devices, or no CUDA device for each ``gpu`` one. Checked before a training starts."""
+    from engine.executor.pool import ExecutionError, _device_targets
+
+    try:
+        _device_targets(cluster, None)
+    except ExecutionError as exc:
+        raise SpecError(f"measured rewards (DOPPLER Stage III, --reward measured) execute every placement on "
+                        f"cluster '{cluster.name}', and this machine cannot run it ({exc}); train on `-c local` "
+                        "(this machine's cores) or on a cluster file from `placelab calibrate`") from None
 
 
 def rewards_for(tasks: Mapping[str, PlacementTask], reward: str) -> contextlib.AbstractContextManager:

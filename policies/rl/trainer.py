@@ -74,6 +74,8 @@ class Trainer:
         self.progress = progress
         self.checkpoint_every_s = checkpoint_every_s
         self.rollouts = rollouts  # policies.rl.workers.RolloutWorkers, or None: roll out in this process
+        if hasattr(agent, "fit_budget"):  # DOPPLER: ε decays over the episode budget (§6.1)
+            agent.fit_budget(self.budget)
         self.optimizer = torch.optim.Adam(agent.model.parameters(), lr=agent.config.lr)
         self.rng = np.random.default_rng(seed)
         self.episodes = self.updates = self.placements = 0

@@ -11,8 +11,9 @@ update is:
    episodes; RNN placer: its K samples of one graph) and puts the current weights into Ray's
    object store once (``ray.put``), then asks worker *i* for part *i*;
 3. each worker — an actor holding its own grouped graphs, simulator and copy of the policy —
-   loads those weights and rolls out its part without autograd (``Agent.rollout``) with a
-   generator seeded by its seed;
+   loads those weights and the learner's non-parameter state (``Agent.state_dict``: baselines,
+   and DOPPLER's episode count, which sets its ε) and rolls out its part without autograd
+   (``Agent.rollout``) with a generator seeded by its seed;
 4. the learner merges the parts in worker order (``Agent.merge``) and takes the gradient step
    (``Trainer.update``), so baselines, the learning curve, checkpoints, the stop request and
    resume are the in-process ones.
@@ -59,9 +60,11 @@ class RolloutWorker:
         self.agent = make_agent(placer, cluster.num_devices, config)
         self.tasks = {k: task_for(g, cluster, self.agent.config) for k, g in graphs.items()}
 
-    def rollout(self, weights: dict[str, Any], keys: list[str], seed: int) -> Rollout:
-        """Episodes of ``keys`` with ``weights``, sampled by a generator seeded with ``seed``."""
+    def rollout(self, weights: dict[str, Any], state: dict[str, Any], keys: list[str], seed: int) -> Rollout:
+        """Episodes of ``keys`` with ``weights`` and the learner's ``state``, sampled by a generator
+        seeded with ``seed``."""
         self.agent.model.load_state_dict(weights)
+        self.agent.load_state_dict(state)
         return self.agent.rollout([self.tasks[k] for k in keys], keys, np.random.default_rng(seed))
 
     def pid(self) -> int:
@@ -120,7 +123,8 @@ class RolloutWorkers:
         parts = [p.tolist() for p in np.array_split(np.arange(len(keys)), len(self.actors)) if len(p)]
         seeds = rng.integers(2**63, size=len(parts)).tolist()
         weights = ray.put({k: v.detach() for k, v in self.agent.model.state_dict().items()})
-        refs = [a.rollout.remote(weights, [keys[j] for j in p], s)
+        state = ray.put(self.agent.state_dict())
+        refs = [a.rollout.remote(weights, state, [keys[j] for j in p], s)
                 for a, p, s in zip(self.actors, parts, seeds, strict=False)]
         pending = list(refs)
         while pending:  # short waits: Ctrl-C reaches the learner at once

@@ -219,6 +219,19 @@ def test_bad_command_line(env, capsys, argv, fragments):
     assert not (env / "runs").exists()
 
 
+def test_doppler_stage_real_that_cannot_execute_is_one_sentence_and_stores_nothing(env, capsys):
+    many = {**CLUSTER, "name": "many", "devices": [{"name": f"cpu:{i}", "kind": "cpu", "memory_bytes": 1e9}
+                                                   for i in range(1024)]}
+    (env / "many.json").write_text(json.dumps(many))
+    train = ["train", "--placer", "doppler", "-g", "graph.json", "--episodes", "2", "--save",
+             "--runs-dir", str(env / "runs")]
+    assert_bad_input(*run_cli(capsys, *train, "-c", "many.json", "--stage", "real"),
+                     "cluster 'many', and this machine cannot run it", "1024 CPU devices", "-c local")
+    assert_bad_input(*run_cli(capsys, *train, "-c", "cluster.json", "--stage", "sim", "--reward", "measured"),
+                     "stage 'sim' trains on simulated makespans", "--stage real")
+    assert not (env / "runs").exists()
+
+
 def test_runs_show_run_without_placement(env, capsys):
     from engine.runs import RunStore
 

@@ -65,6 +65,18 @@ def test_running_mean_baseline_by_hand():
     assert c.advantage("g", 9.0) == 0.0  # mean(10, 6, 11) = 9
 
 
+def test_advantage_is_the_baselined_makespan_in_milliseconds():
+    task = _task()
+    agent = DopplerAgent(2, DopplerConfig(epsilon=1.0, epsilon_final=1.0, **SMALL), seed=0)
+    seen, real = [], agent._loss
+    agent._loss = lambda p, ep, scores, hz, adv, beta: (seen.append(adv), real(p, ep, scores, hz, adv, beta))[1]
+    rng = np.random.default_rng(0)
+    makespans = [train_step(agent, {"g": task}, ["g"], rng, entropy_coef=0.01, step=k)[0].final.makespan
+                 for k in range(3)]
+    m1, m2, m3 = makespans  # §4.1: r = −m − (−mean of the previous m), in ms
+    assert seen == pytest.approx([0.0, (m1 - m2) * 1e3, ((m1 + m2) / 2 - m3) * 1e3])
+
+
 def _task():
     return make_task(hand_graph(), two_gpus(), groups=None)
 
@@ -139,19 +151,50 @@ def test_epsilon_decays_linearly():
     assert imit.epsilon() == pytest.approx(0.75)
 
 
-def test_stage_real_needs_an_executor():
-    with pytest.raises(ValueError, match="needs a real executor"):
-        DopplerAgent(2, DopplerConfig(stage="real", **SMALL))
+def test_epsilon_decays_over_the_training_budget_unless_given():
     task = _task()
-    seen = []
+    agent = DopplerAgent(2, DopplerConfig(**SMALL))
+    assert agent.decay_episodes == 4000  # §6.1's budget until a trainer fits it
+    trainer = Trainer(agent, {"hand": task}, budget=Budget(episodes=10), stopping=StoppingRule(0), tensorboard=False)
+    assert agent.decay_episodes == 10
+    eps = []
+    while trainer.episodes < 10:
+        eps.append(agent.epsilon())
+        trainer.step()
+    assert eps == pytest.approx([0.2 * (1 - k / 10) for k in range(10)]) and agent.epsilon() == 0.0
+    assert trainer.schedule()[0] == pytest.approx(1e-7)  # the learning rate has decayed over the same budget
+    fixed = DopplerAgent(2, DopplerConfig(decay_episodes=40, **SMALL))
+    Trainer(fixed, {"hand": task}, budget=Budget(episodes=10), tensorboard=False)
+    assert fixed.decay_episodes == 40
+    worker = DopplerAgent(2, DopplerConfig(**SMALL))  # a rollout worker gets it with the learner's state
+    worker.load_state_dict(agent.state_dict())
+    assert (worker.decay_episodes, worker.episodes) == (10, 10)
 
-    def executor(t, devices):
-        seen.append(devices.copy())
-        return 42.0
 
-    agent = DopplerAgent(2, DopplerConfig(stage="real", **SMALL), executor=executor)
-    stats = train_step(agent, {"g": task}, ["g"], np.random.default_rng(0), entropy_coef=0.01, step=0)
-    assert len(seen) == 1 and stats[0].reward == pytest.approx(-42.0 / task.scale)
+def test_greedy_search_counts_the_greedy_placement_of_each_episode():
+    task = _task()
+    cfg = DopplerConfig(epsilon=1.0, epsilon_final=1.0, **SMALL)  # every choice uniform
+    agent = DopplerAgent(2, cfg, seed=0)
+    greedy = agent.place(task, np.random.default_rng(0))
+    g = task.evaluate(greedy)
+    picked = set()
+    for seed in range(8):
+        ro = agent.rollout([task], ["hand"], np.random.default_rng(seed))
+        (st,), ((_, ep, _),) = ro.episodes, ro.data
+        sampled = ep.group_devices(task.num_groups)
+        assert st.reward == pytest.approx(-st.final.makespan / 1e-3)  # the update learns from the sample (ms)
+        if np.array_equal(sampled, greedy):
+            assert st.evaluations == 1 and st.best is st.final
+            continue
+        greedy_better = (g.oom, g.objective) < (st.final.oom, st.final.objective)
+        assert st.evaluations == 2
+        assert st.best_devices.tolist() == (greedy if greedy_better else sampled).tolist()
+        assert st.best.objective == min(g.objective, st.final.objective)
+        picked.add(greedy_better)
+    assert picked == {True, False}  # both cases occurred
+    off = DopplerAgent(2, DopplerConfig(greedy_search=False, **{**SMALL, "epsilon": 1.0}), seed=0)
+    (st,) = off.rollout([task], ["hand"], np.random.default_rng(0)).episodes
+    assert st.evaluations == 1 and st.best is st.final
 
 
 def test_bad_config_values_are_refused():
@@ -223,10 +266,10 @@ def test_stages_chain_through_stored_runs(tmp_path):
                             stopping=StoppingRule(0), init_from=first.run_id, runs_dir=str(tmp_path))
     run1, run2 = store.load(first.run_id), store.load(second.run_id)
     assert run2.meta["parameters"]["init_from"] == first.run_id
-    curve1 = (run1.path / "learning_curve.csv").read_text().splitlines()
-    curve2 = (run2.path / "learning_curve.csv").read_text().splitlines()
-    assert curve1[0].endswith(",stage") and all(r.endswith(",imitation") for r in curve1[1:]) and len(curve1) == 4
-    assert all(r.endswith(",sim") for r in curve2[1:]) and len(curve2) == 3
+    curve1, curve2 = run1.read_table("learning_curve.csv"), run2.read_table("learning_curve.csv")
+    assert curve1["stage"] == ["imitation"] * 3 and curve1["reward_kind"] == ["simulated"] * 3
+    assert curve2["stage"] == ["sim"] * 2 and curve2["reward_kind"] == ["simulated"] * 2
+    assert run1.meta["parameters"]["reward"] == run2.meta["parameters"]["reward"] == "simulated"
     with pytest.raises(SpecError, match="trained 'doppler', not 'placeto'"):
         start_training("placeto", spec, "k80x2", budget=Budget(episodes=1), init_from=first.run_id,
                        runs_dir=str(tmp_path))

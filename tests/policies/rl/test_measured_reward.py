@@ -89,3 +89,37 @@ def test_unknown_reward_is_one_sentence():
     with pytest.raises(SpecError, match="reward must be one of"):
         start_training("placeto", "gen:chainmm", two_cpus(), budget=Budget(episodes=1), reward="real")
     assert isinstance(task.sim, Simulator)
+
+
+# ------------------------------------------------------------------- DOPPLER Stage III (§5)
+DOPPLER_SMALL = {"hidden": 8, "rounds": 1, "edge_hidden": 4, "head": 4}
+
+
+def test_doppler_stage_real_trains_on_the_executors_makespans(tmp_path, spy):
+    g = tmp_path / "four.json"
+    save_graph(four_ops(), g)
+    store = RunStore(tmp_path / "runs")
+    out = start_training("doppler", str(g), two_cpus(), params={**DOPPLER_SMALL, "stage": "real"},
+                         budget=Budget(episodes=3), stopping=StoppingRule(0), store=store)
+    run = store.load(out.run_id)
+    assert run.read_json("policy.json")["reward"] == "measured" and run.meta["parameters"]["reward"] == "measured"
+    curve = run.read_table("learning_curve.csv")
+    # one execution per ASSIGN episode, and every row's makespan and reward is that measurement
+    assert out.episodes == 3 and len(spy) == out.placements_evaluated == 3
+    assert curve["stage"] == ["real"] * 3 and curve["reward_kind"] == ["measured"] * 3
+    assert curve["sampled_runtime"] == pytest.approx(spy) and out.best_makespan_s == min(spy)
+    assert curve["reward"] == pytest.approx([-m / 1e-3 for m in spy])  # −makespan in ms (§4.1)
+    names = [d.name for d in two_cpus().devices]
+    best = run.read_json("placement.json")["devices"]
+    simulated = Simulator(four_ops(), two_cpus()).makespan([names.index(best[op]) for op in "abcd"])
+    assert simulated != out.best_makespan_s  # the best was measured, not simulated
+
+
+def test_doppler_stages_and_rewards_must_agree_and_an_unrunnable_cluster_is_one_sentence():
+    with pytest.raises(SpecError, match=r"stage 'real' trains on measured makespans .*, not simulated ones"):
+        start_training("doppler", "gen:chainmm", two_cpus(), params={"stage": "real"}, reward="simulated")
+    with pytest.raises(SpecError, match=r"stage 'sim' trains on simulated makespans .*use --stage real"):
+        start_training("doppler", "gen:chainmm", two_cpus(), params={"stage": "sim"}, reward="measured")
+    with pytest.raises(SpecError, match=r"execute every placement on cluster 'p100x4', and this machine cannot run "
+                                        r"it \(the cluster has 4 GPU devices but torch.cuda reports 0\); train on"):
+        start_training("doppler", "gen:chainmm", "p100x4", params={"stage": "real"})

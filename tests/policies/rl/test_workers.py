@@ -15,12 +15,14 @@ from rl_graphs import cluster, diamond, two_chains
 from engine.cluster import save_cluster
 from engine.graph_io import save_graph
 from engine.runs import RunStore
+from policies.rl.doppler import DopplerAgent, DopplerConfig
 from policies.rl.jobs import resume_training, start_training
 from policies.rl.placeto import PlacetoAgent, PlacetoConfig
 from policies.rl.reinforce import Budget, StoppingRule
 from policies.rl.rnn import RNNAgent, RNNConfig
 from policies.rl.run_files import CHECKPOINT, CURVE
 from policies.rl.task import make_task
+from policies.rl.workers import RolloutWorker
 
 torch.set_num_threads(1)
 
@@ -54,6 +56,32 @@ def test_rnn_merge_concatenates_the_k_samples():
     np.testing.assert_array_equal(m.data.actions, np.concatenate([a.data.actions, b.data.actions]))
     np.testing.assert_array_equal(m.data.rewards, np.concatenate([a.data.rewards, b.data.rewards]))
     assert len(m.episodes) == 5
+
+
+def test_doppler_merge_of_worker_rollouts_equals_the_learners_own_and_takes_its_gradient():
+    t = make_task(two_chains(0.1e9), cluster(), groups=None)
+    cfg = DopplerConfig(hidden=8, rounds=1, edge_hidden=4, head=4, batch=4, epsilon=1.0, decay_episodes=8)
+    learner = DopplerAgent(2, cfg, seed=0)
+    learner.episodes = 4  # ε = 0.5 now; a fresh worker alone would act with ε = 1
+    worker = RolloutWorker("doppler", t.cluster, cfg.to_dict(), {"g": t.graph})  # the actor's class, in-process
+    weights = learner.model.state_dict()
+    a = worker.rollout(weights, learner.state_dict(), ["g", "g"], 1)
+    b = worker.rollout(weights, learner.state_dict(), ["g", "g"], 2)
+    own = DopplerAgent(2, cfg, seed=0)  # the same policy rolling out in-process from the same count
+    own.episodes = 4
+    ref = own.rollout([t, t], ["g", "g"], np.random.default_rng(1))
+    assert [e.ops.tolist() for _, e, _ in a.data] == [e.ops.tolist() for _, e, _ in ref.data]
+    assert [s.reward for s in a.episodes] == [s.reward for s in ref.episodes]
+    fresh = RolloutWorker("doppler", t.cluster, cfg.to_dict(), {"g": t.graph}).rollout(
+        weights, DopplerAgent(2, cfg).state_dict(), ["g", "g"], 1)
+    assert [e.ops.tolist() for _, e, _ in fresh.data] != [e.ops.tolist() for _, e, _ in a.data]  # ε matters
+    merged = learner.merge([a, b])
+    assert learner.episodes == 8  # as one rollout of 4 episodes would leave it
+    assert [s.reward for s in merged.episodes] == [s.reward for s in a.episodes + b.episodes]
+    assert [m for _, _, m in merged.data] == [m for _, _, m in a.data + b.data]
+    learner.backward(merged, {"g": t}, entropy_coef=0.0, step=0)  # the learner's update takes it
+    assert all(p.grad is not None for p in learner.model.parameters() if p.requires_grad)
+    assert learner.baseline.counts == {"g": 4}
 
 
 # ------------------------------------------------------------------------------------ on Ray
@@ -154,6 +182,19 @@ def test_ctrl_c_stops_the_workers_leaves_the_run_interrupted_and_it_resumes_exac
     out = resume_training(store, run.id, workers=2)
     assert out.episodes == EPISODES and store.load(run.id).status == "done"
     assert _curve(store, run.id) == _curve(reference[0], reference[1].run_id)
+
+
+def test_doppler_trains_on_two_workers_and_its_episode_count_is_the_learners(ray_runtime, files, tmp_path):
+    import json
+
+    store = RunStore(tmp_path / "runs")
+    params = {"hidden": 8, "rounds": 1, "edge_hidden": 4, "head": 4, "batch": 4}
+    out = start_training("doppler", files[0], files[1], params=params, seed=3, budget=Budget(episodes=8),
+                         stopping=StoppingRule(0), store=store, workers=2)
+    run = store.load(out.run_id)
+    assert run.status == "done" and out.episodes == 8 and run.meta["progress"]["worker_episodes"] == [4, 4]
+    state = json.loads(torch.load(run.path / CHECKPOINT, weights_only=True)["state"])
+    assert state["agent"]["episodes"] == 8 and state["agent"]["baseline"]["counts"] == {files[0]: 8}
 
 
 def test_experiment_optimized_trainings_on_ray_equal_the_sequential_path(ray_runtime, tmp_path):

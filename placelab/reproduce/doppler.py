@@ -214,7 +214,7 @@ def table4_build(out: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool) 
     b = _budget(quick)
     return Build(cells, notes=[
         _setting_note(quick) + f" Fine-tuning: {b.kshot} episodes for the 2k-shot column, {b.kshot} more (from it) "
-        "for the 4k-shot column" + (" (paper: 2k and 4k)." if quick else "."),
+        "for the 4k-shot column" + (f" (paper: 2k and 4k); the first {b.pairs} pairs only." if quick else "."),
         "Placeto and DOPPLER-SYS on the targets are Table 2's cells: run doppler-table2.", _NOTE])
 
 

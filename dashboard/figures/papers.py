@@ -72,11 +72,11 @@ def side_by_side(rows: Sequence[Mapping[str, Any]], normalised: bool = False) ->
 
 
 def table_csv(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The stored table as CSV text (every column, one line per cell)."""
+    """The stored table as CSV text (every column any row has, one line per cell)."""
     if not rows:
         return ""
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), lineterminator="\n")
     w.writeheader()
     for r in rows:
         w.writerow({k: "" if v is None else v for k, v in r.items()})

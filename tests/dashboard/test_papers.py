@@ -117,5 +117,6 @@ def test_page_shows_the_bundled_doppler_reproduction(tmp_path, monkeypatch):
     assert sim["paper"] == "49.9 ± 1.1" and " ± " in sim["ours"]
     assert set(df["column"]) >= {"Critical path", "Placeto", "EnumOpt", "DOPPLER-SIM", "DOPPLER-SEL", "DOPPLER-PLC"}
     assert any("Quick setting: DOPPLER Stage I" in c.value for c in app.caption)
+    assert any("`placelab reproduce doppler-table2` runs the paper's" in c.value for c in app.caption)
     assert "placelab reproduce doppler-table2 --quick" in app.code[0].value
     assert "noise=0.05 --sim-param runs=10" in app.code[1].value

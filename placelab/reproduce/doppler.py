@@ -78,8 +78,10 @@ def _budget(quick: bool) -> Budgets:
 
 
 def _train_argv(placer: str, g: str, cluster: str, episodes: int, *extra: str) -> tuple[str, ...]:
+    """``train`` for exactly ``episodes`` episodes (no stopping rule); DOPPLER's ε decays over them (§6.1)."""
+    decay = ("--param", f"decay_episodes={episodes}") if placer == "doppler" else ()
     return ("train", "--placer", placer, "-g", g, "-c", cluster, "--episodes", str(episodes), "--stop-window", "0",
-            "--threads", "1", *extra, "--save", "--seed", str(SEED))
+            "--threads", "1", *extra, *decay, "--save", "--seed", str(SEED))
 
 
 def execute_step(key: str, found: str, g: str, cluster: str) -> Step:

@@ -55,7 +55,8 @@ def test_full_setting_uses_the_papers_budgets():
     # DOPPLER §6.1: 4k episodes for CHAINMM and FFNN, 8k for the Llama graphs
     assert [episodes(f"find/doppler/{r}") for r in doppler.GRAPHS] == [4000, 4000, 8000, 8000]
     assert episodes("stage1/CHAINMM") == 1000 and episodes("find/placeto/LLAMA-LAYER") == 8000
-    assert steps["find/doppler-sel/FFNN"][-7:-3] == ("--init-from", "{run:stage1/FFNN}", "--param", "variant=sel-only")
+    assert steps["find/doppler-sel/FFNN"][-9:-3] == ("--init-from", "{run:stage1/FFNN}", "--param", "variant=sel-only",
+                                                     "--param", "decay_episodes=4000")  # ε: 0.2 → 0 over training
     t4 = {s.key: s.argv for s in core.get("doppler-table4").steps(False)}
     assert len([k for k in t4 if k.startswith("find/zero-shot/")]) == 4
     assert "{run:find/k1/FFNN -> LLAMA-BLOCK}" in t4["find/k2/FFNN -> LLAMA-BLOCK"]

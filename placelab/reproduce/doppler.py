@@ -17,7 +17,9 @@ setting follows §6.1: 4k Stage II episodes for CHAINMM and FFNN, 8k for the Lla
 the same for Placeto; Stage I gets a quarter of that (the paper does not give Stage I's budget;
 ours). Table 4 (transfer): the policy trained on the source graph placed on the target without
 training (zero-shot, ``place --placer doppler --param policy=RUN``), then fine-tuned there with
-``train --init-from`` for 2k episodes, and from that run for 2k more (the 4k-shot column).
+``train --init-from`` for 2k episodes, and from that run for 2k more (the 4k-shot column). In
+every DOPPLER training ε decays linearly over that training's own episodes (§6.1: 0.2 → 0;
+Stage I from 1).
 
 Deviations: the paper's numbers are real-engine executions; ours are the simulator's, and the
 noise model is ours (docs/simulation.md). DOPPLER-SYS (Stage III, training on the real engine)

@@ -70,6 +70,9 @@ def page() -> None:
             st.dataframe(shown.style.apply(lambda s: [f"background-color: {AGREEMENT_COLORS[v]}" for v in s],
                                            subset=["agreement"]), width="stretch", hide_index=True)
         st.caption("Agreement: green within 10 %, amber within 25 %, red beyond; OOM on both sides agrees.")
+        if params.get("setting") == "quick":
+            st.caption(f"Quick setting: budgets far below the paper's (each command under *Rerun* gives its own); "
+                       f"`placelab reproduce {meta.get('placer')}` runs the paper's.")
         for note in commands.get("notes", []):
             st.caption(note)
         cols = st.columns([1, 1, 4])

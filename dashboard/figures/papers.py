@@ -55,13 +55,16 @@ def _fmt(x: Any, digits: int = 4) -> str:
 
 
 def side_by_side(rows: Sequence[Mapping[str, Any]], normalised: bool = False) -> list[dict[str, str]]:
-    """Display rows: row, column, ours, paper (± std), ratio, normalised ratio, agreement, unit, note."""
+    """Display rows: row, column, ours (± std), paper (± std), ratio, normalised ratio, agreement, unit, note."""
     out = []
     for r in rows:
         paper = _fmt(r.get("paper"))
         if _num(r.get("paper_std")) is not None:
             paper += f" ± {_fmt(r['paper_std'], 3)}"
-        out.append({"row": str(r.get("row", "")), "column": str(r.get("column", "")), "ours": _fmt(r.get("ours")),
+        ours = _fmt(r.get("ours"))
+        if _num(r.get("ours_std")) is not None:
+            ours += f" ± {_fmt(r['ours_std'], 3)}"
+        out.append({"row": str(r.get("row", "")), "column": str(r.get("column", "")), "ours": ours,
                     "paper": paper, "ours / paper": _fmt(r.get("ratio"), 3),
                     "normalised": _fmt(r.get("rel_ratio"), 3), "agreement": agreement_label(r, normalised),
                     "unit": str(r.get("unit") or ""), "note": str(r.get("note") or "")})
@@ -69,11 +72,11 @@ def side_by_side(rows: Sequence[Mapping[str, Any]], normalised: bool = False) ->
 
 
 def table_csv(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The stored table as CSV text (every column, one line per cell)."""
+    """The stored table as CSV text (every column any row has, one line per cell)."""
     if not rows:
         return ""
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), lineterminator="\n")
     w.writeheader()
     for r in rows:
         w.writerow({k: "" if v is None else v for k, v in r.items()})

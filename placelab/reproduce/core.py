@@ -12,26 +12,37 @@ one run (CONTRACTS §7). Adding a reproduction is one :func:`register` call.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.errors import SpecError
 
-__all__ = ["REPRODUCTIONS", "Build", "Cell", "Reproduction", "Step", "all_reproductions", "get", "register",
+__all__ = ["REF", "REPRODUCTIONS", "Build", "Cell", "Reproduction", "Step", "all_reproductions", "get", "register",
            "steps_for"]
+
+
+#: A reference, inside a step's argument, to the run an earlier step stored: ``{run:KEY}`` (its
+#: id), ``{rundir:KEY}`` (its directory), ``{placement:KEY}`` (its ``placement.json``).
+REF = re.compile(r"\{(run|rundir|placement):([^{}]+)\}")
 
 
 @dataclass(frozen=True)
 class Step:
     """One ``placelab`` command: ``argv`` without the program name and without ``--json``.
 
-    ``key`` names its output for the build function; ``seed`` is recorded with the command.
+    ``key`` names its output for the build function; ``seed`` is recorded with the command. An
+    argument may reference an earlier step's run (:data:`REF`); the runner fills it in.
     """
 
     key: str
     argv: tuple[str, ...]
     seed: int | None = None
+
+    def references(self) -> list[str]:
+        """The keys of the steps whose runs this one's arguments name (:data:`REF`)."""
+        return [m.group(2) for a in self.argv for m in REF.finditer(a)]
 
     def command(self) -> str:
         """The command line as a user types it."""
@@ -42,13 +53,17 @@ class Step:
 
 @dataclass(frozen=True)
 class Cell:
-    """One number of our table: ``value`` in the table's unit (None when not measured), ``note`` why."""
+    """One number of our table: ``value`` in the table's unit (None when not measured), ``note`` why.
+
+    ``std``: the standard deviation of ``value`` when it is a mean over executions (DOPPLER's tables).
+    """
 
     row: str
     column: str
     value: float | None
     note: str = ""
     oom: bool = False
+    std: float | None = None
 
 
 @dataclass

@@ -1,105 +1,228 @@
-"""DOPPLER (Yao et al. 2025): Tables 2, 3, 8 and 9 on the App. D graphs.
+"""DOPPLER (Yao et al. 2025): Tables 2, 3, 4, 8 and 9 on the App. D graphs.
 
 The four sharded graphs (``gen:chainmm``, ``gen:ffnn``, ``gen:llama-block``, ``gen:llama-layer``)
 on 4 P100s (``p100x4``; Table 8: ``p100x4-8gb``, each GPU limited to 8 of its 16 GB) or 8 V100s
-in two NVLink groups (``v100x8``, Table 9). Baselines (critical path — best of 50, §6.1 —, the
-EnumerativeOptimizer, one GPU) come from ``compare``; Placeto and DOPPLER are trained on the
-graph (§6.1: 4k episodes for CHAINMM and FFNN, 8k for the Llama graphs). These reproductions
-need the DOPPLER placer (``doppler``) and list themselves as not ready until it is registered.
+in two NVLink groups (``v100x8``, Table 9), all in work-conserving mode (the presets' own, §6).
+Every method first finds a placement with the deterministic simulator — ``place`` for the
+baselines (critical path: best of 50, §6.1; the EnumerativeOptimizer, App. B; one GPU),
+``train`` for Placeto and DOPPLER — and that placement is then executed ``EXECUTIONS`` = 10
+times with log-normal duration noise σ = ``NOISE`` (``simulate --sim-param noise=… runs=10``):
+the cell is their mean ± std, as the paper's real-engine cells are (§6.1: "the average of 10
+executions").
 
-Deviations: the paper's numbers are real-engine executions (mean ± std of 10); ours are the
-simulator's, whose spread depends on the cluster's simulation mode (the DOPPLER presets' own).
-DOPPLER-SYS (Stage III, training on the real engine) needs an executor, so our DOPPLER column
-is the simulation-trained policy, compared with both DOPPLER-SIM and -SYS; GDP is not
-implemented (its cells read "not reproduced").
+DOPPLER is trained as §5 says, through the CLI: Stage I (``--stage imitation``, the
+critical-path teacher) then Stage II (``--init-from`` Stage I, REINFORCE in simulation);
+DOPPLER-SEL and -PLC (Table 3) are Stage II with ``variant=sel-only`` / ``plc-only``. The full
+setting follows §6.1: 4k Stage II episodes for CHAINMM and FFNN, 8k for the Llama graphs, and
+the same for Placeto; Stage I gets a quarter of that (the paper does not give Stage I's budget;
+ours). Table 4 (transfer): the policy trained on the source graph placed on the target without
+training (zero-shot, ``place --placer doppler --param policy=RUN``), then fine-tuned there with
+``train --init-from`` for 2k episodes, and from that run for 2k more (the 4k-shot column). In
+every DOPPLER training ε decays linearly over that training's own episodes (§6.1: 0.2 → 0;
+Stage I from 1).
+
+Deviations: the paper's numbers are real-engine executions; ours are the simulator's, and the
+noise model is ours (docs/simulation.md). DOPPLER-SYS (Stage III, training on the real engine)
+needs an executor, so our DOPPLER-SYS column is the simulation-trained policy (the same as our
+DOPPLER-SIM). The three variants start Stage II from one shared Stage I (its teacher is the same
+for all three; the variant replaces a policy by its rule in Stage II). GDP is not implemented
+(its cells read "not reproduced"); Table 4's Placeto and DOPPLER-SYS columns are Table 2's
+(run ``doppler-table2``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from placelab.reproduce.core import Build, Cell, Reproduction, Step, register, steps_for
-from placelab.reproduce.reading import compare_cells, train_cells
+from placelab.reproduce.core import Build, Cell, Reproduction, Step, register
+from placelab.reproduce.reading import execution_cell
 
-__all__: list[str] = []
+__all__ = ["EXECUTIONS", "FULL", "GRAPHS", "NOISE", "QUICK", "TRANSFER_PAIRS", "Budgets", "execute_step",
+           "method_steps"]
 
 GRAPHS = {"CHAINMM": "gen:chainmm", "FFNN": "gen:ffnn", "LLAMA-BLOCK": "gen:llama-block",
           "LLAMA-LAYER": "gen:llama-layer"}
+#: Table 4's rows, (source, target); the quick setting runs the first two.
+TRANSFER_PAIRS = (("FFNN", "LLAMA-BLOCK"), ("CHAINMM", "LLAMA-LAYER"), ("CHAINMM", "LLAMA-BLOCK"),
+                  ("FFNN", "LLAMA-LAYER"))
+NOISE = 0.05  #: σ of the log-normal duration noise of the repeated executions (ours; docs/simulation.md)
+EXECUTIONS = 10  #: executions per placement (DOPPLER §6.1)
+SEED = 0
+_MS = 1e3  # DOPPLER's tables are in ms
 
 
-def _episodes(row: str, quick: bool) -> tuple[str, ...]:
-    if quick:
-        return ("--episodes", "20")
-    return ("--episodes", "4000" if row in ("CHAINMM", "FFNN") else "8000")  # §6.1
+@dataclass(frozen=True)
+class Budgets:
+    """Episode budgets of one setting: Stage II (per graph), Stage I, Placeto, one k-shot segment."""
+
+    stage2: Mapping[str, int]
+    imitation: Mapping[str, int]
+    placeto: Mapping[str, int]
+    kshot: int
+    pairs: int
 
 
-def _train(key: str, placer: str, g: str, cluster: str, budget: tuple[str, ...], *param: str):
-    extra = tuple(x for p in param for x in ("--param", p))
-    return (key, ("train", "--placer", placer, "-g", g, "-c", cluster, *budget, *extra, "--save",
-                  "--name", f"{placer} {' '.join(param)} on {g} ({cluster})".replace("  ", " ")))
+_PAPER = {"CHAINMM": 4000, "FFNN": 4000, "LLAMA-BLOCK": 8000, "LLAMA-LAYER": 8000}  # §6.1
+FULL = Budgets(_PAPER, {r: n // 4 for r, n in _PAPER.items()}, _PAPER, kshot=2000, pairs=4)
+QUICK = Budgets(dict.fromkeys(_PAPER, 80), dict.fromkeys(_PAPER, 40), dict.fromkeys(_PAPER, 40), kshot=40, pairs=2)
+
+#: method → how its placement is found: ("place", placer) or ("train", placer, variant)
+METHODS = {"critical-path": ("place", "critical-path"), "enumerative": ("place", "enumerative"),
+           "single-device": ("place", "single-device"), "placeto": ("train", "placeto", ""),
+           "doppler": ("train", "doppler", "full"), "doppler-sel": ("train", "doppler", "sel-only"),
+           "doppler-plc": ("train", "doppler", "plc-only")}
 
 
-def _table(cluster: str, baselines: dict[str, str], placeto: bool, doppler_cols: tuple[str, ...]):
-    """steps and build of a table with compare baselines, optionally Placeto, and DOPPLER."""
+def _budget(quick: bool) -> Budgets:
+    return QUICK if quick else FULL
+
+
+def _train_argv(placer: str, g: str, cluster: str, episodes: int, *extra: str) -> tuple[str, ...]:
+    """``train`` for exactly ``episodes`` episodes (no stopping rule); DOPPLER's ε decays over them (§6.1)."""
+    decay = ("--param", f"decay_episodes={episodes}") if placer == "doppler" else ()
+    return ("train", "--placer", placer, "-g", g, "-c", cluster, "--episodes", str(episodes), "--stop-window", "0",
+            "--threads", "1", *extra, *decay, "--save", "--seed", str(SEED))
+
+
+def execute_step(key: str, found: str, g: str, cluster: str) -> Step:
+    """Execute the placement step ``found`` stored ``EXECUTIONS`` times with noise (mean ± std)."""
+    return Step(key, ("simulate", g, "-c", cluster, "--placement", f"{{placement:{found}}}",
+                      "--sim-param", f"noise={NOISE}", "--sim-param", f"runs={EXECUTIONS}"))
+
+
+def method_steps(method: str, row: str, cluster: str, quick: bool) -> list[Step]:
+    """The steps that find ``method``'s placement of graph ``row`` and execute it (keys ``find/…``, ``exec/…``).
+
+    DOPPLER's Stage II starts from the graph's Stage I run (key ``stage1/ROW``), which the caller
+    adds once per graph with :func:`stage1_step`.
+    """
+    g, b = GRAPHS[row], _budget(quick)
+    find = f"find/{method}/{row}"
+    how = METHODS[method]
+    if how[0] == "place":
+        argv: tuple[str, ...] = ("place", g, "-c", cluster, "--placer", how[1], "--save", "--seed", str(SEED))
+    elif how[1] == "placeto":
+        argv = _train_argv("placeto", g, cluster, b.placeto[row])
+    else:
+        argv = _train_argv("doppler", g, cluster, b.stage2[row], "--init-from", f"{{run:stage1/{row}}}",
+                           "--param", f"variant={how[2]}")
+    return [Step(find, argv, SEED), execute_step(f"exec/{method}/{row}", find, g, cluster)]
+
+
+def stage1_step(row: str, cluster: str, quick: bool) -> Step:
+    """DOPPLER Stage I (imitation of the critical-path teacher, eq. 9) on graph ``row``."""
+    return Step(f"stage1/{row}", _train_argv("doppler", GRAPHS[row], cluster, _budget(quick).imitation[row],
+                                             "--stage", "imitation"), SEED)
+
+
+def _method_cell(out: Mapping[str, dict[str, Any]], method: str, row: str, column: str, at: str | None = None) -> Cell:
+    at = at or row
+    return execution_cell(row, column, out.get(f"exec/{method}/{at}"), out.get(f"find/{method}/{at}"), scale=_MS)
+
+
+def _table(cluster: str, columns: Mapping[str, str]):
+    """Steps and build of a table whose columns are methods (column → :data:`METHODS` key)."""
+    methods = list(dict.fromkeys(columns.values()))
 
     def steps(quick: bool) -> list[Step]:
-        items = []
-        for row, g in GRAPHS.items():
-            items.append((f"base/{row}", ("compare", g, "-c", cluster, "--placers", ",".join(baselines.values()),
-                                          "--no-save")))
-            if placeto:
-                items.append(_train(f"placeto/{row}", "placeto", g, cluster, _episodes(row, quick)))
-            items.append(_train(f"doppler/{row}", "doppler", g, cluster, _episodes(row, quick)))
-        return steps_for(items)
+        out: list[Step] = []
+        for row in GRAPHS:
+            if any(METHODS[m][1] == "doppler" for m in methods):
+                out.append(stage1_step(row, cluster, quick))
+            for m in methods:
+                out += method_steps(m, row, cluster, quick)
+        return out
 
     def build(out: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool) -> Build:
-        cells: list[Cell] = []
-        for row in GRAPHS:
-            cells += compare_cells(row, out.get(f"base/{row}"), baselines)
-            if placeto:
-                cells += train_cells(row, out.get(f"placeto/{row}"), runs_dir, "Placeto")
-            for col in doppler_cols:
-                cells += train_cells(row, out.get(f"doppler/{row}"), runs_dir, col)
-        return Build([_ms(c) for c in cells], notes=[
-            "Ours: simulated (the preset's mode); paper: real engine, mean ± std of 10 executions. "
-            "Our DOPPLER policy is trained in simulation (no real-engine Stage III) and set beside "
-            + " and ".join(doppler_cols) + "."])
+        cells = [_method_cell(out, m, row, col) for row in GRAPHS for col, m in columns.items()]
+        return Build(cells, notes=[_setting_note(quick), _NOTE])
 
     return steps, build
 
 
-def _ms(c: Cell) -> Cell:
-    """Seconds → milliseconds (DOPPLER's tables are in ms)."""
-    return Cell(c.row, c.column, c.value * 1e3 if c.value is not None else None, c.note, c.oom)
+_NOTE = ("Ours: each method's best placement found in simulation, executed 10 times with log-normal duration noise "
+         f"σ = {NOISE} (mean ± std, ms); paper: real engine, mean ± std of 10 executions. Our DOPPLER-SYS is the "
+         "simulation-trained policy (no real-engine Stage III), the same as our DOPPLER-SIM.")
 
 
+def _per_graph(budget: Mapping[str, int]) -> str:
+    if len(set(budget.values())) == 1:
+        return f"{next(iter(budget.values()))}"
+    return ", ".join(f"{n} ({row})" for row, n in budget.items())
+
+
+def _setting_note(quick: bool) -> str:
+    b = _budget(quick)
+    return (f"{'Quick' if quick else 'Full'} setting: DOPPLER Stage I {_per_graph(b.imitation)} then Stage II "
+            f"{_per_graph(b.stage2)} episodes per graph; Placeto {_per_graph(b.placeto)}"
+            + (" (paper §6.1: 4k for CHAINMM/FFNN, 8k for the Llama graphs)." if quick else " (§6.1)."))
+
+
+# quick minutes: the CPU time of the bundled quick runs (table2 90 s, table3 82 s, table4 42 s), rounded up
 _CP = {"Critical path": "critical-path", "EnumOpt": "enumerative"}
-_SYS = ("DOPPLER-SYS",)
-for name, table, cluster, base, with_placeto, cols, minutes in (
-        ("doppler-table2", "table2", "p100x4", _CP, True, ("DOPPLER-SIM", *_SYS), 12.0),
-        ("doppler-table8", "table8", "p100x4-8gb", {"1 GPU": "single-device", **_CP}, True, _SYS, 12.0),
-        ("doppler-table9", "table9", "v100x8", {"1 GPU": "single-device", **_CP}, False, _SYS, 10.0)):
-    _steps, _build = _table(cluster, base, with_placeto, cols)
-    register(Reproduction(name, f"DOPPLER {table.replace('table', 'Table ')}: the App. D graphs on {cluster}",
-                          "doppler", table, _steps, _build, quick_minutes=minutes, reference="Critical path",
-                          requires=("doppler", f"cluster:{cluster}")))
+_ONE = {"1 GPU": "single-device"}
+for _name, _tab, _cluster, _columns, _minutes in (
+        ("doppler-table2", "table2", "p100x4",
+         {**_CP, "Placeto": "placeto", "DOPPLER-SIM": "doppler", "DOPPLER-SYS": "doppler",
+          "DOPPLER-SEL": "doppler-sel", "DOPPLER-PLC": "doppler-plc"}, 2.0),
+        ("doppler-table8", "table8", "p100x4-8gb",
+         {**_ONE, **_CP, "Placeto": "placeto", "DOPPLER-SYS": "doppler"}, 1.5),
+        ("doppler-table9", "table9", "v100x8", {**_ONE, **_CP, "DOPPLER-SYS": "doppler"}, 1.5)):
+    _steps, _build = _table(_cluster, _columns)
+    register(Reproduction(_name, f"DOPPLER {_tab.replace('table', 'Table ')}: the App. D graphs on {_cluster}, "
+                          "mean ± std of 10 noisy executions", "doppler", _tab, _steps, _build,
+                          quick_minutes=_minutes, reference="Critical path",
+                          requires=("doppler", f"cluster:{_cluster}")))
+
+_t3_steps, _t3_build = _table("p100x4", {"SYS": "doppler", "SEL": "doppler-sel", "PLC": "doppler-plc"})
+register(Reproduction("doppler-table3", "DOPPLER Table 3: DOPPLER vs its SEL-only / PLC-only ablations on p100x4",
+                      "doppler", "table3", _t3_steps, _t3_build, quick_minutes=1.5, reference="SYS",
+                      requires=("doppler", "cluster:p100x4")))
 
 
-def _table3_steps(quick: bool) -> list[Step]:
-    items = []
-    for row, g in GRAPHS.items():
-        for col, variant in (("SYS", "full"), ("SEL", "sel-only"), ("PLC", "plc-only")):
-            items.append(_train(f"{col}/{row}", "doppler", g, "p100x4", _episodes(row, quick), f"variant={variant}"))
-    return steps_for(items)
+# ------------------------------------------------------------------------------------ Table 4
+def _pairs(quick: bool) -> tuple[tuple[str, str], ...]:
+    return TRANSFER_PAIRS[:_budget(quick).pairs]
 
 
-def _table3_build(out: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool) -> Build:
-    cells = [_ms(c) for row in GRAPHS for col in ("SYS", "SEL", "PLC")
-             for c in train_cells(row, out.get(f"{col}/{row}"), runs_dir, col)]
-    return Build(cells, notes=["SYS is our simulation-trained full dual policy (no real-engine Stage III)."])
+def table4_steps(quick: bool, cluster: str = "p100x4") -> list[Step]:
+    """Source trainings (Stage I + II), zero-shot placements, two k-shot segments, target baselines."""
+    pairs, b = _pairs(quick), _budget(quick)
+    out: list[Step] = []
+    for src in dict.fromkeys(s for s, _ in pairs):
+        out += [stage1_step(src, cluster, quick), method_steps("doppler", src, cluster, quick)[0]]
+    for src, dst in pairs:
+        pair, g = f"{src} -> {dst}", GRAPHS[dst]
+        policy = f"find/doppler/{src}"
+        zero = ("place", g, "-c", cluster, "--placer", "doppler", "--param", f"policy={{rundir:{policy}}}", "--save",
+                "--seed", str(SEED))
+        out.append(Step(f"find/zero-shot/{pair}", zero, SEED))
+        out.append(Step(f"find/k1/{pair}", _train_argv("doppler", g, cluster, b.kshot, "--init-from",
+                                                        f"{{run:{policy}}}"), SEED))
+        out.append(Step(f"find/k2/{pair}", _train_argv("doppler", g, cluster, b.kshot, "--init-from",
+                                                        f"{{run:find/k1/{pair}}}"), SEED))
+        out += [execute_step(f"exec/{m}/{pair}", f"find/{m}/{pair}", g, cluster) for m in ("zero-shot", "k1", "k2")]
+    for dst in dict.fromkeys(d for _, d in pairs):
+        out += [s for m in _CP.values() for s in method_steps(m, dst, cluster, quick)]
+    return out
 
 
-register(Reproduction("doppler-table3", "DOPPLER Table 3: SEL-only / PLC-only ablations on p100x4", "doppler",
-                      "table3", _table3_steps, _table3_build, quick_minutes=12.0, reference="SYS",
+def table4_build(out: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool) -> Build:
+    cells: list[Cell] = []
+    for src, dst in _pairs(quick):
+        pair = f"{src} -> {dst}"
+        for col, m in (("Zero-shot", "zero-shot"), ("2k-shot", "k1"), ("4k-shot", "k2")):
+            cells.append(_method_cell(out, m, pair, col))
+        cells += [_method_cell(out, m, pair, col, at=dst) for col, m in _CP.items()]
+    b = _budget(quick)
+    return Build(cells, notes=[
+        _setting_note(quick) + f" Fine-tuning: {b.kshot} episodes for the 2k-shot column, {b.kshot} more (from it) "
+        "for the 4k-shot column" + (f" (paper: 2k and 4k); the first {b.pairs} pairs only." if quick else "."),
+        "Placeto and DOPPLER-SYS on the targets are Table 2's cells: run doppler-table2.", _NOTE])
+
+
+register(Reproduction("doppler-table4", "DOPPLER Table 4: transfer — zero-shot and k-shot fine-tuning on a new graph",
+                      "doppler", "table4", table4_steps, table4_build, quick_minutes=1.0, reference="Critical path",
                       requires=("doppler", "cluster:p100x4")))

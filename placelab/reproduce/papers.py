@@ -6,7 +6,8 @@ number, ``"OOM"`` (the paper's placement ran out of memory), ``[mean, std]`` (DO
 executions) or ``null`` (the paper gives no number, e.g. a figure without printed values).
 
 :func:`join` makes the stored table (CONTRACTS §7): one row per cell, ours and the paper's, the
-ratio ours / paper, and — when the reproduction names a reference column — both values divided
+ratio ours / paper (of the means where both sides are mean ± std: ``ours_std``,
+``paper_std``), and — when the reproduction names a reference column — both values divided
 by their own row's reference, so a simulated and a measured machine can be compared by shape.
 """
 
@@ -24,8 +25,8 @@ from placelab.reproduce.core import Cell
 __all__ = ["PAPERS_DIR", "TABLE_COLUMNS", "agreement", "join", "paper_table", "paper_value"]
 
 PAPERS_DIR = Path(__file__).resolve().parent / "papers"
-TABLE_COLUMNS = ("row", "column", "ours", "paper", "paper_std", "ratio", "ours_rel", "paper_rel", "rel_ratio",
-                 "unit", "note")
+TABLE_COLUMNS = ("row", "column", "ours", "ours_std", "paper", "paper_std", "ratio", "ours_rel", "paper_rel",
+                 "rel_ratio", "unit", "note")
 
 
 @lru_cache(maxsize=8)
@@ -101,7 +102,8 @@ def join(cells: list[Cell], paper: str, table: str, reference: str | None = None
         note = "; ".join(x for x in ((mine.note if mine else "not reproduced"), notes.get(row, "")) if x)
         if oom and "OOM" not in note:
             note = f"OOM; {note}" if note else "OOM"
-        out.append({"row": row, "column": col, "ours": ov, "paper": "OOM" if poom else pv, "paper_std": pstd,
+        out.append({"row": row, "column": col, "ours": ov, "ours_std": mine.std if mine and not oom else None,
+                    "paper": "OOM" if poom else pv, "paper_std": pstd,
                     "ratio": ratio, "ours_rel": o_rel, "paper_rel": p_rel,
                     "rel_ratio": o_rel / p_rel if _num(o_rel) and _num(p_rel) else None,
                     "unit": units.get(col, ""), "note": note})

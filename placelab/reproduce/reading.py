@@ -16,7 +16,7 @@ from engine.errors import PlacelabError
 from engine.runs import RunStore
 from placelab.reproduce.core import Cell
 
-__all__ = ["compare_cells", "curve", "device_profile", "median_ratio", "train_cells"]
+__all__ = ["compare_cells", "curve", "device_profile", "execution_cell", "median_ratio", "train_cells"]
 
 
 def _error_cell(row: str, column: str, out: Mapping[str, Any] | None) -> Cell:
@@ -63,6 +63,23 @@ def train_cells(row: str, out: Mapping[str, Any] | None, runs_dir: str, runtime_
         p = best["placements"]
         cells.append(Cell(row, placements_col, float(p) if p is not None else None, note))
     return cells
+
+
+def execution_cell(row: str, column: str, out: Mapping[str, Any] | None, found_by: Mapping[str, Any] | None = None,
+                   scale: float = 1.0) -> Cell:
+    """Mean ± std of a ``simulate --sim-param runs=N`` output (the repeated executions of one placement).
+
+    ``found_by`` is the output of the step that found the placement (``place`` or ``train``): its
+    episodes and placements evaluated go into the note. ``scale`` converts seconds to the table's unit.
+    """
+    if not out or out.get("error"):
+        return _error_cell(row, column, out)
+    mean, std = out.get("makespan_mean_s", out["makespan_s"]), out.get("makespan_std_s", 0.0)
+    note = f"mean ± std of {out.get('runs', 1)} executions"
+    if found_by and found_by.get("placements_evaluated") is not None:
+        note += f"; {found_by.get('episodes')} episodes, {found_by['placements_evaluated']} placements evaluated"
+    oom = bool(out.get("oom"))
+    return Cell(row, column, mean * scale, ("OOM; " if oom else "") + note, oom=oom, std=std * scale)
 
 
 def curve(out: Mapping[str, Any] | None, runs_dir: str) -> dict[str, list]:

@@ -6,6 +6,12 @@ it. Steps are independent; ``workers`` hands them to the parallel runner
 (:mod:`policies.parallel`, Ray) when this installation has it. A step that fails on bad input
 (a placer that does not apply, a graph it cannot place) records its one-line error and the
 reproduction goes on: the cells it would have filled carry the error as their note.
+
+A step may name the run an earlier step stored (:data:`placelab.reproduce.core.REF`):
+``{run:KEY}`` (its id), ``{rundir:KEY}`` (its directory) or ``{placement:KEY}`` (its
+``placement.json``) — a training continued from another (``--init-from``), a stored placement
+executed again (``simulate --placement``). Such a step runs once the steps it names have run;
+when one of them failed or stored no run, it is not run and records why.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -21,7 +28,7 @@ from typing import Any
 
 from engine.errors import PlacelabError, SpecError
 from engine.runs import Run, RunStore
-from placelab.reproduce.core import Reproduction, Step, get
+from placelab.reproduce.core import REF, Reproduction, Step, get
 from placelab.reproduce.papers import TABLE_COLUMNS, agreement, join, paper_table
 
 __all__ = ["reproduce", "run_step"]
@@ -113,30 +120,63 @@ def reproduce(name: str, *, quick: bool = False, runs_dir: str = "runs", workers
             "notes": built.notes}
 
 
+def _resolve(step: Step, outputs: dict[str, dict[str, Any]], step_dir: str) -> tuple[str, ...] | str:
+    """The step's argv with its references to earlier steps' runs filled in, or why it cannot run."""
+    why: list[str] = []
+
+    def fill(m) -> str:
+        what, key = m.group(1), m.group(2)
+        out = outputs.get(key) or {}
+        rid = out.get("run_id")
+        if not rid:
+            state = (f"failed: {out['error']}" if out.get("error") else "stored none" if key in outputs
+                     else "did not run")
+            why.append(f"needs the run of step '{key}', which {state}")
+            return ""
+        return {"run": rid, "rundir": os.path.join(step_dir, rid),
+                "placement": os.path.join(step_dir, rid, "placement.json")}[what]
+
+    argv = tuple(REF.sub(fill, a) for a in _with_store(step, step_dir))
+    return "; ".join(why) if why else argv
+
+
 def _run_steps(steps: list[Step], step_dir: str, executor, tag: tuple[RunStore, str] | None,
                progress: Callable[[str], None] | None) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
-    """Run every step (in order, or on the executor); their outputs by key and the command log."""
+    """Run every step (in waves: a step once the steps it references have run); outputs by key and the log."""
     outputs: dict[str, dict[str, Any]] = {}
     log: list[dict[str, Any]] = []
 
-    def done(i: int, out: dict[str, Any]) -> None:
-        s = steps[i]
+    def done(s: Step, argv: tuple[str, ...] | None, out: dict[str, Any]) -> None:
         outputs[s.key] = out
-        log.append({"key": s.key, "argv": ["placelab", *s.argv], "command": s.command(), "seed": s.seed,
-                    "wall_s": round(out.get("wall_s", 0.0), 3), "error": out.get("error")})
+        shown = None if argv is None else _resolve(s, outputs, "$RUNS")  # the command, the run store as $RUNS
+        resolved = Step(s.key, shown).command() if isinstance(shown, tuple) else None
+        log.append({"key": s.key, "argv": ["placelab", *s.argv], "command": s.command(), "resolved": resolved,
+                    "seed": s.seed, "wall_s": round(out.get("wall_s", 0.0), 3), "error": out.get("error")})
         if tag is not None:
             _tag_step_runs(tag[0], out, tag[1])
         if progress:
             state = f"error: {out['error']}" if out.get("error") else f"{out.get('wall_s', 0):.1f} s"
             progress(f"[{len(log)}/{len(steps)}] {s.command()}  ({state})")
 
-    argvs = [(_with_store(s, step_dir),) for s in steps]
-    if executor is None:
-        for i, (argv,) in enumerate(argvs):
-            done(i, run_step(argv))
-    else:
-        with executor:
-            executor.map(run_step, argvs, on_result=done)
+    todo = list(steps)
+    with executor if executor is not None else contextlib.nullcontext():
+        while todo:
+            keys = {s.key for s in todo}
+            wave = [s for s in todo if not keys & set(s.references())] or todo  # a cycle: each one fails
+            todo = [s for s in todo if s not in wave]
+            ready: list[tuple[Step, tuple[str, ...]]] = []
+            for s in wave:
+                argv = _resolve(s, outputs, step_dir)
+                if isinstance(argv, str):
+                    done(s, None, {"error": argv})
+                else:
+                    ready.append((s, argv))
+            if executor is None:
+                for s, argv in ready:
+                    done(s, argv, run_step(argv))
+            else:
+                executor.map(run_step, [(argv,) for _, argv in ready],
+                             on_result=lambda i, out, ready=ready: done(*ready[i], out))
     return outputs, log
 
 

@@ -20,7 +20,7 @@ from tests.placelab.tiny import tiny_reproduction  # noqa: F401
 ROWS = [
     {"row": "A / 2 GPUs", "column": "x_1", "ours": 1.05, "paper": 1.0, "paper_std": None, "ratio": 1.05,
      "ours_rel": 1.0, "paper_rel": 1.0, "rel_ratio": 1.0, "unit": "s", "note": ""},
-    {"row": "A / 2 GPUs", "column": "50%", "ours": 3.0, "paper": 2.0, "paper_std": 0.5, "ratio": 1.5,
+    {"row": "A / 2 GPUs", "column": "50%", "ours": 3.0, "ours_std": 0.25, "paper": 2.0, "paper_std": 0.5, "ratio": 1.5,
      "ours_rel": None, "paper_rel": None, "rel_ratio": None, "unit": "s", "note": ""},
     {"row": "B", "column": "x_1", "ours": 9.0, "paper": "OOM", "paper_std": None, "ratio": None,
      "ours_rel": None, "paper_rel": None, "rel_ratio": None, "unit": "s", "note": "OOM; 4 episodes"},
@@ -31,7 +31,8 @@ def test_agreement_labels_and_display_rows():
     assert [agreement_label(r) for r in ROWS] == ["agree", "differ", "agree"]
     assert agreement_label(ROWS[1], normalised=True) == "n/a"
     shown = side_by_side(ROWS)
-    assert shown[1]["paper"] == "2 ± 0.5" and shown[1]["ours / paper"] == "1.5"
+    assert shown[1]["paper"] == "2 ± 0.5" and shown[1]["ours / paper"] == "1.5" and shown[1]["ours"] == "3 ± 0.25"
+    assert shown[0]["ours"] == "1.05"
     assert shown[2]["paper"] == "OOM" and shown[2]["agreement"] == "agree"
 
 
@@ -96,3 +97,26 @@ def test_page_shows_a_stored_reproduction(tmp_path, monkeypatch):
     assert "placelab reproduce tiny-table --quick" in app.code[0].value
     assert "--seed 4" in app.code[1].value
     assert res["run_id"]
+
+
+def test_page_shows_the_bundled_doppler_reproduction(tmp_path, monkeypatch):
+    """The bundled quick doppler-table2 run (runs/, copied to a temporary store): ours ± std beside the paper's."""
+    import shutil
+    from pathlib import Path
+
+    bundled = sorted((Path(__file__).resolve().parents[2] / "runs").glob("*-reproduce-doppler-table2-*"))
+    assert bundled, "the repository ships a quick doppler-table2 run"
+    root = tmp_path / "runs"
+    shutil.copytree(bundled[-1], root / bundled[-1].name)
+    monkeypatch.setenv("PLACELAB_RUNS_DIR", str(root))
+    app = papers_app().run()
+    assert not app.exception and not app.error
+    assert app.selectbox(key="papers_pick").value == "doppler-table2 (quick)"
+    df = app.dataframe[0].value
+    sim = df[(df["row"] == "FFNN") & (df["column"] == "DOPPLER-SIM")].iloc[0]
+    assert sim["paper"] == "49.9 ± 1.1" and " ± " in sim["ours"]
+    assert set(df["column"]) >= {"Critical path", "Placeto", "EnumOpt", "DOPPLER-SIM", "DOPPLER-SEL", "DOPPLER-PLC"}
+    assert any("Quick setting: DOPPLER Stage I" in c.value for c in app.caption)
+    assert any("`placelab reproduce doppler-table2` runs the paper's" in c.value for c in app.caption)
+    assert "placelab reproduce doppler-table2 --quick" in app.code[0].value
+    assert "noise=0.05 --sim-param runs=10" in app.code[1].value

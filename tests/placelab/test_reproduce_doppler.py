@@ -1,0 +1,141 @@
+"""DOPPLER's reproductions (placelab.reproduce.doppler) and steps that reference earlier steps' runs."""
+
+from pathlib import Path
+
+import pytest
+import typer
+
+from engine.placement import load_placement
+from engine.presets import PRESETS
+from engine.runs import RunStore
+from engine.simulator import Simulator
+from engine.sources import load_graph
+from placelab.cli import app
+from placelab.reproduce import core, doppler
+from placelab.reproduce.core import Build, Reproduction, Step
+from placelab.reproduce.papers import paper_table
+from placelab.reproduce.reading import execution_cell
+from placelab.reproduce.runner import reproduce
+from tests.placelab.tiny import TINY_GRAPH
+
+REPO_RUNS = Path(__file__).resolve().parents[2] / "runs"
+DOPPLER = ("doppler-table2", "doppler-table3", "doppler-table4", "doppler-table8", "doppler-table9")
+
+
+def _parses(argv: tuple[str, ...]) -> None:
+    """The CLI accepts ``argv`` (every option exists and takes its value), without running it."""
+    group = typer.main.get_command(app)
+    with group.make_context("placelab", [*argv, "--json"], resilient_parsing=True) as ctx:
+        cmd = group.get_command(ctx, argv[0])
+        assert cmd is not None, argv
+        cmd.make_context(argv[0], [*argv[1:], "--json"])  # raises on an unknown option or a bad value
+
+
+@pytest.mark.parametrize("name", DOPPLER)
+@pytest.mark.parametrize("quick", [True, False])
+def test_declared_commands_parse_and_reference_earlier_steps(name, quick):
+    steps = core.get(name).steps(quick)
+    seen: set[str] = set()
+    for s in steps:
+        _parses(s.argv)
+        assert set(s.references()) <= seen, (name, s.key)  # a reference names an earlier step
+        seen.add(s.key)
+    executions = [s for s in steps if s.argv[0] == "simulate"]
+    assert executions and all(s.argv[-2:] == ("--sim-param", "runs=10") for s in executions)
+    assert all(f"noise={doppler.NOISE}" in s.argv for s in executions)
+
+
+def test_full_setting_uses_the_papers_budgets():
+    steps = {s.key: s.argv for s in core.get("doppler-table2").steps(False)}
+
+    def episodes(key: str) -> int:
+        argv = steps[key]
+        return int(argv[argv.index("--episodes") + 1])
+
+    # DOPPLER §6.1: 4k episodes for CHAINMM and FFNN, 8k for the Llama graphs
+    assert [episodes(f"find/doppler/{r}") for r in doppler.GRAPHS] == [4000, 4000, 8000, 8000]
+    assert episodes("stage1/CHAINMM") == 1000 and episodes("find/placeto/LLAMA-LAYER") == 8000
+    assert steps["find/doppler-sel/FFNN"][-9:-3] == ("--init-from", "{run:stage1/FFNN}", "--param", "variant=sel-only",
+                                                     "--param", "decay_episodes=4000")  # ε: 0.2 → 0 over training
+    t4 = {s.key: s.argv for s in core.get("doppler-table4").steps(False)}
+    assert len([k for k in t4 if k.startswith("find/zero-shot/")]) == 4
+    assert "{run:find/k1/FFNN -> LLAMA-BLOCK}" in t4["find/k2/FFNN -> LLAMA-BLOCK"]
+    quick4 = [s.key for s in core.get("doppler-table4").steps(True) if s.key.startswith("find/zero-shot/")]
+    assert quick4 == ["find/zero-shot/FFNN -> LLAMA-BLOCK", "find/zero-shot/CHAINMM -> LLAMA-LAYER"]
+
+
+def _noisy(graph: str, cluster: str, placement_path: str, runs: int = 10):
+    """Mean and std of ``runs`` noisy executions, computed directly with the simulator."""
+    g = load_graph(graph)
+    c = PRESETS[cluster]()
+    p = load_placement(placement_path, g, c)
+    return Simulator(g, c.with_simulation(noise=doppler.NOISE, runs=runs, seed=0)).makespan_stats(p.devices)
+
+
+@pytest.fixture
+def chain_reproduction(tiny_reproduction, monkeypatch):
+    """``tiny-table`` replaced by: place → simulate its placement; a failing place → a simulate that needs it."""
+    steps = [Step("find", ("place", TINY_GRAPH, "-c", "p100x4", "--placer", "round-robin", "--save")),
+             doppler.execute_step("exec", "find", TINY_GRAPH, "p100x4"),
+             Step("find-bad", ("place", TINY_GRAPH, "-c", "p100x4", "--placer", "no-such-placer", "--save")),
+             doppler.execute_step("exec-bad", "find-bad", TINY_GRAPH, "p100x4")]
+
+    def build(out, runs_dir, quick):
+        return Build([execution_cell("tiny / 2 GPUs", "Single", out.get("exec"), out.get("find")),
+                      execution_cell("tiny / 2 GPUs", "Round robin", out.get("exec-bad"))])
+
+    rep = Reproduction("tiny-table", "chained", "tiny", "t1", lambda quick: steps, build, quick_minutes=0.1)
+    monkeypatch.setitem(core.REPRODUCTIONS, "tiny-table", rep)
+    return rep
+
+
+def test_a_step_runs_the_placement_an_earlier_step_stored(chain_reproduction, tmp_path):
+    root = tmp_path / "runs"
+    res = reproduce("tiny-table", quick=True, runs_dir=str(root))
+    store = RunStore(root)
+    log = store.load(res["run_id"]).read_json("commands.json")["steps"]
+    keys = [e["key"] for e in log]
+    assert keys[:2] == ["find", "find-bad"] and set(keys[2:]) == {"exec", "exec-bad"}  # a step after its sources
+    cmds = {e["key"]: e for e in log}
+    found = next(r for r in store.list() if r.meta["kind"] != "reproduce")
+    st = _noisy(TINY_GRAPH, "p100x4", str(root / found.id / "placement.json"))
+    rows = {r["column"]: r for r in res["table"]}
+    assert rows["Single"]["ours"] == pytest.approx(st.mean, rel=1e-12)
+    assert rows["Single"]["ours_std"] == pytest.approx(st.std, rel=1e-12) and st.std > 0
+    assert cmds["exec"]["command"].startswith("placelab simulate") and "'{placement:find}'" in cmds["exec"]["command"]
+    assert f"$RUNS/{found.id}/placement.json" in cmds["exec"]["resolved"]
+    assert rows["Round robin"]["ours"] is None
+    assert "needs the run of step 'find-bad', which failed: unknown placer" in rows["Round robin"]["note"]
+    assert cmds["exec-bad"]["resolved"] is None
+    assert cmds["exec-bad"]["error"].startswith("needs the run of step 'find-bad'")
+
+
+def test_quick_table_on_a_tiny_budget_has_the_tables_shape(monkeypatch, tmp_path):
+    """doppler-table2 on CHAINMM with 2-episode budgets: every cell of the paper's table, ours with mean ± std."""
+    tiny = dict.fromkeys(doppler.GRAPHS, 2)
+    monkeypatch.setattr(doppler, "QUICK", doppler.Budgets(tiny, tiny, tiny, kshot=2, pairs=1))
+    before = sorted(p.name for p in REPO_RUNS.iterdir())
+    root = tmp_path / "runs"
+    res = reproduce("doppler-table2", quick=True, runs_dir=str(root), only="CHAINMM", keep_step_runs=False)
+    assert sorted(p.name for p in REPO_RUNS.iterdir()) == before  # nothing written to the repository's runs/
+    assert [r.id for r in RunStore(root).list()] == [res["run_id"]]  # the step runs went to a scratch store
+    table = {(r["row"], r["column"]): r for r in res["table"]}
+    paper = paper_table("doppler", "table2")["rows"]
+    extra = {(row, c) for row in doppler.GRAPHS for c in ("DOPPLER-SEL", "DOPPLER-PLC")}
+    assert set(table) == {(r, c) for r, cols in paper.items() for c in cols} | extra
+    measured = {k for k, r in table.items() if r["ours"] is not None}
+    assert measured == {("CHAINMM", c) for c in ("Critical path", "Placeto", "EnumOpt", "DOPPLER-SIM", "DOPPLER-SYS",
+                                                 "DOPPLER-SEL", "DOPPLER-PLC")}
+    for k in measured:
+        assert table[k]["ours_std"] >= 0 and table[k]["unit"] in ("ms", "")
+    assert table[("CHAINMM", "DOPPLER-SIM")]["ours"] == table[("CHAINMM", "DOPPLER-SYS")]["ours"]
+    assert table[("FFNN", "Placeto")]["note"] == "error: step did not run"
+    assert table[("CHAINMM", "GDP")]["note"] == "not reproduced"
+    # ms: the critical-path placement executed 10 times, computed directly (critical-path is deterministic)
+    g, c = load_graph("gen:chainmm"), PRESETS["p100x4"]()
+    from policies.base import make_placer
+
+    p = make_placer("critical-path").place(g, c, seed=0)
+    st = Simulator(g, c.with_simulation(noise=doppler.NOISE, runs=10, seed=0)).makespan_stats(p.devices)
+    assert table[("CHAINMM", "Critical path")]["ours"] == pytest.approx(1e3 * st.mean, rel=1e-9)
+    assert table[("CHAINMM", "Critical path")]["ratio"] == pytest.approx(1e3 * st.mean / 230.4, rel=1e-9)

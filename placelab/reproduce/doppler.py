@@ -11,7 +11,9 @@ the cell is their mean ± std, as the paper's real-engine cells are (§6.1: "the
 executions").
 
 DOPPLER is trained as §5 says, through the CLI: Stage I (``--stage imitation``, the
-critical-path teacher) then Stage II (``--init-from`` Stage I, REINFORCE in simulation);
+critical-path teacher, at a constant learning rate ``IMITATION_LR``; it hands over the last
+weights whose greedy placement reached the teacher's makespan, ``handoff``) then Stage II
+(``--init-from`` Stage I, REINFORCE in simulation);
 DOPPLER-SEL and -PLC (Table 3) are Stage II with ``variant=sel-only`` / ``plc-only``. The full
 setting follows §6.1: 4k Stage II episodes for CHAINMM and FFNN, 8k for the Llama graphs, and
 the same for Placeto; Stage I gets a quarter of that (the paper does not give Stage I's budget;
@@ -66,7 +68,10 @@ class Budgets:
 
 _PAPER = {"CHAINMM": 4000, "FFNN": 4000, "LLAMA-BLOCK": 8000, "LLAMA-LAYER": 8000}  # §6.1
 FULL = Budgets(_PAPER, {r: n // 4 for r, n in _PAPER.items()}, _PAPER, kshot=2000, pairs=4)
-QUICK = Budgets(dict.fromkeys(_PAPER, 80), dict.fromkeys(_PAPER, 40), dict.fromkeys(_PAPER, 40), kshot=40, pairs=2)
+QUICK = Budgets(dict.fromkeys(_PAPER, 200), dict.fromkeys(_PAPER, 200), dict.fromkeys(_PAPER, 50), kshot=50, pairs=2)
+#: Stage I's learning rate, constant (ours: §5 gives none; at §6.1's RL rate, 1e-4 → 1e-7, 100
+#: imitation episodes left llama-layer's greedy placement at 1.15× the teacher's makespan, at 1e-3 it reaches it)
+IMITATION_LR = 1e-3
 
 #: method → how its placement is found: ("place", placer) or ("train", placer, variant)
 METHODS = {"critical-path": ("place", "critical-path"), "enumerative": ("place", "enumerative"),
@@ -114,7 +119,8 @@ def method_steps(method: str, row: str, cluster: str, quick: bool) -> list[Step]
 def stage1_step(row: str, cluster: str, quick: bool) -> Step:
     """DOPPLER Stage I (imitation of the critical-path teacher, eq. 9) on graph ``row``."""
     return Step(f"stage1/{row}", _train_argv("doppler", GRAPHS[row], cluster, _budget(quick).imitation[row],
-                                             "--stage", "imitation"), SEED)
+                                             "--stage", "imitation", "--param", f"lr={IMITATION_LR}",
+                                             "--param", f"lr_final={IMITATION_LR}"), SEED)
 
 
 def _method_cell(out: Mapping[str, dict[str, Any]], method: str, row: str, column: str, at: str | None = None) -> Cell:

@@ -19,7 +19,9 @@ Stages (§5, ``stage``):
   choices in the states the learner visits. Teacher: SEL → the candidates with the largest
   b-level; PLC → the devices where v starts earliest under the running list-scheduling
   estimate (:class:`~policies.rl.doppler_features.EstimatedSchedule`). Ties are kept as a
-  set: the target is ``log Σ_{a ∈ targets} π(a)``.
+  set: the target is ``log Σ_{a ∈ targets} π(a)``. With ``handoff`` (ours) the stage ends with
+  the last weights whose greedy placement reached the teacher's makespan, which Stage II then
+  starts from (``--init-from``); §5 gives no end criterion.
 * ``sim`` (Stage II, eq. 10): REINFORCE with the terminal reward ``−makespan`` less the
   running mean of all previous episodes' makespans on that graph (§4.1), in milliseconds
   (``reward_unit_s``: the authors' simulator's unit), plus the entropy bonus; Adam with the learning rate decaying
@@ -114,6 +116,11 @@ class DopplerConfig(LearnedConfig):
                                 "the same network outputs: the best placement found counts the argmax policy",
                                 "ours: §6.1 reports the best placement found; the greedy one costs one "
                                 "simulation, no network call")
+    handoff: bool = param(True, "Stage I ends with the last weights whose greedy placement reached the critical-path "
+                          "teacher's makespan on every graph of its rollout (the final weights when none did), so "
+                          "Stage II starts from a policy as good as its teacher",
+                          "ours: §5 gives no end criterion for Stage I; measured on llama-layer, the final weights "
+                          "of 200 imitation episodes can sit above the teacher's makespan")
 
 
 def stage_reward(stage: str) -> str:
@@ -153,6 +160,15 @@ class _Prepared:
         self.dg = DopplerGraph.build(task.graph, task.cluster)
         self.op_feasible = task.feasible[task.op_group]
         self.tensors = graph_tensors(self.dg)
+        self._teacher_makespan: float | None = None
+
+    @property
+    def teacher_makespan(self) -> float:
+        """The simulated makespan of the critical-path teacher's placement (Stage I's handoff bar)."""
+        if self._teacher_makespan is None:
+            task = self.task
+            self._teacher_makespan = float(task.sim.makespan_and_peak(task.expand(teacher_placement(task)))[0])
+        return self._teacher_makespan
 
 
 @register_learned("doppler", config=DopplerConfig, episodes=400,
@@ -178,6 +194,7 @@ class DopplerAgent:
         self.episodes = 0
         self.decay_episodes = c.decay_episodes or 4000  # fit_budget: the training's episode budget
         self.prepared = PerTask(num_devices, _Prepared)
+        self.handoff_weights: dict[str, torch.Tensor] | None = None  # Stage I's handoff (``handoff``)
 
     @property
     def episodes_per_update(self) -> int:
@@ -238,6 +255,7 @@ class DopplerAgent:
         import torch
 
         stats, samples = [], []
+        reached = self.config.stage == "imitation" and self.config.handoff
         for task, key in zip(tasks, keys, strict=True):
             p = self.prepare(task)
             with torch.no_grad():
@@ -248,17 +266,30 @@ class DopplerAgent:
             group_dev = ep.group_devices(task.num_groups)
             ev = task.evaluate(group_dev)
             best, best_dev, evaluations = ev, group_dev, 1
+            greedy_ev = ev if eps == 0 else None
             if self.config.greedy_search and eps > 0:
                 greedy = self._assign(p, scores, hz, rng, 0.0, record=False).group_devices(task.num_groups)
+                greedy_ev = ev
                 if not np.array_equal(greedy, group_dev):
-                    gev = task.evaluate(greedy)
+                    greedy_ev = gev = task.evaluate(greedy)
                     evaluations = 2
                     if (gev.oom, gev.objective) < (ev.oom, ev.objective):
                         best, best_dev = gev, greedy
+            reached = reached and greedy_ev is not None and not greedy_ev.oom \
+                and greedy_ev.makespan <= p.teacher_makespan * (1 + 1e-9)
             stats.append(EpisodeStats(key, ev, best, best_dev, -ev.makespan / self.config.reward_unit_s, 0.0,
                                       evaluations))
             samples.append((key, ep, ev.makespan))
+        if reached:  # these weights (the update comes after the rollout) reached the teacher
+            self.handoff_weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
         return Rollout(stats, samples)
+
+    def end_training(self) -> None:
+        """Called by the trainer when a training ends (budget or stopping rule, not a stop request):
+        Stage I hands over the last weights that reached the teacher (``handoff``). The snapshot
+        lives in memory: a Stage I resumed from a checkpoint looks for it afresh."""
+        if self.config.stage == "imitation" and self.config.handoff and self.handoff_weights is not None:
+            self.model.load_state_dict(self.handoff_weights)
 
     def merge(self, parts: list[Rollout]) -> Rollout:
         """Rollouts of several workers as one (:mod:`policies.rl.workers`): the episodes concatenate in

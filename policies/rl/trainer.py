@@ -162,6 +162,8 @@ class Trainer:
             if self.run is not None and now - last_ckpt >= self.checkpoint_every_s and not reason:
                 self.save_checkpoint(self.run.path / CHECKPOINT)
                 last_ckpt = now
+        if reason != "stopped" and hasattr(self.agent, "end_training"):
+            self.agent.end_training()  # e.g. DOPPLER's Stage I handoff, before the final checkpoint
         if self.run is not None:
             self.save_checkpoint(self.run.path / CHECKPOINT)
         if self._writer is not None:

@@ -276,3 +276,35 @@ def test_stages_chain_through_stored_runs(tmp_path):
     with pytest.raises(SpecError, match="networks differ in size"):
         start_training("doppler", spec, "k80x2", params={**params, "hidden": 4}, budget=Budget(episodes=1),
                        init_from=first.run_id, runs_dir=str(tmp_path))
+
+
+@pytest.mark.parametrize("handoff", [True, False])
+def test_stage_one_hands_over_the_last_weights_that_reached_the_teacher(handoff):
+    """``handoff``: Stage I ends with the weights of the last rollout whose greedy placement reached the
+    teacher's makespan. Checked against snapshots taken independently before every rollout (the greedy
+    placement of the weights the rollout acts with, simulated here)."""
+    task = _task()
+    teacher = task.evaluate(teacher_placement(task)).makespan
+    cfg = DopplerConfig(stage="imitation", lr=3e-2, lr_final=3e-2, decay_episodes=40, handoff=handoff, **SMALL)
+    agent = DopplerAgent(2, cfg, seed=0)
+    reached, history = [], []
+    rollout = agent.rollout
+
+    def watched(tasks, keys, rng):
+        greedy = task.evaluate(agent.place(task, np.random.default_rng(0))).makespan
+        weights = {k: v.detach().clone() for k, v in agent.model.state_dict().items()}
+        history.append(greedy)
+        if greedy <= teacher * (1 + 1e-9):
+            reached.append(weights)
+        return rollout(tasks, keys, rng)
+
+    agent.rollout = watched
+    trainer = Trainer(agent, {"hand": task}, seed=0, budget=Budget(episodes=40), stopping=StoppingRule(window=0))
+    trainer.train()
+    final = agent.model.state_dict()
+    assert reached, history  # the lr is high enough that some rollout reaches the teacher
+    last = reached[-1]
+    if handoff:
+        assert all(torch.equal(final[k], last[k]) for k in last)
+    else:  # the weights after the last update, which no rollout acted with
+        assert not all(torch.equal(final[k], last[k]) for k in last)

@@ -110,10 +110,10 @@ def figure_export_controls(fig: go.Figure, key: str) -> None:
         font = int(cols[2].number_input("font size", 8, 48, 22, 1, key=f"{key}_x_font"))
         fmt = st.radio("Format", list(EXPORT_FORMATS), horizontal=True, key=f"{key}_x_fmt",
                        format_func=str.upper)
-        out = export_figure(fig, title=title, font_size=font)
-        out.update_layout(width=width if fmt == "html" else None, height=height if fmt == "html" else None)
 
-        def data() -> bytes:
+        def data() -> bytes:  # built on the click only: a deep copy of a 10k-op timeline costs seconds
+            out = export_figure(fig, title=title, font_size=font)
+            out.update_layout(width=width if fmt == "html" else None, height=height if fmt == "html" else None)
             if fmt == "html":
                 return figure_html(out).encode("utf-8")
             image = figure_image(out, fmt, width=width, height=height)

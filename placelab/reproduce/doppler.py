@@ -166,16 +166,17 @@ def _setting_note(quick: bool) -> str:
             + (" (paper §6.1: 4k for CHAINMM/FFNN, 8k for the Llama graphs)." if quick else " (§6.1)."))
 
 
-# quick minutes: the CPU time of the bundled quick runs (table2 90 s, table3 82 s, table4 42 s), rounded up
+# quick minutes: the CPU time of the bundled quick runs (table2 305 s, table3 298 s, table4 88 s, table8 182 s,
+# table9 180 s), rounded up to half a minute
 _CP = {"Critical path": "critical-path", "EnumOpt": "enumerative"}
 _ONE = {"1 GPU": "single-device"}
 for _name, _tab, _cluster, _columns, _minutes in (
         ("doppler-table2", "table2", "p100x4",
          {**_CP, "Placeto": "placeto", "DOPPLER-SIM": "doppler", "DOPPLER-SYS": "doppler",
-          "DOPPLER-SEL": "doppler-sel", "DOPPLER-PLC": "doppler-plc"}, 2.0),
+          "DOPPLER-SEL": "doppler-sel", "DOPPLER-PLC": "doppler-plc"}, 5.5),
         ("doppler-table8", "table8", "p100x4-8gb",
-         {**_ONE, **_CP, "Placeto": "placeto", "DOPPLER-SYS": "doppler"}, 1.5),
-        ("doppler-table9", "table9", "v100x8", {**_ONE, **_CP, "DOPPLER-SYS": "doppler"}, 1.5)):
+         {**_ONE, **_CP, "Placeto": "placeto", "DOPPLER-SYS": "doppler"}, 3.5),
+        ("doppler-table9", "table9", "v100x8", {**_ONE, **_CP, "DOPPLER-SYS": "doppler"}, 3.0)):
     _steps, _build = _table(_cluster, _columns)
     register(Reproduction(_name, f"DOPPLER {_tab.replace('table', 'Table ')}: the App. D graphs on {_cluster}, "
                           "mean ± std of 10 noisy executions", "doppler", _tab, _steps, _build,
@@ -184,7 +185,7 @@ for _name, _tab, _cluster, _columns, _minutes in (
 
 _t3_steps, _t3_build = _table("p100x4", {"SYS": "doppler", "SEL": "doppler-sel", "PLC": "doppler-plc"})
 register(Reproduction("doppler-table3", "DOPPLER Table 3: DOPPLER vs its SEL-only / PLC-only ablations on p100x4",
-                      "doppler", "table3", _t3_steps, _t3_build, quick_minutes=1.5, reference="SYS",
+                      "doppler", "table3", _t3_steps, _t3_build, quick_minutes=5.0, reference="SYS",
                       requires=("doppler", "cluster:p100x4")))
 
 
@@ -230,5 +231,5 @@ def table4_build(out: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool) 
 
 
 register(Reproduction("doppler-table4", "DOPPLER Table 4: transfer — zero-shot and k-shot fine-tuning on a new graph",
-                      "doppler", "table4", table4_steps, table4_build, quick_minutes=1.0, reference="Critical path",
+                      "doppler", "table4", table4_steps, table4_build, quick_minutes=1.5, reference="Critical path",
                       requires=("doppler", "cluster:p100x4")))

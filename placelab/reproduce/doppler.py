@@ -123,9 +123,11 @@ def stage1_step(row: str, cluster: str, quick: bool) -> Step:
                                              "--param", f"lr_final={IMITATION_LR}"), SEED)
 
 
-def _method_cell(out: Mapping[str, dict[str, Any]], method: str, row: str, column: str, at: str | None = None) -> Cell:
+def _method_cell(out: Mapping[str, dict[str, Any]], runs_dir: str, method: str, row: str, column: str,
+                 at: str | None = None) -> Cell:
     at = at or row
-    return execution_cell(row, column, out.get(f"exec/{method}/{at}"), out.get(f"find/{method}/{at}"), scale=_MS)
+    return execution_cell(row, column, out.get(f"exec/{method}/{at}"), out.get(f"find/{method}/{at}"), scale=_MS,
+                          runs_dir=runs_dir)
 
 
 def _table(cluster: str, columns: Mapping[str, str]):
@@ -142,7 +144,7 @@ def _table(cluster: str, columns: Mapping[str, str]):
         return out
 
     def build(out: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool) -> Build:
-        cells = [_method_cell(out, m, row, col) for row in GRAPHS for col, m in columns.items()]
+        cells = [_method_cell(out, runs_dir, m, row, col) for row in GRAPHS for col, m in columns.items()]
         return Build(cells, notes=[_setting_note(quick), _NOTE])
 
     return steps, build
@@ -221,8 +223,8 @@ def table4_build(out: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool) 
     for src, dst in _pairs(quick):
         pair = f"{src} -> {dst}"
         for col, m in (("Zero-shot", "zero-shot"), ("2k-shot", "k1"), ("4k-shot", "k2")):
-            cells.append(_method_cell(out, m, pair, col))
-        cells += [_method_cell(out, m, pair, col, at=dst) for col, m in _CP.items()]
+            cells.append(_method_cell(out, runs_dir, m, pair, col))
+        cells += [_method_cell(out, runs_dir, m, pair, col, at=dst) for col, m in _CP.items()]
     b = _budget(quick)
     return Build(cells, notes=[
         _setting_note(quick) + f" Fine-tuning: {b.kshot} episodes for the 2k-shot column, {b.kshot} more (from it) "

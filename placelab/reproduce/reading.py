@@ -66,11 +66,13 @@ def train_cells(row: str, out: Mapping[str, Any] | None, runs_dir: str, runtime_
 
 
 def execution_cell(row: str, column: str, out: Mapping[str, Any] | None, found_by: Mapping[str, Any] | None = None,
-                   scale: float = 1.0) -> Cell:
+                   scale: float = 1.0, runs_dir: str | None = None) -> Cell:
     """Mean ± std of a ``simulate --sim-param runs=N`` output (the repeated executions of one placement).
 
     ``found_by`` is the output of the step that found the placement (``place`` or ``train``): its
-    episodes and placements evaluated go into the note. ``scale`` converts seconds to the table's unit.
+    episodes and placements evaluated go into the note, and, when it is a stored training run in
+    ``runs_dir``, the placements evaluated until its best was found. ``scale`` converts seconds to
+    the table's unit.
     """
     if not out or out.get("error"):
         return _error_cell(row, column, out)
@@ -78,6 +80,13 @@ def execution_cell(row: str, column: str, out: Mapping[str, Any] | None, found_b
     note = f"mean ± std of {out.get('runs', 1)} executions"
     if found_by and found_by.get("placements_evaluated") is not None:
         note += f"; {found_by.get('episodes')} episodes, {found_by['placements_evaluated']} placements evaluated"
+        if runs_dir and found_by.get("run_id"):
+            try:
+                at = _best(found_by, runs_dir)["placements"]
+            except PlacelabError:
+                at = None
+            if at is not None:
+                note += f", the best after {at}"
     oom = bool(out.get("oom"))
     return Cell(row, column, mean * scale, ("OOM; " if oom else "") + note, oom=oom, std=std * scale)
 

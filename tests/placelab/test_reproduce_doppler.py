@@ -1,5 +1,6 @@
 """DOPPLER's reproductions (placelab.reproduce.doppler) and steps that reference earlier steps' runs."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -129,6 +130,12 @@ def test_quick_table_on_a_tiny_budget_has_the_tables_shape(monkeypatch, tmp_path
     for k in measured:
         assert table[k]["ours_std"] >= 0 and table[k]["unit"] in ("ms", "")
     assert table[("CHAINMM", "DOPPLER-SIM")]["ours"] == table[("CHAINMM", "DOPPLER-SYS")]["ours"]
+    # a trained cell says how many placements its training evaluated, and after how many it found its best
+    for col in ("Placeto", "DOPPLER-SIM", "DOPPLER-SEL"):
+        note = table[("CHAINMM", col)]["note"]
+        m = re.search(r"(\d+) episodes, (\d+) placements evaluated, the best after (\d+)$", note)
+        assert m and int(m[1]) >= 2 and 1 <= int(m[3]) <= int(m[2]), note  # Placeto: whole batches of 8
+    assert "the best after" not in table[("CHAINMM", "Critical path")]["note"]
     assert table[("FFNN", "Placeto")]["note"] == "error: step did not run"
     assert table[("CHAINMM", "GDP")]["note"] == "not reproduced"
     # ms: the critical-path placement executed 10 times, computed directly (critical-path is deterministic)

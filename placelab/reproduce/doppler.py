@@ -168,8 +168,8 @@ def _setting_note(quick: bool) -> str:
             + (" (paper §6.1: 4k for CHAINMM/FFNN, 8k for the Llama graphs)." if quick else " (§6.1)."))
 
 
-# quick minutes: the CPU time of the bundled quick runs (table2 305 s, table3 298 s, table4 88 s, table8 182 s,
-# table9 180 s), rounded up to half a minute
+# quick minutes: the CPU time of two quick runs each, the larger rounded up to half a minute (table2 305 / 268 s,
+# table3 298 / 244 s, table4 88 / 85 s, table8 182 / 169 s, table9 180 / 174 s; the second ones are bundled)
 _CP = {"Critical path": "critical-path", "EnumOpt": "enumerative"}
 _ONE = {"1 GPU": "single-device"}
 for _name, _tab, _cluster, _columns, _minutes in (

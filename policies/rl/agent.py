@@ -80,6 +80,11 @@ class Agent(Protocol):
     An update is ``rollout`` (sample episodes with the current weights, simulate them) then
     ``backward`` (returns → advantages → loss, gradient accumulated into ``model``); the trainer
     clips the gradient and steps the optimizer.
+
+    Optional, called by the trainer when an agent has them: ``curve_fields`` (extra learning-curve
+    columns), ``fit_budget(budget)`` before training (DOPPLER: ε decays over the episode budget) and
+    ``end_training()`` after a training that ran to its budget or stopping rule (DOPPLER: Stage I's
+    hand-off).
     """
 
     name: str

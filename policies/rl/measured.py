@@ -87,10 +87,11 @@ def measured_rewards(tasks: Mapping[str, PlacementTask], *, repeats: int = 1, wa
 def check_executable(cluster: Cluster) -> None:
     """One sentence (SpecError) when this machine cannot execute ``cluster``'s devices: too few cores
     for its ``cpu`` devices, or no CUDA device for each ``gpu`` one. Checked before a training starts."""
-    from engine.executor.pool import ExecutionError, _device_targets
+    from engine.executor.pool import ExecutionError
+    from engine.executor.pool import check_executable as executable
 
     try:
-        _device_targets(cluster, None)
+        executable(cluster)
     except ExecutionError as exc:
         raise SpecError(f"measured rewards (DOPPLER Stage III, --reward measured) execute every placement on "
                         f"cluster '{cluster.name}', and this machine cannot run it ({exc}); train on `-c local` "

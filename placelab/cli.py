@@ -280,11 +280,13 @@ def main(argv: list[str] | None = None) -> None:
     try:
         command = typer.main.get_command(app)
         guard_numbers(command)
-        command(args=argv, standalone_mode=False, prog_name="placelab")
+        # Outside standalone mode typer answers Ctrl-C (and an explicit Exit) by *returning* the exit
+        # code, 130 for Ctrl-C; our commands themselves return None.
+        code = command(args=argv, standalone_mode=False, prog_name="placelab")
     except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+        code = exc.exit_code
     except typer.Abort:
-        sys.exit(130)
+        code = 130
     except TyperException as exc:  # usage errors: missing option, unknown command, bad value
         message = _one_line(exc.format_message() if hasattr(exc, "format_message") else str(exc))
         if message:  # no_args_is_help has already printed the usage and carries no message
@@ -294,14 +296,17 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo(f"error: {_one_line(str(exc))}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        sys.exit(130)
+        code = 130
     except Exception as exc:
         if os.environ.get("PLACELAB_DEBUG"):
             raise
         typer.echo(f"internal error: {type(exc).__name__}: {_one_line(str(exc))} "
                    "(set PLACELAB_DEBUG=1 for details)", err=True)
         sys.exit(1)
+    if code == 130:
+        typer.echo("interrupted", err=True)
+    if isinstance(code, int) and code:
+        sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -16,9 +16,15 @@ On Ray (``Executor(workers=N)`` starts a local Ray runtime with N CPUs, one task
   retries; exceptions the task raises are *not* retried, they are the task's answer);
 * an object passed to more than one task (the same graph or cluster) is put into Ray's
   object store once, not shipped with every task;
-* Ctrl-C (or any exception in ``on_result``) cancels every task still pending or running
-  (``ray.cancel(force=True)`` kills their workers) before the exception propagates, so the
-  caller can mark its runs ``interrupted``; a runtime this executor started is shut down.
+* Ctrl-C (or any exception in ``on_result`` or a task) stops every task still pending or
+  running before the exception propagates, so the caller can mark its runs ``interrupted``:
+  the executor shuts down the runtime it started (Ray kills its workers) or leaves the cluster
+  it joined (Ray kills a departed driver's tasks). It does not call ``ray.cancel``: cancelling
+  tasks while results arrive crashes the Ray 2.x driver now and then (a failed check,
+  ``task_manager.cc``: "Tried to complete task that was not pending"; 2 of 12 interrupts
+  here, ``force=True`` or not), which kills the process and leaves Ray's daemons behind.
+  An executor that joined a runtime started by another in the same process leaves the
+  remaining tasks running; their results are dropped.
 
 Ray is imported only here and only when a Ray executor is used: importing ``engine``,
 ``policies``, ``placelab`` or opening the app never imports or starts Ray.
@@ -26,9 +32,12 @@ Ray is imported only here and only when a Ray executor is used: importing ``engi
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from engine.errors import SpecError
@@ -136,7 +145,8 @@ class Executor:
 
         ``on_start(i)`` is called when task ``i`` is handed out (in-process: just before it
         runs; on Ray: when it is submitted) and ``on_result(i, result)`` in the driver as each
-        task finishes (in-process: in order; on Ray: in completion order).
+        task finishes (in-process: in order; on Ray: in completion order). A Ctrl-C during
+        ``on_result`` takes effect when it returns, so a result is stored whole or not at all.
 
         Raises
         ------
@@ -145,7 +155,8 @@ class Executor:
         TaskLost
             A task's worker died more than ``max_retries`` times.
         KeyboardInterrupt
-            Ctrl-C; every task still pending or running has been cancelled.
+            Ctrl-C; the runtime this executor started or joined has been shut down or left, which
+            stops every task still pending or running.
         """
         if self.in_process:
             results = []
@@ -154,7 +165,8 @@ class Executor:
                     on_start(i)
                 results.append(fn(*args))
                 if on_result:
-                    on_result(i, results[-1])
+                    with _sigint_deferred():
+                        on_result(i, results[-1])
             return results
         self.start()
         return self._ray_map(fn, tasks, on_start, on_result)
@@ -184,12 +196,32 @@ class Executor:
                         raise TaskLost(f"task {i}: its worker died in each of its {self.max_retries + 1} "
                                        f"attempt(s) ({type(exc).__name__})") from None
                     if on_result:
-                        on_result(i, results[i])
+                        with _sigint_deferred():
+                            on_result(i, results[i])
         except BaseException:
-            for ref in pending:
-                ray.cancel(ref, force=True)
+            self.shutdown()  # stops the pending tasks (see the module docstring: no ray.cancel)
             raise
         return results
+
+
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Ctrl-C waits for the block to end: ``on_result`` stores a result whole or not at all (a real Ctrl-C
+    landing halfway through storing one left a stray ``interrupted`` run the sweep did not index)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received:
+        if callable(previous):
+            previous(signal.SIGINT, None)
+        elif previous == signal.SIG_DFL:
+            raise KeyboardInterrupt
 
 
 def _shared_refs(tasks: Sequence[tuple], put: Callable[[Any], Any]) -> dict[int, Any]:

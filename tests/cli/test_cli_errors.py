@@ -249,6 +249,19 @@ def test_no_arguments_prints_usage(env, capsys):
     assert err == ""  # no empty "error:" line after the help
 
 
+
+def test_ctrl_c_exits_130_with_one_line(env, capsys, monkeypatch):
+    """Ctrl-C in any command: exit code 130 and "interrupted" (typer returns 130 outside standalone mode; the
+    entry point once ignored that and exited 0 in silence)."""
+    import placelab.cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(placelab.cli, "load_graph", interrupted)
+    code, out, err = run_cli(capsys, "graph", "info", "gen:chainmm")
+    assert (code, out, err.strip()) == (130, "", "interrupted")
+
 # ---- property: any bytes as a graph file ----------------------------------------------------------
 
 def mostly(good: st.SearchStrategy, bad: st.SearchStrategy) -> st.SearchStrategy:

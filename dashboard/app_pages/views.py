@@ -20,7 +20,7 @@ from dashboard.figures import (
     placement_graph_html,
     timeline,
 )
-from dashboard.figures.timeline import match_ops
+from dashboard.figures.timeline import bin_at_points, match_ops
 from engine.cluster import Cluster
 from engine.graph import CompGraph
 from engine.schedule import Schedule
@@ -122,11 +122,16 @@ def op_at_points(fig, points: list[dict], names: dict[str, int]) -> int | None:
     return None
 
 
-def _on_timeline_select(key: str, explorer_key: str, graph: CompGraph, fig) -> None:
-    """A click on an op in the timeline selects it in the explorer (its scopes open, its node marked)."""
-    event = st.session_state.get(f"{key}_timeline") or {}
-    op = op_at_points(fig, (event.get("selection") or {}).get("points", []), op_index(graph))
-    if op is not None:
+def _on_timeline_select(key: str, explorer_key: str | None, graph: CompGraph, fig, end_ms: float) -> None:
+    """A click on an op in the timeline selects it in the explorer (its scopes open, its node marked);
+    a click on a busy bin of a binned timeline zooms the time window into that bin."""
+    points = ((st.session_state.get(f"{key}_timeline") or {}).get("selection") or {}).get("points", [])
+    span = bin_at_points(fig, points)
+    if span is not None:
+        st.session_state[f"{key}_tl_window"] = (max(0.0, span[0]), min(end_ms, span[1]))
+        return
+    op = op_at_points(fig, points, op_index(graph))
+    if op is not None and explorer_key is not None:
         pick_op(explorer_key, graph, op)
 
 
@@ -136,7 +141,8 @@ def show_timeline(schedule: Schedule, graph: CompGraph, cluster: Cluster, *, key
     names), op search by name / type / scope, and dependency and transfer arrows on demand.
 
     With ``explorer_key``: clicking an op's bar selects it in that graph explorer, and the op selected
-    there (by a click in the graph) is marked here."""
+    there (by a click in the graph) is marked here. Clicking a busy bin (graphs above
+    :data:`~dashboard.figures.timeline.TIMELINE_MAX_OPS` ops) zooms the window into it."""
     end = float(schedule.makespan * 1e3) or 1.0
     cols = st.columns([4, 3, 2], vertical_alignment="bottom")
     window = cols[0].slider("Time window (ms)", 0.0, end, (0.0, end), key=f"{key}_tl_window",
@@ -161,5 +167,6 @@ def show_timeline(schedule: Schedule, graph: CompGraph, cluster: Cluster, *, key
         marked[picked] = True
     fig = timeline(schedule, graph, cluster, title=title, window_ms=window if zoomed else None,
                    highlight=marked if marked.any() else None, arrows=arrows)
-    show_figure(fig, key=f"{key}_timeline", on_select=None if explorer_key is None else partial(
-        _on_timeline_select, key, explorer_key, graph, fig))
+    if fig.data and fig.data[0].meta == "bins":
+        st.caption("Too many ops to draw one by one here: click a busy bin to zoom into it, or narrow the window.")
+    show_figure(fig, key=f"{key}_timeline", on_select=partial(_on_timeline_select, key, explorer_key, graph, fig, end))

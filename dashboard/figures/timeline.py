@@ -10,7 +10,7 @@ from engine.cluster import Cluster
 from engine.graph import CompGraph
 from engine.schedule import Schedule
 
-__all__ = ["TIMELINE_MAX_OPS", "busy_per_bin", "lane_names", "match_ops", "ops_in_window", "timeline"]
+__all__ = ["TIMELINE_MAX_OPS", "bin_at_points", "busy_per_bin", "lane_names", "match_ops", "ops_in_window", "timeline"]
 
 #: Above this many ops the timeline draws binned utilization bars instead of one bar per op.
 TIMELINE_MAX_OPS = 5000
@@ -79,9 +79,13 @@ def _op_bars(schedule: Schedule, graph: CompGraph, cluster: Cluster, fig: go.Fig
         ))
 
 
-def _binned_bars(schedule: Schedule, cluster: Cluster, fig: go.Figure) -> None:
-    span = max(schedule.makespan, 1e-12)
-    edges = np.linspace(0.0, span, _BINS + 1)
+def _binned_bars(schedule: Schedule, cluster: Cluster, fig: go.Figure,
+                 window_ms: tuple[float, float] | None = None) -> None:
+    """200 busy bins per lane over the makespan, or over ``window_ms`` (a zoom still holding too many ops
+    bins its own window, so each click on a bin goes one level deeper). The traces carry
+    ``meta="bins"``: :func:`bin_at_points` tells a click on a bin from a click on an op."""
+    lo, hi = (0.0, schedule.makespan) if window_ms is None else (window_ms[0] / 1e3, window_ms[1] / 1e3)
+    edges = np.linspace(lo, max(hi, lo + 1e-12), _BINS + 1)
     width = edges[1] - edges[0]
     tsel = np.flatnonzero(schedule.transfer_primary)
     for d, dev in enumerate(cluster.devices):
@@ -96,9 +100,20 @@ def _binned_bars(schedule: Schedule, cluster: Cluster, fig: go.Figure) -> None:
                 name=lane, legendgroup=dev.name, orientation="h", y=[lane] * int(keep.sum()),
                 base=edges[:-1][keep] * 1e3, x=np.full(int(keep.sum()), width * 1e3),
                 marker={"color": device_color(d), "opacity": opacity, "line": {"width": 0}},
-                customdata=np.round(util[keep] * 100, 1),
-                hovertemplate="%{base:.3f} ms: busy %{customdata}%<extra>" + lane + "</extra>",
+                customdata=np.round(util[keep] * 100, 1), meta="bins",
+                hovertemplate="%{base:.3f} ms: busy %{customdata}% (click: zoom in)<extra>" + lane + "</extra>",
             ))
+
+
+def bin_at_points(fig: go.Figure, points: list[dict]) -> tuple[float, float] | None:
+    """The time span (ms) of the first clicked busy bin of a binned timeline, or None when no bin was clicked;
+    ``points`` as Streamlit's plotly selection gives them."""
+    for p in points:
+        trace = fig.data[p["curve_number"]]
+        if trace.meta == "bins":
+            start = float(trace.base[p["point_index"]])
+            return start, start + float(trace.x[p["point_index"]])
+    return None
 
 
 def ops_in_window(schedule: Schedule, window_ms: tuple[float, float]) -> np.ndarray:
@@ -146,7 +161,8 @@ def timeline(schedule: Schedule, graph: CompGraph, cluster: Cluster, *, title: s
     shows as a bar when the lane was busy in it (hover: the busy percentage), so very large
     graphs stay fast — unless ``window_ms`` zooms in far enough that the ops overlapping the
     window are at most :data:`TIMELINE_MAX_OPS`: then those ops are drawn one by one, with their
-    names written on the bars when at most 200 are shown (like a trace viewer zoomed in).
+    names written on the bars when at most 200 are shown (like a trace viewer zoomed in); a
+    window still holding more ops is binned again, 200 bins across the window.
     ``time_range_ms`` fixes the x axis (to compare two timelines); ``window_ms`` sets it too.
     ``highlight`` (bool per op, e.g. a search) marks ops with a red outline marker;
     ``arrows`` draws dependencies between the shown ops (dashed: across devices, a transfer).
@@ -156,7 +172,7 @@ def timeline(schedule: Schedule, graph: CompGraph, cluster: Cluster, *, title: s
     count = graph.num_ops if shown is None else int(shown.sum())
     aggregated = count > TIMELINE_MAX_OPS
     if aggregated:
-        _binned_bars(schedule, cluster, fig)
+        _binned_bars(schedule, cluster, fig, window_ms)
     else:
         _op_bars(schedule, graph, cluster, fig, shown, names=count <= _NAMED_OPS)
         if arrows:

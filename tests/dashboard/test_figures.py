@@ -283,3 +283,31 @@ def test_timeline_search_marks_matches_and_arrows_follow_edges(diamond):
     assert lines["transfer"].line.dash == "dash" and len(lines["transfer"].x) == 6
     assert len(lines["dependency"].x) == 6
     assert list(lines["dependency"].x[:2]) == pytest.approx([s.op_end[0] * 1e3, s.op_start[2] * 1e3])
+
+
+def test_a_click_on_a_busy_bin_names_its_span_and_a_window_still_too_full_is_binned_again():
+    from dashboard.figures.timeline import bin_at_points, ops_in_window
+
+    g, c = random_dag(ops=3 * TIMELINE_MAX_OPS, seed=4), PRESETS["k80x2"]()
+    s = simulate(g, c, np.arange(g.num_ops) % 2)
+    fig = timeline(s, g, c)
+    lane = next(i for i, t in enumerate(fig.data) if t.meta == "bins" and t.name == "gpu:0")
+    base, width = np.asarray(fig.data[lane].base), np.asarray(fig.data[lane].x)
+    clicked = bin_at_points(fig, [{"curve_number": lane, "point_index": 3}])
+    assert clicked == pytest.approx((base[3], base[3] + width[3]))
+    assert width[3] == pytest.approx(s.makespan * 1e3 / 200)  # 200 bins over the makespan
+    # an op's bar or the invisible lane markers are no bin
+    lanes = next(i for i, t in enumerate(fig.data) if t.name == "lanes")
+    assert bin_at_points(fig, [{"curve_number": lanes, "point_index": 0}]) is None
+    # a window over the first two thirds still holds more than TIMELINE_MAX_OPS ops: 200 bins across it
+    window = (0.0, float(s.makespan * 1e3 * 2 / 3))
+    assert ops_in_window(s, window).sum() > TIMELINE_MAX_OPS
+    zoomed = timeline(s, g, c, window_ms=window)
+    bins = [t for t in zoomed.data if t.meta == "bins"]
+    assert bins and all(np.asarray(t.x) == pytest.approx(window[1] / 200) for t in bins)
+    busy = sum(float(np.sum(np.asarray(t.customdata) / 100 * np.asarray(t.x))) for t in bins if t.name == "gpu:0")
+    inside = np.minimum(s.op_end, window[1] / 1e3) - np.minimum(s.op_start, window[1] / 1e3)
+    assert busy / 1e3 == pytest.approx(float(inside[s.op_device == 0].sum()), rel=2e-3)
+    # one bin of it holds few ops: the timeline zoomed into a bin draws them one by one
+    span = bin_at_points(zoomed, [{"curve_number": zoomed.data.index(bins[0]), "point_index": 0}])
+    assert "binned" not in timeline(s, g, c, window_ms=span).layout.title.text

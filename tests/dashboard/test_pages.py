@@ -410,3 +410,31 @@ def test_bundled_examples_are_listed_labelled_and_never_written(example_runs):
     assert not app.exception
     assert any(o.startswith("example · ") for o in app.multiselect(key="compare_runs").options)
     assert _tree(root) == before  # the app wrote nothing there
+
+
+def test_a_click_on_a_timeline_bin_zooms_the_window_and_a_click_on_an_op_selects_it(monkeypatch):
+    import streamlit as st
+
+    from dashboard.app_pages import views
+    from dashboard.figures import timeline
+    from engine.generators import random_dag
+    from engine.presets import PRESETS
+    from engine.simulator import Simulator
+
+    g, c = random_dag(ops=6000, seed=2), PRESETS["k80x2"]()
+    sched = Simulator(g, c).run(np.arange(g.num_ops) % 2)
+    end = float(sched.makespan * 1e3)
+    binned, picks = timeline(sched, g, c), []
+    lane = next(i for i, t in enumerate(binned.data) if t.meta == "bins")
+    state = {"k_timeline": {"selection": {"points": [{"curve_number": lane, "point_index": 5}]}}}
+    monkeypatch.setattr(st, "session_state", state)
+    monkeypatch.setattr(views, "pick_op", lambda key, graph, op: picks.append((key, op)))
+    views._on_timeline_select("k", "gv", g, binned, end)
+    lo = float(binned.data[lane].base[5])
+    assert state["k_tl_window"] == pytest.approx((lo, lo + end / 200)) and picks == []
+    # zoomed in, the ops are bars: a click on one selects its op in the explorer (and leaves the window)
+    zoomed = timeline(sched, g, c, window_ms=state["k_tl_window"])
+    state["k_timeline"] = {"selection": {"points": [{"curve_number": 0, "point_index": 0}]}}
+    views._on_timeline_select("k", "gv", g, zoomed, end)
+    assert picks == [("gv", g.op_names.index(zoomed.data[0].customdata[0][0]))]
+    assert state["k_tl_window"] == pytest.approx((lo, lo + end / 200))

@@ -156,6 +156,26 @@ def check_graph_click_selects(page) -> str:
     return ops[0][3:]
 
 
+def timeline_title(page) -> str:
+    """The title of the first result tab's timeline (the chart after the makespan bars)."""
+    return page.locator('[data-testid="stPlotlyChart"]').nth(1).locator(".gtitle").first.text_content()
+
+
+def check_bin_zoom(page) -> str:
+    """A real click on a busy bin of a binned timeline zooms the window into it (single ops); its new title."""
+    chart = page.locator('[data-testid="stPlotlyChart"]').nth(1)
+    chart.scroll_into_view_if_needed()
+    bars = chart.locator(".barlayer .trace .point path")
+    bar = bars.nth(bars.count() // 2)
+    box = bar.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.wait_for_function("() => !document.querySelectorAll('[data-testid=\"stPlotlyChart\"]')[1]"
+                           ".querySelector('.gtitle').textContent.includes('binned')", timeout=GUARD_MS)
+    wait_idle(page)
+    chart.locator(".barlayer .trace .point path").first.wait_for(timeout=GUARD_MS)
+    return timeline_title(page)
+
+
 MAGIC = {"png": b"\x89PNG", "svg": b"<svg", "pdf": b"%PDF", "html": b"<html", "csv": b"placer", "tex": b"\\begin"}
 
 
@@ -277,6 +297,10 @@ def test_walk_through_the_app(browser_page, app_url, spec, graph, query):
     clicked = check_graph_click_selects(page)
     print(f"\n{tag}: opened scope {scope}; timeline → graph marked {picked}; graph → timeline named {clicked}")
     assert_clean(page, f"{tag}-04-place-linked")
+    assert ("binned" in timeline_title(page)) == (graph == "nmt")  # 7.5k ops: above TIMELINE_MAX_OPS
+    if graph == "nmt":
+        print(f"{tag}: a click on a busy bin zoomed the timeline into it: {check_bin_zoom(page)}")
+        assert_clean(page, f"{tag}-04b-place-bin-zoomed")
     page.get_by_role("button", name="Save as run").first.click()
     page.get_by_text("Saved as run").wait_for(timeout=GUARD_MS)
     page.get_by_text("Stored as run").first.wait_for()  # the saved one shows its id, its Save button is gone

@@ -19,6 +19,7 @@ from dashboard.context import retain_widgets, sidebar
 # Everything larger, nothing recoloured: the app's light or dark theme stays, so text stays readable.
 # Metric values hold a markdown container with a <p>, so their rule must be more specific than the general
 # text rule (two attribute selectors beat one and a tag), or headline numbers would shrink to the body size.
+# At that size a number or label wider than its column wraps instead of ending in "…" ("344.5…").
 PRESENTATION_CSS = """
 <style>
 [data-testid="stAppViewContainer"] p, [data-testid="stAppViewContainer"] li,
@@ -28,6 +29,9 @@ PRESENTATION_CSS = """
 [data-testid="stAppViewContainer"] [data-testid="stMetricValue"] * {
   font-size: 3rem !important; line-height: 1.2 !important; }
 [data-testid="stAppViewContainer"] [data-testid="stMetricLabel"] * { font-size: 1.3rem !important; }
+[data-testid="stAppViewContainer"] [data-testid="stMetricValue"] *,
+[data-testid="stAppViewContainer"] [data-testid="stMetricLabel"] * {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
 h1 { font-size: 3.2rem !important; line-height: 1.25 !important; padding-top: 0.4rem !important; }
 h2, h3 { font-size: 2.3rem !important; line-height: 1.25 !important; }
 [data-testid="stDataFrame"] { font-size: 1.2rem !important; }

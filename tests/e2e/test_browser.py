@@ -156,6 +156,15 @@ def check_graph_click_selects(page) -> str:
     return ops[0][3:]
 
 
+def clipped_metrics(page) -> list[str]:
+    """The headline numbers and labels on screen that do not fit their box (shown ending in "…")."""
+    return page.evaluate("[...document.querySelectorAll('[data-testid=\"stMetricValue\"], "
+                         "[data-testid=\"stMetricValue\"] *, [data-testid=\"stMetricLabel\"], "
+                         "[data-testid=\"stMetricLabel\"] *')]"
+                         ".filter(e => e.getClientRects().length && e.scrollWidth > e.clientWidth + 1)"
+                         ".map(e => e.textContent)")
+
+
 def timeline_title(page) -> str:
     """The title of the first result tab's timeline (the chart after the makespan bars)."""
     return page.locator('[data-testid="stPlotlyChart"]').nth(1).locator(".gtitle").first.text_content()
@@ -338,6 +347,7 @@ def test_walk_through_the_app(browser_page, app_url, spec, graph, query):
     size = page.evaluate("Math.min(...[...document.querySelectorAll('[data-testid=\"stMetricValue\"] *')]"
                          ".filter(e => !e.children.length).map(e => parseFloat(getComputedStyle(e).fontSize)))")
     assert size >= 40, f"headline numbers shrank to {size}px in presentation mode"
+    assert clipped_metrics(page) == [], "headline numbers or labels cut off in presentation mode"
     assert_clean(page, f"{tag}-09-place-presentation")
     toggle.click()
     wait_idle(page)
@@ -408,3 +418,84 @@ def test_train_in_the_background(browser_page, app_url):
     page.wait_for_timeout(1000)
     assert_clean(page, "13-compare-learning-curves")
     print(f"\ntraining 300 episodes from the Train page, click to a complete curve: {seconds:.1f} s")
+
+
+_CONTRAST_JS = """(sel) => {
+  const rgb = c => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lum = c => { const [r, g, b] = rgb(c).slice(0, 3).map(v => { v /= 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const back = el => { for (let e = el; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor);
+    if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return getComputedStyle(e).backgroundColor; }
+    return 'rgb(255, 255, 255)'; };
+  const tabs = sel.includes('role="tab"');  // tab labels are checked on their own (a UI component)
+  return [...document.querySelectorAll(sel)]
+    .filter(e => e.getClientRects().length && (tabs || !e.closest('[role="tab"]'))).slice(0, 20).map(e => {
+    const fg = e instanceof SVGElement ? getComputedStyle(e).fill : getComputedStyle(e).color;
+    const bg = back(e instanceof SVGElement ? e.closest('[data-testid="stPlotlyChart"]') || e : e);
+    const [a, b] = [lum(fg), lum(bg)];
+    return {text: (e.textContent || '').trim().slice(0, 40), fg, bg, background: b,
+            ratio: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)}; });
+}"""
+#: What must stay readable, with the least contrast it needs (WCAG AA: 4.5 for text; 3 for a UI component,
+#: the selected tab's label in the accent colour: Streamlit's dark accent #cf4250 gives 3.9 on its #171614,
+#: a compromise with the white text on accent-coloured buttons): titles, headline numbers, body text, the
+#: sidebar, the figures' titles and tick labels.
+_READABLE = [('h1', 4.5), ('[data-testid="stMetricValue"] div', 4.5),
+             ('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p', 4.5),
+             ('[data-testid="stSidebar"] label p', 4.5), ('[data-testid="stPlotlyChart"] .gtitle', 4.5),
+             ('[data-testid="stPlotlyChart"] .xtick text', 4.5), ('[role="tab"][aria-selected="true"] p', 3.0)]
+
+
+def check_readable(page, what: str) -> float:
+    """Every element of :data:`_READABLE` on screen contrasts enough with what is behind it; the lowest ratio."""
+    ratios = []
+    for sel, least in _READABLE:
+        found = page.evaluate(_CONTRAST_JS, sel)
+        assert found, f"{what}: nothing matches {sel}"
+        bad = [f for f in found if f["ratio"] < least]
+        assert not bad, f"{what}: {sel} unreadable: {bad[:3]}"
+        ratios += [f["ratio"] for f in found]
+    return min(ratios)
+
+
+def test_dark_theme_is_readable_in_and_out_of_presentation_mode(browser_page, app_url):
+    """With a dark OS theme (prefers-color-scheme: dark) the app follows it; text, numbers, figures and the
+    graph explorer stay readable, with the presentation toggle off and on."""
+    page = browser_page
+    page.emulate_media(color_scheme="dark")
+    try:
+        page.goto(app_url)
+        page.locator("h1", has_text="placelab").wait_for()
+        wait_idle(page)
+        back = page.evaluate(_CONTRAST_JS, "h1")[0]["background"]
+        assert back < 0.05, f"the app did not follow the dark OS theme (background luminance {back:.2f})"
+        use_graph(page, "gen:chainmm")
+        goto(page, "Place")
+        page.get_by_role("button", name="Run placers").click()
+        page.get_by_text("Results:").first.wait_for(timeout=GUARD_MS)
+        page.locator('[data-testid="stPlotlyChart"]').nth(3).wait_for(state="attached", timeout=GUARD_MS)
+        wait_idle(page)
+        frame = explorer_frame(page)
+        explorer = frame.evaluate(f"""() => {{ const cy = {_CY};
+            return [getComputedStyle(document.body).backgroundColor, cy.nodes()[0].style('color')]; }}""")
+        contrast = page.evaluate("""([bg, fg]) => { const lum = c => { const [r, g, b] = c.match(/[\\d.]+/g)
+            .slice(0, 3).map(Number).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92
+            : Math.pow((v + 0.055) / 1.055, 2.4); }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+            const [a, b] = [lum(fg), lum(bg)]; return [b, (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)]; }""",
+                                 explorer)
+        assert contrast[0] < 0.1 and contrast[1] >= 4.5, f"graph explorer in the dark theme: {explorer} {contrast}"
+        low = check_readable(page, "dark theme")
+        assert_clean(page, "dark-01-place")
+        page.locator('[data-testid="stSidebar"]').get_by_text("Presentation mode").click()
+        wait_idle(page)
+        page.wait_for_timeout(800)
+        low_presenting = check_readable(page, "dark theme, presentation mode")
+        assert clipped_metrics(page) == [], "headline numbers or labels cut off in presentation mode"
+        assert_clean(page, "dark-02-place-presentation")
+        print(f"\ndark theme: lowest contrast {low:.1f} (presentation mode {low_presenting:.1f}); "
+              f"graph explorer labels {contrast[1]:.1f}")
+        page.locator('[data-testid="stSidebar"]').get_by_text("Presentation mode").click()
+        wait_idle(page)
+    finally:
+        page.emulate_media(color_scheme="light")

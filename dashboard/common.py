@@ -88,12 +88,13 @@ def presentation() -> bool:
 
 
 def show_figure(fig: go.Figure, *, key: str | None = None, export: bool = True,
-                on_select: Callable[[], None] | None = None) -> None:
+                on_select: Callable[[], None] | None = None, selection_mode: str | tuple[str, ...] = "points") -> None:
     """Show a plotly figure (large fonts when the presentation toggle is on) with its export controls;
-    ``on_select`` is called when a point (a bar) is clicked, the selection in ``st.session_state[key]``."""
+    ``on_select`` is called when a point (a bar) is clicked (or a box dragged, with ``selection_mode``
+    holding ``"box"``), the selection in ``st.session_state[key]``."""
     if presentation():
         apply_presentation(fig, PRESENTATION_FONT)
-    select = {} if on_select is None else {"on_select": on_select, "selection_mode": "points"}
+    select = {} if on_select is None else {"on_select": on_select, "selection_mode": selection_mode}
     st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False, "toImageButtonOptions": {
         "format": "png", "width": 1600, "height": 900, "scale": 2}}, **select)
     if export and key:

@@ -122,13 +122,26 @@ def op_at_points(fig, points: list[dict], names: dict[str, int]) -> int | None:
     return None
 
 
+def _box_span(boxes: list[dict]) -> tuple[float, float] | None:
+    """The time span (ms) of the first dragged box with a width, as Streamlit's plotly selection gives it."""
+    for box in boxes:
+        xs = [float(x) for x in box.get("x") or [] if isinstance(x, int | float)]
+        if len(xs) >= 2 and max(xs) > min(xs):
+            return min(xs), max(xs)
+    return None
+
+
 def _on_timeline_select(key: str, explorer_key: str | None, graph: CompGraph, fig, end_ms: float) -> None:
     """A click on an op in the timeline selects it in the explorer (its scopes open, its node marked);
-    a click on a busy bin of a binned timeline zooms the time window into that bin."""
-    points = ((st.session_state.get(f"{key}_timeline") or {}).get("selection") or {}).get("points", [])
-    span = bin_at_points(fig, points)
+    a click on a busy bin of a binned timeline, or a time range dragged across it, zooms the time
+    window into that bin or range."""
+    selection = (st.session_state.get(f"{key}_timeline") or {}).get("selection") or {}
+    points = selection.get("points", [])
+    span = _box_span(selection.get("box", [])) or bin_at_points(fig, points)
     if span is not None:
-        st.session_state[f"{key}_tl_window"] = (max(0.0, span[0]), min(end_ms, span[1]))
+        lo, hi = max(0.0, span[0]), min(end_ms, span[1])
+        if hi > lo:
+            st.session_state[f"{key}_tl_window"] = (lo, hi)
         return
     op = op_at_points(fig, points, op_index(graph))
     if op is not None and explorer_key is not None:
@@ -141,8 +154,9 @@ def show_timeline(schedule: Schedule, graph: CompGraph, cluster: Cluster, *, key
     names), op search by name / type / scope, and dependency and transfer arrows on demand.
 
     With ``explorer_key``: clicking an op's bar selects it in that graph explorer, and the op selected
-    there (by a click in the graph) is marked here. Clicking a busy bin (graphs above
-    :data:`~dashboard.figures.timeline.TIMELINE_MAX_OPS` ops) zooms the window into it."""
+    there (by a click in the graph) is marked here. On a binned timeline (graphs above
+    :data:`~dashboard.figures.timeline.TIMELINE_MAX_OPS` ops) clicking a busy bin, or a box selection
+    across a time range, zooms the window into it; *Whole schedule* zooms back out."""
     end = float(schedule.makespan * 1e3) or 1.0
     cols = st.columns([4, 3, 2], vertical_alignment="bottom")
     window = cols[0].slider("Time window (ms)", 0.0, end, (0.0, end), key=f"{key}_tl_window",
@@ -167,6 +181,13 @@ def show_timeline(schedule: Schedule, graph: CompGraph, cluster: Cluster, *, key
         marked[picked] = True
     fig = timeline(schedule, graph, cluster, title=title, window_ms=window if zoomed else None,
                    highlight=marked if marked.any() else None, arrows=arrows)
-    if fig.data and fig.data[0].meta == "bins":
-        st.caption("Too many ops to draw one by one here: click a busy bin to zoom into it, or narrow the window.")
-    show_figure(fig, key=f"{key}_timeline", on_select=partial(_on_timeline_select, key, explorer_key, graph, fig, end))
+    binned = bool(fig.data) and fig.data[0].meta == "bins"
+    if binned:  # a box selection is a time range (the server draws its ops), not a blow-up of the bins
+        fig.update_layout(selectdirection="h")
+        st.caption("Too many ops to draw one by one here: click a busy bin, or pick *Box Select* in the chart's "
+                   "toolbar and drag across a time range, to zoom into it; or narrow the window.")
+    if zoomed:
+        st.button("Whole schedule", key=f"{key}_tl_reset", icon=":material/zoom_out_map:",
+                  on_click=partial(st.session_state.__setitem__, f"{key}_tl_window", (0.0, end)))
+    show_figure(fig, key=f"{key}_timeline", on_select=partial(_on_timeline_select, key, explorer_key, graph, fig, end),
+                selection_mode=("points", "box") if binned else "points")

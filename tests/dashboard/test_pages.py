@@ -412,7 +412,8 @@ def test_bundled_examples_are_listed_labelled_and_never_written(example_runs):
     assert _tree(root) == before  # the app wrote nothing there
 
 
-def test_a_click_on_a_timeline_bin_zooms_the_window_and_a_click_on_an_op_selects_it(monkeypatch):
+def test_a_click_on_a_timeline_bin_or_a_dragged_range_zooms_the_window_and_a_click_on_an_op_selects_it(
+        monkeypatch):
     import streamlit as st
 
     from dashboard.app_pages import views
@@ -438,3 +439,7 @@ def test_a_click_on_a_timeline_bin_zooms_the_window_and_a_click_on_an_op_selects
     views._on_timeline_select("k", "gv", g, zoomed, end)
     assert picks == [("gv", g.op_names.index(zoomed.data[0].customdata[0][0]))]
     assert state["k_tl_window"] == pytest.approx((lo, lo + end / 200))
+    # a time range dragged across the binned timeline (a box selection) becomes the window, clipped to the run
+    state["k_timeline"] = {"selection": {"points": [], "box": [{"x": [end * 0.6, -3.0], "y": [0, 1]}]}}
+    views._on_timeline_select("k", "gv", g, binned, end)
+    assert state["k_tl_window"] == pytest.approx((0.0, end * 0.6))

@@ -165,6 +165,9 @@ def clipped_metrics(page) -> list[str]:
                          ".map(e => e.textContent)")
 
 
+_TITLE_JS = "document.querySelectorAll('[data-testid=\"stPlotlyChart\"]')[1].querySelector('.gtitle').textContent"
+
+
 def timeline_title(page) -> str:
     """The title of the first result tab's timeline (the chart after the makespan bars)."""
     return page.locator('[data-testid="stPlotlyChart"]').nth(1).locator(".gtitle").first.text_content()
@@ -178,10 +181,31 @@ def check_bin_zoom(page) -> str:
     bar = bars.nth(bars.count() // 2)
     box = bar.bounding_box()
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.wait_for_function("() => !document.querySelectorAll('[data-testid=\"stPlotlyChart\"]')[1]"
-                           ".querySelector('.gtitle').textContent.includes('binned')", timeout=GUARD_MS)
+    page.wait_for_function("!" + _TITLE_JS + ".includes('binned')", timeout=GUARD_MS)
     wait_idle(page)
     chart.locator(".barlayer .trace .point path").first.wait_for(timeout=GUARD_MS)
+    return timeline_title(page)
+
+
+def check_drag_zoom(page) -> str:
+    """*Whole schedule* zooms back out to the bins; Box Select and a real drag across 5 % of the binned timeline
+    zoom into that range."""
+    page.get_by_role("button", name="Whole schedule").first.click()
+    page.wait_for_function(_TITLE_JS + ".includes('binned')", timeout=GUARD_MS)
+    wait_idle(page)
+    chart = page.locator('[data-testid="stPlotlyChart"]').nth(1)
+    chart.scroll_into_view_if_needed()
+    chart.hover()
+    chart.locator('.modebar-btn[data-title="Box Select"]').first.click()
+    area = chart.locator(".nsewdrag").first.bounding_box()
+    y = area["y"] + area["height"] * 0.3
+    page.mouse.move(area["x"] + area["width"] * 0.40, y)
+    page.mouse.down()
+    page.mouse.move(area["x"] + area["width"] * 0.43, y, steps=5)
+    page.mouse.move(area["x"] + area["width"] * 0.45, y, steps=5)
+    page.mouse.up()
+    page.wait_for_function("!" + _TITLE_JS + ".includes('binned')", timeout=GUARD_MS)
+    wait_idle(page)
     return timeline_title(page)
 
 
@@ -310,6 +334,8 @@ def test_walk_through_the_app(browser_page, app_url, spec, graph, query):
     if graph == "nmt":
         print(f"{tag}: a click on a busy bin zoomed the timeline into it: {check_bin_zoom(page)}")
         assert_clean(page, f"{tag}-04b-place-bin-zoomed")
+        print(f"{tag}: a drag across the binned timeline zoomed into it: {check_drag_zoom(page)}")
+        assert_clean(page, f"{tag}-04c-place-drag-zoomed")
     page.get_by_role("button", name="Save as run").first.click()
     page.get_by_text("Saved as run").wait_for(timeout=GUARD_MS)
     page.get_by_text("Stored as run").first.wait_for()  # the saved one shows its id, its Save button is gone

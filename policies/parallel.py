@@ -21,8 +21,9 @@ On Ray (``Executor(workers=N)`` starts a local Ray runtime with N CPUs, one task
   the executor shuts down the runtime it started (Ray kills its workers) or leaves the cluster
   it joined (Ray kills a departed driver's tasks). It does not call ``ray.cancel``: cancelling
   tasks while results arrive crashes the Ray 2.x driver now and then (a failed check,
-  ``task_manager.cc``: "Tried to complete task that was not pending"; 2 of 12 interrupts
-  here, ``force=True`` or not), which kills the process and leaves Ray's daemons behind.
+  ``task_manager.cc``: "Tried to complete task that was not pending"; 3 of 10 interrupts
+  here, 2 of 4 with ``force=True``, 1 of 6 without), which kills the process and leaves
+  Ray's daemons behind.
   An executor that joined a runtime started by another in the same process leaves the
   remaining tasks running; their results are dropped.
 

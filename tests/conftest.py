@@ -7,6 +7,7 @@ of calibration itself point ``PLACELAB_CACHE_DIR`` at their own empty directory.
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import pytest
@@ -26,6 +27,19 @@ def _local_preset_cache(tmp_path_factory):
     atomic_write_text(path, dumps(cluster_to_dict(machine_cluster(local_devices())), indent=1))
     yield
     mp.undo()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _ctrl_c_as_in_a_terminal():
+    """SIGINT handled as in a terminal (Python's KeyboardInterrupt). A suite started with SIGINT ignored — a
+    background job of a non-interactive shell, as ``make test &`` in a script, inherits it so — passes that
+    on to every process it starts, and the Ctrl-C tests (a sweep's, the Train page's Stop) would see nothing
+    happen."""
+    previous = signal.getsignal(signal.SIGINT)
+    if previous == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture(autouse=True)

@@ -42,7 +42,9 @@ def run_step(argv: tuple[str, ...]) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
         with contextlib.redirect_stdout(buf):
-            app(args=[*argv, "--json"], standalone_mode=False, prog_name="placelab")
+            code = app(args=[*argv, "--json"], standalone_mode=False, prog_name="placelab")
+        if code == 130:  # typer answers Ctrl-C by returning 130 outside standalone mode: stop, as the user asked
+            raise KeyboardInterrupt
     except PlacelabError as exc:
         return {"error": " ".join(str(exc).split()), "wall_s": time.perf_counter() - t0}
     text = buf.getvalue().strip()

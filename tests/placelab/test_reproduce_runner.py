@@ -20,6 +20,18 @@ def test_run_step_returns_the_commands_json_or_its_error():
     assert "unknown generator 'nope'" in bad["error"]
 
 
+def test_ctrl_c_in_a_step_stops_the_reproduction(monkeypatch):
+    """typer turns a KeyboardInterrupt into a returned 130 here; run_step raises it again, so a reproduction
+    stops (its run ``interrupted``) instead of going on to its next step."""
+    import placelab.cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(placelab.cli, "load_graph", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_step(("graph", "info", TINY_GRAPH))
+
 def test_reproduction_stores_table_figures_and_commands(tiny_reproduction, tmp_path):
     root = tmp_path / "runs"
     res = reproduce("tiny-table", quick=True, runs_dir=str(root))

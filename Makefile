@@ -83,7 +83,7 @@ clean:
 # each with a set of baseline placers; and the --quick reproductions of the papers' tables.
 BUNDLED_PLACERS := single-device,round-robin,metis,scotch,critical-path,heft,m-etf,local-search
 # the papers' tables and figures in their --quick setting, for the Papers page (only their own runs are kept)
-BUNDLED_REPRODUCTIONS := mirhoseini-table2 placeto-table1 placeto-fig5 placeto-ablations doppler-table2 doppler-table3 doppler-table4 doppler-table8 doppler-table9
+BUNDLED_REPRODUCTIONS := mirhoseini-table2 placeto-table1 placeto-fig5 placeto-ablations doppler-table2 doppler-table3 doppler-table4 doppler-table8 doppler-table9 doppler-g1
 bundled-runs: setup
 	find runs -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
 	$(VENV)/bin/placelab compare gen:chainmm -c p100x4 --placers $(BUNDLED_PLACERS) --runs-dir runs

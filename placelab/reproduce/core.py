@@ -105,6 +105,9 @@ class Reproduction:
         Placers (registered names), modules (``module:policies.rl.doppler``) or cluster presets
         (``cluster:p100x4-8gb``) the reproduction needs; when one is missing the reproduction is
         listed as not ready and refuses to run.
+    exclusive : bool
+        Its steps measure executions on this machine's cores: they must not run side by side
+        (``--workers`` is refused).
     """
 
     name: str
@@ -116,6 +119,7 @@ class Reproduction:
     quick_minutes: float
     reference: str | None = None
     requires: tuple[str, ...] = ()
+    exclusive: bool = False
 
     def missing(self) -> list[str]:
         """The requirements this installation lacks (empty when the reproduction can run)."""

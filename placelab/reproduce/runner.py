@@ -68,7 +68,7 @@ def _executor(workers: int | None):
 
 def _with_store(step: Step, runs_dir: str) -> tuple[str, ...]:
     """The step's argv with the run store of this reproduction (commands that store runs take it)."""
-    stores = step.argv[0] in ("compare", "train", "experiment", "eval", "place")
+    stores = step.argv[0] in ("compare", "train", "experiment", "eval", "place", "validate")
     return (*step.argv, "--runs-dir", runs_dir) if stores else step.argv
 
 
@@ -86,13 +86,16 @@ def reproduce(name: str, *, quick: bool = False, runs_dir: str = "runs", workers
     Raises
     ------
     SpecError
-        An unknown name, a reproduction whose requirements are missing, or ``workers`` without
-        the parallel runner.
+        An unknown name, a reproduction whose requirements are missing, ``workers`` without
+        the parallel runner, or ``workers`` for an exclusive reproduction (one that measures).
     """
     rep = get(name)
     missing = rep.missing()
     if missing:
         raise SpecError(f"reproduction '{name}' needs {', '.join(missing)}, which this installation does not have yet")
+    if rep.exclusive and workers is not None and workers > 1:
+        raise SpecError(f"reproduction '{name}' measures executions on this machine's cores: its steps must not "
+                        "run side by side; run it without --workers")
     executor = _executor(workers)
     wanted = [w.strip() for w in (only or "").split(",") if w.strip()]
     steps = [s for s in rep.steps(quick) if not wanted or any(w in s.key for w in wanted)]

@@ -120,3 +120,21 @@ def test_page_shows_the_bundled_doppler_reproduction(tmp_path, monkeypatch):
     assert any("`placelab reproduce doppler-table2` runs the paper's" in c.value for c in app.caption)
     assert "placelab reproduce doppler-table2 --quick" in app.code[0].value
     assert "noise=0.05 --sim-param runs=10" in app.code[1].value
+
+
+def test_page_shows_the_bundled_simulator_fidelity_reproduction(tmp_path, monkeypatch):
+    """The bundled quick doppler-g1 run: our correlations beside DOPPLER App. G.1's 0.79 / 0.69."""
+    import shutil
+    from pathlib import Path
+
+    bundled = sorted((Path(__file__).resolve().parents[2] / "runs").glob("*-reproduce-doppler-g1-*"))
+    assert bundled, "the repository ships a quick doppler-g1 run"
+    root = tmp_path / "runs"
+    shutil.copytree(bundled[-1], root / bundled[-1].name)
+    monkeypatch.setenv("PLACELAB_RUNS_DIR", str(root))
+    app = papers_app().run()
+    assert not app.exception and not app.error
+    assert app.selectbox(key="papers_pick").value == "doppler-g1 (quick)"
+    df = app.dataframe[0].value
+    assert list(df["column"]) == ["Pearson", "Spearman"] and list(df["paper"].astype(str)) == ["0.79", "0.69"]
+    assert "placelab validate gen:chainmm -c local" in app.code[1].value

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import typer
 
+from engine.errors import SpecError
 from engine.placement import load_placement
 from engine.presets import PRESETS
 from engine.runs import RunStore
@@ -146,3 +147,30 @@ def test_quick_table_on_a_tiny_budget_has_the_tables_shape(monkeypatch, tmp_path
     st = Simulator(g, c.with_simulation(noise=doppler.NOISE, runs=10, seed=0)).makespan_stats(p.devices)
     assert table[("CHAINMM", "Critical path")]["ours"] == pytest.approx(1e3 * st.mean, rel=1e-9)
     assert table[("CHAINMM", "Critical path")]["ratio"] == pytest.approx(1e3 * st.mean / 230.4, rel=1e-9)
+
+
+def test_g1_cells_are_the_work_conserving_correlations_of_validate():
+    """doppler-g1 reads ``validate``'s JSON: its cells are the work_conserving mode's Pearson and Spearman,
+    the other modes and the median error in the note; a failed step or a constant series say so."""
+    from placelab.reproduce import doppler_fidelity
+
+    rep = core.get("doppler-g1")
+    (step,) = rep.steps(True)
+    assert step.argv[:4] == ("validate", "gen:chainmm", "-c", "local") and "--placements" in step.argv
+    assert [s.key for s in rep.steps(False)] == [f"validate/{r}" for r in doppler.GRAPHS]
+    out = {"placements": 12, "repeats": 2, "cluster": "local", "modes": {
+        "work_conserving": {"pearson": 0.9, "spearman": 0.75, "median_rel_error": 0.05, "max_rel_error": 0.2},
+        "placeto": {"pearson": 0.5, "spearman": 0.4, "median_rel_error": 0.3, "max_rel_error": 0.5}}}
+    cells = {c.column: c for c in rep.build({"validate/CHAINMM": out}, "/nonexistent", True).cells}
+    assert (cells["Pearson"].value, cells["Spearman"].value) == (0.9, 0.75)
+    assert "median relative error 5.0%" in cells["Pearson"].note and "placeto: Pearson 0.50" in cells["Pearson"].note
+    flat = {**out, "modes": {doppler_fidelity.MODE: {**out["modes"]["work_conserving"], "spearman": None}}}
+    assert rep.build({"validate/CHAINMM": flat}, "/x", True).cells[1].value is None
+    failed = rep.build({"validate/CHAINMM": {"error": "worker died"}}, "/x", True).cells
+    assert [c.note for c in failed] == ["error: worker died"] * 2
+
+
+def test_g1_measures_so_it_refuses_workers(tmp_path):
+    with pytest.raises(SpecError, match="must not run side by side"):
+        reproduce("doppler-g1", quick=True, runs_dir=str(tmp_path), workers=2)
+    assert not (tmp_path / "runs").exists() and not list(tmp_path.iterdir())

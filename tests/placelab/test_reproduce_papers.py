@@ -98,7 +98,8 @@ def test_every_reproduction_fills_only_cells_of_its_paper_table():
                                                    and c.column in ("DOPPLER-SEL", "DOPPLER-PLC"))
             assert extra or c.column in t["rows"][c.row], (rep.name, c.row, c.column)
         assert rep.steps(True) and rep.steps(False)
-        assert all(s.argv[0] in ("compare", "train", "experiment", "place", "simulate") for s in rep.steps(True))
+        assert all(s.argv[0] in ("compare", "train", "experiment", "place", "simulate", "validate")
+                   for s in rep.steps(True))
         assert len({s.key for s in rep.steps(False)}) == len(rep.steps(False)), rep.name
         if rep.reference:
             assert any(rep.reference in cols for cols in t["rows"].values())

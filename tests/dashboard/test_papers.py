@@ -99,19 +99,26 @@ def test_page_shows_a_stored_reproduction(tmp_path, monkeypatch):
     assert res["run_id"]
 
 
-def test_page_shows_the_bundled_doppler_reproduction(tmp_path, monkeypatch):
-    """The bundled quick doppler-table2 run (runs/, copied to a temporary store): ours ± std beside the paper's."""
+def bundled_papers_app(name: str, tmp_path, monkeypatch) -> AppTest:
+    """The Papers page on the bundled quick run of reproduction ``name`` alone (runs/, copied to a temporary
+    store), run once and showing it."""
     import shutil
     from pathlib import Path
 
-    bundled = sorted((Path(__file__).resolve().parents[2] / "runs").glob("*-reproduce-doppler-table2-*"))
-    assert bundled, "the repository ships a quick doppler-table2 run"
+    bundled = sorted((Path(__file__).resolve().parents[2] / "runs").glob(f"*-reproduce-{name}-*"))
+    assert bundled, f"the repository ships a quick {name} run"
     root = tmp_path / "runs"
     shutil.copytree(bundled[-1], root / bundled[-1].name)
     monkeypatch.setenv("PLACELAB_RUNS_DIR", str(root))
     app = papers_app().run()
     assert not app.exception and not app.error
-    assert app.selectbox(key="papers_pick").value == "doppler-table2 (quick)"
+    assert app.selectbox(key="papers_pick").value == f"{name} (quick)"
+    return app
+
+
+def test_page_shows_the_bundled_doppler_reproduction(tmp_path, monkeypatch):
+    """The bundled quick doppler-table2 run: ours ± std beside the paper's."""
+    app = bundled_papers_app("doppler-table2", tmp_path, monkeypatch)
     df = app.dataframe[0].value
     sim = df[(df["row"] == "FFNN") & (df["column"] == "DOPPLER-SIM")].iloc[0]
     assert sim["paper"] == "49.9 ± 1.1" and " ± " in sim["ours"]
@@ -124,17 +131,7 @@ def test_page_shows_the_bundled_doppler_reproduction(tmp_path, monkeypatch):
 
 def test_page_shows_the_bundled_simulator_fidelity_reproduction(tmp_path, monkeypatch):
     """The bundled quick doppler-g1 run: our correlations beside DOPPLER App. G.1's 0.79 / 0.69."""
-    import shutil
-    from pathlib import Path
-
-    bundled = sorted((Path(__file__).resolve().parents[2] / "runs").glob("*-reproduce-doppler-g1-*"))
-    assert bundled, "the repository ships a quick doppler-g1 run"
-    root = tmp_path / "runs"
-    shutil.copytree(bundled[-1], root / bundled[-1].name)
-    monkeypatch.setenv("PLACELAB_RUNS_DIR", str(root))
-    app = papers_app().run()
-    assert not app.exception and not app.error
-    assert app.selectbox(key="papers_pick").value == "doppler-g1 (quick)"
+    app = bundled_papers_app("doppler-g1", tmp_path, monkeypatch)
     df = app.dataframe[0].value
     assert list(df["column"]) == ["Pearson", "Spearman"] and list(df["paper"].astype(str)) == ["0.79", "0.69"]
     assert "placelab validate gen:chainmm -c local" in app.code[1].value

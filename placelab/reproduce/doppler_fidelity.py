@@ -21,6 +21,7 @@ from typing import Any
 
 from placelab.reproduce.core import Build, Cell, Reproduction, Step, register
 from placelab.reproduce.doppler import GRAPHS
+from placelab.reproduce.reading import error_cell
 
 __all__ = ["FULL", "MODE", "QUICK", "STEP_MS"]
 
@@ -41,8 +42,7 @@ def _steps(quick: bool) -> list[Step]:
 
 def _cells(row: str, out: Mapping[str, Any] | None) -> list[Cell]:
     if not out or out.get("error"):
-        why = (out or {}).get("error") or "step did not run"
-        return [Cell(row, col, None, f"error: {why}") for col in _COLUMNS]
+        return [error_cell(row, col, out) for col in _COLUMNS]
     modes = out.get("modes", {})
     stats = modes.get(MODE)
     if stats is None:

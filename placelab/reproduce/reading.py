@@ -16,10 +16,11 @@ from engine.errors import PlacelabError
 from engine.runs import RunStore
 from placelab.reproduce.core import Cell
 
-__all__ = ["compare_cells", "curve", "device_profile", "execution_cell", "median_ratio", "train_cells"]
+__all__ = ["compare_cells", "curve", "device_profile", "error_cell", "execution_cell", "median_ratio", "train_cells"]
 
 
-def _error_cell(row: str, column: str, out: Mapping[str, Any] | None) -> Cell:
+def error_cell(row: str, column: str, out: Mapping[str, Any] | None) -> Cell:
+    """The cell of a step that failed (its one-line error) or did not run."""
     why = (out or {}).get("error") or "step did not run"
     return Cell(row, column, None, f"error: {why}")
 
@@ -27,7 +28,7 @@ def _error_cell(row: str, column: str, out: Mapping[str, Any] | None) -> Cell:
 def compare_cells(row: str, out: Mapping[str, Any] | None, columns: Mapping[str, str]) -> list[Cell]:
     """Cells ``column`` ← the makespan of placer ``columns[column]`` in a ``compare`` output."""
     if not out or out.get("error"):
-        return [_error_cell(row, col, out) for col in columns]
+        return [error_cell(row, col, out) for col in columns]
     by_placer = {r["placer"]: r for r in out.get("results", [])}
     cells = []
     for col, placer in columns.items():
@@ -52,7 +53,7 @@ def train_cells(row: str, out: Mapping[str, Any] | None, runs_dir: str, runtime_
     """The best makespan (and the placements evaluated to find it) of a ``train --save`` output."""
     cols = [runtime_col, *([placements_col] if placements_col else [])]
     if not out or out.get("error") or not out.get("run_id"):
-        return [_error_cell(row, c, out) for c in cols]
+        return [error_cell(row, c, out) for c in cols]
     try:
         best = _best(out, runs_dir)
     except PlacelabError as exc:
@@ -75,7 +76,7 @@ def execution_cell(row: str, column: str, out: Mapping[str, Any] | None, found_b
     the table's unit.
     """
     if not out or out.get("error"):
-        return _error_cell(row, column, out)
+        return error_cell(row, column, out)
     mean, std = out.get("makespan_mean_s", out["makespan_s"]), out.get("makespan_std_s", 0.0)
     note = f"mean ± std of {out.get('runs', 1)} executions"
     if found_by and found_by.get("placements_evaluated") is not None:

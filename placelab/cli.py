@@ -275,14 +275,25 @@ def _one_line(msg: str) -> str:
     return " ".join(str(msg).split())
 
 
+def run_command(argv: list[str] | None) -> int:
+    """Run ``placelab ARGV`` in this process; its exit code (0 when it returns). Errors propagate as raised.
+
+    Outside standalone mode typer answers Ctrl-C (and an explicit Exit) by *returning* the exit code,
+    130 for Ctrl-C (our commands themselves return None): a Ctrl-C is raised again here as
+    ``KeyboardInterrupt``, so every caller stops as the user asked.
+    """
+    command = typer.main.get_command(app)
+    guard_numbers(command)
+    code = command(args=argv, standalone_mode=False, prog_name="placelab")
+    if code == 130:
+        raise KeyboardInterrupt
+    return code if isinstance(code, int) else 0
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one-line errors, exit 2 for bad input, never a traceback."""
     try:
-        command = typer.main.get_command(app)
-        guard_numbers(command)
-        # Outside standalone mode typer answers Ctrl-C (and an explicit Exit) by *returning* the exit
-        # code, 130 for Ctrl-C; our commands themselves return None.
-        code = command(args=argv, standalone_mode=False, prog_name="placelab")
+        code = run_command(argv)
     except typer.Exit as exc:
         code = exc.exit_code
     except typer.Abort:
@@ -305,7 +316,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     if code == 130:
         typer.echo("interrupted", err=True)
-    if isinstance(code, int) and code:
+    if code:
         sys.exit(code)
 
 

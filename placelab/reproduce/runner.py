@@ -36,15 +36,13 @@ __all__ = ["reproduce", "run_step"]
 
 def run_step(argv: tuple[str, ...]) -> dict[str, Any]:
     """Run ``placelab ARGV --json`` in this process; its JSON output, or ``{"error": message}``."""
-    from placelab.cli import app
+    from placelab.cli import run_command
 
     buf = io.StringIO()
     t0 = time.perf_counter()
     try:
         with contextlib.redirect_stdout(buf):
-            code = app(args=[*argv, "--json"], standalone_mode=False, prog_name="placelab")
-        if code == 130:  # typer answers Ctrl-C by returning 130 outside standalone mode: stop, as the user asked
-            raise KeyboardInterrupt
+            run_command([*argv, "--json"])  # a Ctrl-C in the step stops the reproduction
     except PlacelabError as exc:
         return {"error": " ".join(str(exc).split()), "wall_s": time.perf_counter() - t0}
     text = buf.getvalue().strip()

@@ -446,23 +446,30 @@ def test_train_in_the_background(browser_page, app_url):
     print(f"\ntraining 300 episodes from the Train page, click to a complete curve: {seconds:.1f} s")
 
 
-_CONTRAST_JS = """(sel) => {
-  const rgb = c => (c.match(/[\\d.]+/g) || []).map(Number);
-  const lum = c => { const [r, g, b] = rgb(c).slice(0, 3).map(v => { v /= 255;
-    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
-  const back = el => { for (let e = el; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor);
-    if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return getComputedStyle(e).backgroundColor; }
-    return 'rgb(255, 255, 255)'; };
+_COLOURS_JS = """(sel) => {
+  const solid = c => { const v = (c.match(/[\\d.]+/g) || []).map(Number); return v.length === 3 || v[3] > 0.5; };
+  const back = el => { for (let e = el; e; e = e.parentElement) {
+    const c = getComputedStyle(e).backgroundColor; if (solid(c)) return c; } return 'rgb(255, 255, 255)'; };
   const tabs = sel.includes('role="tab"');  // tab labels are checked on their own (a UI component)
   return [...document.querySelectorAll(sel)]
-    .filter(e => e.getClientRects().length && (tabs || !e.closest('[role="tab"]'))).slice(0, 20).map(e => {
-    const fg = e instanceof SVGElement ? getComputedStyle(e).fill : getComputedStyle(e).color;
-    const bg = back(e instanceof SVGElement ? e.closest('[data-testid="stPlotlyChart"]') || e : e);
-    const [a, b] = [lum(fg), lum(bg)];
-    return {text: (e.textContent || '').trim().slice(0, 40), fg, bg, background: b,
-            ratio: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)}; });
+    .filter(e => e.getClientRects().length && (tabs || !e.closest('[role="tab"]'))).slice(0, 20).map(e => ({
+      text: (e.textContent || '').trim().slice(0, 40),
+      fg: e instanceof SVGElement ? getComputedStyle(e).fill : getComputedStyle(e).color,
+      bg: back(e instanceof SVGElement ? e.closest('[data-testid="stPlotlyChart"]') || e : e)}));
 }"""
+
+
+def luminance(css: str) -> float:
+    """WCAG relative luminance of a CSS ``rgb()`` / ``rgba()`` colour."""
+    channels = [float(v) / 255 for v in re.findall(r"[\d.]+", css)[:3]]
+    r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(fg: str, bg: str) -> float:
+    """WCAG contrast ratio of two CSS colours (1 to 21)."""
+    a, b = luminance(fg), luminance(bg)
+    return (max(a, b) + 0.05) / (min(a, b) + 0.05)
 #: What must stay readable, with the least contrast it needs (WCAG AA: 4.5 for text; 3 for a UI component,
 #: the selected tab's label in the accent colour: Streamlit's dark accent #cf4250 gives 3.9 on its #171614,
 #: a compromise with the white text on accent-coloured buttons): titles, headline numbers, body text, the
@@ -477,7 +484,7 @@ def check_readable(page, what: str) -> float:
     """Every element of :data:`_READABLE` on screen contrasts enough with what is behind it; the lowest ratio."""
     ratios = []
     for sel, least in _READABLE:
-        found = page.evaluate(_CONTRAST_JS, sel)
+        found = [{**f, "ratio": contrast(f["fg"], f["bg"])} for f in page.evaluate(_COLOURS_JS, sel)]
         assert found, f"{what}: nothing matches {sel}"
         bad = [f for f in found if f["ratio"] < least]
         assert not bad, f"{what}: {sel} unreadable: {bad[:3]}"
@@ -494,7 +501,7 @@ def test_dark_theme_is_readable_in_and_out_of_presentation_mode(browser_page, ap
         page.goto(app_url)
         page.locator("h1", has_text="placelab").wait_for()
         wait_idle(page)
-        back = page.evaluate(_CONTRAST_JS, "h1")[0]["background"]
+        back = luminance(page.evaluate(_COLOURS_JS, "h1")[0]["bg"])
         assert back < 0.05, f"the app did not follow the dark OS theme (background luminance {back:.2f})"
         use_graph(page, "gen:chainmm")
         goto(page, "Place")
@@ -505,12 +512,8 @@ def test_dark_theme_is_readable_in_and_out_of_presentation_mode(browser_page, ap
         frame = explorer_frame(page)
         explorer = frame.evaluate(f"""() => {{ const cy = {_CY};
             return [getComputedStyle(document.body).backgroundColor, cy.nodes()[0].style('color')]; }}""")
-        contrast = page.evaluate("""([bg, fg]) => { const lum = c => { const [r, g, b] = c.match(/[\\d.]+/g)
-            .slice(0, 3).map(Number).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92
-            : Math.pow((v + 0.055) / 1.055, 2.4); }); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
-            const [a, b] = [lum(fg), lum(bg)]; return [b, (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)]; }""",
-                                 explorer)
-        assert contrast[0] < 0.1 and contrast[1] >= 4.5, f"graph explorer in the dark theme: {explorer} {contrast}"
+        labels = (luminance(explorer[0]), contrast(explorer[1], explorer[0]))
+        assert labels[0] < 0.1 and labels[1] >= 4.5, f"graph explorer in the dark theme: {explorer} {labels}"
         low = check_readable(page, "dark theme")
         assert_clean(page, "dark-01-place")
         page.locator('[data-testid="stSidebar"]').get_by_text("Presentation mode").click()
@@ -520,7 +523,7 @@ def test_dark_theme_is_readable_in_and_out_of_presentation_mode(browser_page, ap
         assert clipped_metrics(page) == [], "headline numbers or labels cut off in presentation mode"
         assert_clean(page, "dark-02-place-presentation")
         print(f"\ndark theme: lowest contrast {low:.1f} (presentation mode {low_presenting:.1f}); "
-              f"graph explorer labels {contrast[1]:.1f}")
+              f"graph explorer labels {labels[1]:.1f}")
         page.locator('[data-testid="stSidebar"]').get_by_text("Presentation mode").click()
         wait_idle(page)
     finally:

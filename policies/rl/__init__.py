@@ -9,7 +9,7 @@ placer's module imports it inside its functions):
   — Placeto; :mod:`policies.rl.rnn` (+ :mod:`~policies.rl.rnn_net`) — the RNN placer of Mirhoseini et al.;
 * :mod:`policies.rl.task` — a graph prepared for learning: op groups, group features,
   reachability, feasible devices, and the objective (from :mod:`engine.objectives`);
-* :mod:`policies.rl.agent` — the agent protocol (rollout, then backward), the per-task cache;
+* :mod:`policies.rl.agent` — the agent protocol (rollout, then advantages and gradient), the per-task cache;
 * :mod:`policies.rl.reinforce` — returns, baselines, schedules, stopping rule and budgets (numpy);
 * :mod:`policies.rl.trainer` — the training loop (collect → update; logging, checkpoints, resume);
 * :mod:`policies.rl.jobs` — training, resuming and evaluating stored runs;

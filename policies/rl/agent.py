@@ -12,7 +12,7 @@ import numpy as np
 
 from policies.rl.task import Evaluation, PlacementTask
 
-__all__ = ["Agent", "EpisodeStats", "PerTask", "Rollout", "train_step"]
+__all__ = ["Advantages", "Agent", "EpisodeStats", "PerTask", "Rollout", "backward", "train_step"]
 
 T = TypeVar("T")
 
@@ -65,7 +65,7 @@ class EpisodeStats:
 class Rollout:
     """The episodes of one update, collected without autograd and without an optimizer.
 
-    ``data`` is what the agent's :meth:`Agent.backward` needs (numpy arrays and graph keys, no
+    ``data`` is what the agent's :meth:`Agent.accumulate` needs (numpy arrays and graph keys, no
     tensors, no tasks), so a rollout can be collected in another process from the policy's
     weights and sent back to the learner.
     """
@@ -74,12 +74,33 @@ class Rollout:
     data: Any
 
 
+@dataclass
+class Advantages:
+    """An update's advantages, as the learner hands them to whoever takes the gradient.
+
+    ``per_episode`` holds one entry per episode of the rollout, in its order (Placeto: the
+    episode's per-step ``Â_t``; RNN placer and DOPPLER: the episode's scalar advantage). The loss
+    is a sum of per-episode terms divided by ``total`` (the update's steps or episodes), so the
+    gradients of consecutive slices of the episodes (:meth:`part`) add up to the update's
+    gradient: this is how rollout workers take the gradient of their own episodes
+    (:mod:`policies.rl.workers`).
+    """
+
+    per_episode: list
+    total: int
+
+    def part(self, start: int, stop: int) -> Advantages:
+        return Advantages(self.per_episode[start:stop], self.total)
+
+
 class Agent(Protocol):
     """A learned placer's policy and its REINFORCE update (see :mod:`policies.rl.trainer`).
 
-    An update is ``rollout`` (sample episodes with the current weights, simulate them) then
-    ``backward`` (returns → advantages → loss, gradient accumulated into ``model``); the trainer
-    clips the gradient and steps the optimizer.
+    An update is ``rollout`` (sample episodes with the current weights, simulate them), then
+    ``advantages`` (returns → baseline → advantages; the baselines move) and ``accumulate`` (the
+    loss's gradient accumulated into ``model``), which :func:`backward` chains; the trainer clips
+    the gradient and steps the optimizer. ``advantages`` runs in the learner only;
+    ``accumulate`` may run on slices of the episodes in rollout workers.
 
     Optional, called by the trainer when an agent has them: ``curve_fields`` (extra learning-curve
     columns), ``fit_budget(budget)`` before training (DOPPLER: ε decays over the episode budget) and
@@ -99,14 +120,21 @@ class Agent(Protocol):
         """One episode per task (``keys`` name the graphs), without autograd."""
         ...
 
-    def backward(self, rollout: Rollout, tasks: Mapping[str, PlacementTask], *, entropy_coef: float,
-                 step: int) -> None:
-        """Accumulate the REINFORCE gradient of ``rollout`` into the model (``step``: updates so far)."""
+    def advantages(self, rollout: Rollout, tasks: Mapping[str, PlacementTask], *, step: int) -> Advantages:
+        """The advantages of ``rollout``'s episodes (``step``: updates so far); records the episodes
+        in the baselines."""
+        ...
+
+    def accumulate(self, data: Any, advantages: Advantages, tasks: Mapping[str, PlacementTask], *,
+                   entropy_coef: float) -> list[float] | None:
+        """Accumulate the gradient of the loss terms of the episodes in ``data`` (a rollout's data,
+        or the data of a slice of its episodes, with the matching slice of ``advantages``).
+        Returns the episodes' entropies where the loss computes them (DOPPLER), else None."""
         ...
 
     def merge(self, parts: list[Rollout]) -> Rollout:
         """One update's rollout from the parts that rollout workers collected, in worker order
-        (:mod:`policies.rl.workers`): what :meth:`backward` would get from one ``rollout`` call."""
+        (:mod:`policies.rl.workers`): what one ``rollout`` call would have returned."""
         ...
 
     def place(self, task: PlacementTask, rng: np.random.Generator, *, greedy: bool = True) -> np.ndarray:
@@ -120,9 +148,20 @@ class Agent(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
+def backward(agent: Agent, rollout: Rollout, tasks: Mapping[str, PlacementTask], *, entropy_coef: float,
+             step: int) -> None:
+    """The REINFORCE gradient of ``rollout`` accumulated into the agent's model, in this process
+    (``step``: updates so far); the baselines move and entropies the loss computes are recorded."""
+    entropies = agent.accumulate(rollout.data, agent.advantages(rollout, tasks, step=step), tasks,
+                                 entropy_coef=entropy_coef)
+    if entropies is not None:
+        for st, h in zip(rollout.episodes, entropies, strict=True):
+            st.entropy = h
+
+
 def train_step(agent: Agent, tasks: Mapping[str, PlacementTask], keys: list[str], rng: np.random.Generator, *,
                entropy_coef: float, step: int) -> list[EpisodeStats]:
     """Roll out one episode per key in this process and accumulate the gradient (no optimizer step)."""
     rollout = agent.rollout([tasks[k] for k in keys], keys, rng)
-    agent.backward(rollout, tasks, entropy_coef=entropy_coef, step=step)
+    backward(agent, rollout, tasks, entropy_coef=entropy_coef, step=step)
     return rollout.episodes

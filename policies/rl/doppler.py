@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from policies.rl.agent import EpisodeStats, PerTask, Rollout
+from policies.rl.agent import Advantages, EpisodeStats, PerTask, Rollout
 from policies.rl.doppler_features import DopplerGraph, graph_tensors
 from policies.rl.doppler_rollout import AssignEpisode, assign
 from policies.rl.registry import LearnedConfig, param, register_learned
@@ -301,18 +301,25 @@ class DopplerAgent:
         self.episodes += len(merged.episodes)
         return merged
 
-    def backward(self, rollout: Rollout, tasks: Mapping[str, PlacementTask], *, entropy_coef: float,
-                 step: int) -> None:
-        """Accumulate the gradient of eq. 9 (Stage I) or eq. 10 (Stages II, III), averaged over the
-        episodes; the networks run once more, with autograd. Fills in the episodes' entropies."""
-        samples: list[tuple[str, AssignEpisode, float]] = rollout.data
-        for (key, ep, makespan), st in zip(samples, rollout.episodes, strict=True):
-            task = tasks[key]
-            p = self.prepare(task)
+    def advantages(self, rollout: Rollout, tasks: Mapping[str, PlacementTask], *, step: int) -> Advantages:
+        """Each episode's advantage against the running-mean baseline (§4.1), in reward units, episode
+        after episode (each moves the baseline); eq. 9/10 average over the episodes."""
+        per = [self.baseline.advantage(key, makespan) / self.config.reward_unit_s
+               for key, _, makespan in rollout.data]
+        return Advantages(per, len(per))
+
+    def accumulate(self, data: list[tuple[str, AssignEpisode, float]], advantages: Advantages,
+                   tasks: Mapping[str, PlacementTask], *, entropy_coef: float) -> list[float]:
+        """Accumulate the gradient of eq. 9 (Stage I) or eq. 10 (Stages II, III) over the episodes in
+        ``data``; the networks run once more, with autograd. Returns the episodes' entropies."""
+        entropies = []
+        for (key, ep, _), adv in zip(data, advantages.per_episode, strict=True):
+            p = self.prepare(tasks[key])
             scores, hz = self._encode(p)
-            adv = self.baseline.advantage(key, makespan) / self.config.reward_unit_s
-            loss, st.entropy = self._loss(p, ep, scores, hz, adv, entropy_coef)
-            (loss / len(samples)).backward()
+            loss, h = self._loss(p, ep, scores, hz, adv, entropy_coef)
+            (loss / advantages.total).backward()
+            entropies.append(h)
+        return entropies
 
     def place(self, task: PlacementTask, rng: np.random.Generator, *, greedy: bool = True) -> np.ndarray:
         """The group placement of one ASSIGN episode (greedy: ε = 0, argmax on both policies)."""

@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from policies.rl.agent import EpisodeStats, PerTask, Rollout
+from policies.rl.agent import Advantages, EpisodeStats, PerTask, Rollout
 from policies.rl.registry import LearnedConfig, param, register_learned
 from policies.rl.reinforce import StepBaseline, returns_to_go
 from policies.rl.task import Evaluation, PlacementTask
@@ -252,24 +252,27 @@ class PlacetoAgent:
 
     # -- returns → advantages → loss ---------------------------------------------------------
 
-    def advantages(self, steps: list[_Steps]) -> np.ndarray:
-        """``Â_t`` of every step of the update, episode after episode (returns, baseline, normalisation)."""
+    def advantages(self, rollout: Rollout, tasks: Mapping[str, PlacementTask], *, step: int) -> Advantages:
+        """``Â_t`` of every step of the update per episode (returns, baseline, normalisation over the
+        whole update); the loss divides by N, the update's steps."""
         c = self.config
-        adv = np.concatenate(self.baseline.advantages([s.key for s in steps],
-                                                      [returns_to_go(np.array(s.rewards), c.discount) for s in steps]))
+        steps: list[_Steps] = rollout.data
+        per = self.baseline.advantages([s.key for s in steps],
+                                       [returns_to_go(np.array(s.rewards), c.discount) for s in steps])
+        adv = np.concatenate(per)
         if c.normalize_advantages and len(adv) > 1:
-            adv = adv / (adv.std() + 1e-8)
-        return adv
+            std = adv.std() + 1e-8
+            per = [a / std for a in per]
+        return Advantages(per, len(adv))
 
-    def backward(self, rollout: Rollout, tasks: Mapping[str, PlacementTask], *, entropy_coef: float,
-                 step: int) -> None:
+    def accumulate(self, data: list[_Steps], advantages: Advantages, tasks: Mapping[str, PlacementTask], *,
+                   entropy_coef: float) -> None:
         """Accumulate the loss's gradient (module docstring) into the model, in chunks that bound memory."""
         import torch
 
-        steps: list[_Steps] = rollout.data
-        advantage = self.advantages(steps)
-        states = [(tasks[s.key], x, v) for s in steps for x, v in zip(s.features, s.current, strict=True)]
-        actions = np.concatenate([s.actions for s in steps])
+        advantage = np.concatenate(advantages.per_episode)
+        states = [(tasks[s.key], x, v) for s in data for x, v in zip(s.features, s.current, strict=True)]
+        actions = np.concatenate([s.actions for s in data])
         total = len(states)
         start = 0
         while start < total:
@@ -281,9 +284,10 @@ class PlacetoAgent:
             chosen = logp[torch.arange(stop - start), torch.from_numpy(actions[start:stop])]
             ent = -(logp.exp() * logp).sum(dim=1)
             a = torch.from_numpy(advantage[start:stop]).to(logp.dtype)
-            loss = (-(a * chosen).sum() - entropy_coef * ent.sum()) / total
+            loss = (-(a * chosen).sum() - entropy_coef * ent.sum()) / advantages.total
             loss.backward()
             start = stop
+        return None
 
     # -- use and checkpoints -----------------------------------------------------------------
 

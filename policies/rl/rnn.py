@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from policies.rl.agent import EpisodeStats, PerTask, Rollout
+from policies.rl.agent import Advantages, EpisodeStats, PerTask, Rollout
 from policies.rl.registry import LearnedConfig, param, register_learned
 from policies.rl.reinforce import MovingAverageBaseline
 from policies.rl.task import PlacementTask
@@ -187,11 +187,9 @@ class RNNAgent:
 
     # -- advantages → loss -------------------------------------------------------------------
 
-    def backward(self, rollout: Rollout, tasks: Mapping[str, PlacementTask], *, entropy_coef: float,
-                 step: int) -> None:
-        """``loss`` of the module docstring, its gradient accumulated; then the baseline moves."""
-        import torch
-
+    def advantages(self, rollout: Rollout, tasks: Mapping[str, PlacementTask], *, step: int) -> Advantages:
+        """``w_i (R_i − B)`` per sample (normalised by the spread of the samples that take part), then
+        the baseline moves; the loss divides by K."""
         s: _Samples = rollout.data
         task = tasks[s.key]
         first = float(s.rewards.mean()) if self.config.baseline_init == "first" else task.failing_signal
@@ -200,14 +198,23 @@ class RNNAgent:
         spread = float(s.rewards[used].std()) if used.sum() > 1 else 0.0
         if self.config.normalize_advantages and spread > 0.0:
             adv = adv / spread
-        logp = torch.log_softmax(self.model(self.inputs[task], torch.from_numpy(s.actions)), dim=2)
-        chosen = logp.gather(2, torch.from_numpy(s.actions).unsqueeze(2)).squeeze(2)  # (K, groups)
-        entropy = -(logp.exp() * logp).sum(dim=2)
-        a = torch.from_numpy(adv).to(logp.dtype)
-        loss = (a * chosen.sum(dim=1)).mean() - entropy_coef * entropy.sum(dim=1).mean()
-        loss.backward()
         if used.any():
             self.baseline.update(s.key, s.rewards[used], first)
+        return Advantages(adv.tolist(), len(adv))
+
+    def accumulate(self, data: _Samples, advantages: Advantages, tasks: Mapping[str, PlacementTask], *,
+                   entropy_coef: float) -> None:
+        """The gradient of ``loss`` (module docstring) over the samples in ``data``, accumulated."""
+        import torch
+
+        task = tasks[data.key]
+        logp = torch.log_softmax(self.model(self.inputs[task], torch.from_numpy(data.actions)), dim=2)
+        chosen = logp.gather(2, torch.from_numpy(data.actions).unsqueeze(2)).squeeze(2)  # (samples, groups)
+        entropy = -(logp.exp() * logp).sum(dim=2)
+        a = torch.tensor(advantages.per_episode, dtype=logp.dtype)
+        loss = ((a * chosen.sum(dim=1)).sum() - entropy_coef * entropy.sum(dim=1).sum()) / advantages.total
+        loss.backward()
+        return None
 
     # -- use and checkpoints -----------------------------------------------------------------
 

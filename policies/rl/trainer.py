@@ -4,8 +4,9 @@ One **update** is two parts: :meth:`Trainer.collect` picks graphs (Placeto §2.3
 sampled per episode; the RNN placer: one graph for its K samples, Mirhoseini §3.1) and lets the
 agent roll out its episodes with the current weights, without autograd or optimizer (a
 :class:`~policies.rl.agent.Rollout`, which another process could collect as well);
-:meth:`Trainer.update` has the agent accumulate the policy gradient of that rollout, clips the
-gradient norm, and takes an Adam step. The learning rate and
+:meth:`Trainer.update` has the agent compute the advantages and accumulate the policy gradient
+of that rollout (with rollout workers, each worker takes the gradient of its own episodes and the
+learner adds them up), clips the gradient norm, and takes an Adam step. The learning rate and
 the entropy weight decay linearly from their initial to their final values over the budget
 (Placeto App. A.7). Training stops when a budget is used up (episodes, placements
 evaluated, wall time), when the stopping rule fires (reward within 2 % over a 1000-episode
@@ -33,7 +34,7 @@ import numpy as np
 import torch
 
 from engine.runs import Run
-from policies.rl.agent import Rollout
+from policies.rl.agent import Rollout, backward
 from policies.rl.reinforce import Budget, StoppingRule, linear
 from policies.rl.run_files import CHECKPOINT, CURVE, STOP_REQUEST
 from policies.rl.task import PlacementTask
@@ -115,7 +116,10 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.optimizer.zero_grad(set_to_none=True)
-        self.agent.backward(rollout, self.tasks, entropy_coef=beta, step=self.updates)
+        if self.rollouts is not None:
+            self.rollouts.backward(rollout, entropy_coef=beta, step=self.updates)
+        else:
+            backward(self.agent, rollout, self.tasks, entropy_coef=beta, step=self.updates)
         torch.nn.utils.clip_grad_norm_(self.agent.model.parameters(), self.agent.config.clip_grad)
         self.optimizer.step()
         self.updates += 1

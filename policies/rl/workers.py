@@ -14,18 +14,32 @@ update is:
    loads those weights and the learner's non-parameter state (``Agent.state_dict``: baselines,
    and DOPPLER's episode count, which sets its ε) and rolls out its part without autograd
    (``Agent.rollout``) with a generator seeded by its seed;
-4. the learner merges the parts in worker order (``Agent.merge``) and takes the gradient step
-   (``Trainer.update``), so baselines, the learning curve, checkpoints, the stop request and
-   resume are the in-process ones.
+4. the learner merges the parts in worker order (``Agent.merge``) and computes the update's
+   advantages over all of them (``Agent.advantages``: baselines and normalisation see the whole
+   update, as in-process);
+5. each worker takes the gradient of its own episodes' share of the loss (``Agent.accumulate``
+   with its slice of the advantages; the loss divides by the whole update's count) on the
+   episodes it kept, and the learner adds the workers' gradients up in worker order: the sum
+   is the update's gradient, as in a parameter server's synchronous update (Placeto App. A).
+   The learner then clips and steps (``Trainer.update``), so baselines, the learning curve,
+   checkpoints, the stop request and resume are the in-process ones.
+
+Taking the gradient in the workers matters for speed: the gradient runs the policy once more,
+with autograd, over every step of the update, which costs as much as the rollout itself; done
+by the learner alone, it capped 2 workers at 1.3× one worker (``benchmarks/bench_parallel.py
+--training``).
 
 **Deviation from the in-process path:** episodes are sampled by per-worker generators rather
 than by the learner's one generator, so training with workers does not repeat a single-process
-run episode for episode. Each worker's seed is drawn from the learner's generator (which is
-seeded by ``--seed`` and checkpointed), so a run with the same seed and worker count repeats
+run episode for episode (and the gradient's floating-point sum runs in another order). Each
+worker's seed is drawn from the learner's generator (which is seeded by ``--seed`` and
+checkpointed), so a run with the same seed and worker count repeats
 exactly, resumes exactly, and a rollout run again on a restarted worker returns the same episodes.
 
 **Reliability:** a worker whose process dies is restarted by Ray and its rollout is run again
-(``max_restarts``/``max_task_retries``): the update waits for it and nothing is lost. Ctrl-C
+(``max_restarts``/``max_task_retries``): the update waits for it and nothing is lost. A worker
+restarted between its rollout and its gradient no longer holds its episodes: it says so, and the
+learner sends them back to it with the weights. Ctrl-C
 reaches the learner while it waits; :meth:`RolloutWorkers.close` kills every actor and the
 caller leaves the run ``interrupted`` at its last checkpointed update.
 """
@@ -40,7 +54,7 @@ import numpy as np
 from engine.cluster import Cluster
 from engine.graph import CompGraph
 from policies.parallel import Executor, TaskLost
-from policies.rl.agent import Rollout
+from policies.rl.agent import Advantages, Rollout
 
 __all__ = ["RolloutWorker", "RolloutWorkers"]
 
@@ -59,13 +73,33 @@ class RolloutWorker:
         torch.set_num_threads(1)  # one CPU per worker
         self.agent = make_agent(placer, cluster.num_devices, config)
         self.tasks = {k: task_for(g, cluster, self.agent.config) for k, g in graphs.items()}
+        self.kept: Any = None  # the data of the last rollout, for its gradient
 
     def rollout(self, weights: dict[str, Any], state: dict[str, Any], keys: list[str], seed: int) -> Rollout:
         """Episodes of ``keys`` with ``weights`` and the learner's ``state``, sampled by a generator
-        seeded with ``seed``."""
+        seeded with ``seed``; their data is kept for :meth:`gradient`."""
         self.agent.model.load_state_dict(weights)
         self.agent.load_state_dict(state)
-        return self.agent.rollout([self.tasks[k] for k in keys], keys, np.random.default_rng(seed))
+        out = self.agent.rollout([self.tasks[k] for k in keys], keys, np.random.default_rng(seed))
+        self.kept = out.data
+        return out
+
+    def gradient(self, advantages: Advantages, entropy_coef: float, weights: dict[str, Any] | None = None,
+                 data: Any = None) -> tuple[dict[str, Any], list[float] | None] | None:
+        """The gradient of the loss terms of the last rollout's episodes (``advantages``: their slice)
+        with the weights of that rollout, by parameter name, and the episodes' entropies where the
+        loss computes them. None when this worker holds no rollout (it was restarted since):
+        ``weights`` and ``data`` give them back."""
+        if data is not None:
+            self.agent.model.load_state_dict(weights)
+            self.kept = data
+        if self.kept is None:
+            return None
+        model = self.agent.model
+        model.zero_grad(set_to_none=True)
+        entropies = self.agent.accumulate(self.kept, advantages, self.tasks, entropy_coef=entropy_coef)
+        self.kept = None
+        return {n: p.grad for n, p in model.named_parameters() if p.grad is not None}, entropies
 
     def pid(self) -> int:
         import os
@@ -94,6 +128,7 @@ class RolloutWorkers:
         self.tasks = tasks
         self.actors: list[Any] = []
         self.episodes: list[int] = []
+        self._last: tuple[Any, list[Rollout]] | None = None  # the last collect's weights and parts
 
     def describe(self) -> str:
         return f"{len(self.actors)} rollout workers ({self.executor.describe()})"
@@ -116,7 +151,6 @@ class RolloutWorkers:
     def collect(self, keys: list[str], rng: np.random.Generator) -> Rollout:
         """The update's rollout: ``keys`` split across the workers, merged in worker order."""
         import ray
-        from ray.exceptions import RayActorError, RayTaskError
 
         if not self.actors:
             self.start()
@@ -124,8 +158,45 @@ class RolloutWorkers:
         seeds = rng.integers(2**63, size=len(parts)).tolist()
         weights = ray.put({k: v.detach() for k, v in self.agent.model.state_dict().items()})
         state = ray.put(self.agent.state_dict())
-        refs = [a.rollout.remote(weights, state, [keys[j] for j in p], s)
-                for a, p, s in zip(self.actors, parts, seeds, strict=False)]
+        out = self._gather([a.rollout.remote(weights, state, [keys[j] for j in p], s)
+                            for a, p, s in zip(self.actors, parts, seeds, strict=False)])
+        for i, part in enumerate(out):
+            self.episodes[i] += len(part.episodes)
+        self._last = (weights, out)
+        return self.agent.merge(out)
+
+    def backward(self, rollout: Rollout, *, entropy_coef: float, step: int) -> None:
+        """The gradient of the last :meth:`collect` (``rollout``) into the learner's model: the
+        learner's advantages, each worker's gradient of its own episodes, summed in worker order."""
+        if self._last is None:
+            raise RuntimeError("backward() needs the rollout of the last collect()")
+        weights, parts = self._last
+        self._last = None
+        adv = self.agent.advantages(rollout, self.tasks, step=step)
+        bounds = np.cumsum([0] + [len(p.episodes) for p in parts]).tolist()
+        slices = [adv.part(bounds[i], bounds[i + 1]) for i in range(len(parts))]
+        grads = self._gather([a.gradient.remote(sl, entropy_coef) for a, sl in zip(self.actors, slices, strict=False)])
+        lost = [i for i, g in enumerate(grads) if g is None]  # restarted since the rollout
+        again = [self.actors[i].gradient.remote(slices[i], entropy_coef, weights, parts[i].data) for i in lost]
+        for i, g in zip(lost, self._gather(again, lost), strict=True):
+            grads[i] = g
+        params = dict(self.agent.model.named_parameters())
+        entropies: list[float] = []
+        for part_grads, part_entropies in grads:
+            for name, g in part_grads.items():
+                p = params[name]
+                p.grad = g.clone() if p.grad is None else p.grad.add_(g)
+            entropies += part_entropies or []
+        if entropies:
+            for st, h in zip(rollout.episodes, entropies, strict=True):
+                st.entropy = h
+
+    def _gather(self, refs: list[Any], workers: list[int] | None = None) -> list[Any]:
+        """The results of tasks on the workers numbered ``workers`` (default: one per worker, in
+        order); a task's own error is raised as is."""
+        import ray
+        from ray.exceptions import RayActorError, RayTaskError
+
         pending = list(refs)
         while pending:  # short waits: Ctrl-C reaches the learner at once
             _, pending = ray.wait(pending, num_returns=len(pending), timeout=_POLL_S)
@@ -136,9 +207,9 @@ class RolloutWorkers:
             except RayTaskError as exc:
                 raise exc.cause from None
             except RayActorError:
-                raise TaskLost(f"rollout worker {i} died more than {self.max_restarts} times") from None
-            self.episodes[i] += len(out[-1].episodes)
-        return self.agent.merge(out)
+                worker = i if workers is None else workers[i]
+                raise TaskLost(f"rollout worker {worker} died more than {self.max_restarts} times") from None
+        return out
 
     def close(self) -> None:
         """Kill every worker and stop (or leave) the Ray runtime."""

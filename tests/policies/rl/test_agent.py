@@ -60,7 +60,7 @@ def test_a_rollout_travels_between_processes_and_gives_the_same_gradient(placer)
     import torch
     from rl_graphs import two_chains
 
-    from policies.rl.agent import train_step
+    from policies.rl.agent import backward, train_step
 
     task = make_task(two_chains(0.1e9), cluster(2), groups=None)
     params: dict = {"groups": None, "batch": 4} if placer == "placeto" else \
@@ -69,6 +69,6 @@ def test_a_rollout_travels_between_processes_and_gives_the_same_gradient(placer)
     keys = ["g"] * 4
     train_step(here, {"g": task}, keys, np.random.default_rng(5), entropy_coef=0.01, step=0)
     rollout = pickle.loads(pickle.dumps(there.rollout([task] * 4, keys, np.random.default_rng(5))))
-    there.backward(rollout, {"g": task}, entropy_coef=0.01, step=0)
+    backward(there, rollout, {"g": task}, entropy_coef=0.01, step=0)
     for a, b in zip(here.model.parameters(), there.model.parameters(), strict=True):
         torch.testing.assert_close(a.grad, b.grad)

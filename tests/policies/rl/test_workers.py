@@ -4,6 +4,7 @@ resumes exactly, survives a killed worker with nothing lost, and Ctrl-C leaves i
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import time
 
@@ -15,14 +16,16 @@ from rl_graphs import cluster, diamond, two_chains
 from engine.cluster import save_cluster
 from engine.graph_io import save_graph
 from engine.runs import RunStore
+from policies.rl.agent import backward
 from policies.rl.doppler import DopplerAgent, DopplerConfig
 from policies.rl.jobs import resume_training, start_training
 from policies.rl.placeto import PlacetoAgent, PlacetoConfig
+from policies.rl.registry import make_agent
 from policies.rl.reinforce import Budget, StoppingRule
 from policies.rl.rnn import RNNAgent, RNNConfig
 from policies.rl.run_files import CHECKPOINT, CURVE
 from policies.rl.task import make_task
-from policies.rl.workers import RolloutWorker
+from policies.rl.workers import RolloutWorker, RolloutWorkers
 
 torch.set_num_threads(1)
 
@@ -42,7 +45,7 @@ def test_placeto_merge_of_split_rollouts_equals_one_rollout_and_its_gradient():
     merged = agent.merge([a, b])
     assert [s.reward for s in merged.episodes] == [s.reward for s in a.episodes + b.episodes]
     assert [s.actions for s in merged.data] == [s.actions for s in a.data + b.data]
-    agent.backward(merged, {"g": t}, entropy_coef=0.0, step=0)  # the learner's update takes it
+    backward(agent, merged, {"g": t}, entropy_coef=0.0, step=0)  # the learner's update takes it
     assert all(p.grad is not None for p in agent.model.parameters() if p.requires_grad)
 
 
@@ -79,9 +82,54 @@ def test_doppler_merge_of_worker_rollouts_equals_the_learners_own_and_takes_its_
     assert learner.episodes == 8  # as one rollout of 4 episodes would leave it
     assert [s.reward for s in merged.episodes] == [s.reward for s in a.episodes + b.episodes]
     assert [m for _, _, m in merged.data] == [m for _, _, m in a.data + b.data]
-    learner.backward(merged, {"g": t}, entropy_coef=0.0, step=0)  # the learner's update takes it
+    backward(learner, merged, {"g": t}, entropy_coef=0.0, step=0)  # the learner's update takes it
     assert all(p.grad is not None for p in learner.model.parameters() if p.requires_grad)
     assert learner.baseline.counts == {"g": 4}
+
+
+SMALL = {"placeto": (two_chains(0.1e9), {"groups": None, "batch": 4}),
+         "rnn": (diamond(), {"groups": None, "samples": 4, "hidden": 16, "type_dim": 4, "device_dim": 4,
+                             "attention": 8}),
+         "doppler": (two_chains(0.1e9), {"hidden": 8, "rounds": 1, "edge_hidden": 4, "head": 4, "batch": 4})}
+
+
+@pytest.mark.parametrize("placer", sorted(SMALL))
+def test_the_workers_gradients_add_up_to_the_gradient_of_the_merged_rollout(placer):
+    graph, params = SMALL[placer]
+    t = make_task(graph, cluster(), groups=None)
+    learner = make_agent(placer, 2, params, seed=0, tasks=[t])
+    config = learner.config.to_dict()
+    workers = [RolloutWorker(placer, t.cluster, config, {"g": t.graph}) for _ in range(2)]
+    weights = {k: v.detach().clone() for k, v in learner.model.state_dict().items()}
+    state = learner.state_dict()
+    parts = [w.rollout(weights, state, ["g", "g"], seed) for w, seed in zip(workers, (1, 2), strict=True)]
+    # the reference: this process takes the gradient of the whole merged rollout
+    reference = make_agent(placer, 2, config, seed=0)
+    reference.model.load_state_dict(weights)
+    whole = reference.merge(pickle.loads(pickle.dumps(parts)))
+    backward(reference, whole, {"g": t}, entropy_coef=0.01, step=0)
+    # the workers' way: the learner's advantages, each worker the gradient of its own two episodes
+    merged = learner.merge(parts)
+    adv = learner.advantages(merged, {"g": t}, step=0)
+    assert learner.state_dict() == reference.state_dict()  # the baselines moved as in-process
+    grads = [w.gradient(adv.part(2 * i, 2 * i + 2), 0.01) for i, w in enumerate(workers)]
+    named = dict(reference.model.named_parameters())
+    assert set(grads[0][0]) == {n for n, p in named.items() if p.grad is not None}
+    for name, p in named.items():
+        if p.grad is not None:
+            torch.testing.assert_close(grads[0][0][name] + grads[1][0][name], p.grad, rtol=1e-5, atol=1e-8)
+    assert sum(float(g.abs().sum()) for g in grads[0][0].values()) > 0  # each part has a gradient of its own
+    assert sum(float(g.abs().sum()) for g in grads[1][0].values()) > 0
+    if placer == "doppler":  # its loss computes the entropies
+        assert grads[0][1] + grads[1][1] == pytest.approx([st.entropy for st in whole.episodes])
+    else:
+        assert grads[0][1] is None
+    # a worker restarted after its rollout holds no episodes and says so; given them back, the same gradient
+    restarted = RolloutWorker(placer, t.cluster, config, {"g": t.graph})
+    assert restarted.gradient(adv.part(0, 2), 0.01) is None
+    again, _ = restarted.gradient(adv.part(0, 2), 0.01, weights, parts[0].data)
+    for name, g in grads[0][0].items():
+        torch.testing.assert_close(again[name], g)
 
 
 # ------------------------------------------------------------------------------------ on Ray
@@ -149,6 +197,27 @@ def test_killed_worker_is_restarted_and_nothing_is_lost(reference, files, tmp_pa
     out = _train(store, files, progress=kill_a_worker)
     assert killed and store.load(out.run_id).status == "done"
     assert _curve(store, out.run_id) == _curve(reference[0], reference[1].run_id)
+
+
+def test_a_worker_killed_between_its_rollout_and_its_gradient_gets_its_episodes_back(ray_runtime):
+    t = make_task(two_chains(0.1e9), cluster(), groups=None)
+    agent = make_agent("placeto", 2, CONFIG, seed=0)
+    weights = {k: v.detach().clone() for k, v in agent.model.state_dict().items()}
+    pool = RolloutWorkers("placeto", agent, {"g": t}, workers=2)
+    try:
+        rollout = pool.collect(["g"] * 4, np.random.default_rng(0))
+        reference_rollout = pickle.loads(pickle.dumps(rollout))
+        (pid, *_) = _worker_pids()
+        os.kill(pid, signal.SIGKILL)
+        pool.backward(rollout, entropy_coef=0.01, step=0)
+        assert _worker_pids() and pid not in _worker_pids()  # Ray restarted it
+    finally:
+        pool.close()
+    reference = make_agent("placeto", 2, CONFIG, seed=0)
+    reference.model.load_state_dict(weights)
+    backward(reference, reference_rollout, {"g": t}, entropy_coef=0.01, step=0)
+    for mine, ref in zip(agent.model.parameters(), reference.model.parameters(), strict=True):
+        torch.testing.assert_close(mine.grad, ref.grad, rtol=1e-5, atol=1e-8)
 
 
 def _worker_pids() -> list[int]:

@@ -8,6 +8,13 @@ and simulated in every simulation mode the simulator offers
 (:data:`engine.cluster.SIMULATION_MODES`; a mode it does not implement yet is reported as
 unavailable). As in DOPPLER App. G.1, fidelity is the correlation of simulated with measured
 makespans over the placements, here with relative errors too.
+
+Each measured run is also **replayed**: simulated on ``cluster`` (its own mode and options; a
+calibrated cluster's are the executor's rules) with the op and copy durations that run measured
+(:func:`engine.executor.fidelity.replay_graph`). The replay's error is that of the simulator's
+rules alone (dispatch order, per-op cost, copies); the rest of a mode's error comes from the
+durations it predicts, which ``op_time_ratio`` (measured over predicted op time, per placement)
+shows.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from engine.cluster import SIMULATION_MODES, Cluster
 from engine.errors import PlacelabError, SimulationError
 from engine.executor import Executor
 from engine.executor.calibration import mode_cluster
-from engine.executor.fidelity import fidelity_stats
+from engine.executor.fidelity import fidelity_stats, replay_graph
 from engine.graph import CompGraph
 from engine.placement import Placement
 from engine.run_records import write_placement_files, write_schedule_tables
@@ -50,6 +57,13 @@ class Validation:
     example: Schedule
     skipped: dict[str, str] = field(default_factory=dict)
     run_id: str | None = None
+    replayed: list[float] = field(default_factory=list)
+    op_time_ratio: list[float] = field(default_factory=list)
+
+    @property
+    def replay_stats(self) -> dict[str, Any]:
+        """Fidelity of the replays: the error of the simulator's rules alone (module docstring)."""
+        return fidelity_stats(self.measured_mean, self.replayed)
 
     def rows(self) -> dict[str, list]:
         """The table stored as ``fidelity.csv``: one row per placement."""
@@ -57,6 +71,9 @@ class Validation:
                                 "measured_mean_s": self.measured_mean, "measured_std_s": self.measured_std}
         for mode, values in self.predicted.items():
             out[f"simulated_{mode}_s"] = values
+        if self.replayed:
+            out["replayed_s"] = self.replayed
+            out["op_time_ratio"] = self.op_time_ratio
         return out
 
 
@@ -106,8 +123,9 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
             sims[mode] = Simulator(graph, mode_cluster(cluster, mode))
         except SimulationError as exc:
             unavailable[mode] = str(exc)
-    means, stds, example = [], [], None
+    means, stds, example, replayed, ratio = [], [], None, [], []
     predicted: dict[str, list[float]] = {m: [] for m in sims}
+    planned = Simulator(graph, cluster)
     with Executor(cluster) as ex:
         for i, (src, dev) in enumerate(zip(sources, devs, strict=True)):
             m = ex.run(graph, dev, repeats=repeats, warmup=warmup)
@@ -116,10 +134,17 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
             example = example or m.schedule
             for mode, sim in sims.items():
                 predicted[mode].append(sim.makespan(dev))
+            replayed.append(float(np.mean([Simulator(replay_graph(graph, dev, s), cluster).makespan(dev)
+                                           for s in m.schedules])))
+            op_time = planned.run(Placement(dev)).compute_time.sum()
+            ratio.append(float(np.mean([s.compute_time.sum() for s in m.schedules]) / op_time) if op_time > 0
+                         else float("nan"))
             say(f"[{i + 1}/{len(devs)}] {src}: measured {m.mean * 1e3:.3f} ± {m.std * 1e3:.3f} ms, "
-                + ", ".join(f"{mode} {v[-1] * 1e3:.3f} ms" for mode, v in predicted.items()))
+                + ", ".join(f"{mode} {v[-1] * 1e3:.3f} ms" for mode, v in predicted.items())
+                + f", replayed {replayed[-1] * 1e3:.3f} ms")
     stats = {mode: fidelity_stats(means, values) for mode, values in predicted.items()}
-    result = Validation(sources, devs, means, stds, predicted, stats, unavailable, example, skipped)
+    result = Validation(sources, devs, means, stds, predicted, stats, unavailable, example, skipped, replayed=replayed,
+                        op_time_ratio=ratio)
     if store is not None:
         result.run_id = _store(store, graph, cluster, result, {**(parameters or {}), "placements": placements,
                                                                 "placers": names, "repeats": repeats,
@@ -137,7 +162,9 @@ def _store(store: RunStore, graph: CompGraph, cluster: Cluster, v: Validation, p
         write_schedule_tables(run, graph, cluster, v.example, "measured")
         run.write_table("fidelity.csv", v.rows())
         run.write_json("placements.json", {"sources": v.sources, "devices": [d.tolist() for d in v.placements]})
-        run.finish("done", {"fidelity": v.stats, "unavailable_modes": v.unavailable, "skipped_placers": v.skipped,
+        run.finish("done", {"fidelity": v.stats, "replay": v.replay_stats,
+                            "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
+                            "unavailable_modes": v.unavailable, "skipped_placers": v.skipped,
                             "placements": len(v.sources), "makespan_s": v.measured_mean[0],
                             "measured_makespan_s": v.measured_mean[0]})
     return run.id

@@ -30,13 +30,21 @@ def page() -> None:
     run = st.selectbox("Validation run", runs, format_func=_label, key="fidelity_run")
     with guard("Cannot show this run"):
         metrics = run.meta.get("metrics", {})
-        stats = pd.DataFrame([{"mode": mode, **s} for mode, s in metrics.get("fidelity", {}).items()])
-        st.dataframe(stats, hide_index=True)
+        rows = [{"mode": mode, **s} for mode, s in metrics.get("fidelity", {}).items()]
+        if metrics.get("replay"):
+            rows.append({"mode": "replay", **metrics["replay"]})
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        if metrics.get("replay"):
+            st.caption(f"replay: {run.meta.get('cluster')}'s own simulation given each run's measured op and copy "
+                       "durations — the error of the simulator's rules alone; the rest of a mode's error comes "
+                       f"from the durations it predicts (ops ran {metrics['op_time_ratio_median']:.2f}× their "
+                       "predicted time, median over placements).")
         for mode, why in metrics.get("unavailable_modes", {}).items():
             st.caption(f"{mode}: {why}")
         table = run.read_table("fidelity.csv")
         simulated = {c[len("simulated_"):-2]: table[c] for c in table if c.startswith("simulated_")}
-        show_figure(fidelity_scatter(table["measured_mean_s"], simulated, sources=table["source"]),
+        replayed = {"replay": table["replayed_s"]} if "replayed_s" in table else {}
+        show_figure(fidelity_scatter(table["measured_mean_s"], {**simulated, **replayed}, sources=table["source"]),
                     key="fidelity_scatter")
         pr = load_placement_run(run)
         mode = st.selectbox("Simulation mode for the timeline", list(simulated), key="fidelity_mode")

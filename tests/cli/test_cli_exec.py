@@ -67,8 +67,15 @@ def test_validate_reports_every_mode_and_stores_a_run(capsys, tmp_path, two):
     assert set(res["modes"]) | set(res["unavailable_modes"]) == set(SIMULATION_MODES)
     for stats in res["modes"].values():
         assert stats["placements"] == 3 and stats["median_rel_error"] >= 0
+    assert res["replay"]["placements"] == 3 and len(res["rows"]["replayed_s"]) == 3 and res["op_time_ratio_median"] > 0
     run = RunStore(runs).load(res["run_id"])
     assert {"fidelity.csv", "measured_ops.csv", "schedule_ops.csv"} <= set(run.files())
+    code, stdout, _ = run_cli(capsys, "validate", GRAPH, "-c", two, "--placements", "3", "--repeats", "1",
+                              "--step-ms", "5", "--no-save")
+    assert code == 0
+    replay = next(line for line in stdout.splitlines() if line.startswith("replay "))
+    assert len(replay.split()) == 5  # Pearson, Spearman, median and max error
+    assert "the error of the simulator's rules alone" in stdout and "their predicted time" in stdout
 
 
 def test_place_execute_stores_the_measured_schedule(capsys, tmp_path, two):

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from dashboard.figures.fidelity import fidelity_scatter, measured_vs_simulated
-from engine.cluster import SIMULATION_MODES
+from engine.cluster import SIMULATION_MODES, Device, Link, uniform_cluster
 from engine.executor.calibration import machine_cluster
-from engine.executor.fidelity import fidelity_stats, load_measured_schedule
+from engine.executor.fidelity import fidelity_stats, load_measured_schedule, replay_graph
 from engine.generators import random_dag
 from engine.run_records import load_placement_run
 from engine.runs import RunStore
@@ -64,9 +67,16 @@ def test_validate_executes_and_simulates_every_placement(validation):
         assert values == pytest.approx([Simulator(g, c, mode=mode).makespan(p) for p in v.placements])
         assert v.stats[mode] == fidelity_stats(v.measured_mean, values)
     assert all(m > 0 for m in v.measured_mean)
+    assert len(v.replayed) == len(v.op_time_ratio) == 4 and all(r > 0 for r in v.replayed + v.op_time_ratio)
+    assert v.replay_stats == fidelity_stats(v.measured_mean, v.replayed)
+    # the first placement's stored run, replayed, is the replay of that one run
+    one = Simulator(replay_graph(g, v.placements[0], v.example), c).run(v.placements[0])
+    np.testing.assert_allclose(one.op_end - one.op_start, v.example.op_end - v.example.op_start, atol=1e-12)
     run = store.load(v.run_id)
     assert run.meta["kind"] == "validate" and run.meta["metrics"]["placements"] == 4
     assert run.read_table("fidelity.csv")["source"] == v.sources
+    assert run.read_table("fidelity.csv")["replayed_s"] == pytest.approx(v.replayed)
+    assert run.meta["metrics"]["replay"] == pytest.approx(v.replay_stats)
     pr = load_placement_run(run)
     measured = load_measured_schedule(run, pr.graph, pr.cluster)
     np.testing.assert_array_equal(measured.op_device, v.placements[0])
@@ -90,10 +100,41 @@ def test_fidelity_page_shows_the_stored_validation(validation, monkeypatch):
     assert not app.exception and not app.error
     assert [t.value for t in app.title] == ["Fidelity"]
     assert len(app.get("plotly_chart")) == 2
-    assert set(app.dataframe[0].value["mode"]) <= set(SIMULATION_MODES)
+    modes = list(app.dataframe[0].value["mode"])
+    assert set(modes[:-1]) <= set(SIMULATION_MODES) and modes[-1] == "replay"
+    assert any("measured op and copy durations" in c.value for c in app.caption)
 
 
 def test_fidelity_page_without_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("PLACELAB_RUNS_DIR", str(tmp_path / "none"))
     app = AppTest.from_string("from dashboard.app_pages import fidelity\nfidelity.page()\n", default_timeout=60).run()
     assert not app.exception and "placelab validate" in app.info[0].value
+
+
+def _cluster(devices: int, dispatch: float):
+    """A calibrated cluster's settings: work-conserving, copies on the sender, a per-op cost."""
+    c = uniform_cluster("c", [Device(f"cpu:{i}", "cpu", 1e12) for i in range(devices)], 1e9,
+                        mode="work_conserving", copy_occupies_sender=True, dispatch_s=dispatch)
+    return dataclasses.replace(c, link=Link(1e9, 1e-5))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 40), st.integers(0, 10_000), st.integers(2, 4), st.floats(0.0, 1e-4))
+def test_replaying_a_simulated_run_reproduces_it_exactly(ops, seed, devices, dispatch):
+    """Given its own op and copy durations, the simulator repeats a schedule op for op: so a
+    replay's error against a measured run is that of the simulator's rules, not of the durations."""
+    g = random_dag(ops=ops, seed=seed)
+    c = _cluster(devices, dispatch)
+    p = np.random.default_rng(seed).integers(devices, size=ops)
+    s = Simulator(g, c).run(p)
+    r = Simulator(replay_graph(g, p, s), c).run(p)
+    assert r.makespan == pytest.approx(s.makespan, rel=1e-12)
+    np.testing.assert_allclose(r.op_start, s.op_start, rtol=1e-12, atol=1e-15)
+
+
+def test_replay_of_a_run_of_another_placement_is_refused():
+    g = random_dag(ops=12, seed=3)
+    c = _cluster(2, 0.0)
+    s = Simulator(g, c).run(np.zeros(12, int))  # everything on one device: no copies
+    with pytest.raises(ValueError, match="not a run of this placement"):
+        replay_graph(g, np.arange(12) % 2, s)

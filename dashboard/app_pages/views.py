@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from functools import partial
 
@@ -14,6 +15,7 @@ from dashboard.context import keep
 from dashboard.figures import (
     CURVE_X,
     GRAPH_VIEW_MAX_OPS,
+    TIMELINE_MAX_OPS,
     graph_view_mode,
     load_profile,
     memory_over_time,
@@ -21,6 +23,7 @@ from dashboard.figures import (
     timeline,
 )
 from dashboard.figures.timeline import bin_at_points, match_ops
+from dashboard.trace_view import show_trace_view
 from engine.cluster import Cluster
 from engine.graph import CompGraph
 from engine.schedule import Schedule
@@ -148,37 +151,62 @@ def _on_timeline_select(key: str, explorer_key: str | None, graph: CompGraph, fi
         pick_op(explorer_key, graph, op)
 
 
+def _view_id(key: str, schedule: Schedule, graph: CompGraph) -> str:
+    """Names one schedule in one place: the trace view keeps its zoom while this stays the same."""
+    digest = hashlib.sha1(schedule.op_device.tobytes() + schedule.op_start.tobytes()).hexdigest()[:12]
+    return f"{key}:{graph.content_hash}:{digest}"
+
+
 def show_timeline(schedule: Schedule, graph: CompGraph, cluster: Cluster, *, key: str, title: str | None,
                   explorer_key: str | None = None) -> None:
-    """The Gantt chart with a trace viewer's controls: a time window (zoom in to see single ops and their
-    names), op search by name / type / scope, and dependency and transfer arrows on demand.
+    """The schedule's timeline with a trace viewer's controls and an op search by name / type / scope.
 
-    With ``explorer_key``: clicking an op's bar selects it in that graph explorer, and the op selected
-    there (by a click in the graph) is marked here. On a binned timeline (graphs above
-    :data:`~dashboard.figures.timeline.TIMELINE_MAX_OPS` ops) clicking a busy bin, or a box selection
-    across a time range, zooms the window into it; *Whole schedule* zooms back out."""
+    Above :data:`~dashboard.figures.timeline.TIMELINE_MAX_OPS` ops it is the trace view
+    (:mod:`dashboard.trace_view`: zoom and pan in the browser, single ops named once zoomed in), with a
+    toggle to the plotly figure; up to that, the plotly figure (exports, slides): a time window (zoom in
+    to see single ops and their names) and dependency and transfer arrows on demand.
+
+    With ``explorer_key``: clicking an op selects it in that graph explorer, and the op selected there
+    (by a click in the graph) is marked here. On a binned plotly timeline clicking a busy bin, or a box
+    selection across a time range, zooms the window into it; *Whole schedule* zooms back out."""
     end = float(schedule.makespan * 1e3) or 1.0
-    cols = st.columns([4, 3, 2], vertical_alignment="bottom")
-    window = cols[0].slider("Time window (ms)", 0.0, end, (0.0, end), key=f"{key}_tl_window",
-                            help="Narrow it to see single ops (with names when few) instead of busy bins")
-    query = cols[1].text_input("Find op (name, type or scope)", key=f"{key}_tl_find")
-    arrows = cols[2].checkbox("Dependency arrows", key=f"{key}_tl_arrows",
-                              help="Producer end → consumer start; dashed when the edge is a transfer")
+    trace = graph.num_ops > TIMELINE_MAX_OPS and not st.toggle(
+        "Plotly figure", key=f"{key}_tl_plotly",
+        help=f"Above {TIMELINE_MAX_OPS:,} ops the timeline is a trace view drawn in the browser; the plotly "
+             "figure bins the ops, zooms on the server and exports to PNG/SVG/PDF/HTML")
+    if trace:
+        query = st.text_input("Find op (name, type or scope)", key=f"{key}_tl_find")
+        window = arrows = None
+    else:
+        cols = st.columns([4, 3, 2], vertical_alignment="bottom")
+        window = cols[0].slider("Time window (ms)", 0.0, end, (0.0, end), key=f"{key}_tl_window",
+                                help="Narrow it to see single ops (with names when few) instead of busy bins")
+        query = cols[1].text_input("Find op (name, type or scope)", key=f"{key}_tl_find")
+        arrows = cols[2].checkbox("Dependency arrows", key=f"{key}_tl_arrows",
+                                  help="Producer end → consumer start; dashed when the edge is a transfer")
     hits = match_ops(graph, query)
     picked = None if explorer_key is None else selected_op(explorer_key)
     if picked is not None:
         st.caption(f"Selected in the graph: **{graph.op_names[picked]}** at {schedule.op_start[picked] * 1e3:.4g} ms "
-                   f"on {cluster.devices[schedule.op_device[picked]].name} (red diamond)")
+                   f"on {cluster.devices[schedule.op_device[picked]].name} "
+                   + ("(red outline)" if trace else "(red diamond)"))
     if query.strip():
         first = np.flatnonzero(hits)[:5].tolist()
         where = [f"{graph.op_names[i]} at {schedule.op_start[i] * 1e3:.4g} ms on "
                  f"{cluster.devices[schedule.op_device[i]].name}" for i in first]
         st.caption(f"{int(hits.sum()):,} ops match" + (": " + ", ".join(where) if where else "")
                    + (" …" if hits.sum() > 5 else ""))
-    zoomed = window != (0.0, end)
     marked = hits.copy()
     if picked is not None:
         marked[picked] = True
+    if trace:
+        st.caption(f"Trace view of {graph.num_ops:,} ops: wheel to zoom, drag to pan, double-click to fit, click an "
+                   "op to select it" + (" in the graph below" if explorer_key else "")
+                   + ". Ops too narrow to draw show as busy bars per pixel; the plotly figure (toggle) exports.")
+        show_trace_view(schedule, graph, cluster, key=f"{key}_trace", view_id=_view_id(key, schedule, graph),
+                        marked=marked, on_pick=None if explorer_key is None else partial(pick_op, explorer_key, graph))
+        return
+    zoomed = window != (0.0, end)
     fig = timeline(schedule, graph, cluster, title=title, window_ms=window if zoomed else None,
                    highlight=marked if marked.any() else None, arrows=arrows)
     binned = bool(fig.data) and fig.data[0].meta == "bins"

@@ -2,7 +2,9 @@
 chainmm and on gen:nmt (the graph chosen once survives every page; every export — figure PNG/SVG/PDF/HTML,
 table CSV/LaTeX, Perfetto trace — is a non-empty file of its type; in the graph explorer a click opens a scope,
 an op clicked in the timeline is marked in the graph and an op clicked in the graph is named and marked in the
-timeline), the explorer on large graphs, a training started from the Train page and watched live.
+timeline; on gen:nmt, above 5,000 ops, the timeline's trace view zooms with the wheel until ops are named, shows
+an op's card on hover and selects the op clicked), the explorer on large graphs, a training started from the Train
+page and watched live.
 
 Screenshots and exported files land in ``tests/artifacts/`` (git-ignored). The graph-view timings are
 printed (run with ``-s``);
@@ -209,6 +211,73 @@ def check_drag_zoom(page) -> str:
     return timeline_title(page)
 
 
+TRACE = "[data-testid='trace-view-canvas']"  # the trace view's canvas (playwright's locators pierce its shadow root)
+
+
+def trace_state(page) -> dict:
+    """The trace view's debug hook: visible window (ms), ops drawn one by one and named, binned pixel columns,
+    frame times, and ``sample``, the widest named op on screen with its position on the canvas."""
+    return json.loads(page.locator(TRACE).first.get_attribute("data-trace") or "null")
+
+
+def use_plotly_timeline(page, on: bool) -> None:
+    """Flip the first result tab's timeline between the trace view and the plotly figure."""
+    toggle = page.get_by_text("Plotly figure", exact=True).first
+    toggle.scroll_into_view_if_needed()
+    toggle.click()
+    wait_idle(page)
+    if on:
+        page.locator('[data-testid="stPlotlyChart"]').nth(1).locator(".gtitle").first.wait_for(timeout=GUARD_MS)
+    else:
+        page.locator(TRACE).first.wait_for(timeout=GUARD_MS)
+
+
+def check_trace_view(page, tag: str, lanes: list[str]) -> str:
+    """The trace view of a schedule above TIMELINE_MAX_OPS: drawn binned; real wheel steps over the canvas zoom
+    (in the browser, no rerun) until ops are drawn one by one with their names; hovering one shows its card;
+    a click selects it (the caption names it) and the zoom survives the rerun. The clicked op's name."""
+    canvas = page.locator(TRACE).first
+    canvas.wait_for(timeout=GUARD_MS)
+    canvas.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    out = trace_state(page)
+    assert out["lanes"] == lanes
+    assert out["binned_cols"] > 300 and out["named"] < 10, out  # binned, a few long ops named
+    full = out["t1"] - out["t0"]
+    assert_clean(page, f"{tag}-04d-trace-zoomed-out")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + 15)  # over the first lane, a third across
+    for _ in range(60):
+        page.mouse.wheel(0, -300)
+        page.wait_for_timeout(60)
+        state = trace_state(page)
+        if state["named"] >= 5 and state["t1"] - state["t0"] < full / 20:
+            break
+    assert state["named"] >= 5 and state["drawn"] >= state["named"], state
+    assert state["t1"] - state["t0"] < full / 20 and state["frames"] > out["frames"]
+    print(f"\n{tag}: trace view zoomed {full / (state['t1'] - state['t0']):.0f}x: {state['drawn']} ops drawn, "
+          f"{state['named']} named; frame times (ms) {[round(t, 1) for t in state['frame_times'][-5:]]}")
+    sample = state["sample"]
+    x, y = box["x"] + sample["x"], box["y"] + sample["y"]
+    page.mouse.move(x, y)
+    tip = page.locator(".pl-tip").first
+    tip.wait_for(state="visible", timeout=GUARD_MS)
+    assert sample["name"] in tip.inner_text() and "duration" in tip.inner_text()
+    page.screenshot(path=str(ARTIFACTS / f"{tag}-04e-trace-zoomed-in.png"))  # this viewport: the hover card shows
+    page.mouse.click(x, y)
+    page.get_by_text(re.compile("Selected in the graph: " + re.escape(sample["name"]))).first.wait_for(
+        timeout=GUARD_MS)
+    wait_idle(page)
+    deadline = time.monotonic() + GUARD_MS / 1e3
+    while (after := trace_state(page))["marks"] < 1 and time.monotonic() < deadline:
+        page.wait_for_timeout(200)  # the rerun's payload (with the op marked) reaches the component
+    assert after["t0"] == pytest.approx(state["t0"]) and after["t1"] == pytest.approx(state["t1"])  # zoom kept
+    assert after["marks"] >= 1, after  # the selected op is outlined
+    assert page.locator(TRACE).count() == 2  # one view per result tab: the rerun replaced the view, not added one
+    return sample["name"]
+
+
 MAGIC = {"png": b"\x89PNG", "svg": b"<svg", "pdf": b"%PDF", "html": b"<html", "csv": b"placer", "tex": b"\\begin"}
 
 
@@ -316,6 +385,9 @@ def test_walk_through_the_app(browser_page, app_url, spec, graph, query):
     # mount a moment after the script run ends
     page.locator('[data-testid="stPlotlyChart"]').nth(3).wait_for(state="attached", timeout=GUARD_MS)
     assert_clean(page, f"{tag}-03-place")
+    if graph == "nmt":  # 7.5k ops, above TIMELINE_MAX_OPS: the timelines are trace views; the plotly one on demand
+        assert page.locator(TRACE).count() >= 1
+        use_plotly_timeline(page, True)
     download(page, page.locator("[data-testid=\"stDownloadButton\"] button", has_text="CSV").first,
              f"{tag}-results.csv")
     download(page, page.locator("[data-testid=\"stDownloadButton\"] button", has_text="LaTeX").first,
@@ -336,6 +408,12 @@ def test_walk_through_the_app(browser_page, app_url, spec, graph, query):
         assert_clean(page, f"{tag}-04b-place-bin-zoomed")
         print(f"{tag}: a drag across the binned timeline zoomed into it: {check_drag_zoom(page)}")
         assert_clean(page, f"{tag}-04c-place-drag-zoomed")
+        use_plotly_timeline(page, False)
+        from dashboard.figures.timeline import lane_names
+        from engine.presets import PRESETS
+
+        lanes = lane_names(PRESETS["k80x2"]())  # the sidebar's first cluster
+        print(f"{tag}: a click in the trace view selected {check_trace_view(page, tag, lanes)}")
     page.get_by_role("button", name="Save as run").first.click()
     page.get_by_text("Saved as run").wait_for(timeout=GUARD_MS)
     page.get_by_text("Stored as run").first.wait_for()  # the saved one shows its id, its Save button is gone

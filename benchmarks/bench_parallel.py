@@ -14,16 +14,16 @@ Three figures, each against the in-process (sequential) path in the same run:
   is worth distributing when it takes clearly longer than Ray's per-task overhead.
 
 * **Training** (``--training``) — Placeto training episodes per minute on a 128-group graph
-  (cifar10 family graph 0, ``batch=8``, ``k80x2``) in this process and with 1 and 2 rollout
-  workers (:mod:`policies.rl.workers`), after one untimed update. Goal: ≥ 1.6× with 2
-  workers over 1.
+  (cifar10 family graph 0, ``batch`` = ``--batch``, default 8, ``k80x2``) in this process and
+  with 1 and 2 rollout workers (:mod:`policies.rl.workers`), after one untimed update. Goal:
+  ≥ 1.6× with 2 workers over 1.
 
 Timings are medians of ``--repeat`` runs. Usage::
 
     .venv/bin/python benchmarks/bench_parallel.py                 # a table
     .venv/bin/python benchmarks/bench_parallel.py --json          # one JSON object on stdout
     .venv/bin/python benchmarks/bench_parallel.py --workers 2 --repeat 3
-    .venv/bin/python benchmarks/bench_parallel.py --training --updates 4
+    .venv/bin/python benchmarks/bench_parallel.py --training --updates 8 --repeat 3 --batch 16
 """
 
 from __future__ import annotations
@@ -116,14 +116,14 @@ def measure(workers: int, repeat: int, tasks: int) -> dict:
     }
 
 
-def _training_rate(task, workers: int | None, updates: int) -> float:
+def _training_rate(task, workers: int | None, updates: int, batch: int) -> float:
     """Placeto episodes per minute over ``updates`` updates (rollouts in-process, or on ``workers``)."""
     from policies.rl.registry import make_agent, make_config
     from policies.rl.reinforce import Budget, StoppingRule
     from policies.rl.trainer import Trainer
     from policies.rl.workers import RolloutWorkers
 
-    config = make_config("placeto", {"groups": 128, "batch": 8})
+    config = make_config("placeto", {"groups": 128, "batch": batch})
     agent = make_agent("placeto", task.num_devices, config.to_dict(), seed=0, tasks=[task])
     pool = RolloutWorkers("placeto", agent, {"g": task}, workers=workers) if workers else None
     trainer = Trainer(agent, {"g": task}, seed=0, budget=Budget(episodes=10**9), stopping=StoppingRule(0),
@@ -138,7 +138,7 @@ def _training_rate(task, workers: int | None, updates: int) -> float:
         trainer.close()
 
 
-def measure_training(updates: int, repeat: int) -> dict:
+def measure_training(updates: int, repeat: int, batch: int = 8) -> dict:
     import torch
 
     from engine.presets import PRESETS
@@ -147,10 +147,11 @@ def measure_training(updates: int, repeat: int) -> dict:
 
     torch.set_num_threads(1)  # the learner, like each worker, on one CPU
     task = make_task(load_graph("gen:family-cifar10?index=0&seed=0"), PRESETS["k80x2"](), groups=128)
-    rates = {name: statistics.median(_training_rate(task, w, updates) for _ in range(repeat))
+    rates = {name: statistics.median(_training_rate(task, w, updates, batch) for _ in range(repeat))
              for name, w in (("in_process", None), ("workers_1", 1), ("workers_2", 2))}
-    return {"updates": updates, "repeat": repeat, "cpus": os.cpu_count(), "loadavg_1min": os.getloadavg()[0],
-            "episodes_per_min": rates, "speedup_2_over_1": rates["workers_2"] / rates["workers_1"]}
+    return {"updates": updates, "repeat": repeat, "batch": batch, "cpus": os.cpu_count(),
+            "loadavg_1min": os.getloadavg()[0], "episodes_per_min": rates,
+            "speedup_2_over_1": rates["workers_2"] / rates["workers_1"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,11 +162,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--training", action="store_true", help="measure Placeto training with rollout workers instead")
     ap.add_argument("--updates", type=int, default=4, help="timed updates per training figure (default 4)")
+    ap.add_argument("--batch", type=int, default=8, help="Placeto episodes per update, split across the workers "
+                                                          "(default 8)")
     args = ap.parse_args(argv)
     if args.training:
-        res = measure_training(args.updates, args.repeat)
+        res = measure_training(args.updates, args.repeat, args.batch)
         print(json.dumps(res) if args.json else
-              f"Placeto training, 128 groups, batch 8, {res['cpus']} CPUs, load {res['loadavg_1min']:.1f}: "
+              f"Placeto training, 128 groups, batch {res['batch']}, {res['cpus']} CPUs, "
+              f"load {res['loadavg_1min']:.1f}: "
               + ", ".join(f"{k} {v:.0f} episodes/min" for k, v in res["episodes_per_min"].items())
               + f"; 2 workers / 1 worker = {res['speedup_2_over_1']:.2f}x")
         return 0

@@ -22,6 +22,7 @@ from dashboard.common import (
     table_downloads,
 )
 from dashboard.figures import load_profile, memory_over_time, timeline
+from dashboard.perfetto import open_in_perfetto
 from engine.run_records import export_trace
 from engine.runs import STATUSES, Run, RunStore
 from engine.summary import run_summary
@@ -113,13 +114,18 @@ def _edit(store: RunStore, run: Run) -> None:
                 st.rerun()
 
 
+@st.cache_data(max_entries=4, show_spinner=False)
+def _trace(run_dir: str, updated: str) -> bytes:
+    """The Chrome trace of the run in ``run_dir`` (``updated``: its last change, so an edit refreshes it)."""
+    run_path = Path(run_dir)
+    with tempfile.TemporaryDirectory(prefix="placelab-trace-") as tmp:
+        path = Path(tmp) / "trace.json"
+        export_trace(RunStore(run_path.parent).load(run_path.name), str(path))
+        return path.read_bytes()
+
+
 def _trace_bytes(run: Run) -> Callable[[], bytes]:
-    def make() -> bytes:
-        with tempfile.TemporaryDirectory(prefix="placelab-trace-") as tmp:
-            path = Path(tmp) / "trace.json"
-            export_trace(RunStore(run.path.parent).load(run.id), str(path))
-            return path.read_bytes()
-    return make
+    return lambda: _trace(str(run.path), str(run.meta.get("updated")))
 
 
 def _downloads(run: Run) -> None:
@@ -138,6 +144,9 @@ def _downloads(run: Run) -> None:
         return
     cols[3].download_button("Chrome trace (Perfetto)", _trace_bytes(run), file_name=f"{run.id}-trace.json",
                             mime="application/json", key="runs_dl_trace")
+    with guard("Open in Perfetto"):
+        open_in_perfetto(_trace_bytes(run)(), title=run_label(run), file_name=f"{run.id}-trace.json",
+                         key="runs_perfetto")
     which = st.selectbox("Figure", list(FIGURES), key="runs_figure")
     with guard("Figure"):
         pr, schedule = replay(run)

@@ -22,8 +22,41 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+#: A stand-in for the Perfetto UI: it answers Perfetto's deep-linking handshake (PING → PONG) and
+#: shows what it was sent, so a test can check what *Open in Perfetto* hands over.
+FAKE_PERFETTO = """<!doctype html><title>fake perfetto</title><body><script>
+window.addEventListener("message", (e) => {
+  if (e.data === "PING") { e.source.postMessage("PONG", "*"); return; }
+  if (e.data && e.data.perfetto) {
+    const p = e.data.perfetto;
+    document.body.dataset.bytes = p.buffer.byteLength;
+    document.body.dataset.file = p.fileName;
+    document.body.dataset.head = new TextDecoder().decode(p.buffer.slice(0, 64));
+    document.title = "received";
+  }
+});
+</script></body>"""
+
+
 @pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
+def fake_perfetto(tmp_path_factory):
+    """The URL of a local fake Perfetto UI (a static page on a free port)."""
+    import functools
+    import http.server
+    import threading
+
+    root = tmp_path_factory.mktemp("perfetto")
+    (root / "index.html").write_text(FAKE_PERFETTO, encoding="utf-8")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory, fake_perfetto):
     if not (os.path.exists(CHROMIUM) and shutil.which(CHROMIUM)):
         pytest.skip(f"browser e2e test needs Debian chromium at {CHROMIUM}, which is missing")
     from engine.generators import random_dag
@@ -42,7 +75,8 @@ def app_url(tmp_path_factory):
          "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
          "--server.fileWatcherType", "none"],
         cwd=REPO, env={**os.environ, "PLACELAB_RUNS_DIR": str(root),
-                       "PLACELAB_EXAMPLE_RUNS_DIR": str(root.parent / "examples")},
+                       "PLACELAB_EXAMPLE_RUNS_DIR": str(root.parent / "examples"),
+                       "PLACELAB_PERFETTO_URL": fake_perfetto},
         stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:

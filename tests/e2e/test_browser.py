@@ -435,6 +435,15 @@ def test_walk_through_the_app(browser_page, app_url, spec, graph, query):
     download(page, page.get_by_role("button", name="Chrome trace (Perfetto)"), f"{tag}-trace.json")
     trace = json.loads((ARTIFACTS / f"{tag}-trace.json").read_text())
     assert any(e.get("ph") == "X" for e in trace["traceEvents"])
+    with page.context.expect_page(timeout=GUARD_MS) as opened:  # Open in Perfetto: the (fake) UI gets the trace
+        page.get_by_role("button", name="Open in Perfetto").click()
+    ui = opened.value
+    ui.wait_for_function("document.title === 'received'", timeout=GUARD_MS)
+    sent = ui.evaluate("({...document.body.dataset})")
+    assert int(sent["bytes"]) == (ARTIFACTS / f"{tag}-trace.json").stat().st_size
+    assert sent["file"].endswith("-trace.json") and sent["head"].lstrip().startswith("{")
+    page.get_by_text("to Perfetto.").first.wait_for()
+    ui.close()
     assert_clean(page, f"{tag}-08-runs")
 
     goto(page, "Graphs")  # the selection survived every page

@@ -11,7 +11,12 @@
    workers and simulated in every available mode; Pearson, Spearman, median and max relative
    error per mode. The *replay* row simulates each run with its own measured op and copy
    durations (``engine.executor.fidelity.replay_graph``): its error is that of the simulator's
-   rules alone, the rest of the calibrated mode's error that of the predicted durations.
+   rules alone, the rest of the calibrated mode's error that of the predicted durations; the
+   *replay, ops only* and *replay, copies only* rows take one of the two measured durations and
+   predict the other, to show which one the gap comes from. The
+   *refined* row is out of sample (2-fold): each placement is simulated (``work_conserving``) on
+   the cluster refined (``engine.executor.fidelity.refine_cluster``: device speeds and copy link
+   fitted to measured durations) on the runs of the *other* half of the placements.
 2. **Dispatch cost per op** (goal ≤ 50 µs): a chain of ``--dispatch-ops`` zero-time ops on one
    device and the same number of independent zero-time ops: the median time from one op's start
    to the next one's (robust to the odd preemption), and makespan / ops (median of 5 runs).
@@ -42,11 +47,13 @@ import numpy as np
 
 from engine.cluster import cluster_from_dict
 from engine.executor import Executor, scale_graph
-from engine.executor.calibration import calibrate
+from engine.executor.calibration import calibrate, mode_cluster
+from engine.executor.fidelity import fidelity_stats, refine_cluster, replay_graph
 from engine.graph import CompGraph
+from engine.simulator import Simulator
 from engine.sources import load_graph
 from policies import make_placer
-from policies.fidelity import validate
+from policies.fidelity import Validation, validate
 
 GRAPHS = ("gen:chainmm", "gen:ffnn", "gen:family-cifar10")
 
@@ -61,11 +68,38 @@ def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
+def _row(label: str, s: dict, note: str = "") -> str:
+    return (f"  {label:20s} Pearson {_num(s['pearson'])}  Spearman {_num(s['spearman'])}  "
+            f"median rel. err {s['median_rel_error']:.1%}  max {s['max_rel_error']:.1%}  "
+            f"sim/measured {s['mean_ratio']:.2f}" + (f"   ({note})" if note else ""))
+
+
 def _scaled(spec: str, cluster, args) -> CompGraph:
     g = load_graph(spec)
     share = float(g.min_compute().sum()) / cluster.num_devices
     time_scale = args.step_ms * 1e-3 / share
     return scale_graph(g, time_scale, time_scale * cluster.link.bandwidth_bytes_per_s / (args.link_gbps * 1e9))
+
+
+def _refined_out_of_sample(g: CompGraph, cluster, v: Validation) -> dict:
+    """Fidelity of ``work_conserving`` on clusters refined on the other half of the placements (2-fold)."""
+    predicted = [0.0] * len(v.placements)
+    for fold in (0, 1):
+        fit = [(v.placements[i], s) for i in range(len(v.placements)) if i % 2 != fold for s in v.schedules[i]]
+        sim = Simulator(g, mode_cluster(refine_cluster(cluster, g, fit), "work_conserving"))
+        for i in range(fold, len(v.placements), 2):
+            predicted[i] = sim.makespan(v.placements[i])
+    return fidelity_stats(v.measured_mean, predicted)
+
+
+def _half_replays(g: CompGraph, cluster, v: Validation) -> dict[str, dict]:
+    """Fidelity of replays that take only the measured op durations, or only the measured copies."""
+    out = {}
+    for label, which in (("ops only", {"copies": False}), ("copies only", {"ops": False})):
+        predicted = [float(np.mean([Simulator(replay_graph(g, dev, s, **which), cluster).makespan(dev) for s in runs]))
+                     for dev, runs in zip(v.placements, v.schedules, strict=True)]
+        out[label] = fidelity_stats(v.measured_mean, predicted)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
         g = _scaled(spec, cluster, args)
         t = time.perf_counter()
         v = validate(g, cluster, placements=args.placements, repeats=args.repeats)
+        refined, halves = _refined_out_of_sample(g, cluster, v), _half_replays(g, cluster, v)
         out["fidelity"][spec] = {"graph": g.name, "ops": g.num_ops, "modes": v.stats, "replay": v.replay_stats,
+                                 "refined_out_of_sample": refined, "half_replays": halves,
                                  "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
                                  "unavailable": v.unavailable,
                                  "measured_range_s": [min(v.measured_mean), max(v.measured_mean)],
@@ -110,16 +146,14 @@ def main(argv: list[str] | None = None) -> int:
             f"measured {min(v.measured_mean) * 1e3:.1f}–{max(v.measured_mean) * 1e3:.1f} ms "
             f"({time.perf_counter() - t:.0f} s)")
         for mode, s in v.stats.items():
-            say(f"  {mode:16s} Pearson {_num(s['pearson'])}  Spearman {_num(s['spearman'])}  "
-                f"median rel. err {s['median_rel_error']:.1%}  max {s['max_rel_error']:.1%}  "
-                f"sim/measured {s['mean_ratio']:.2f}")
-        r = v.replay_stats
-        say(f"  {'replay':16s} Pearson {_num(r['pearson'])}  Spearman {_num(r['spearman'])}  "
-            f"median rel. err {r['median_rel_error']:.1%}  max {r['max_rel_error']:.1%}  "
-            f"sim/measured {r['mean_ratio']:.2f}   (measured durations; ops ran "
-            f"{np.nanmedian(v.op_time_ratio):.2f}× their calibrated time, median)")
+            say(_row(mode, s))
+        say(_row("replay", v.replay_stats, f"measured durations; ops ran {np.nanmedian(v.op_time_ratio):.2f}× "
+                                           "their calibrated time, median"))
+        for label, st in halves.items():
+            say(_row(f"replay, {label}", st, "the other durations predicted"))
+        say(_row("refined (2-fold)", refined, "work_conserving, speeds and link fitted to the other half"))
         for mode in v.unavailable:
-            say(f"  {mode:16s} unavailable in the simulator")
+            say(f"  {mode:20s} unavailable in the simulator")
 
     n = args.dispatch_ops
     chainmm = _scaled("gen:chainmm", cluster, args)

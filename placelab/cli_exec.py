@@ -125,6 +125,10 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                  repeats: RepeatsOpt = 3, time_scale: TimeScaleOpt = None, step_ms: StepOpt = 100.0,
                  bytes_scale: BytesScaleOpt = None, seed: int = 0,
                  save: Annotated[bool, typer.Option(help="store a run of kind 'validate'")] = True,
+                 refine_out: Annotated[str | None, typer.Option(
+                     "--refine-out", help="write CLUSTER refined on these runs (device speeds and copy link fitted "
+                                          "to the measured durations) to this cluster file; validate it with "
+                                          "another --seed")] = None,
                  runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Execute N placements and simulate them in every mode: Pearson, Spearman, relative errors."""
     from policies.fidelity import validate
@@ -135,10 +139,20 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
     v = validate(g, c, placements=placements, placers=names, placer_params=_placer_params(param or []),
                  repeats=repeats, seed=seed, store=RunStore(runs_dir) if save else None,
                  parameters={"graph_spec": graph, "time_scale": time_scale, "step_ms": step_ms},
-                 progress=lambda msg: typer.echo(msg, err=True))
+                 progress=lambda msg: typer.echo(msg, err=True), refine=refine_out is not None)
+    refined = ""
+    if v.refined is not None:
+        from engine.cluster import save_cluster
+
+        save_cluster(v.refined, refine_out)
+        refined = (f"\nrefined cluster written to {refine_out}: device speeds "
+                   + ", ".join(f"{d.speed:.3g}" for d in v.refined.devices)
+                   + f", copies {v.refined.link.bandwidth_bytes_per_s / 1e9:.3g} GB/s + "
+                   f"{v.refined.link.latency_s * 1e6:.3g} µs")
     out = {"graph": g.name, "cluster": c.name, "placements": len(v.sources), "repeats": repeats,
            "modes": v.stats, "replay": v.replay_stats, "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
-           "unavailable_modes": v.unavailable, "skipped_placers": v.skipped, "rows": v.rows(), "run_id": v.run_id}
+           "unavailable_modes": v.unavailable, "skipped_placers": v.skipped, "rows": v.rows(), "run_id": v.run_id,
+           "refined_cluster": refine_out if v.refined is not None else None}
 
     def num(x: float | None) -> str:
         return "-" if x is None else f"{x:.3f}"
@@ -155,7 +169,7 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
             + f"\nreplay: {c.name}'s own simulation with each run's measured op and copy durations (the error "
               f"of the simulator's rules alone); ops ran {np.nanmedian(v.op_time_ratio):.2f}× their predicted "
               "time (median over placements)"
-            + (f"\nsaved as run {v.run_id}" if v.run_id else ""))
+            + refined + (f"\nsaved as run {v.run_id}" if v.run_id else ""))
     emit(out, as_json, text)
 
 

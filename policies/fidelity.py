@@ -14,7 +14,8 @@ calibrated cluster's are the executor's rules) with the op and copy durations th
 (:func:`engine.executor.fidelity.replay_graph`). The replay's error is that of the simulator's
 rules alone (dispatch order, per-op cost, copies); the rest of a mode's error comes from the
 durations it predicts, which ``op_time_ratio`` (measured over predicted op time, per placement)
-shows.
+shows. With ``refine``, :attr:`Validation.refined` is ``cluster`` with its device speeds and copy
+link fitted to every measured run (:func:`engine.executor.fidelity.refine_cluster`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from engine.cluster import SIMULATION_MODES, Cluster
 from engine.errors import PlacelabError, SimulationError
 from engine.executor import Executor
 from engine.executor.calibration import mode_cluster
-from engine.executor.fidelity import fidelity_stats, replay_graph
+from engine.executor.fidelity import fidelity_stats, refine_cluster, replay_graph
 from engine.graph import CompGraph
 from engine.placement import Placement
 from engine.run_records import write_placement_files, write_schedule_tables
@@ -59,6 +60,9 @@ class Validation:
     run_id: str | None = None
     replayed: list[float] = field(default_factory=list)
     op_time_ratio: list[float] = field(default_factory=list)
+    refined: Cluster | None = None
+    schedules: list[list[Schedule]] = field(default_factory=list)
+    """Each placement's measured schedules, one per repeat."""
 
     @property
     def replay_stats(self) -> dict[str, Any]:
@@ -104,7 +108,7 @@ def _placements(graph: CompGraph, cluster: Cluster, count: int, placers: list[st
 def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placers: list[str] | None = None,
              placer_params: dict[str, dict[str, Any]] | None = None, repeats: int = 3, warmup: int = 1,
              seed: int = 0, store: RunStore | None = None, parameters: dict[str, Any] | None = None,
-             progress: Callable[[str], None] | None = None) -> Validation:
+             progress: Callable[[str], None] | None = None, refine: bool = False) -> Validation:
     """Execute and simulate ``placements`` placements of ``graph`` on ``cluster``; report fidelity.
 
     ``graph`` must already be executable here (see :func:`engine.executor.scale_graph`).
@@ -123,7 +127,7 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
             sims[mode] = Simulator(graph, mode_cluster(cluster, mode))
         except SimulationError as exc:
             unavailable[mode] = str(exc)
-    means, stds, example, replayed, ratio = [], [], None, [], []
+    means, stds, example, replayed, ratio, measured = [], [], None, [], [], []
     predicted: dict[str, list[float]] = {m: [] for m in sims}
     planned = Simulator(graph, cluster)
     with Executor(cluster) as ex:
@@ -132,6 +136,7 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
             means.append(m.mean)
             stds.append(m.std)
             example = example or m.schedule
+            measured.append(m.schedules)
             for mode, sim in sims.items():
                 predicted[mode].append(sim.makespan(dev))
             replayed.append(float(np.mean([Simulator(replay_graph(graph, dev, s), cluster).makespan(dev)
@@ -144,7 +149,10 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
                 + f", replayed {replayed[-1] * 1e3:.3f} ms")
     stats = {mode: fidelity_stats(means, values) for mode, values in predicted.items()}
     result = Validation(sources, devs, means, stds, predicted, stats, unavailable, example, skipped, replayed=replayed,
-                        op_time_ratio=ratio)
+                        op_time_ratio=ratio, schedules=measured)
+    if refine:
+        result.refined = refine_cluster(cluster, graph, [(dev, s) for dev, runs in zip(devs, measured, strict=True)
+                                                         for s in runs])
     if store is not None:
         result.run_id = _store(store, graph, cluster, result, {**(parameters or {}), "placements": placements,
                                                                 "placers": names, "repeats": repeats,

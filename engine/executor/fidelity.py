@@ -10,6 +10,8 @@ measured at and each cross-device edge the duration its copy was measured at, so
 (the calibrated cluster: its dispatch order, per-op cost and copy rule) reproduces a measured
 run insofar as the simulator's *rules* are right; what is left of the error then comes from the
 *durations* the cost model predicts (calibrated matmul throughput and copy bandwidth).
+:func:`refine_cluster` corrects those from measured runs: each device's speed and the copy
+link's bandwidth and latency, fitted by least squares to what the runs measured.
 
 :func:`load_measured_schedule` reads back a measured schedule a run stored with
 :func:`engine.run_records.write_schedule_tables` (prefix ``measured``).
@@ -17,17 +19,18 @@ run insofar as the simulator's *rules* are right; what is left of the error then
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from engine.cluster import Cluster
+from engine.cluster import Cluster, Link
 from engine.graph import CompGraph
 from engine.runs import Run
 from engine.schedule import Schedule
 
-__all__ = ["fidelity_stats", "load_measured_schedule", "replay_graph"]
+__all__ = ["fidelity_stats", "load_measured_schedule", "refine_cluster", "replay_graph"]
 
 
 def fidelity_stats(measured: Sequence[float], predicted: Sequence[float]) -> dict[str, Any]:
@@ -75,20 +78,34 @@ def load_measured_schedule(run: Run, graph: CompGraph, cluster: Cluster, prefix:
         transfer_primary=np.ones(len(t_op), dtype=bool), mode="measured")
 
 
-def replay_graph(graph: CompGraph, devices: np.ndarray, measured: Schedule) -> CompGraph:
+def _copies(measured: Schedule) -> dict[tuple[int, int], tuple[float, float]]:
+    """(producer op, destination device) → (bytes, seconds) of each copy of a run. The executor makes
+    one copy per pair, of the largest edge's bytes; a simulated schedule lists every edge, those
+    landing with the copy at zero length: the largest bytes and the longest interval per pair."""
+    out: dict[tuple[int, int], tuple[float, float]] = {}
+    for o, d, n, b, e in zip(measured.transfer_op.tolist(), measured.transfer_dst.tolist(),
+                             measured.transfer_bytes.tolist(), measured.transfer_start.tolist(),
+                             measured.transfer_end.tolist(), strict=True):
+        had = out.get((o, d), (0.0, 0.0))
+        out[o, d] = (max(had[0], n), max(had[1], e - b))
+    return out
+
+
+def replay_graph(graph: CompGraph, devices: np.ndarray, measured: Schedule, *, ops: bool = True,
+                 copies: bool = True) -> CompGraph:
     """``graph`` with the durations of one measured run of placement ``devices``.
 
     Each op's compute time (on every kind) is its measured interval; each edge across devices
     carries as ``edge_transfer_s`` the measured duration of the copy of its producer's output to
     its consumer's device (the executor makes one per producer and destination device, CONTRACTS
     §4). Edges within a device keep no transfer time. Bytes and memory are unchanged.
+    ``ops=False`` keeps the graph's compute times, ``copies=False`` its transfers by the link:
+    which of the two predicted durations a fidelity gap comes from.
     """
     devices = np.asarray(devices, dtype=np.int64)
-    copy_s: dict[tuple[int, int], float] = {}
-    for o, d, b, e in zip(measured.transfer_op.tolist(), measured.transfer_dst.tolist(),
-                          measured.transfer_start.tolist(), measured.transfer_end.tolist(), strict=True):
-        # the longest: a simulated schedule lists the edges that land with a copy at zero length
-        copy_s[o, d] = max(copy_s.get((o, d), 0.0), e - b)
+    if not copies:
+        return _with_durations(graph, measured.op_end - measured.op_start if ops else None, None)
+    copy_s = {key: seconds for key, (_, seconds) in _copies(measured).items()}
     src, dst = graph.edge_src, graph.edge_dst
     transfer = np.full(len(src), np.nan)
     for e in np.flatnonzero(devices[src] != devices[dst]).tolist():
@@ -97,8 +114,62 @@ def replay_graph(graph: CompGraph, devices: np.ndarray, measured: Schedule) -> C
             raise ValueError(f"the measured run has no copy of op '{graph.op_names[key[0]]}' to device {key[1]}: "
                              "it is not a run of this placement")
         transfer[e] = copy_s[key]
+    return _with_durations(graph, measured.op_end - measured.op_start if ops else None, transfer)
+
+
+def _with_durations(graph: CompGraph, compute: np.ndarray | None, transfer: np.ndarray | None) -> CompGraph:
+    """``graph`` renamed ``…@replay`` with these op times (None: its own) and edge transfer times."""
+    own = compute is None
     return CompGraph(
-        graph.name + "@replay", graph.op_names, compute_any=measured.op_end - measured.op_start,
+        graph.name + "@replay", graph.op_names, compute_any=graph.compute_any if own else compute,
+        compute_by_kind=graph.compute_by_kind if own else None, kinds=graph.kinds if own else (),
         output_bytes=graph.output_bytes, persistent_bytes=graph.persistent_bytes, temp_bytes=graph.temp_bytes,
-        edge_src=src, edge_dst=dst, edge_bytes=graph.edge_bytes, edge_transfer_s=transfer, op_types=graph.op_types,
-        colocate=graph.colocate, pin=graph.pin, phase=graph.phase, scope=graph.scope)
+        edge_src=graph.edge_src, edge_dst=graph.edge_dst, edge_bytes=graph.edge_bytes,
+        edge_transfer_s=graph.edge_transfer_s if transfer is None else transfer,
+        op_types=graph.op_types, colocate=graph.colocate, pin=graph.pin, phase=graph.phase, scope=graph.scope)
+
+
+def refine_cluster(cluster: Cluster, graph: CompGraph, runs: Sequence[tuple[np.ndarray, Schedule]]) -> Cluster:
+    """``cluster`` with its durations fitted to measured ``runs`` (placement, measured schedule) of ``graph``.
+
+    * **Ops:** device ``d``'s measured op intervals against the times ``cluster`` predicts for
+      them (``graph``'s compute time on ``d``'s kind over its speed): the least-squares factor
+      ``k_d`` through the origin, and ``d``'s speed divided by it.
+    * **Copies:** every measured copy's duration against its bytes: the least-squares line gives
+      the link's latency (its intercept, at least 0) and bandwidth (one over its slope); per-pair
+      links become that one link. With fewer than two copy sizes, or a line that does not rise,
+      the link stays.
+
+    The simulation settings (mode, ``dispatch_s``, the copy rule) stay. A cluster refined on one
+    graph's runs predicts that graph's runs best: op speed and copy speed here depend on how
+    much a graph copies between its matmuls (caches), so refine on the workload you study, and
+    judge the result on other placements than those it was fitted to.
+    """
+    if not runs:
+        raise ValueError("refining a cluster needs at least one measured run")
+    nd = cluster.num_devices
+    per_device = np.stack([graph.compute_for_kind(d.kind) / d.speed for d in cluster.devices])  # (devices, ops)
+    num, den = np.zeros(nd), np.zeros(nd)
+    sizes, times = [], []
+    for devices, measured in runs:
+        devices = np.asarray(devices, dtype=np.int64)
+        planned = per_device[devices, np.arange(graph.num_ops)]
+        took = measured.op_end - measured.op_start
+        ok = np.isfinite(planned) & np.isfinite(took) & (planned > 0)
+        np.add.at(num, devices[ok], took[ok] * planned[ok])
+        np.add.at(den, devices[ok], planned[ok] ** 2)
+        for nbytes, seconds in _copies(measured).values():
+            sizes.append(nbytes)
+            times.append(seconds)
+    factor = np.where(den > 0, num / np.where(den > 0, den, 1.0), 1.0)
+    devices_out = tuple(dataclasses.replace(d, speed=d.speed / k) if k > 0 else d
+                        for d, k in zip(cluster.devices, factor.tolist(), strict=True))
+    link, links = cluster.link, cluster.links
+    b, t = np.array(sizes, dtype=np.float64), np.array(times, dtype=np.float64)
+    if len(np.unique(b)) >= 2:
+        slope, intercept = np.polyfit(b, t, 1)
+        if slope > 0:
+            link, links = Link(float(1.0 / slope), float(max(intercept, 0.0))), ()
+    return dataclasses.replace(cluster, devices=devices_out, link=link, links=links,
+                               description=(cluster.description + " · " if cluster.description else "")
+                               + f"refined on {len(runs)} measured runs of {graph.name}")

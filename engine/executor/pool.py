@@ -258,6 +258,11 @@ class Executor:
             warmup: int = 1) -> Measurement:
         """Execute ``placement`` ``warmup + repeats`` times; measure the last ``repeats``.
 
+        Each op runs for its compute time on its device's kind: a device's ``speed`` is a
+        prediction (the simulator divides compute times by it, e.g. in a cluster refined on
+        measured runs, :func:`engine.executor.fidelity.refine_cluster`), not an instruction to
+        the machine, which is as fast as it is.
+
         Raises
         ------
         PlacementError
@@ -270,7 +275,7 @@ class Executor:
         if not self._procs:
             raise ExecutionError("this executor is closed")
         dev = np.asarray(placement.devices if isinstance(placement, Placement) else placement, dtype=np.int64)
-        durations = Constraints(graph, self.cluster).check(dev)
+        durations = Constraints(graph, self.cluster).check(dev) * self.cluster.speed[dev]  # speed: see above
         table = transfer_table(graph, dev)
         plans = build_plans(graph, self.cluster, dev, durations, self._slab_names(table, dev))
         for conn, plan in zip(self._ctrl, plans, strict=True):

@@ -146,6 +146,29 @@ def test_placement_object_and_execute_entry_point():
     check_causality(g, s)
 
 
+def test_a_devices_speed_is_a_prediction_not_a_slower_kernel(monkeypatch):
+    """Ops run for their compute time whatever speed a cluster file gives (a refined cluster's
+    speed only changes what the simulator predicts)."""
+    import dataclasses
+
+    import engine.executor.pool as pool
+
+    sized = []
+    real = pool.build_plans
+
+    def spy(graph, cluster, devices, durations, slabs):
+        sized.append(np.array(durations))
+        return real(graph, cluster, devices, durations, slabs)
+
+    monkeypatch.setattr(pool, "build_plans", spy)
+    c = two_cpus()
+    slow = dataclasses.replace(c, devices=tuple(dataclasses.replace(d, speed=0.5) for d in c.devices))
+    g = graph([(0, 1, 2000.0)], [1 * MS, 2 * MS])
+    s = execute(g, slow, np.array([0, 1]), warmup=0)
+    assert len(sized) == 1 and sized[0].tolist() == pytest.approx([1 * MS, 2 * MS])
+    check_causality(g, s)
+
+
 def test_scale_graph_scales_times_and_sizes():
     g = CompGraph("s", ["a", "b"], compute_any=np.array([np.nan, 2.0]), kinds=("gpu", "cpu"),
                   compute_by_kind=np.array([[1.0, 3.0], [np.nan, np.nan]]), output_bytes=np.array([10.0, 20.0]),

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard.figures.fidelity import fidelity_scatter, measured_vs_simulated
 from engine.cluster import SIMULATION_MODES, Device, Link, uniform_cluster
 from engine.executor.calibration import machine_cluster
-from engine.executor.fidelity import fidelity_stats, load_measured_schedule, replay_graph
+from engine.executor.fidelity import fidelity_stats, load_measured_schedule, refine_cluster, replay_graph
 from engine.generators import random_dag
 from engine.run_records import load_placement_run
 from engine.runs import RunStore
@@ -69,6 +69,10 @@ def test_validate_executes_and_simulates_every_placement(validation):
     assert all(m > 0 for m in v.measured_mean)
     assert len(v.replayed) == len(v.op_time_ratio) == 4 and all(r > 0 for r in v.replayed + v.op_time_ratio)
     assert v.replay_stats == fidelity_stats(v.measured_mean, v.replayed)
+    # every repeat's schedule is kept, per placement, and they average to the measured means
+    assert [len(runs) for runs in v.schedules] == [2] * 4 and any(s is v.example for s in v.schedules[0])
+    assert v.measured_mean == pytest.approx([np.mean([s.makespan for s in runs]) for runs in v.schedules])
+    assert v.refined is None  # refine=False
     # the first placement's stored run, replayed, is the replay of that one run
     one = Simulator(replay_graph(g, v.placements[0], v.example), c).run(v.placements[0])
     np.testing.assert_allclose(one.op_end - one.op_start, v.example.op_end - v.example.op_start, atol=1e-12)
@@ -132,9 +136,53 @@ def test_replaying_a_simulated_run_reproduces_it_exactly(ops, seed, devices, dis
     np.testing.assert_allclose(r.op_start, s.op_start, rtol=1e-12, atol=1e-15)
 
 
+def test_a_half_replay_takes_only_the_measured_durations_it_names():
+    """Runs made with slower devices (same link) are reproduced by replaying their ops alone, runs
+    made with another link (same devices) by replaying their copies alone; the other half fails."""
+    g = random_dag(ops=30, seed=4)
+    nominal = _cluster(2, 1e-5)
+    slow_ops = dataclasses.replace(nominal, devices=tuple(dataclasses.replace(d, speed=0.7) for d in nominal.devices))
+    slow_copies = dataclasses.replace(nominal, link=Link(nominal.link.bandwidth_bytes_per_s / 5, 2e-4))
+    p = np.arange(g.num_ops) % 2
+    for made_by, right, wrong in ((slow_ops, {"copies": False}, {"ops": False}),
+                                  (slow_copies, {"ops": False}, {"copies": False})):
+        s = Simulator(g, made_by).run(p)
+        assert Simulator(replay_graph(g, p, s, **right), nominal).makespan(p) == pytest.approx(s.makespan, rel=1e-12)
+        assert Simulator(replay_graph(g, p, s, **wrong), nominal).makespan(p) < s.makespan * 0.99
+
+
 def test_replay_of_a_run_of_another_placement_is_refused():
     g = random_dag(ops=12, seed=3)
     c = _cluster(2, 0.0)
     s = Simulator(g, c).run(np.zeros(12, int))  # everything on one device: no copies
     with pytest.raises(ValueError, match="not a run of this placement"):
         replay_graph(g, np.arange(12) % 2, s)
+
+
+def test_refining_recovers_the_speeds_and_the_link_that_made_the_runs():
+    """Runs made by a cluster whose devices are 0.8× / 0.9× as fast and whose copies run at 2 GB/s
+    + 30 µs: refining the nominal cluster on them finds exactly those figures."""
+    g = random_dag(ops=40, seed=5)
+    nominal = _cluster(2, 1e-5)
+    true = dataclasses.replace(nominal, devices=(dataclasses.replace(nominal.devices[0], speed=0.8),
+                                                 dataclasses.replace(nominal.devices[1], speed=0.9)),
+                               link=Link(2e9, 3e-5))
+    placements = [np.random.default_rng(k).integers(2, size=g.num_ops) for k in range(4)]
+    runs = [(p, Simulator(g, true).run(p)) for p in placements]
+    refined = refine_cluster(nominal, g, runs)
+    assert [d.speed for d in refined.devices] == pytest.approx([0.8, 0.9], rel=1e-9)
+    assert refined.link.bandwidth_bytes_per_s == pytest.approx(2e9, rel=1e-6)
+    assert refined.link.latency_s == pytest.approx(3e-5, rel=1e-6)
+    assert refined.simulation == nominal.simulation and "refined on 4 measured runs" in refined.description
+    for p, s in runs:  # the refined cluster predicts the runs it was fitted to
+        assert Simulator(g, refined).makespan(p) == pytest.approx(s.makespan, rel=1e-9)
+    with pytest.raises(ValueError, match="at least one measured run"):
+        refine_cluster(nominal, g, [])
+
+
+def test_a_run_without_copies_of_two_sizes_keeps_the_link():
+    g = random_dag(ops=12, seed=3)
+    c = _cluster(2, 0.0)
+    one_device = np.zeros(12, int)
+    refined = refine_cluster(c, g, [(one_device, Simulator(g, c).run(one_device))])
+    assert refined.link == c.link and [d.speed for d in refined.devices] == pytest.approx([1.0, 1.0])

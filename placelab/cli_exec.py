@@ -131,8 +131,11 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                                           "another --seed")] = None,
                  runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Execute N placements and simulate them in every mode: Pearson, Spearman, relative errors."""
+    from engine.jsonio import check_write_target
     from policies.fidelity import validate
 
+    if refine_out is not None:
+        check_write_target(refine_out)  # before minutes of measuring
     c = load_cluster(cluster)
     g = executable_graph(load_graph(graph), c.num_devices, time_scale, step_ms, bytes_scale)
     names = [p.strip() for p in placers.split(",") if p.strip()] if placers else None

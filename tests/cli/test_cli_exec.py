@@ -145,6 +145,8 @@ def test_execute_a_placement_of_another_cluster_is_one_line(capsys, tmp_path, tw
     (["validate", GRAPH, "-c", "TWO", "--time-scale", "-1"], "--time-scale must be >= 0"),
     (["validate", GRAPH, "-c", "TWO", "--time-scale", "0"], "time_scale must be a finite number > 0"),
     (["validate", GRAPH, "-c", "TWO", "--param", "oops"], "PLACER.key=value"),
+    (["validate", GRAPH, "-c", "TWO", "--refine-out", "/nonexistent-placelab/x.json"],
+     "the folder /nonexistent-placelab does not exist"),  # refused before anything is measured
     (["calibrate", "-o", "x.json", "--kind", "tpu"], "--kind must be cpu or gpu"),
     (["calibrate", "--devices", "2"], "need --output"),
 ])

@@ -141,13 +141,19 @@ class Executor:
 
     def map(self, fn: Callable[..., Any], tasks: Sequence[tuple], *,
             on_start: Callable[[int], None] | None = None,
-            on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
+            on_result: Callable[[int, Any], None] | None = None,
+            more: Callable[[int, Any], Sequence[tuple]] | None = None) -> list[Any]:
         """Run ``fn(*args)`` for every ``args`` in ``tasks``; the results in task order.
 
         ``on_start(i)`` is called when task ``i`` is handed out (in-process: just before it
         runs; on Ray: when it is submitted) and ``on_result(i, result)`` in the driver as each
         task finishes (in-process: in order; on Ray: in completion order). A Ctrl-C during
         ``on_result`` takes effect when it returns, so a result is stored whole or not at all.
+
+        ``more(i, result)``, called after ``on_result``, returns the tasks that task ``i``'s
+        result lets run (a task that needs earlier results): they are handed out at once, without
+        waiting for the other running tasks, and take the next indices (in-process they run
+        after the tasks already queued); the returned list holds their results too.
 
         Raises
         ------
@@ -160,31 +166,35 @@ class Executor:
             stops every task still pending or running.
         """
         if self.in_process:
-            results = []
-            for i, args in enumerate(tasks):
+            queue, results = list(tasks), []
+            while len(results) < len(queue):
+                i = len(results)
                 if on_start:
                     on_start(i)
-                results.append(fn(*args))
-                if on_result:
-                    with _sigint_deferred():
-                        on_result(i, results[-1])
+                results.append(fn(*queue[i]))
+                queue += self._finished(i, results[-1], on_result, more)
             return results
         self.start()
-        return self._ray_map(fn, tasks, on_start, on_result)
+        return self._ray_map(fn, tasks, on_start, on_result, more)
 
-    def _ray_map(self, fn, tasks, on_start, on_result) -> list[Any]:
+    def _ray_map(self, fn, tasks, on_start, on_result, more) -> list[Any]:
         import ray
         from ray.exceptions import RayError, RayTaskError
 
         remote = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(fn)
         shared = _shared_refs(tasks, ray.put)
         pending: dict[Any, int] = {}
-        for i, args in enumerate(tasks):
-            pending[remote.remote(*(shared.get(id(a), a) for a in args))] = i
-            if on_start:
-                on_start(i)
-        results: list[Any] = [None] * len(tasks)
+        results: list[Any] = []
+
+        def submit(batch: Sequence[tuple]) -> None:
+            for args in batch:
+                pending[remote.remote(*(shared.get(id(a), a) for a in args))] = len(results)
+                results.append(None)
+                if on_start:
+                    on_start(len(results) - 1)
+
         try:
+            submit(tasks)
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1, timeout=_POLL_S)
                 for ref in done:
@@ -196,13 +206,19 @@ class Executor:
                     except RayError as exc:  # the worker or its node died more often than retried
                         raise TaskLost(f"task {i}: its worker died in each of its {self.max_retries + 1} "
                                        f"attempt(s) ({type(exc).__name__})") from None
-                    if on_result:
-                        with _sigint_deferred():
-                            on_result(i, results[i])
+                    submit(self._finished(i, results[i], on_result, more))
         except BaseException:
             self.shutdown()  # stops the pending tasks (see the module docstring: no ray.cancel)
             raise
         return results
+
+    @staticmethod
+    def _finished(i: int, result: Any, on_result, more) -> Sequence[tuple]:
+        """``on_result`` then ``more`` for a finished task, with Ctrl-C held off until both return."""
+        with _sigint_deferred():
+            if on_result:
+                on_result(i, result)
+            return more(i, result) if more else ()
 
 
 @contextlib.contextmanager

@@ -30,6 +30,7 @@ from engine.errors import PlacelabError, SpecError
 from engine.runs import Run, RunStore
 from placelab.reproduce.core import REF, Reproduction, Step, get
 from placelab.reproduce.papers import TABLE_COLUMNS, agreement, join, paper_table
+from policies.parallel import Executor
 
 __all__ = ["reproduce", "run_step"]
 
@@ -53,15 +54,8 @@ def run_step(argv: tuple[str, ...]) -> dict[str, Any]:
     return {**out, "wall_s": time.perf_counter() - t0}
 
 
-def _executor(workers: int | None):
-    if workers is None or workers <= 1:
-        return None
-    try:
-        from policies.parallel import Executor
-    except ImportError:
-        raise SpecError("--workers needs the parallel runner (policies/parallel.py, Ray), which this "
-                        "installation does not have yet; run without --workers") from None
-    return Executor(workers=workers)
+def _executor(workers: int | None) -> Executor | None:
+    return Executor(workers=workers) if workers is not None and workers > 1 else None
 
 
 def _with_store(step: Step, runs_dir: str) -> tuple[str, ...]:
@@ -145,7 +139,8 @@ def _resolve(step: Step, outputs: dict[str, dict[str, Any]], step_dir: str) -> t
 
 def _run_steps(steps: list[Step], step_dir: str, executor, tag: tuple[RunStore, str] | None,
                progress: Callable[[str], None] | None) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
-    """Run every step (in waves: a step once the steps it references have run); outputs by key and the log."""
+    """Run every step, each as soon as the steps it references have run (on Ray: without waiting for
+    other running steps); outputs by key and the log."""
     outputs: dict[str, dict[str, Any]] = {}
     log: list[dict[str, Any]] = []
 
@@ -161,25 +156,36 @@ def _run_steps(steps: list[Step], step_dir: str, executor, tag: tuple[RunStore, 
             state = f"error: {out['error']}" if out.get("error") else f"{out.get('wall_s', 0):.1f} s"
             progress(f"[{len(log)}/{len(steps)}] {s.command()}  ({state})")
 
-    todo = list(steps)
-    with executor if executor is not None else contextlib.nullcontext():
-        while todo:
-            keys = {s.key for s in todo}
-            wave = [s for s in todo if not keys & set(s.references())] or todo  # a cycle: each one fails
-            todo = [s for s in todo if s not in wave]
-            ready: list[tuple[Step, tuple[str, ...]]] = []
-            for s in wave:
+    todo, handed, running = list(steps), [], set()
+
+    def release() -> list[tuple]:
+        """Hand out every step whose referenced steps have all finished, its references filled in;
+        a step that cannot run (a referenced step failed) is recorded at once, which may free others."""
+        out: list[tuple] = []
+        while True:
+            blocked = {s.key for s in todo} | running
+            free = [s for s in todo if not blocked & set(s.references())]
+            if not free and todo and not running:  # a cycle: each one fails
+                free = list(todo)
+            if not free:
+                return out
+            for s in free:
+                todo.remove(s)
                 argv = _resolve(s, outputs, step_dir)
                 if isinstance(argv, str):
                     done(s, None, {"error": argv})
                 else:
-                    ready.append((s, argv))
-            if executor is None:
-                for s, argv in ready:
-                    done(s, argv, run_step(argv))
-            else:
-                executor.map(run_step, [(argv,) for _, argv in ready],
-                             on_result=lambda i, out, ready=ready: done(*ready[i], out))
+                    handed.append((s, argv))
+                    running.add(s.key)
+                    out.append((argv,))
+
+    def finished(i: int, out: dict[str, Any]) -> None:
+        running.discard(handed[i][0].key)
+        done(*handed[i], out)
+
+    first = release()
+    with executor if executor is not None else contextlib.nullcontext():
+        (executor or Executor()).map(run_step, first, on_result=finished, more=lambda i, out: release())
     return outputs, log
 
 

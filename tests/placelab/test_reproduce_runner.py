@@ -1,6 +1,5 @@
 """Running a reproduction and storing it (placelab.reproduce.runner, CONTRACTS §7)."""
 
-import sys
 
 import pytest
 
@@ -71,10 +70,27 @@ def test_scratch_step_runs_leave_only_the_reproduction(tiny_reproduction, tmp_pa
     assert res["table"][0]["ours"] is not None
 
 
-def test_workers_without_the_parallel_runner_is_one_sentence(tiny_reproduction, tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "policies.parallel", None)  # as in an installation without it
-    with pytest.raises(SpecError, match="--workers needs the parallel runner"):
-        reproduce("tiny-table", quick=True, runs_dir=str(tmp_path), workers=2)
+def test_a_step_runs_once_its_references_have_run_and_not_when_they_failed(tmp_path):
+    """A step that names another's run gets it filled in; naming a failed step, or a cycle, records why."""
+    from placelab.reproduce.core import Step
+    from placelab.reproduce.runner import _run_steps
+
+    place = ("place", TINY_GRAPH, "-c", "k80x2", "--save", "--placer")
+    steps = [Step("again", ("simulate", TINY_GRAPH, "-c", "k80x2", "--placement", "{placement:single}")),
+             Step("single", (*place, "single-device")),
+             Step("broken", (*place, "no-such-placer")),
+             Step("after-broken", ("simulate", TINY_GRAPH, "-c", "k80x2", "--placement", "{placement:broken}")),
+             Step("egg", (*place, "round-robin", "--name", "{run:hen}")),
+             Step("hen", (*place, "round-robin", "--name", "{run:egg}"))]
+    out, log = _run_steps(steps, str(tmp_path), None, None, None)
+    assert out["again"]["makespan_s"] == pytest.approx(out["single"]["makespan_s"], rel=1e-12)
+    order = [e["key"] for e in log]
+    assert order.index("single") < order.index("again")
+    assert "unknown placer 'no-such-placer'" in out["broken"]["error"]
+    assert out["after-broken"]["error"].startswith("needs the run of step 'broken', which failed: unknown placer")
+    assert out["egg"]["error"] == "needs the run of step 'hen', which did not run"
+    assert out["hen"]["error"] == "needs the run of step 'egg', which failed: " + out["egg"]["error"]
+    assert len(log) == len(steps)
 
 
 def test_unknown_and_unready_reproductions(tiny_reproduction, tmp_path, monkeypatch):

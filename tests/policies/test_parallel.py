@@ -55,6 +55,14 @@ def test_in_process_map_runs_in_order_with_callbacks():
     assert events == [e for i, r in enumerate(out) for e in (("start", i), ("done", i, r))]
 
 
+def test_in_process_more_queues_the_tasks_a_result_lets_run():
+    """``more`` adds tasks after those already queued; they get the next indices and results."""
+    zero, seen = np.array([0]), []
+    out = Executor().map(_square_plus, [(1, zero), (2, zero)], on_result=lambda i, r: seen.append(i),
+                         more=lambda i, r: [(i + 10, zero)] if i < 2 else [])
+    assert out == [1, 4, 100, 121] and seen == [0, 1, 2, 3]
+
+
 @pytest.mark.parametrize(("kwargs", "words"), [({"workers": 0}, "--workers must be at least 1"),
                                                ({"workers": 2, "address": "auto"}, "not both")])
 def test_bad_executor_options_are_one_sentence(kwargs, words):
@@ -90,6 +98,21 @@ def sequential(tmp_path_factory):
 def test_ray_map_shares_objects_and_keeps_task_order(ray_executor):
     offset = np.arange(5)  # shared by every task: put into the object store once
     assert ray_executor.map(_square_plus, [(i, offset) for i in range(6)]) == [i * i + 10 for i in range(6)]
+
+
+def _nap(label: str, seconds: float) -> tuple[str, float, float]:
+    t0 = time.time()
+    time.sleep(seconds)
+    return label, t0, time.time()
+
+
+def test_ray_more_hands_a_dependent_task_out_while_another_still_runs(ray_executor):
+    """The task a finished task lets run starts on the free worker at once, not after the slow task."""
+    out = ray_executor.map(_nap, [("slow", 3.0), ("fast", 0.05)],
+                           more=lambda i, r: [("after-fast", 0.05)] if r[0] == "fast" else [])
+    by = {label: (start, end) for label, start, end in out}
+    assert [r[0] for r in out] == ["slow", "fast", "after-fast"]
+    assert by["after-fast"][0] < by["slow"][1] - 1.0  # started well before the slow task ended
 
 
 def test_sweep_and_compare_on_ray_equal_the_sequential_path(ray_executor, sequential, tmp_path):

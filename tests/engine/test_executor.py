@@ -113,13 +113,17 @@ def test_one_device_measures_close_to_the_sum_of_op_times(ex):
 
 
 def test_independent_chains_on_two_devices_run_at_the_same_time(ex):
-    # two chains of 4 × 3 ms, one per device: run by two workers, their spans overlap
+    """Two chains of 4 × 3 ms, one per device, run by two workers: their spans overlap. A serial
+    executor never overlaps them; a worker preempted by other jobs (a loaded CI machine) can push
+    one repeat's chains apart, so the best of the repeats is judged."""
     g = graph([(0, 1, 1.0), (1, 2, 1.0), (2, 3, 1.0), (4, 5, 1.0), (5, 6, 1.0), (6, 7, 1.0)], [3 * MS] * 8)
     dev = np.array([0, 0, 0, 0, 1, 1, 1, 1])
-    s = ex.run(g, dev, repeats=3).schedule
-    spans = [(s.op_start[k].min(), s.op_end[k].max()) for k in (slice(0, 4), slice(4, 8))]
-    overlap = min(spans[0][1], spans[1][1]) - max(spans[0][0], spans[1][0])
-    assert overlap > 0.5 * min(b - a for a, b in spans)
+    shares = []
+    for s in ex.run(g, dev, repeats=5).schedules:
+        spans = [(s.op_start[k].min(), s.op_end[k].max()) for k in (slice(0, 4), slice(4, 8))]
+        overlap = min(spans[0][1], spans[1][1]) - max(spans[0][0], spans[1][0])
+        shares.append(overlap / min(b - a for a, b in spans))
+    assert max(shares) > 0.5, shares
 
 
 def test_device_serves_requests_first_come_first_served(ex):

@@ -124,10 +124,6 @@ def _trace(run_dir: str, updated: str) -> bytes:
         return path.read_bytes()
 
 
-def _trace_bytes(run: Run) -> Callable[[], bytes]:
-    return lambda: _trace(str(run.path), str(run.meta.get("updated")))
-
-
 def _downloads(run: Run) -> None:
     st.subheader("Downloads")
     files = set(run.files())
@@ -142,11 +138,13 @@ def _downloads(run: Run) -> None:
     if not has_placement(run):
         st.caption("This run stores no placement, so there is no trace or figure to export.")
         return
-    cols[3].download_button("Chrome trace (Perfetto)", _trace_bytes(run), file_name=f"{run.id}-trace.json",
-                            mime="application/json", key="runs_dl_trace")
-    with guard("Open in Perfetto"):
-        open_in_perfetto(_trace_bytes(run)(), title=run_label(run), file_name=f"{run.id}-trace.json",
-                         key="runs_perfetto")
+    with guard("Chrome trace"):
+        # the bytes themselves, not a callable: the Perfetto hand-off needs them on every render
+        # anyway (cached), and a deferred download's click could be lost to a rerun of the page
+        trace = _trace(str(run.path), str(run.meta.get("updated")))
+        cols[3].download_button("Chrome trace (Perfetto)", trace, file_name=f"{run.id}-trace.json",
+                                mime="application/json", key="runs_dl_trace")
+        open_in_perfetto(trace, title=run_label(run), file_name=f"{run.id}-trace.json", key="runs_perfetto")
     which = st.selectbox("Figure", list(FIGURES), key="runs_figure")
     with guard("Figure"):
         pr, schedule = replay(run)

@@ -168,7 +168,7 @@ def test_function_call_op_gets_its_inlined_body_time():
                               keras.layers.Dense(4, name="post")], name="nested")
     opt = keras.optimizers.SGD()
     x = np.ones((128, 64), np.float32)
-    g = measure_tf_step(model, x, optimizer=opt, repeats=3, warmup=1)
+    g = measure_tf_step(model, x, optimizer=opt, repeats=5, warmup=1)
     assert g.op_names == graph_from_keras(model, 128, optimizer=opt).op_names
     t = g.compute_for_kind("cpu")
     calls = [i for i, ty in enumerate(g.op_types) if ty == "PartitionedCall"]
@@ -176,9 +176,11 @@ def test_function_call_op_gets_its_inlined_body_time():
     pre = next(i for i, (nm, ty) in enumerate(zip(g.op_names, g.op_types, strict=True))
                if ty == "MatMul" and "pre" in nm and g.phase[i] == "forward")
     # the forward body does a [128,64]x[64,64] matmul too, so it costs at least a fraction of 'pre'
+    # (a quarter: on a loaded 2-core machine one measured 'pre' came out 52 us against the body's
+    # 23 us); an unfolded call (its IdentityN alone) takes ~1 us, and that matmul ≥ ~10 us here
     print(f"\nforward call {t[calls[0]] * 1e6:.1f} us, its gradient {t[calls[1]] * 1e6:.1f} us, "
           f"'pre' matmul {t[pre] * 1e6:.1f} us")
-    assert t[calls[0]] > 0.5 * t[pre] > 0  # an unfolded call (its IdentityN alone) takes ~1 us
+    assert t[calls[0]] > 0.25 * t[pre] > 0
 
 
 def test_bad_input_is_a_one_line_graph_error():

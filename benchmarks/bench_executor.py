@@ -48,7 +48,7 @@ import numpy as np
 from engine.cluster import cluster_from_dict
 from engine.executor import Executor, scale_graph
 from engine.executor.calibration import calibrate, mode_cluster
-from engine.executor.fidelity import fidelity_stats, refine_cluster, replay_graph
+from engine.executor.fidelity import fidelity_stats, refine_cluster, replay_makespan
 from engine.graph import CompGraph
 from engine.simulator import Simulator
 from engine.sources import load_graph
@@ -96,7 +96,7 @@ def _half_replays(g: CompGraph, cluster, v: Validation) -> dict[str, dict]:
     """Fidelity of replays that take only the measured op durations, or only the measured copies."""
     out = {}
     for label, which in (("ops only", {"copies": False}), ("copies only", {"ops": False})):
-        predicted = [float(np.mean([Simulator(replay_graph(g, dev, s, **which), cluster).makespan(dev) for s in runs]))
+        predicted = [replay_makespan(g, cluster, dev, runs, **which)
                      for dev, runs in zip(v.placements, v.schedules, strict=True)]
         out[label] = fidelity_stats(v.measured_mean, predicted)
     return out

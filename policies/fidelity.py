@@ -30,7 +30,7 @@ from engine.cluster import SIMULATION_MODES, Cluster
 from engine.errors import PlacelabError, SimulationError
 from engine.executor import Executor
 from engine.executor.calibration import mode_cluster
-from engine.executor.fidelity import fidelity_stats, refine_cluster, replay_graph
+from engine.executor.fidelity import fidelity_stats, refine_cluster, replay_makespan
 from engine.graph import CompGraph
 from engine.placement import Placement
 from engine.run_records import write_placement_files, write_schedule_tables
@@ -139,8 +139,7 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
             measured.append(m.schedules)
             for mode, sim in sims.items():
                 predicted[mode].append(sim.makespan(dev))
-            replayed.append(float(np.mean([Simulator(replay_graph(graph, dev, s), cluster).makespan(dev)
-                                           for s in m.schedules])))
+            replayed.append(replay_makespan(graph, cluster, dev, m.schedules))
             op_time = planned.run(Placement(dev)).compute_time.sum()
             ratio.append(float(np.mean([s.compute_time.sum() for s in m.schedules]) / op_time) if op_time > 0
                          else float("nan"))

@@ -30,7 +30,7 @@ from engine.graph import CompGraph
 from engine.runs import Run
 from engine.schedule import Schedule
 
-__all__ = ["fidelity_stats", "load_measured_schedule", "refine_cluster", "replay_graph"]
+__all__ = ["fidelity_stats", "load_measured_schedule", "refine_cluster", "replay_graph", "replay_makespan"]
 
 
 def fidelity_stats(measured: Sequence[float], predicted: Sequence[float]) -> dict[str, Any]:
@@ -115,6 +115,16 @@ def replay_graph(graph: CompGraph, devices: np.ndarray, measured: Schedule, *, o
                              "it is not a run of this placement")
         transfer[e] = copy_s[key]
     return _with_durations(graph, measured.op_end - measured.op_start if ops else None, transfer)
+
+
+def replay_makespan(graph: CompGraph, cluster: Cluster, devices: np.ndarray, runs: Sequence[Schedule], *,
+                    ops: bool = True, copies: bool = True) -> float:
+    """The mean over measured ``runs`` of placement ``devices`` of their replays' makespans on
+    ``cluster`` (:func:`replay_graph`, whole or half)."""
+    from engine.simulator import Simulator
+
+    return float(np.mean([Simulator(replay_graph(graph, devices, s, ops=ops, copies=copies), cluster).makespan(devices)
+                          for s in runs]))
 
 
 def _with_durations(graph: CompGraph, compute: np.ndarray | None, transfer: np.ndarray | None) -> CompGraph:

@@ -12,7 +12,7 @@ import numpy as np
 
 from policies.rl.task import Evaluation, PlacementTask
 
-__all__ = ["Advantages", "Agent", "EpisodeStats", "PerTask", "Rollout", "backward", "train_step"]
+__all__ = ["Advantages", "Agent", "EpisodeStats", "PerTask", "Rollout", "backward", "record_entropies", "train_step"]
 
 T = TypeVar("T")
 
@@ -152,8 +152,12 @@ def backward(agent: Agent, rollout: Rollout, tasks: Mapping[str, PlacementTask],
              step: int) -> None:
     """The REINFORCE gradient of ``rollout`` accumulated into the agent's model, in this process
     (``step``: updates so far); the baselines move and entropies the loss computes are recorded."""
-    entropies = agent.accumulate(rollout.data, agent.advantages(rollout, tasks, step=step), tasks,
-                                 entropy_coef=entropy_coef)
+    record_entropies(rollout, agent.accumulate(rollout.data, agent.advantages(rollout, tasks, step=step), tasks,
+                                               entropy_coef=entropy_coef))
+
+
+def record_entropies(rollout: Rollout, entropies: list[float] | None) -> None:
+    """Each episode's policy entropy, where the loss computed them (``accumulate``'s result), on its stats."""
     if entropies is not None:
         for st, h in zip(rollout.episodes, entropies, strict=True):
             st.entropy = h

@@ -54,7 +54,7 @@ import numpy as np
 from engine.cluster import Cluster
 from engine.graph import CompGraph
 from policies.parallel import Executor, TaskLost
-from policies.rl.agent import Advantages, Rollout
+from policies.rl.agent import Advantages, Rollout, record_entropies
 
 __all__ = ["RolloutWorker", "RolloutWorkers"]
 
@@ -181,15 +181,12 @@ class RolloutWorkers:
         for i, g in zip(lost, self._gather(again, lost), strict=True):
             grads[i] = g
         params = dict(self.agent.model.named_parameters())
-        entropies: list[float] = []
-        for part_grads, part_entropies in grads:
+        for part_grads, _ in grads:
             for name, g in part_grads.items():
                 p = params[name]
                 p.grad = g.clone() if p.grad is None else p.grad.add_(g)
-            entropies += part_entropies or []
-        if entropies:
-            for st, h in zip(rollout.episodes, entropies, strict=True):
-                st.entropy = h
+        parts_entropies = [h for _, h in grads]
+        record_entropies(rollout, None if None in parts_entropies else [h for hs in parts_entropies for h in hs])
 
     def _gather(self, refs: list[Any], workers: list[int] | None = None) -> list[Any]:
         """The results of tasks on the workers numbered ``workers`` (default: one per worker, in

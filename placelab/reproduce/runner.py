@@ -54,8 +54,9 @@ def run_step(argv: tuple[str, ...]) -> dict[str, Any]:
     return {**out, "wall_s": time.perf_counter() - t0}
 
 
-def _executor(workers: int | None) -> Executor | None:
-    return Executor(workers=workers) if workers is not None and workers > 1 else None
+def _executor(workers: int | None) -> Executor:
+    """Ray with ``workers`` CPUs, or in this process (one worker or none asked for)."""
+    return Executor(workers=workers) if workers is not None and workers > 1 else Executor()
 
 
 def _with_store(step: Step, runs_dir: str) -> tuple[str, ...]:
@@ -137,7 +138,7 @@ def _resolve(step: Step, outputs: dict[str, dict[str, Any]], step_dir: str) -> t
     return "; ".join(why) if why else argv
 
 
-def _run_steps(steps: list[Step], step_dir: str, executor, tag: tuple[RunStore, str] | None,
+def _run_steps(steps: list[Step], step_dir: str, executor: Executor, tag: tuple[RunStore, str] | None,
                progress: Callable[[str], None] | None) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
     """Run every step, each as soon as the steps it references have run (on Ray: without waiting for
     other running steps); outputs by key and the log."""
@@ -184,8 +185,8 @@ def _run_steps(steps: list[Step], step_dir: str, executor, tag: tuple[RunStore, 
         done(*handed[i], out)
 
     first = release()
-    with executor if executor is not None else contextlib.nullcontext():
-        (executor or Executor()).map(run_step, first, on_result=finished, more=lambda i, out: release())
+    with executor:
+        executor.map(run_step, first, on_result=finished, more=lambda i, out: release())
     return outputs, log
 
 

@@ -74,6 +74,7 @@ def test_a_step_runs_once_its_references_have_run_and_not_when_they_failed(tmp_p
     """A step that names another's run gets it filled in; naming a failed step, or a cycle, records why."""
     from placelab.reproduce.core import Step
     from placelab.reproduce.runner import _run_steps
+    from policies.parallel import Executor
 
     place = ("place", TINY_GRAPH, "-c", "k80x2", "--save", "--placer")
     steps = [Step("again", ("simulate", TINY_GRAPH, "-c", "k80x2", "--placement", "{placement:single}")),
@@ -82,7 +83,7 @@ def test_a_step_runs_once_its_references_have_run_and_not_when_they_failed(tmp_p
              Step("after-broken", ("simulate", TINY_GRAPH, "-c", "k80x2", "--placement", "{placement:broken}")),
              Step("egg", (*place, "round-robin", "--name", "{run:hen}")),
              Step("hen", (*place, "round-robin", "--name", "{run:egg}"))]
-    out, log = _run_steps(steps, str(tmp_path), None, None, None)
+    out, log = _run_steps(steps, str(tmp_path), Executor(), None, None)
     assert out["again"]["makespan_s"] == pytest.approx(out["single"]["makespan_s"], rel=1e-12)
     order = [e["key"] for e in log]
     assert order.index("single") < order.index("again")

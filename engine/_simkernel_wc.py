@@ -37,7 +37,8 @@ from engine._simcore import HEAP_SIZE, MEM_RECORDS, ev_pop, ev_push, record
 
 FIFO, PRIORITY = 0, 1
 NO_CONTENTION, PER_DEVICE, PER_LINK = 0, 1, 2
-END, LAND, FREE = 0, 1, 2
+END, LAND, FREE, COPIED = 0, 1, 2, 3
+NO_SENDER_COPIES, SENDER_COPIES, SHARED_BUS = 0, 1, 2
 _SEQ = 32
 _KIND = 30
 _PAYLOAD = (1 << _KIND) - 1
@@ -51,13 +52,19 @@ _QOFF, _QHEAD, _QTAIL, _RUNNING, _STALLED, _CNT = range(6)
 # transfer rows: int64 [m, 4] (op, src, dst, edge); float64 [m, 4] (bytes, start, end, duration)
 _R_OP, _R_SRC, _R_DST, _R_EDGE = range(4)
 _R_BYTES, _R_START, _R_END, _R_TIME = range(4)
+# copies on the sender, per device: int64 [D, 3] (first and last queued row, row being copied or -1);
+# float64 [D, 4] (its time still to go at full speed, when that was counted, when it ends, overhead after)
+_C_HEAD, _C_TAIL, _C_ROW = range(3)
+_C_LEFT, _C_SINCE, _C_END, _C_AFTER = range(4)
 
 
 class Workspace:
     """Every array the kernel uses, sized for one graph and cluster (allocated once)."""
 
-    def __init__(self, n: int, m: int, num_devices: int, record_memory: bool) -> None:
+    def __init__(self, n: int, m: int, num_devices: int, record_memory: bool, shared_bus: bool = False) -> None:
         d = num_devices
+        # a copy end is rescheduled whenever a copy on another device starts or ends (shared bus)
+        events = n + m + d + 8 + (2 * d * m if shared_bus else 0)
         self.oi = np.zeros((n, 3), np.int64)
         self.of = np.zeros((n, 2))  # start, end
         self.q = np.zeros(n, np.int64)
@@ -66,8 +73,10 @@ class Workspace:
         self.rnext = np.zeros(max(m, 1), np.int64)
         self.row_of_edge = np.zeros(max(m, 1), np.int64)
         self.ch = np.zeros((d * d, 3), np.int64)  # head row, tail row, busy
-        self.ev_t = np.zeros(n + m + d + 8)  # ops, transfers, one FREE per device
-        self.ev_k = np.zeros(n + m + d + 8, np.int64)
+        self.ev_t = np.zeros(events)  # ops, transfers, one FREE per device
+        self.ev_k = np.zeros(events, np.int64)
+        self.ci = np.zeros((d, 3), np.int64)
+        self.cf = np.zeros((d, 4))
         self.mr = np.zeros(((3 * n + 2 * m + 8) if record_memory else 1, 3))
         self.df = np.zeros((d, 4))
         self.di = np.zeros((d, 6), np.int64)
@@ -230,12 +239,43 @@ def _release_output(t, p, dev, out_bytes, oi, df, mr, counts, rec):
         _free(t, dev[p], out_bytes[p], df, mr, counts, rec)
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def _bus_share(t, D, ci, cf, shared):
+    """Count the copies in progress up to ``t``: each has moved at 1 / (copies in progress), or at 1."""
+    k = 0
+    for a in range(D):
+        if ci[a, _C_ROW] >= 0:
+            k += 1
+    rate = 1.0 / k if shared and k > 1 else 1.0
+    for a in range(D):
+        if ci[a, _C_ROW] >= 0:
+            left = cf[a, _C_LEFT] - (t - cf[a, _C_SINCE]) * rate
+            cf[a, _C_LEFT] = left if left > 0.0 else 0.0
+            cf[a, _C_SINCE] = t
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _bus_reschedule(t, D, ci, cf, shared, ev_t, ev_k, counts):
+    """Give every copy in progress its end at the current share; push the ends that moved."""
+    k = 0
+    for a in range(D):
+        if ci[a, _C_ROW] >= 0:
+            k += 1
+    for a in range(D):
+        r = ci[a, _C_ROW]
+        if r >= 0:
+            end = t + cf[a, _C_LEFT] * (k if shared and k > 1 else 1)
+            if end != cf[a, _C_END]:
+                cf[a, _C_END] = end
+                _push(ev_t, ev_k, counts, end, COPIED, r)
+
+
 @njit(cache=True, _nrt=False, error_model="numpy")
 def simulate_wc(
     num_devices, out_ptr, out_edge, pred_ptr, pred_edge, edge_src, edge_dst,
     edge_bytes, edge_given, edge_noise, bandwidth, latency, out_bytes, persistent, temp, need, capacity,
     dev, dur, prio, choose, contention, memory_aware, memory, overhead, sender_copies,
-    oi, of, q, ri, rf, rnext, row_of_edge, ch, ev_t, ev_k, mr, df, di, counts,
+    oi, of, q, ri, rf, rnext, row_of_edge, ch, ev_t, ev_k, mr, df, di, counts, ci, cf,
 ):
     """Simulate one placement; results are left in the workspace arrays.
 
@@ -245,10 +285,14 @@ def simulate_wc(
     ``need`` (temp + output bytes per op) only with ``memory_aware``. ``memory``: 0 = no
     memory tracking (op and transfer times only: the makespan-only call), 1 = peaks,
     2 = peaks and every change recorded (must be >= 1 with ``memory_aware``).
-    ``overhead``: seconds a device stays busy after each op with non-zero time; ``sender_copies``:
-    transfers occupy their source device, one after another right after the producer ends, one per
-    (producer, destination device) (further edges to the same device land with the first copy, which
-    takes the longest of their times); channels are then not used.
+    ``overhead``: seconds a device stays busy after each op with non-zero time; ``sender_copies``
+    (``SENDER_COPIES`` or ``SHARED_BUS``): transfers occupy their source device, one after another
+    right after the producer ends, one per (producer, destination device) (further edges to the same
+    device land with the first copy, which takes the longest of their times: bytes / bandwidth or
+    the given time, without the latency); a copy's row is its time on the sender and it lands the
+    link's latency later, in flight (further edges' rows: zero length at the landing); with
+    ``SHARED_BUS`` the copies in progress on all devices share one bus: ``k`` of them each move at
+    1 / ``k`` of their speed. Channels are then not used.
     Returns ``(makespan, transfer rows, memory records, ops run)``.
     """
     n = len(dur)
@@ -265,6 +309,12 @@ def simulate_wc(
         ch[k, 0] = -1
         ch[k, 1] = -1
         ch[k, 2] = 0
+    for d in range(D):
+        ci[d, _C_HEAD] = -1
+        ci[d, _C_TAIL] = -1
+        ci[d, _C_ROW] = -1
+        cf[d, _C_END] = -1.0
+    shared = sender_copies == SHARED_BUS
     counts[HEAP_SIZE] = 0
     counts[MEM_RECORDS] = 0
     counts[2] = 0
@@ -313,7 +363,6 @@ def simulate_wc(
                     _release_output(t, p, dev, out_bytes, oi, df, mr, counts, rec)
                 else:
                     _free(t, d, rf[row_of_edge[e], _R_BYTES], df, mr, counts, rec)
-            cursor = t  # with sender_copies: when the device's next copy can start
             for k in range(out_ptr[c], out_ptr[c + 1]):  # its outputs, in the source's edge order
                 e = out_edge[k]
                 x = edge_dst[e]
@@ -334,34 +383,34 @@ def simulate_wc(
                 ri[r, _R_EDGE] = e
                 rf[r, _R_BYTES] = edge_bytes[e]
                 tt = edge_given[e]
-                if tt != tt:
-                    tt = latency[d, dx] + edge_bytes[e] / bandwidth[d, dx]
+                if tt != tt:  # with copies on the sender the latency is in flight, not in the row
+                    tt = edge_bytes[e] / bandwidth[d, dx] + (0.0 if sender_copies else latency[d, dx])
                 rf[r, _R_TIME] = tt * edge_noise[e]
                 rnext[r] = -1
-                if sender_copies:
+                if sender_copies:  # the row is the sender's copy; it lands the link's latency after
                     first = -1  # an earlier out-edge of c to the same device: its copy serves e too
                     for k2 in range(out_ptr[c], k):
                         e2 = out_edge[k2]
                         if dev[edge_dst[e2]] == dx:
                             first = row_of_edge[e2]
                             break
-                    if first >= 0:
+                    if first >= 0:  # lands with that copy (see COPIED)
                         rf[r, _R_TIME] = 0.0
-                        rf[r, _R_START] = rf[first, _R_END]
-                        rf[r, _R_END] = rf[first, _R_END]
-                        _push(ev_t, ev_k, counts, rf[r, _R_END], LAND, r)
                         continue
                     for k2 in range(k + 1, out_ptr[c + 1]):  # the copy carries the largest of them
                         e2 = out_edge[k2]
                         if dev[edge_dst[e2]] == dx:
                             t2 = edge_given[e2]
                             if t2 != t2:
-                                t2 = latency[d, dx] + edge_bytes[e2] / bandwidth[d, dx]
+                                t2 = edge_bytes[e2] / bandwidth[d, dx]
                             t2 *= edge_noise[e2]
                             if t2 > rf[r, _R_TIME]:
                                 rf[r, _R_TIME] = t2
-                    _start_transfer(cursor, r, ri, rf, df, ev_t, ev_k, counts)
-                    cursor = rf[r, _R_END]
+                    if ci[d, _C_TAIL] < 0:  # queue it behind the op's earlier copies
+                        ci[d, _C_HEAD] = r
+                    else:
+                        rnext[ci[d, _C_TAIL]] = r
+                    ci[d, _C_TAIL] = r
                     continue
                 if contention == NO_CONTENTION:
                     _start_transfer(t, r, ri, rf, df, ev_t, ev_k, counts)
@@ -376,17 +425,70 @@ def simulate_wc(
                 else:
                     rnext[ch[chan, 1]] = r
                     ch[chan, 1] = r
-            if dur[c] > 0:
-                cursor += overhead
-            if cursor > t:  # busy with copies and overhead: the device serves again when they end
+            if ci[d, _C_HEAD] >= 0:  # copies first, then the overhead (see COPIED)
                 di[d, _RUNNING] = -2
-                _push(ev_t, ev_k, counts, cursor, FREE, d)
+                cf[d, _C_AFTER] = overhead if dur[c] > 0 else 0.0
+                r = ci[d, _C_HEAD]
+                ci[d, _C_HEAD] = rnext[r]
+                if rnext[r] < 0:
+                    ci[d, _C_TAIL] = -1
+                _bus_share(t, D, ci, cf, shared)
+                ci[d, _C_ROW] = r
+                cf[d, _C_LEFT] = rf[r, _R_TIME]
+                cf[d, _C_SINCE] = t
+                rf[r, _R_START] = t
+                _bus_reschedule(t, D, ci, cf, shared, ev_t, ev_k, counts)
+                continue
+            if dur[c] > 0 and overhead > 0:  # busy with its overhead: the device serves again after it
+                di[d, _RUNNING] = -2
+                _push(ev_t, ev_k, counts, t + overhead, FREE, d)
                 continue
             _serve(t, d, dur, temp, out_bytes, q, di, df, oi, of, prio, choose, memory_aware,
                    need, capacity, ev_t, ev_k, mr, counts, rec)
             continue
         if kind == FREE:  # a device is done with its copies and overhead
             d = payload
+            di[d, _RUNNING] = -1
+            _serve(t, d, dur, temp, out_bytes, q, di, df, oi, of, prio, choose, memory_aware,
+                   need, capacity, ev_t, ev_k, mr, counts, rec)
+            continue
+        if kind == COPIED:  # a copy on its sender may be done (its end may have moved since)
+            r = payload
+            d = ri[r, _R_SRC]
+            if ci[d, _C_ROW] != r or cf[d, _C_END] != t:
+                continue
+            _bus_share(t, D, ci, cf, shared)
+            ci[d, _C_ROW] = -1
+            cf[d, _C_END] = -1.0
+            rf[r, _R_END] = t
+            df[d, _MEMCPY] += t - rf[r, _R_START]
+            dx = ri[r, _R_DST]
+            land = t + latency[d, dx]
+            _push(ev_t, ev_k, counts, land, LAND, r)
+            c = ri[r, _R_OP]
+            e = ri[r, _R_EDGE]
+            for k in range(out_ptr[c], out_ptr[c + 1]):  # the op's later edges to dx land with it
+                e2 = out_edge[k]
+                if e2 != e and dev[edge_dst[e2]] == dx and row_of_edge[e2] > r:
+                    r2 = row_of_edge[e2]
+                    rf[r2, _R_START] = land
+                    rf[r2, _R_END] = land
+                    _push(ev_t, ev_k, counts, land, LAND, r2)
+            r = ci[d, _C_HEAD]
+            if r >= 0:  # the op's next copy
+                ci[d, _C_HEAD] = rnext[r]
+                if rnext[r] < 0:
+                    ci[d, _C_TAIL] = -1
+                ci[d, _C_ROW] = r
+                cf[d, _C_LEFT] = rf[r, _R_TIME]
+                cf[d, _C_SINCE] = t
+                rf[r, _R_START] = t
+            _bus_reschedule(t, D, ci, cf, shared, ev_t, ev_k, counts)
+            if r >= 0:
+                continue
+            if cf[d, _C_AFTER] > 0:
+                _push(ev_t, ev_k, counts, t + cf[d, _C_AFTER], FREE, d)
+                continue
             di[d, _RUNNING] = -1
             _serve(t, d, dur, temp, out_bytes, q, di, df, oi, of, prio, choose, memory_aware,
                    need, capacity, ev_t, ev_k, mr, counts, rec)

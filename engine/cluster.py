@@ -64,7 +64,11 @@ SIMULATION_OPTIONS: dict[str, tuple[type, Any, tuple[str, ...], str]] = {
                    "device busy after each non-zero op, after its copies (the executor's per-op cost), s"),
     "copy_occupies_sender": (bool, False, ("work_conserving",),
                              "a transfer runs on its source device right after the producer, one per "
-                             "destination device, and delays that device's next op (the executor's copies)"),
+                             "destination device, and delays that device's next op by its bytes / bandwidth; "
+                             "the latency is in flight (the executor's copies)"),
+    "copy_bus_shared": (bool, False, ("work_conserving",),
+                        "with copy_occupies_sender: the copies in progress on all devices share one bus "
+                        "(k at once each move at 1/k of their speed: memory bandwidth of one machine)"),
 }
 
 
@@ -80,10 +84,28 @@ class Device:
 
 @dataclass(frozen=True)
 class Link:
-    """A point-to-point link: bytes/s and a fixed latency (s) added to every transfer."""
+    """A point-to-point link: bytes/s and a fixed latency (s) added to every transfer.
+
+    ``copy_curve``: measured ``(bytes, seconds)`` points of a copy's time on its sender, bytes
+    increasing (``placelab calibrate``: copies that fit in the caches run faster than memory
+    bandwidth). Read only where the sender makes the copy (``work_conserving`` with
+    ``copy_occupies_sender``), in place of bytes / bandwidth: :meth:`copy_seconds`.
+    """
 
     bandwidth_bytes_per_s: float
     latency_s: float = 0.0
+    copy_curve: tuple[tuple[float, float], ...] = ()
+
+    def copy_seconds(self, nbytes: np.ndarray) -> np.ndarray:
+        """A copy's time on its sender: the curve interpolated linearly in bytes (below its first
+        point, that point's time; beyond its last, the last time plus the extra bytes / bandwidth);
+        bytes / bandwidth without a curve."""
+        nbytes = np.asarray(nbytes, dtype=np.float64)
+        if not self.copy_curve:
+            return nbytes / self.bandwidth_bytes_per_s
+        xs, ys = np.array(self.copy_curve, dtype=np.float64).T
+        beyond = ys[-1] + (nbytes - xs[-1]) / self.bandwidth_bytes_per_s
+        return np.where(nbytes > xs[-1], beyond, np.interp(nbytes, xs, ys))
 
 
 @dataclass(frozen=True)
@@ -108,6 +130,7 @@ class SimulationSettings:
     memory_aware: bool = False
     dispatch_s: float = 0.0
     copy_occupies_sender: bool = False
+    copy_bus_shared: bool = False
 
     def options(self) -> dict[str, Any]:
         """The settings that differ from their defaults (mode excluded)."""
@@ -130,9 +153,12 @@ class SimulationSettings:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < low:
                 raise ClusterError(f"simulation.{name} must be an integer >= {low}, got {v!r}")
-        for name in ("memory_aware", "copy_occupies_sender"):
+        for name in ("memory_aware", "copy_occupies_sender", "copy_bus_shared"):
             if not isinstance(getattr(self, name), bool):
                 raise ClusterError(f"simulation.{name} must be true or false, got {getattr(self, name)!r}")
+        if self.copy_bus_shared and not self.copy_occupies_sender:
+            raise ClusterError("simulation.copy_bus_shared needs copy_occupies_sender=true: the bus is shared by "
+                               "the copies their senders make")
         for name in self.options():
             modes = SIMULATION_OPTIONS[name][2]
             if self.mode not in modes:
@@ -170,6 +196,9 @@ class Cluster:
             where = "link" if a is None else f"link between '{a}' and '{b}'"
             _positive(lk.bandwidth_bytes_per_s, f"{where}: bandwidth_bytes_per_s")
             _nonnegative(lk.latency_s, f"{where}: latency_s")
+            _check_curve(lk.copy_curve, where)
+            if lk.copy_curve and (a is not None or self.links):
+                raise ClusterError(f"{where}: a copy_curve is for a cluster with one link (no per-pair 'links')")
             for end in (a, b):
                 if end is not None and end not in seen:
                     raise ClusterError(f"{where} names unknown device '{end}'")
@@ -296,10 +325,27 @@ def _nonnegative(x: Any, what: str) -> None:
         raise ClusterError(f"{what} must be a finite number >= 0, got {x!r}")
 
 
+def _check_curve(curve: Any, where: str) -> None:
+    bad = ClusterError(f"{where}: copy_curve must be a list of [bytes, seconds] pairs, finite and >= 0, "
+                       "bytes increasing")
+    if not isinstance(curve, tuple):
+        raise bad
+    prev = -1.0
+    for point in curve:
+        if not isinstance(point, tuple) or len(point) != 2 or not all(_finite_number(x) and x >= 0 for x in point):
+            raise bad
+        if point[0] <= prev:
+            raise bad
+        prev = point[0]
+
+
 def _link(doc: Any, where: str) -> Link:
     if not isinstance(doc, dict) or "bandwidth_bytes_per_s" not in doc:
         raise ClusterError(f"{where} needs 'bandwidth_bytes_per_s'")
-    return Link(doc["bandwidth_bytes_per_s"], doc.get("latency_s", 0.0))
+    curve = doc.get("copy_curve", [])
+    if not isinstance(curve, list) or not all(isinstance(p, list) for p in curve):
+        _check_curve(None, where)
+    return Link(doc["bandwidth_bytes_per_s"], doc.get("latency_s", 0.0), tuple(tuple(p) for p in curve))
 
 
 def cluster_from_dict(doc: Any, *, source: str = "cluster") -> Cluster:
@@ -350,7 +396,8 @@ def cluster_to_dict(c: Cluster) -> dict[str, Any]:
         "name": c.name,
         "devices": [{"name": d.name, "kind": d.kind, "memory_bytes": d.memory_bytes, "speed": d.speed}
                     for d in c.devices],
-        "link": {"bandwidth_bytes_per_s": c.link.bandwidth_bytes_per_s, "latency_s": c.link.latency_s},
+        "link": {"bandwidth_bytes_per_s": c.link.bandwidth_bytes_per_s, "latency_s": c.link.latency_s,
+                 **({"copy_curve": [list(p) for p in c.link.copy_curve]} if c.link.copy_curve else {})},
         "links": [{"between": [a, b], "bandwidth_bytes_per_s": lk.bandwidth_bytes_per_s,
                    "latency_s": lk.latency_s} for a, b, lk in c.links],
         "simulation": {"mode": c.simulation.mode, "op_overhead_s": c.simulation.op_overhead_s,

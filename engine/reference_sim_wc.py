@@ -34,14 +34,18 @@ class WCReferenceResult:
 
 def reference_simulate_wc(graph: CompGraph, cluster: Cluster, devices, durations, edge_noise=None, *,
                           priority=None, contention: str = "none", memory_aware: bool = False,
-                          op_overhead_s: float = 0.0, copy_occupies_sender: bool = False) -> WCReferenceResult:
+                          op_overhead_s: float = 0.0, copy_occupies_sender: bool = False,
+                          copy_bus_shared: bool = False) -> WCReferenceResult:
     """Work-conserving execution of one placement.
 
     ``durations`` are the ops' times on their devices (noise included); ``edge_noise``
     multiplies each edge's transfer time; ``priority`` (one number per op, higher first)
     replaces FIFO service at the devices. ``op_overhead_s`` keeps a device busy after each
     op with non-zero time; with ``copy_occupies_sender`` the copies of an op's output run on
-    its device right after it, one per destination device, before the overhead.
+    its device right after it, one per destination device, before the overhead; the device is
+    busy for a copy's bytes / bandwidth (or given time), and the copy lands the link's latency
+    after that; with ``copy_bus_shared`` the copies in progress on all devices share one bus
+    (``k`` at once each move at 1 / ``k`` of their speed).
     """
     n, m, D = graph.num_ops, graph.num_edges, cluster.num_devices
     dev = [int(x) for x in devices]
@@ -122,8 +126,38 @@ def reference_simulate_wc(graph: CompGraph, cluster: Cluster, devices, durations
             free(dev[p], out_b[p])
 
     def edge_time(e: int, a: int, b: int) -> float:
-        time = given[e] if not math.isnan(given[e]) else cluster.latency[a, b] + ebytes[e] / cluster.bandwidth[a, b]
-        return time * noise[e]
+        """A transfer's time; with copies on the sender, the sender's part: the latency is in flight."""
+        if not math.isnan(given[e]):
+            return given[e] * noise[e]
+        wire = ebytes[e] / cluster.bandwidth[a, b]
+        return (wire if copy_occupies_sender else cluster.latency[a, b] + wire) * noise[e]
+
+    # copies on the sender: each device copies its queue one at a time; the copies in progress
+    # on all devices share one bus with copy_bus_shared (k of them each move at 1 / k)
+    to_copy: list[deque] = [deque() for _ in range(D)]
+    copying: dict[int, list] = {}  # device -> [transfer, its time left at full speed, since, end]
+    after = [0.0] * D  # the overhead a device owes after its copies
+    row_of_edge: dict[int, int] = {}
+
+    def bus_settle(t: float) -> None:
+        rate = 1.0 / len(copying) if copy_bus_shared and len(copying) > 1 else 1.0
+        for c in copying.values():
+            c[1] = max(c[1] - (t - c[2]) * rate, 0.0)
+            c[2] = t
+
+    def start_copy(t: float, d: int) -> None:
+        k = to_copy[d].popleft()
+        copying[d] = [k, transfers[k][6], t, -1.0]
+        transfers[k][4] = t
+
+    def bus_ends(t: float) -> None:
+        share = len(copying) if copy_bus_shared and len(copying) > 1 else 1
+        for d in sorted(copying):
+            c = copying[d]
+            end = t + c[1] * share
+            if end != c[3]:
+                c[3] = end
+                push(end, ("copied", c[0]))
 
     def begin_transfer(t: float, k: int) -> None:
         transfers[k][4] = t
@@ -147,7 +181,6 @@ def reference_simulate_wc(graph: CompGraph, cluster: Cluster, devices, durations
                     let_go(src[e])
                 else:
                     free(d, copy_bytes[e])
-            busy_until = t  # copy_occupies_sender: when the device's next copy can start
             copy_of: dict[int, int] = {}  # destination device -> the transfer that copies x there
             for e in outs[x]:
                 dd = dev[dst[e]]
@@ -159,16 +192,14 @@ def reference_simulate_wc(graph: CompGraph, cluster: Cluster, devices, durations
                 transfers.append([x, d, dd, ebytes[e], 0.0, 0.0, edge_time(e, d, dd), e])
                 copy_bytes[e] = ebytes[e]
                 k = len(transfers) - 1
-                if copy_occupies_sender:
+                row_of_edge[e] = k
+                if copy_occupies_sender:  # the row is the sender's copy; it lands the latency later
                     if dd in copy_of:  # already copied there: lands with that copy, takes no time
-                        arrive = transfers[copy_of[dd]][5]
-                        transfers[k][4:7] = [arrive, arrive, 0.0]
-                        push(arrive, ("land", k))
+                        transfers[k][6] = 0.0
                         continue
                     copy_of[dd] = k
                     transfers[k][6] = max(edge_time(e2, d, dd) for e2 in outs[x] if dev[dst[e2]] == dd)
-                    begin_transfer(busy_until, k)
-                    busy_until = transfers[k][5]
+                    to_copy[d].append(k)
                     continue
                 if contention == "none":
                     begin_transfer(t, k)
@@ -179,17 +210,47 @@ def reference_simulate_wc(graph: CompGraph, cluster: Cluster, devices, durations
                 else:
                     channel_busy[chan] = True
                     begin_transfer(t, k)
-            if dur[x] > 0:
-                busy_until += op_overhead_s
-            if busy_until > t:
+            if to_copy[d]:  # the copies first, then the overhead
                 running[d] = "busy"
-                push(busy_until, ("free", d))
+                after[d] = op_overhead_s if dur[x] > 0 else 0.0
+                bus_settle(t)
+                start_copy(t, d)
+                bus_ends(t)
+                continue
+            if dur[x] > 0 and op_overhead_s > 0:
+                running[d] = "busy"
+                push(t + op_overhead_s, ("free", d))
                 continue
             serve(t, d)
             continue
         if kind == "free":
             running[x] = None
             serve(t, x)
+            continue
+        if kind == "copied":
+            producer, s, dd, _size, _t0, _t1, _time, e = transfers[x]
+            if s not in copying or copying[s][0] != x or copying[s][3] != t:
+                continue  # its end has moved since this event was made
+            bus_settle(t)
+            del copying[s]
+            transfers[x][5] = t
+            land = t + cluster.latency[s, dd]
+            push(land, ("land", x))
+            for e2 in outs[producer]:  # the producer's further edges to dd land with this copy
+                if e2 != e and dev[dst[e2]] == dd:
+                    transfers[row_of_edge[e2]][4:6] = [land, land]
+                    push(land, ("land", row_of_edge[e2]))
+            more = bool(to_copy[s])
+            if more:
+                start_copy(t, s)
+            bus_ends(t)
+            if more:
+                continue
+            if after[s] > 0:
+                push(t + after[s], ("free", s))
+                continue
+            running[s] = None
+            serve(t, s)
             continue
         producer, s, dd, size, _t0, _t1, _time, e = transfers[x]  # a transfer lands
         if contention != "none" and not copy_occupies_sender:

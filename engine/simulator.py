@@ -33,8 +33,11 @@ Modes
     transfer time to another; transfers never wait for each other; no overheads; the
     makespan is the end of the last op. Options (``cluster.simulation``): ``choose``
     (``fifo`` | ``b_level``), ``contention`` (``none`` | ``per_device`` | ``per_link``),
-    ``noise`` / ``seed`` / ``runs`` (log-normal durations, mean over seeded runs) and
-    ``memory_aware`` (an op waits until it fits; a deadlock is reported as OOM).
+    ``noise`` / ``seed`` / ``runs`` (log-normal durations, mean over seeded runs),
+    ``memory_aware`` (an op waits until it fits; a deadlock is reported as OOM), and the
+    executor's copies: ``dispatch_s``, ``copy_occupies_sender`` (the sender makes each copy,
+    for bytes / bandwidth or the link's measured ``copy_curve``; the latency is in flight) and
+    ``copy_bus_shared`` (copies in progress share one bus).
 
 Given transfer times (``CompGraph.edge_transfer_s``) replace latency + bytes / bandwidth of
 an edge in every mode; a placeto / default transfer that serves several edges takes the
@@ -154,8 +157,11 @@ class _WorkConservingKernel:
         s = self.settings = cluster.simulation
         self.graph, self.cluster = graph, cluster
         order = np.lexsort((graph.edge_rank, graph.edge_src))  # out-edges in the source's order
+        given = graph.edge_transfer_s
+        if s.copy_occupies_sender and cluster.link.copy_curve:  # the sender's time by the measured curve
+            given = np.where(np.isnan(given), cluster.link.copy_seconds(graph.edge_bytes), given)
         self.args = (cluster.num_devices, graph.succ.ptr, order.astype(np.int64), graph.pred.ptr,
-                     graph.pred.edge, graph.edge_src, graph.edge_dst, graph.edge_bytes, graph.edge_transfer_s)
+                     graph.pred.edge, graph.edge_src, graph.edge_dst, graph.edge_bytes, given)
         self.links = (np.ascontiguousarray(cluster.bandwidth), np.ascontiguousarray(cluster.latency),
                       graph.output_bytes, graph.persistent_bytes, graph.temp_bytes,
                       graph.temp_bytes + graph.output_bytes, cluster.memory)
@@ -165,6 +171,8 @@ class _WorkConservingKernel:
         self.no_priority = np.zeros(graph.num_ops)
         self.no_noise = np.ones(graph.num_edges)
         self.workspaces: dict[bool, _simkernel_wc.Workspace] = {}
+        self.sender_copies = (_simkernel_wc.NO_SENDER_COPIES if not s.copy_occupies_sender else
+                              _simkernel_wc.SHARED_BUS if s.copy_bus_shared else _simkernel_wc.SENDER_COPIES)
 
     def priority(self, dev: np.ndarray, dur: np.ndarray, edge_noise: np.ndarray) -> np.ndarray:
         """b-level of every op under this placement: its own time, then the longest path of op
@@ -180,15 +188,16 @@ class _WorkConservingKernel:
         ws = self.workspaces.get(record_memory)
         if ws is None:
             ws = self.workspaces[record_memory] = _simkernel_wc.Workspace(
-                self.graph.num_ops, self.graph.num_edges, self.cluster.num_devices, record_memory)
+                self.graph.num_ops, self.graph.num_edges, self.cluster.num_devices, record_memory,
+                self.sender_copies == _simkernel_wc.SHARED_BUS)
         dur, edge_noise = wc_durations(self.settings, dur, self.graph.num_edges, run, self.no_noise)
         makespan, nrows, nmem, _done = _simkernel_wc.simulate_wc(
             *self.args, edge_noise, *self.links, dev, dur, self.priority(dev, dur, edge_noise), self.choose,
             self.contention, self.settings.memory_aware,
             2 if record_memory else 1 if memory or self.settings.memory_aware else 0,
-            self.settings.dispatch_s, self.settings.copy_occupies_sender,
+            self.settings.dispatch_s, self.sender_copies,
             ws.oi, ws.of, ws.q, ws.ri, ws.rf, ws.rnext, ws.row_of_edge, ws.ch, ws.ev_t, ws.ev_k, ws.mr,
-            ws.df, ws.di, ws.counts)
+            ws.df, ws.di, ws.counts, ws.ci, ws.cf)
         return ws, float(makespan), int(nrows), int(nmem)
 
     def peak(self, ws) -> np.ndarray:

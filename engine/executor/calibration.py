@@ -11,11 +11,20 @@
   the hop time between the two largest sizes gives ``bandwidth_bytes_per_s`` (copies of
   graphs scaled for this machine reach 100 MB and run at memory bandwidth: a line through
   all sizes, fitted to cache-resident 8 MB copies, had them 1.5× too fast), and the
-  smallest hop less its bytes at that bandwidth gives ``latency_s``.
+  smallest hop less its bytes at that bandwidth gives ``latency_s``: what a copy spends in
+  flight once the sender's memcpy is done (the pipe message and the receiver's wake-up). Each
+  size's hop less that latency is the link's ``copy_curve`` point for that size: copies that
+  fit in the caches run faster than memory bandwidth (on the 2-core development machine, 2 MB
+  at 0.48× and 8 MB at 0.73× the time of the bandwidth line).
+
+On CPU workers the simulation also sets ``copy_bus_shared``: the workers' copies share the
+machine's memory bandwidth (measured in running graphs there: copies of 1 MB and more took
+0.96× the line alone and 1.65× while the other worker was copying, ``gen:ffnn``).
 
 The cluster simulates in the ``work_conserving`` mode — the executor's dispatch rule — with
 ``copy_occupies_sender=true``: a worker copies an op's outputs itself, right after the op
-and before its next one, so a copy delays the sender (on a quiet 16-core machine, ``gen:ffnn``
+and before its next one, so a copy delays the sender by its bytes / bandwidth (the latency is
+in flight) (on a quiet 16-core machine, ``gen:ffnn``
 spent 7× more time in copies than in compute, which the default mode overlaps with compute).
 :func:`mode_cluster` carries ``dispatch_s`` over as Placeto's δ1 (``op_overhead_s``) when
 the same cluster is simulated in the ``placeto`` or ``default`` mode.
@@ -51,6 +60,9 @@ _CHAIN_OPS = 120
 _CHAIN_OP_S = 300e-6
 _HOPS = 30
 _COPY_BYTES = (4_096, 262_144, 2_097_152, 8_388_608, 33_554_432)
+CALIBRATION_VERSION = 2
+"""Bumped when calibration measures or writes something new: a cached ``local`` calibration of an
+older version is redone (2: the copy curve and the shared copy bus)."""
 MAX_LOCAL_DEVICES = 8
 """The ``local`` preset uses one device per core, at most this many."""
 
@@ -109,7 +121,7 @@ def calibrate(num_devices: int, *, kind: str = "cpu", name: str = "local", repea
             over.append(float(np.median(m.makespans)) / _CHAIN_OPS - _CHAIN_OP_S)
         zero = ex.run(_chain([0] * _CHAIN_OPS, 0.0, 0.0), np.zeros(_CHAIN_OPS, int), repeats=repeats)
         dispatch = float(np.median(zero.makespans)) / _CHAIN_OPS
-        bandwidth, latency, hops = 1e12, 0.0, []
+        bandwidth, latency, hops, curve = 1e12, 0.0, [], ()
         if num_devices >= 2:
             say("copy bandwidth and latency ...")
             alternate = [i % 2 for i in range(_HOPS + 1)]
@@ -122,16 +134,21 @@ def calibrate(num_devices: int, *, kind: str = "cpu", name: str = "local", repea
             # largest sizes is the bandwidth, the smallest hop what remains of it is the latency
             bandwidth = (sizes[-1] - sizes[-2]) / max(hops[-1] - hops[-2], 1e-12)
             latency = max(hops[0] - sizes[0] / bandwidth, 0.0)
+            # each size's hop less the latency is its copy on the sender (never faster for more bytes)
+            copy_s = np.maximum.accumulate(np.maximum(np.array(hops) - latency, 0.0))
+            curve = tuple((float(b), float(t)) for b, t in zip(sizes, copy_s, strict=True))
         workers = ex.worker_info
-    sim = SimulationSettings("work_conserving", dispatch_s=max(float(np.mean(over)), 0.0), copy_occupies_sender=True)
-    cluster = machine_cluster(num_devices, kind=kind, link=Link(bandwidth, latency), simulation=sim, name=name)
+    sim = SimulationSettings("work_conserving", dispatch_s=max(float(np.mean(over)), 0.0), copy_occupies_sender=True,
+                             copy_bus_shared=kind == "cpu" and num_devices >= 2)
+    cluster = machine_cluster(num_devices, kind=kind, link=Link(bandwidth, latency, curve), simulation=sim,
+                              name=name)
     doc = cluster_to_dict(cluster)
     doc["calibration"] = {
         "host": platform.node(), "created_unix": time.time(), "seconds": time.time() - t0,
         "workers": [{"device": d.name, "core": w["core"], "matmul_flops_per_s": w["flops_per_s"],
                      "matmul_call_overhead_s": w["overhead_s"]} for d, w in zip(cluster.devices, workers, strict=True)],
         "op_overhead_s_per_device": over, "dispatch_s_per_zero_op": dispatch,
-        "copy_bytes": list(_COPY_BYTES[:len(hops)]), "copy_hop_s": hops,
+        "copy_bytes": list(_COPY_BYTES[:len(hops)]), "copy_hop_s": hops, "version": CALIBRATION_VERSION,
     }
     return doc
 
@@ -160,9 +177,12 @@ def local_cluster(*, refresh: bool = False, progress: Callable[[str], None] | No
     path = local_cache_path()
     if path.exists() and not refresh:
         try:
-            return cluster_from_dict(json.loads(path.read_text()), source=str(path))
-        except (ClusterError, ValueError):
-            pass  # a damaged cache is recalibrated, not trusted
+            doc = json.loads(path.read_text())
+            made = doc.get("calibration")  # none: a cluster written there by hand, used as it is
+            if made is None or made.get("version") == CALIBRATION_VERSION:
+                return cluster_from_dict(doc, source=str(path))
+        except (ClusterError, ValueError, AttributeError):
+            pass  # a damaged or outdated calibration is redone, not trusted
     doc = calibrate(local_devices(), progress=progress)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, dumps(doc, indent=1))

@@ -145,10 +145,13 @@ def refine_cluster(cluster: Cluster, graph: CompGraph, runs: Sequence[tuple[np.n
     * **Ops:** device ``d``'s measured op intervals against the times ``cluster`` predicts for
       them (``graph``'s compute time on ``d``'s kind over its speed): the least-squares factor
       ``k_d`` through the origin, and ``d``'s speed divided by it.
-    * **Copies:** every measured copy's duration against its bytes: the least-squares line gives
-      the link's latency (its intercept, at least 0) and bandwidth (one over its slope); per-pair
-      links become that one link. With fewer than two copy sizes, or a line that does not rise,
-      the link stays.
+    * **Copies:** every measured copy's duration against its bytes: one over the slope of the
+      least-squares line is the link's bandwidth; per-pair links become that one link. The
+      latency stays: with copies on the sender (``copy_occupies_sender``) it is the time a copy
+      spends in flight after the sender is done (the message and the receiver's wake-up), which
+      a measured copy interval, the sender's memcpy, does not contain; calibration measures it.
+      The fitted line replaces the link's ``copy_curve``. With fewer than two copy sizes, or a
+      line that does not rise, the link stays.
 
     The simulation settings (mode, ``dispatch_s``, the copy rule) stay. A cluster refined on one
     graph's runs predicts that graph's runs best: op speed and copy speed here depend on how
@@ -177,9 +180,9 @@ def refine_cluster(cluster: Cluster, graph: CompGraph, runs: Sequence[tuple[np.n
     link, links = cluster.link, cluster.links
     b, t = np.array(sizes, dtype=np.float64), np.array(times, dtype=np.float64)
     if len(np.unique(b)) >= 2:
-        slope, intercept = np.polyfit(b, t, 1)
+        slope, _intercept = np.polyfit(b, t, 1)
         if slope > 0:
-            link, links = Link(float(1.0 / slope), float(max(intercept, 0.0))), ()
+            link, links = Link(float(1.0 / slope), link.latency_s), ()
     return dataclasses.replace(cluster, devices=devices_out, link=link, links=links,
                                description=(cluster.description + " · " if cluster.description else "")
                                + f"refined on {len(runs)} measured runs of {graph.name}")

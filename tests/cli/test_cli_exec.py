@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+import numpy as np
 import pytest
 from cli_run import run_cli
 
@@ -38,6 +39,10 @@ def test_calibrate_writes_a_cluster_that_loads(capsys, tmp_path):
     assert [w["device"] for w in cal["workers"]] == ["cpu:0", "cpu:1"]
     assert all(w["matmul_flops_per_s"] > 1e8 for w in cal["workers"])
     assert len(cal["copy_hop_s"]) == len(cal["copy_bytes"]) and doc["path"] == str(out)
+    # the copy curve: one point per measured size, each hop less the latency in flight
+    assert [b for b, _ in c.link.copy_curve] == cal["copy_bytes"] and c.simulation.copy_bus_shared
+    hops = np.maximum.accumulate(np.maximum(np.array(cal["copy_hop_s"]) - c.link.latency_s, 0.0))
+    assert [t for _, t in c.link.copy_curve] == pytest.approx(hops.tolist(), rel=1e-12, abs=1e-15)
 
 
 def test_local_preset_is_calibrated_once_then_read_from_the_cache(monkeypatch, tmp_path, capsys):
@@ -53,8 +58,13 @@ def test_local_preset_is_calibrated_once_then_read_from_the_cache(monkeypatch, t
     assert calls == [calibration.local_devices()] and calibration.local_cache_path().exists()
     assert str(tmp_path / "cache") in str(calibration.local_cache_path())
     assert load_cluster("local") == first and len(calls) == 1  # cached: no second calibration
+    path = calibration.local_cache_path()  # a calibration of an older version is redone
+    old = {**json.loads(path.read_text()), "calibration": {"version": calibration.CALIBRATION_VERSION - 1}}
+    path.write_text(json.dumps(old))
+    assert load_cluster("local") == first and len(calls) == 2
+    assert load_cluster("local") == first and len(calls) == 2
     code, _, _ = run_cli(capsys, "calibrate", "--json")  # refresh
-    assert code == 0 and len(calls) == 2
+    assert code == 0 and len(calls) == 3
 
 
 def test_validate_reports_every_mode_and_stores_a_run(capsys, tmp_path, two):

@@ -277,6 +277,14 @@ CM = "placeto, default, work_conserving"
     (mutate("link", 7.6e9), "cluster: 'link' needs 'bandwidth_bytes_per_s'"),
     (mutate("link.bandwidth_bytes_per_s", 0), "link: bandwidth_bytes_per_s must be a finite number > 0, got 0"),
     (mutate("link.latency_s", -1e-6), "link: latency_s must be a finite number >= 0, got -1e-06"),
+    (mutate("link.copy_curve", 5), "cluster: 'link': copy_curve must be a list of [bytes, seconds] pairs, finite "
+     "and >= 0, bytes increasing"),
+    (mutate("link.copy_curve", [[2, 1e-6], [1, 2e-6]]), "link: copy_curve must be a list of [bytes, seconds] "
+     "pairs, finite and >= 0, bytes increasing"),
+    (mutate("link.copy_curve", [[1, -1e-6]]), "link: copy_curve must be a list of [bytes, seconds] pairs, finite "
+     "and >= 0, bytes increasing"),
+    (mutate("link.copy_curve", [[1, 1e-6, 3]]), "link: copy_curve must be a list of [bytes, seconds] pairs, "
+     "finite and >= 0, bytes increasing"),
     (mutate("links", {}), "cluster: 'links' must be a list"),
     (mutate("links", [{"between": ["gpu:0"], "bandwidth_bytes_per_s": 1}]),
      "cluster: links[0] needs 'between': [device, device]"),
@@ -314,3 +322,17 @@ def test_empty_cluster_object():
     with pytest.raises(ClusterError) as info:
         Cluster("none", (), Link(1.0))
     assert str(info.value) == "cluster 'none' has no devices"
+
+
+def test_a_copy_curve_interpolates_a_copys_time_and_round_trips():
+    link = Link(1e9, 5e-6, ((1000.0, 2e-6), (3000.0, 3e-6)))
+    # below the first point its time; between points linear; beyond the last, + extra bytes / bandwidth
+    assert link.copy_seconds(np.array([10.0, 1000.0, 2000.0, 3000.0, 5000.0])).tolist() == pytest.approx(
+        [2e-6, 2e-6, 2.5e-6, 3e-6, 3e-6 + 2000 / 1e9], rel=1e-12)
+    assert Link(1e9).copy_seconds(np.array([2000.0])).tolist() == [2e-6]
+    c = Cluster("one", (Device("cpu:0", "cpu", 1e9), Device("cpu:1", "cpu", 1e9)), link)
+    doc = cluster_to_dict(c)
+    assert doc["link"]["copy_curve"] == [[1000.0, 2e-6], [3000.0, 3e-6]] and cluster_from_dict(doc) == c
+    assert "copy_curve" not in cluster_to_dict(PRESETS["k80x2"]())["link"]
+    with pytest.raises(ClusterError, match="a copy_curve is for a cluster with one link"):
+        Cluster("two", c.devices, link, (("cpu:0", "cpu:1", Link(2e9)),))

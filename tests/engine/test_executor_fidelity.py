@@ -142,7 +142,8 @@ def test_a_half_replay_takes_only_the_measured_durations_it_names():
     g = random_dag(ops=30, seed=4)
     nominal = _cluster(2, 1e-5)
     slow_ops = dataclasses.replace(nominal, devices=tuple(dataclasses.replace(d, speed=0.7) for d in nominal.devices))
-    slow_copies = dataclasses.replace(nominal, link=Link(nominal.link.bandwidth_bytes_per_s / 5, 2e-4))
+    # (the latency is in flight: no measured copy interval carries it, the replay takes the cluster's)
+    slow_copies = dataclasses.replace(nominal, link=dataclasses.replace(nominal.link, bandwidth_bytes_per_s=2e8))
     p = np.arange(g.num_ops) % 2
     for made_by, right, wrong in ((slow_ops, {"copies": False}, {"ops": False}),
                                   (slow_copies, {"ops": False}, {"copies": False})):
@@ -160,10 +161,10 @@ def test_replay_of_a_run_of_another_placement_is_refused():
 
 
 def test_refining_recovers_the_speeds_and_the_link_that_made_the_runs():
-    """Runs made by a cluster whose devices are 0.8× / 0.9× as fast and whose copies run at 2 GB/s
-    + 30 µs: refining the nominal cluster on them finds exactly those figures."""
+    """Runs made by a cluster whose devices are 0.8× / 0.9× as fast and whose copies run at 2 GB/s:
+    refining the nominal cluster on them finds exactly those figures, and keeps its latency."""
     g = random_dag(ops=40, seed=5)
-    nominal = _cluster(2, 1e-5)
+    nominal = dataclasses.replace(_cluster(2, 1e-5), link=Link(5e9, 3e-5))
     true = dataclasses.replace(nominal, devices=(dataclasses.replace(nominal.devices[0], speed=0.8),
                                                  dataclasses.replace(nominal.devices[1], speed=0.9)),
                                link=Link(2e9, 3e-5))
@@ -176,6 +177,10 @@ def test_refining_recovers_the_speeds_and_the_link_that_made_the_runs():
     assert refined.simulation == nominal.simulation and "refined on 4 measured runs" in refined.description
     for p, s in runs:  # the refined cluster predicts the runs it was fitted to
         assert Simulator(g, refined).makespan(p) == pytest.approx(s.makespan, rel=1e-9)
+    # a copy's interval is the sender's (as the executor measures it): the latency, in flight, is not
+    # in it, so refining keeps whatever latency the cluster has
+    other = dataclasses.replace(nominal, link=Link(5e9, 7e-5))
+    assert refine_cluster(other, g, runs).link.latency_s == 7e-5
     with pytest.raises(ValueError, match="at least one measured run"):
         refine_cluster(nominal, g, [])
 

@@ -169,6 +169,42 @@ def test_copies_occupy_the_sender_and_dispatch_follows_them():
     # on device 1, b at 5 and c after b's dispatch, at 6.5
     assert s.op_start.tolist() == [0.0, 5.0, 6.5, 5.5] and s.makespan == 7.5
     assert s.transfer_start.tolist() == [1.0, 5.0] and s.transfer_end.tolist() == [5.0, 5.0]
+    # 0.5 s of link latency is in flight: device 0 copies 1 → 5 (its row), free at 5, d at 5 + 0.5
+    # dispatch = 5.5; the copy lands at 5.5 (the second edge's row, zero length): b at 5.5, c at 7
+    late = Cluster("wc", base.devices, Link(1.0, 0.5), (), base.simulation)
+    s = simulate(g, late.with_simulation(copy_occupies_sender=True, dispatch_s=0.5), p)
+    assert s.op_start.tolist() == [0.0, 5.5, 7.0, 5.5] and s.makespan == 8.0
+    assert s.transfer_start.tolist() == [1.0, 5.5] and s.transfer_end.tolist() == [5.0, 5.5]
+
+
+def test_copies_on_a_shared_bus_split_its_bandwidth_while_they_overlap():
+    # a (device 0) sends 4 bytes to b (device 1), c (device 1) 2 bytes to d (device 0), at 1 B/s
+    g = CompGraph("cross", ["a", "b", "c", "d"], compute_any=[1.0] * 4, edge_src=[0, 2], edge_dst=[1, 3],
+                  edge_bytes=[4.0, 2.0])
+    p = np.array([0, 1, 1, 0])
+    base = Cluster("wc", (Device("cpu:0", "cpu", 1e9), Device("cpu:1", "cpu", 1e9)), Link(1.0), (),
+                   SimulationSettings("work_conserving", copy_occupies_sender=True))
+    s = simulate(g, base, p)  # each copy at full speed: 1 → 5 and 1 → 3; d lands at 3, but device 0
+    assert s.op_start.tolist() == [0.0, 5.0, 0.0, 5.0] and s.makespan == 6.0  # copies until 5
+    s = simulate(g, base.with_simulation(copy_bus_shared=True), p)
+    # both copies start at 1 at half speed: c's 2 s of bytes end at 5; a's copy, 2 s done, has the bus
+    # alone for its last 2 s: 5 → 7. d landed at 5 but device 0 copies until 7: d at 7, b at 7
+    assert s.transfer_start.tolist() == [1.0, 1.0] and s.transfer_end.tolist() == [7.0, 5.0]
+    assert s.op_start.tolist() == [0.0, 7.0, 0.0, 7.0] and s.makespan == 8.0
+    with pytest.raises(ClusterError, match="copy_bus_shared needs copy_occupies_sender"):
+        wc(copy_bus_shared=True)
+
+
+def test_a_links_copy_curve_times_the_senders_copies():
+    # a (1 s) on device 0 sends 3 bytes to b on device 1; the curve says 3 bytes take 0.5 s (the line: 3 s)
+    g = CompGraph("pair", ["a", "b"], compute_any=[1.0, 1.0], edge_src=[0], edge_dst=[1], edge_bytes=[3.0])
+    link = Link(1.0, 0.25, ((2.0, 0.25), (4.0, 0.75)))
+    c = Cluster("wc", (Device("cpu:0", "cpu", 1e9), Device("cpu:1", "cpu", 1e9)), link, (),
+                SimulationSettings("work_conserving", copy_occupies_sender=True))
+    s = simulate(g, c, np.array([0, 1]))  # copy 1 → 1.5 on the sender, lands 0.25 later: b at 1.75
+    assert (s.transfer_end.tolist(), s.op_start.tolist(), s.makespan) == ([1.5], [0.0, 1.75], 2.75)
+    s = simulate(g, c.with_simulation(copy_occupies_sender=False), np.array([0, 1]))  # read only by sender copies
+    assert s.op_start.tolist() == [0.0, 4.25]
 
 
 def test_options_are_validated():
@@ -210,6 +246,7 @@ def wc_cases(draw):
                    noise=draw(st.sampled_from([0.0, 0.0, 0.3])), seed=draw(st.integers(0, 3)),
                    dispatch_s=draw(st.sampled_from([0.0, 0.0, 0.125])),
                    copy_occupies_sender=draw(st.booleans()))
+    options["copy_bus_shared"] = options["copy_occupies_sender"] and draw(st.booleans())
     memory = draw(st.sampled_from([4.0, 8.0, 16.0, 1e9]))
     cluster = Cluster("wc", tuple(Device(f"gpu:{i}", "gpu", memory) for i in range(num_devices)),
                       Link(draw(st.sampled_from([1.0, 4.0])), draw(st.sampled_from([0.0, 0.25]))), (),
@@ -229,7 +266,8 @@ def test_kernel_matches_reference(case):
     prio = sim._kernel.priority(p, dur, edge_noise) if c.simulation.choose == "b_level" else None
     r = reference_simulate_wc(g, c, p, dur, edge_noise, priority=prio, contention=c.simulation.contention,
                               memory_aware=c.simulation.memory_aware, op_overhead_s=c.simulation.dispatch_s,
-                              copy_occupies_sender=c.simulation.copy_occupies_sender)
+                              copy_occupies_sender=c.simulation.copy_occupies_sender,
+                              copy_bus_shared=c.simulation.copy_bus_shared)
     np.testing.assert_array_equal(s.op_start, r.start)
     np.testing.assert_array_equal(s.op_end, r.end)
     got = list(zip(s.transfer_op.tolist(), s.transfer_src.tolist(), s.transfer_dst.tolist(),

@@ -91,6 +91,17 @@ def _copies(measured: Schedule) -> dict[tuple[int, int], tuple[float, float]]:
     return out
 
 
+def _ran_alone(measured: Schedule) -> set[tuple[int, int]]:
+    """The (producer op, destination device) copies of a run during which no other device copied."""
+    t0, t1, src = measured.transfer_start, measured.transfer_end, measured.transfer_src
+    out = set()
+    for i in np.flatnonzero(t1 > t0).tolist():
+        other = (src != src[i]) & (t1 > t0)
+        if not np.any((t0[other] < t1[i]) & (t1[other] > t0[i])):
+            out.add((int(measured.transfer_op[i]), int(measured.transfer_dst[i])))
+    return out
+
+
 def replay_graph(graph: CompGraph, devices: np.ndarray, measured: Schedule, *, ops: bool = True,
                  copies: bool = True) -> CompGraph:
     """``graph`` with the durations of one measured run of placement ``devices``.
@@ -120,9 +131,13 @@ def replay_graph(graph: CompGraph, devices: np.ndarray, measured: Schedule, *, o
 def replay_makespan(graph: CompGraph, cluster: Cluster, devices: np.ndarray, runs: Sequence[Schedule], *,
                     ops: bool = True, copies: bool = True) -> float:
     """The mean over measured ``runs`` of placement ``devices`` of their replays' makespans on
-    ``cluster`` (:func:`replay_graph`, whole or half)."""
+    ``cluster`` (:func:`replay_graph`, whole or half). Measured copies took the time they took
+    beside each other: replaying them, the copies do not share a bus again (``copy_bus_shared``
+    off); predicted copies (``copies=False``) keep the cluster's rule."""
     from engine.simulator import Simulator
 
+    if copies and cluster.simulation.copy_bus_shared:
+        cluster = cluster.with_simulation(copy_bus_shared=False)
     return float(np.mean([Simulator(replay_graph(graph, devices, s, ops=ops, copies=copies), cluster).makespan(devices)
                           for s in runs]))
 
@@ -145,13 +160,15 @@ def refine_cluster(cluster: Cluster, graph: CompGraph, runs: Sequence[tuple[np.n
     * **Ops:** device ``d``'s measured op intervals against the times ``cluster`` predicts for
       them (``graph``'s compute time on ``d``'s kind over its speed): the least-squares factor
       ``k_d`` through the origin, and ``d``'s speed divided by it.
-    * **Copies:** every measured copy's duration against its bytes: one over the slope of the
-      least-squares line is the link's bandwidth; per-pair links become that one link. The
-      latency stays: with copies on the sender (``copy_occupies_sender``) it is the time a copy
-      spends in flight after the sender is done (the message and the receiver's wake-up), which
-      a measured copy interval, the sender's memcpy, does not contain; calibration measures it.
-      The fitted line replaces the link's ``copy_curve``. With fewer than two copy sizes, or a
-      line that does not rise, the link stays.
+    * **Copies:** the measured copies' durations against the link's time for their bytes
+      (:meth:`~engine.cluster.Link.copy_seconds`: its ``copy_curve``, or bytes / bandwidth): the
+      least-squares factor ``k`` through the origin scales the curve's times by ``k`` and divides
+      the bandwidth by it; per-pair links become that one link. With ``copy_bus_shared`` only
+      copies that ran while no other device copied count (the others' time includes the
+      bus's share, which the simulation adds). The latency stays: with copies on the sender
+      (``copy_occupies_sender``) it is the time a copy spends in flight after the sender is done
+      (the message and the receiver's wake-up), which a measured copy interval, the sender's
+      memcpy, does not contain; calibration measures it. Without such copies the link stays.
 
     The simulation settings (mode, ``dispatch_s``, the copy rule) stay. A cluster refined on one
     graph's runs predicts that graph's runs best: op speed and copy speed here depend on how
@@ -171,18 +188,22 @@ def refine_cluster(cluster: Cluster, graph: CompGraph, runs: Sequence[tuple[np.n
         ok = np.isfinite(planned) & np.isfinite(took) & (planned > 0)
         np.add.at(num, devices[ok], took[ok] * planned[ok])
         np.add.at(den, devices[ok], planned[ok] ** 2)
-        for nbytes, seconds in _copies(measured).values():
-            sizes.append(nbytes)
-            times.append(seconds)
+        alone = _ran_alone(measured) if cluster.simulation.copy_bus_shared else None
+        for key, (nbytes, seconds) in _copies(measured).items():
+            if alone is None or key in alone:
+                sizes.append(nbytes)
+                times.append(seconds)
     factor = np.where(den > 0, num / np.where(den > 0, den, 1.0), 1.0)
     devices_out = tuple(dataclasses.replace(d, speed=d.speed / k) if k > 0 else d
                         for d, k in zip(cluster.devices, factor.tolist(), strict=True))
     link, links = cluster.link, cluster.links
     b, t = np.array(sizes, dtype=np.float64), np.array(times, dtype=np.float64)
-    if len(np.unique(b)) >= 2:
-        slope, _intercept = np.polyfit(b, t, 1)
-        if slope > 0:
-            link, links = Link(float(1.0 / slope), link.latency_s), ()
+    predicted = link.copy_seconds(b)
+    if len(b) and float(predicted @ predicted) > 0:
+        k = float(predicted @ t) / float(predicted @ predicted)
+        if k > 0:
+            link = Link(link.bandwidth_bytes_per_s / k, link.latency_s, tuple((x, y * k) for x, y in link.copy_curve))
+            links = ()
     return dataclasses.replace(cluster, devices=devices_out, link=link, links=links,
                                description=(cluster.description + " · " if cluster.description else "")
                                + f"refined on {len(runs)} measured runs of {graph.name}")

@@ -14,7 +14,13 @@ from streamlit.testing.v1 import AppTest
 from dashboard.figures.fidelity import fidelity_scatter, measured_vs_simulated
 from engine.cluster import SIMULATION_MODES, Device, Link, uniform_cluster
 from engine.executor.calibration import machine_cluster
-from engine.executor.fidelity import fidelity_stats, load_measured_schedule, refine_cluster, replay_graph
+from engine.executor.fidelity import (
+    fidelity_stats,
+    load_measured_schedule,
+    refine_cluster,
+    replay_graph,
+    replay_makespan,
+)
 from engine.generators import random_dag
 from engine.run_records import load_placement_run
 from engine.runs import RunStore
@@ -123,17 +129,19 @@ def _cluster(devices: int, dispatch: float):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(2, 40), st.integers(0, 10_000), st.integers(2, 4), st.floats(0.0, 1e-4))
-def test_replaying_a_simulated_run_reproduces_it_exactly(ops, seed, devices, dispatch):
+@given(st.integers(2, 40), st.integers(0, 10_000), st.integers(2, 4), st.floats(0.0, 1e-4), st.booleans())
+def test_replaying_a_simulated_run_reproduces_it_exactly(ops, seed, devices, dispatch, shared):
     """Given its own op and copy durations, the simulator repeats a schedule op for op: so a
-    replay's error against a measured run is that of the simulator's rules, not of the durations."""
+    replay's error against a measured run is that of the simulator's rules, not of the durations.
+    Copies that shared a bus took the time they took: the replay does not share it again."""
     g = random_dag(ops=ops, seed=seed)
-    c = _cluster(devices, dispatch)
+    c = _cluster(devices, dispatch).with_simulation(copy_bus_shared=shared)
     p = np.random.default_rng(seed).integers(devices, size=ops)
     s = Simulator(g, c).run(p)
-    r = Simulator(replay_graph(g, p, s), c).run(p)
+    r = Simulator(replay_graph(g, p, s), c.with_simulation(copy_bus_shared=False)).run(p)
     assert r.makespan == pytest.approx(s.makespan, rel=1e-12)
     np.testing.assert_allclose(r.op_start, s.op_start, rtol=1e-12, atol=1e-15)
+    assert replay_makespan(g, c, p, [s]) == pytest.approx(s.makespan, rel=1e-12)
 
 
 def test_a_half_replay_takes_only_the_measured_durations_it_names():
@@ -183,6 +191,23 @@ def test_refining_recovers_the_speeds_and_the_link_that_made_the_runs():
     assert refine_cluster(other, g, runs).link.latency_s == 7e-5
     with pytest.raises(ValueError, match="at least one measured run"):
         refine_cluster(nominal, g, [])
+
+
+def test_refining_on_a_shared_bus_scales_the_copy_curve_by_the_copies_that_ran_alone():
+    """Runs made with every copy twice as slow (curve and bandwidth) on a shared bus: the copies that
+    ran beside another took longer still, so only those that ran alone give the factor, exactly 2."""
+    g = random_dag(ops=40, seed=5)
+    curve = ((1e3, 2e-6), (1e7, 5e-3))
+    nominal = dataclasses.replace(_cluster(2, 1e-5), link=Link(1e9, 3e-5, curve)).with_simulation(
+        copy_bus_shared=True)
+    true = dataclasses.replace(nominal, link=Link(5e8, 3e-5, tuple((b, 2 * t) for b, t in curve)))
+    runs = [(p, Simulator(g, true).run(p)) for p in (np.random.default_rng(k).integers(2, size=40) for k in range(4))]
+    assert any(s.transfer_end.max() > 0 for _, s in runs)
+    refined = refine_cluster(nominal, g, runs)
+    assert refined.link.bandwidth_bytes_per_s == pytest.approx(5e8, rel=1e-9)
+    assert np.array(refined.link.copy_curve) == pytest.approx(np.array(true.link.copy_curve), rel=1e-9)
+    for p, s in runs:
+        assert Simulator(g, refined).makespan(p) == pytest.approx(s.makespan, rel=1e-9)
 
 
 def test_a_run_without_copies_of_two_sizes_keeps_the_link():

@@ -15,8 +15,9 @@
    *replay, ops only* and *replay, copies only* rows take one of the two measured durations and
    predict the other, to show which one the gap comes from. The
    *refined* row is out of sample (2-fold): each placement is simulated (``work_conserving``) on
-   the cluster refined (``engine.executor.fidelity.refine_cluster``: device speeds and copy link
-   fitted to measured durations) on the runs of the *other* half of the placements.
+   the cluster refined (``engine.executor.fidelity.refine_cluster``: device speeds and one factor
+   on the copy times fitted to measured durations) on the runs of the *other* half of the
+   placements.
 2. **Dispatch cost per op** (goal ≤ 50 µs): a chain of ``--dispatch-ops`` zero-time ops on one
    device and the same number of independent zero-time ops: the median time from one op's start
    to the next one's (robust to the odd preemption), and makespan / ops (median of 5 runs).

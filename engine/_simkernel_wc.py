@@ -240,13 +240,19 @@ def _release_output(t, p, dev, out_bytes, oi, df, mr, counts, rec):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _bus_share(t, D, ci, cf, shared):
-    """Count the copies in progress up to ``t``: each has moved at 1 / (copies in progress), or at 1."""
+def _bus_rate(D, ci, shared, capacity):
+    """The speed of each copy in progress: ``k`` copies on a bus of ``capacity`` move at ``capacity / k``, at most 1."""
     k = 0
     for a in range(D):
         if ci[a, _C_ROW] >= 0:
             k += 1
-    rate = 1.0 / k if shared and k > 1 else 1.0
+    return capacity / k if shared and k > capacity else 1.0
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _bus_share(t, D, ci, cf, shared, capacity):
+    """Count the copies in progress up to ``t``, each at the bus's current rate."""
+    rate = _bus_rate(D, ci, shared, capacity)
     for a in range(D):
         if ci[a, _C_ROW] >= 0:
             left = cf[a, _C_LEFT] - (t - cf[a, _C_SINCE]) * rate
@@ -255,16 +261,13 @@ def _bus_share(t, D, ci, cf, shared):
 
 
 @njit(cache=True, _nrt=False, inline="always")
-def _bus_reschedule(t, D, ci, cf, shared, ev_t, ev_k, counts):
-    """Give every copy in progress its end at the current share; push the ends that moved."""
-    k = 0
-    for a in range(D):
-        if ci[a, _C_ROW] >= 0:
-            k += 1
+def _bus_reschedule(t, D, ci, cf, shared, capacity, ev_t, ev_k, counts):
+    """Give every copy in progress its end at the current rate; push the ends that moved."""
+    rate = _bus_rate(D, ci, shared, capacity)
     for a in range(D):
         r = ci[a, _C_ROW]
         if r >= 0:
-            end = t + cf[a, _C_LEFT] * (k if shared and k > 1 else 1)
+            end = t + cf[a, _C_LEFT] / rate
             if end != cf[a, _C_END]:
                 cf[a, _C_END] = end
                 _push(ev_t, ev_k, counts, end, COPIED, r)
@@ -274,7 +277,7 @@ def _bus_reschedule(t, D, ci, cf, shared, ev_t, ev_k, counts):
 def simulate_wc(
     num_devices, out_ptr, out_edge, pred_ptr, pred_edge, edge_src, edge_dst,
     edge_bytes, edge_given, edge_noise, bandwidth, latency, out_bytes, persistent, temp, need, capacity,
-    dev, dur, prio, choose, contention, memory_aware, memory, overhead, sender_copies,
+    dev, dur, prio, choose, contention, memory_aware, memory, overhead, sender_copies, bus_capacity,
     oi, of, q, ri, rf, rnext, row_of_edge, ch, ev_t, ev_k, mr, df, di, counts, ci, cf,
 ):
     """Simulate one placement; results are left in the workspace arrays.
@@ -292,7 +295,7 @@ def simulate_wc(
     the given time, without the latency); a copy's row is its time on the sender and it lands the
     link's latency later, in flight (further edges' rows: zero length at the landing); with
     ``SHARED_BUS`` the copies in progress on all devices share one bus: ``k`` of them each move at
-    1 / ``k`` of their speed. Channels are then not used.
+    ``bus_capacity / k`` of their speed when ``k > bus_capacity``. Channels are then not used.
     Returns ``(makespan, transfer rows, memory records, ops run)``.
     """
     n = len(dur)
@@ -432,12 +435,12 @@ def simulate_wc(
                 ci[d, _C_HEAD] = rnext[r]
                 if rnext[r] < 0:
                     ci[d, _C_TAIL] = -1
-                _bus_share(t, D, ci, cf, shared)
+                _bus_share(t, D, ci, cf, shared, bus_capacity)
                 ci[d, _C_ROW] = r
                 cf[d, _C_LEFT] = rf[r, _R_TIME]
                 cf[d, _C_SINCE] = t
                 rf[r, _R_START] = t
-                _bus_reschedule(t, D, ci, cf, shared, ev_t, ev_k, counts)
+                _bus_reschedule(t, D, ci, cf, shared, bus_capacity, ev_t, ev_k, counts)
                 continue
             if dur[c] > 0 and overhead > 0:  # busy with its overhead: the device serves again after it
                 di[d, _RUNNING] = -2
@@ -457,7 +460,7 @@ def simulate_wc(
             d = ri[r, _R_SRC]
             if ci[d, _C_ROW] != r or cf[d, _C_END] != t:
                 continue
-            _bus_share(t, D, ci, cf, shared)
+            _bus_share(t, D, ci, cf, shared, bus_capacity)
             ci[d, _C_ROW] = -1
             cf[d, _C_END] = -1.0
             rf[r, _R_END] = t
@@ -483,7 +486,7 @@ def simulate_wc(
                 cf[d, _C_LEFT] = rf[r, _R_TIME]
                 cf[d, _C_SINCE] = t
                 rf[r, _R_START] = t
-            _bus_reschedule(t, D, ci, cf, shared, ev_t, ev_k, counts)
+            _bus_reschedule(t, D, ci, cf, shared, bus_capacity, ev_t, ev_k, counts)
             if r >= 0:
                 continue
             if cf[d, _C_AFTER] > 0:

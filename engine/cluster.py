@@ -68,7 +68,10 @@ SIMULATION_OPTIONS: dict[str, tuple[type, Any, tuple[str, ...], str]] = {
                              "the latency is in flight (the executor's copies)"),
     "copy_bus_shared": (bool, False, ("work_conserving",),
                         "with copy_occupies_sender: the copies in progress on all devices share one bus "
-                        "(k at once each move at 1/k of their speed: memory bandwidth of one machine)"),
+                        "(memory bandwidth of one machine; see copy_bus_capacity)"),
+    "copy_bus_capacity": (float, 1.0, ("work_conserving",),
+                          "with copy_bus_shared: the bus carries this many copies at full speed; k > capacity "
+                          "copies at once each move at capacity / k"),
 }
 
 
@@ -131,6 +134,7 @@ class SimulationSettings:
     dispatch_s: float = 0.0
     copy_occupies_sender: bool = False
     copy_bus_shared: bool = False
+    copy_bus_capacity: float = 1.0
 
     def options(self) -> dict[str, Any]:
         """The settings that differ from their defaults (mode excluded)."""
@@ -156,6 +160,9 @@ class SimulationSettings:
         for name in ("memory_aware", "copy_occupies_sender", "copy_bus_shared"):
             if not isinstance(getattr(self, name), bool):
                 raise ClusterError(f"simulation.{name} must be true or false, got {getattr(self, name)!r}")
+        if not _finite_number(self.copy_bus_capacity) or self.copy_bus_capacity < 1:
+            raise ClusterError("simulation.copy_bus_capacity must be a finite number >= 1, "
+                               f"got {self.copy_bus_capacity!r}")
         if self.copy_bus_shared and not self.copy_occupies_sender:
             raise ClusterError("simulation.copy_bus_shared needs copy_occupies_sender=true: the bus is shared by "
                                "the copies their senders make")

@@ -35,7 +35,7 @@ class WCReferenceResult:
 def reference_simulate_wc(graph: CompGraph, cluster: Cluster, devices, durations, edge_noise=None, *,
                           priority=None, contention: str = "none", memory_aware: bool = False,
                           op_overhead_s: float = 0.0, copy_occupies_sender: bool = False,
-                          copy_bus_shared: bool = False) -> WCReferenceResult:
+                          copy_bus_shared: bool = False, copy_bus_capacity: float = 1.0) -> WCReferenceResult:
     """Work-conserving execution of one placement.
 
     ``durations`` are the ops' times on their devices (noise included); ``edge_noise``
@@ -45,7 +45,7 @@ def reference_simulate_wc(graph: CompGraph, cluster: Cluster, devices, durations
     its device right after it, one per destination device, before the overhead; the device is
     busy for a copy's bytes / bandwidth (or given time), and the copy lands the link's latency
     after that; with ``copy_bus_shared`` the copies in progress on all devices share one bus
-    (``k`` at once each move at 1 / ``k`` of their speed).
+    (``k`` at once, more than ``copy_bus_capacity``, each move at ``copy_bus_capacity / k``).
     """
     n, m, D = graph.num_ops, graph.num_edges, cluster.num_devices
     dev = [int(x) for x in devices]
@@ -139,8 +139,12 @@ def reference_simulate_wc(graph: CompGraph, cluster: Cluster, devices, durations
     after = [0.0] * D  # the overhead a device owes after its copies
     row_of_edge: dict[int, int] = {}
 
+    def bus_rate() -> float:
+        k = len(copying)
+        return copy_bus_capacity / k if copy_bus_shared and k > copy_bus_capacity else 1.0
+
     def bus_settle(t: float) -> None:
-        rate = 1.0 / len(copying) if copy_bus_shared and len(copying) > 1 else 1.0
+        rate = bus_rate()
         for c in copying.values():
             c[1] = max(c[1] - (t - c[2]) * rate, 0.0)
             c[2] = t
@@ -151,10 +155,10 @@ def reference_simulate_wc(graph: CompGraph, cluster: Cluster, devices, durations
         transfers[k][4] = t
 
     def bus_ends(t: float) -> None:
-        share = len(copying) if copy_bus_shared and len(copying) > 1 else 1
+        rate = bus_rate()
         for d in sorted(copying):
             c = copying[d]
-            end = t + c[1] * share
+            end = t + c[1] / rate
             if end != c[3]:
                 c[3] = end
                 push(end, ("copied", c[0]))

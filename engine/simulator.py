@@ -195,7 +195,7 @@ class _WorkConservingKernel:
             *self.args, edge_noise, *self.links, dev, dur, self.priority(dev, dur, edge_noise), self.choose,
             self.contention, self.settings.memory_aware,
             2 if record_memory else 1 if memory or self.settings.memory_aware else 0,
-            self.settings.dispatch_s, self.sender_copies,
+            self.settings.dispatch_s, self.sender_copies, float(self.settings.copy_bus_capacity),
             ws.oi, ws.of, ws.q, ws.ri, ws.rf, ws.rnext, ws.row_of_edge, ws.ch, ws.ev_t, ws.ev_k, ws.mr,
             ws.df, ws.di, ws.counts, ws.ci, ws.cf)
         return ws, float(makespan), int(nrows), int(nmem)

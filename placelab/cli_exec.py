@@ -114,7 +114,8 @@ def calibrate_cmd(output: Annotated[str | None, typer.Option(
          f"wrote {where}: {len(doc['devices'])} × {kind}, op overhead {sim.get('dispatch_s', 0.0) * 1e6:.1f} µs, "
          f"copy {link['bandwidth_bytes_per_s'] / 1e9:.2f} GB/s + {link['latency_s'] * 1e6:.1f} µs in flight"
          + "".join(f"; {b / 1e6:.3g} MB in {t * 1e6:.3g} µs" for b, t in link.get("copy_curve", [])[1:-1])
-         + ("; copies share one memory bus" if sim.get("copy_bus_shared") else ""))
+         + (f"; copies share one memory bus of {sim.get('copy_bus_capacity', 1.0):.2f} copies at full speed"
+            if sim.get("copy_bus_shared") else ""))
 
 
 def validate_cmd(graph: GraphArg, cluster: ClusterOpt,

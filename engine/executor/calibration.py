@@ -19,7 +19,10 @@
 
 On CPU workers the simulation also sets ``copy_bus_shared``: the workers' copies share the
 machine's memory bandwidth (measured in running graphs there: copies of 1 MB and more took
-0.96× the line alone and 1.65× while the other worker was copying, ``gen:ffnn``).
+0.96× the line alone and 1.65× while the other worker was copying, ``gen:ffnn``). Its
+``copy_bus_capacity`` is measured: the largest copies, made by two workers at once (two hop
+chains in opposite phase), take ``both`` against ``alone`` for one worker, so the bus carries
+``2 · alone / both`` copies at full speed (between 1 and 2).
 
 The cluster simulates in the ``work_conserving`` mode — the executor's dispatch rule — with
 ``copy_occupies_sender=true``: a worker copies an op's outputs itself, right after the op
@@ -103,6 +106,20 @@ def _chain(devices: list[int], compute_s: float, nbytes: float) -> CompGraph:
                      output_bytes=np.full(n, nbytes), edge_src=np.arange(n - 1), edge_dst=np.arange(1, n))
 
 
+def _two_chains(alternate: list[int], nbytes: float) -> tuple[CompGraph, np.ndarray]:
+    """Two independent hop chains in opposite phase: whenever one worker copies, so does the other."""
+    n = len(alternate)
+    src = np.concatenate([np.arange(n - 1), n + np.arange(n - 1)])
+    g = CompGraph("calibration-two-chains", [f"op{i}" for i in range(2 * n)], compute_any=np.zeros(2 * n),
+                  output_bytes=np.full(2 * n, nbytes), edge_src=src, edge_dst=src + 1)
+    return g, np.array(alternate + [1 - d for d in alternate])
+
+
+def _median_copy(m) -> float:
+    """The median duration of the copies of a measurement's runs."""
+    return float(np.median(np.concatenate([s.transfer_end - s.transfer_start for s in m.schedules])))
+
+
 def calibrate(num_devices: int, *, kind: str = "cpu", name: str = "local", repeats: int = 5,
               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Measure this machine; return a ``placelab.cluster/1`` document with a ``calibration`` object."""
@@ -122,6 +139,8 @@ def calibrate(num_devices: int, *, kind: str = "cpu", name: str = "local", repea
         zero = ex.run(_chain([0] * _CHAIN_OPS, 0.0, 0.0), np.zeros(_CHAIN_OPS, int), repeats=repeats)
         dispatch = float(np.median(zero.makespans)) / _CHAIN_OPS
         bandwidth, latency, hops, curve = 1e12, 0.0, [], ()
+        alone = both = None
+        capacity = 1.0
         if num_devices >= 2:
             say("copy bandwidth and latency ...")
             alternate = [i % 2 for i in range(_HOPS + 1)]
@@ -130,6 +149,10 @@ def calibrate(num_devices: int, *, kind: str = "cpu", name: str = "local", repea
             for nbytes in sizes:
                 m = ex.run(_chain(alternate, 0.0, nbytes), np.array(alternate), repeats=repeats)
                 hops.append(float(np.median(m.makespans)) / _HOPS)
+            alone = _median_copy(m)
+            if kind == "cpu":  # the same copies made by two workers at once: what one memory bus carries
+                both = _median_copy(ex.run(*_two_chains(alternate, sizes[-1]), repeats=repeats))
+                capacity = float(np.clip(2.0 * alone / max(both, 1e-12), 1.0, 2.0))
             # large copies run at memory bandwidth, small ones from cache: the slope of the two
             # largest sizes is the bandwidth, the smallest hop what remains of it is the latency
             bandwidth = (sizes[-1] - sizes[-2]) / max(hops[-1] - hops[-2], 1e-12)
@@ -139,7 +162,7 @@ def calibrate(num_devices: int, *, kind: str = "cpu", name: str = "local", repea
             curve = tuple((float(b), float(t)) for b, t in zip(sizes, copy_s, strict=True))
         workers = ex.worker_info
     sim = SimulationSettings("work_conserving", dispatch_s=max(float(np.mean(over)), 0.0), copy_occupies_sender=True,
-                             copy_bus_shared=kind == "cpu" and num_devices >= 2)
+                             copy_bus_shared=both is not None, copy_bus_capacity=capacity)
     cluster = machine_cluster(num_devices, kind=kind, link=Link(bandwidth, latency, curve), simulation=sim,
                               name=name)
     doc = cluster_to_dict(cluster)
@@ -148,7 +171,8 @@ def calibrate(num_devices: int, *, kind: str = "cpu", name: str = "local", repea
         "workers": [{"device": d.name, "core": w["core"], "matmul_flops_per_s": w["flops_per_s"],
                      "matmul_call_overhead_s": w["overhead_s"]} for d, w in zip(cluster.devices, workers, strict=True)],
         "op_overhead_s_per_device": over, "dispatch_s_per_zero_op": dispatch,
-        "copy_bytes": list(_COPY_BYTES[:len(hops)]), "copy_hop_s": hops, "version": CALIBRATION_VERSION,
+        "copy_bytes": list(_COPY_BYTES[:len(hops)]), "copy_hop_s": hops, "copy_alone_s": alone,
+        "copy_both_s": both, "version": CALIBRATION_VERSION,
     }
     return doc
 

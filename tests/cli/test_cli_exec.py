@@ -41,6 +41,8 @@ def test_calibrate_writes_a_cluster_that_loads(capsys, tmp_path):
     assert len(cal["copy_hop_s"]) == len(cal["copy_bytes"]) and doc["path"] == str(out)
     # the copy curve: one point per measured size, each hop less the latency in flight
     assert [b for b, _ in c.link.copy_curve] == cal["copy_bytes"] and c.simulation.copy_bus_shared
+    # the bus carries 2 · alone / both copies at full speed, between 1 and 2
+    assert c.simulation.copy_bus_capacity == pytest.approx(min(max(2 * cal["copy_alone_s"] / cal["copy_both_s"], 1), 2))
     hops = np.maximum.accumulate(np.maximum(np.array(cal["copy_hop_s"]) - c.link.latency_s, 0.0))
     assert [t for _, t in c.link.copy_curve] == pytest.approx(hops.tolist(), rel=1e-12, abs=1e-15)
 

@@ -191,8 +191,15 @@ def test_copies_on_a_shared_bus_split_its_bandwidth_while_they_overlap():
     # alone for its last 2 s: 5 → 7. d landed at 5 but device 0 copies until 7: d at 7, b at 7
     assert s.transfer_start.tolist() == [1.0, 1.0] and s.transfer_end.tolist() == [7.0, 5.0]
     assert s.op_start.tolist() == [0.0, 7.0, 0.0, 7.0] and s.makespan == 8.0
+    # a bus of capacity 1.5: the two copies each move at 0.75 while both run; c's 2 s end at 1 + 2 / 0.75 = 11/3,
+    # a's copy has 4 - 2 = 2 s left at full speed: ends at 17/3; d and b start then
+    s = simulate(g, base.with_simulation(copy_bus_shared=True, copy_bus_capacity=1.5), p)
+    assert s.transfer_end.tolist() == pytest.approx([17 / 3, 11 / 3], rel=1e-12)
+    assert s.op_start.tolist() == pytest.approx([0.0, 17 / 3, 0.0, 17 / 3], rel=1e-12)
     with pytest.raises(ClusterError, match="copy_bus_shared needs copy_occupies_sender"):
         wc(copy_bus_shared=True)
+    with pytest.raises(ClusterError, match="copy_bus_capacity must be a finite number >= 1"):
+        wc(copy_bus_capacity=0.5)
 
 
 def test_a_links_copy_curve_times_the_senders_copies():
@@ -247,6 +254,7 @@ def wc_cases(draw):
                    dispatch_s=draw(st.sampled_from([0.0, 0.0, 0.125])),
                    copy_occupies_sender=draw(st.booleans()))
     options["copy_bus_shared"] = options["copy_occupies_sender"] and draw(st.booleans())
+    options["copy_bus_capacity"] = draw(st.sampled_from([1.0, 1.0, 1.5, 2.0]))
     memory = draw(st.sampled_from([4.0, 8.0, 16.0, 1e9]))
     cluster = Cluster("wc", tuple(Device(f"gpu:{i}", "gpu", memory) for i in range(num_devices)),
                       Link(draw(st.sampled_from([1.0, 4.0])), draw(st.sampled_from([0.0, 0.25]))), (),
@@ -267,7 +275,8 @@ def test_kernel_matches_reference(case):
     r = reference_simulate_wc(g, c, p, dur, edge_noise, priority=prio, contention=c.simulation.contention,
                               memory_aware=c.simulation.memory_aware, op_overhead_s=c.simulation.dispatch_s,
                               copy_occupies_sender=c.simulation.copy_occupies_sender,
-                              copy_bus_shared=c.simulation.copy_bus_shared)
+                              copy_bus_shared=c.simulation.copy_bus_shared,
+                              copy_bus_capacity=c.simulation.copy_bus_capacity)
     np.testing.assert_array_equal(s.op_start, r.start)
     np.testing.assert_array_equal(s.op_end, r.end)
     got = list(zip(s.transfer_op.tolist(), s.transfer_src.tolist(), s.transfer_dst.tolist(),

@@ -7,7 +7,7 @@
   ``N·(c + overhead)``; the overhead becomes ``simulation.dispatch_s`` of the
   ``work_conserving`` mode (the device is busy that long after every non-zero op);
 * **copy bandwidth and latency** between two workers: a chain of zero-time ops that
-  alternate between two devices, one copy of ``B`` bytes per hop, ``B`` from 4 KB to 32 MB;
+  alternate between two devices, one copy of ``B`` bytes per hop, ``B`` from 4 KB to 128 MB;
   the hop time between the two largest sizes gives ``bandwidth_bytes_per_s`` (copies of
   graphs scaled for this machine reach 100 MB and run at memory bandwidth: a line through
   all sizes, fitted to cache-resident 8 MB copies, had them 1.5× too fast), and the
@@ -62,7 +62,7 @@ __all__ = ["cache_dir", "calibrate", "local_cache_path", "local_cluster", "local
 _CHAIN_OPS = 120
 _CHAIN_OP_S = 300e-6
 _HOPS = 30
-_COPY_BYTES = (4_096, 262_144, 2_097_152, 8_388_608, 33_554_432)
+_COPY_BYTES = (4_096, 262_144, 2_097_152, 8_388_608, 33_554_432, 134_217_728)
 CALIBRATION_VERSION = 2
 """Bumped when calibration measures or writes something new: a cached ``local`` calibration of an
 older version is redone (2: the copy curve and the shared copy bus)."""

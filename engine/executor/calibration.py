@@ -26,9 +26,9 @@ chains in opposite phase), take ``both`` against ``alone`` for one worker, so th
 
 The cluster simulates in the ``work_conserving`` mode — the executor's dispatch rule — with
 ``copy_occupies_sender=true``: a worker copies an op's outputs itself, right after the op
-and before its next one, so a copy delays the sender by its bytes / bandwidth (the latency is
-in flight) (on a quiet 16-core machine, ``gen:ffnn``
-spent 7× more time in copies than in compute, which the default mode overlaps with compute).
+and before its next one, so a copy delays the sender by its bytes / bandwidth while the latency
+is in flight. On a quiet 16-core machine, ``gen:ffnn`` spent 7× more time in copies than in
+compute, which the default mode overlaps with compute.
 :func:`mode_cluster` carries ``dispatch_s`` over as Placeto's δ1 (``op_overhead_s``) when
 the same cluster is simulated in the ``placeto`` or ``default`` mode.
 

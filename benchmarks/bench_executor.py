@@ -136,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         v = validate(g, cluster, placements=args.placements, repeats=args.repeats)
         refined, halves = _refined_out_of_sample(g, cluster, v), _half_replays(g, cluster, v)
         out["fidelity"][spec] = {"graph": g.name, "ops": g.num_ops, "modes": v.stats, "replay": v.replay_stats,
+                                 "repeat_agreement": v.repeat_stats,
                                  "refined_out_of_sample": refined, "half_replays": halves,
                                  "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
                                  "unavailable": v.unavailable,
@@ -150,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
             say(_row(mode, s))
         say(_row("replay", v.replay_stats, f"measured durations; ops ran {np.nanmedian(v.op_time_ratio):.2f}× "
                                            "their calibrated time, median"))
+        if v.repeat_stats is not None:
+            say(_row("repeats", v.repeat_stats, "one run of each placement predicting another, median over pairs"))
         for label, st in halves.items():
             say(_row(f"replay, {label}", st, "the other durations predicted"))
         say(_row("refined (2-fold)", refined, "work_conserving, speeds and link fitted to the other half"))

@@ -156,7 +156,8 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                    + f", copies {v.refined.link.bandwidth_bytes_per_s / 1e9:.3g} GB/s + "
                    f"{v.refined.link.latency_s * 1e6:.3g} µs")
     out = {"graph": g.name, "cluster": c.name, "placements": len(v.sources), "repeats": repeats,
-           "modes": v.stats, "replay": v.replay_stats, "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
+           "modes": v.stats, "replay": v.replay_stats, "repeat_agreement": v.repeat_stats,
+           "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
            "unavailable_modes": v.unavailable, "skipped_placers": v.skipped, "rows": v.rows(), "run_id": v.run_id,
            "refined_cluster": refine_out if v.refined is not None else None}
 
@@ -166,15 +167,18 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
     rows = [[mode, num(s["pearson"]), num(s["spearman"]), f"{s['median_rel_error']:.1%}",
              f"{s['max_rel_error']:.1%}"] for mode, s in v.stats.items()]
     rows += [[mode, "unavailable", "", "", ""] for mode in v.unavailable]
-    r = v.replay_stats
-    rows.append(["replay", num(r["pearson"]), num(r["spearman"]), f"{r['median_rel_error']:.1%}",
-                 f"{r['max_rel_error']:.1%}"])
+    for label, r in (("replay", v.replay_stats), ("repeats", v.repeat_stats)):
+        if r is not None:
+            rows.append([label, num(r["pearson"]), num(r["spearman"]), f"{r['median_rel_error']:.1%}",
+                         f"{r['max_rel_error']:.1%}"])
     text = (f"{g.name} on {c.name}: {len(v.sources)} placements, {repeats} runs each; measured "
             f"{fmt_s(float(np.min(v.measured_mean)))} – {fmt_s(float(np.max(v.measured_mean)))}\n"
             + text_table(rows, ["mode", "Pearson", "Spearman", "median rel. err", "max rel. err"])
             + f"\nreplay: {c.name}'s own simulation with each run's measured op and copy durations (the error "
               f"of the simulator's rules alone); ops ran {np.nanmedian(v.op_time_ratio):.2f}× their predicted "
               "time (median over placements)"
+            + ("\nrepeats: one run of each placement predicting another (median over pairs of runs): the most "
+               "a mode can be expected to reach" if v.repeat_stats is not None else "")
             + refined + (f"\nsaved as run {v.run_id}" if v.run_id else ""))
     emit(out, as_json, text)
 

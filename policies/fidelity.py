@@ -14,8 +14,10 @@ calibrated cluster's are the executor's rules) with the op and copy durations th
 (:func:`engine.executor.fidelity.replay_graph`). The replay's error is that of the simulator's
 rules alone (dispatch order, per-op cost, copies); the rest of a mode's error comes from the
 durations it predicts, which ``op_time_ratio`` (measured over predicted op time, per placement)
-shows. With ``refine``, :attr:`Validation.refined` is ``cluster`` with its device speeds and copy
-link fitted to every measured run (:func:`engine.executor.fidelity.refine_cluster`).
+shows. With two or more repeats, :attr:`Validation.repeat_stats` sets the executor against
+itself (one repeat predicting another), the most a mode's figures can be expected to reach.
+With ``refine``, :attr:`Validation.refined` is ``cluster`` with its device speeds and copy link
+fitted to every measured run (:func:`engine.executor.fidelity.refine_cluster`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from engine.cluster import SIMULATION_MODES, Cluster
 from engine.errors import PlacelabError, SimulationError
 from engine.executor import Executor
 from engine.executor.calibration import mode_cluster
-from engine.executor.fidelity import fidelity_stats, refine_cluster, replay_makespan
+from engine.executor.fidelity import fidelity_stats, refine_cluster, repeat_agreement, replay_makespan
 from engine.graph import CompGraph
 from engine.placement import Placement
 from engine.run_records import write_placement_files, write_schedule_tables
@@ -68,6 +70,12 @@ class Validation:
     def replay_stats(self) -> dict[str, Any]:
         """Fidelity of the replays: the error of the simulator's rules alone (module docstring)."""
         return fidelity_stats(self.measured_mean, self.replayed)
+
+    @property
+    def repeat_stats(self) -> dict[str, Any] | None:
+        """The executor against itself over the same placements (None with one repeat): the most a
+        mode's figures can be expected to reach (:func:`engine.executor.fidelity.repeat_agreement`)."""
+        return repeat_agreement([[s.makespan for s in runs] for runs in self.schedules])
 
     def rows(self) -> dict[str, list]:
         """The table stored as ``fidelity.csv``: one row per placement."""
@@ -169,7 +177,7 @@ def _store(store: RunStore, graph: CompGraph, cluster: Cluster, v: Validation, p
         write_schedule_tables(run, graph, cluster, v.example, "measured")
         run.write_table("fidelity.csv", v.rows())
         run.write_json("placements.json", {"sources": v.sources, "devices": [d.tolist() for d in v.placements]})
-        run.finish("done", {"fidelity": v.stats, "replay": v.replay_stats,
+        run.finish("done", {"fidelity": v.stats, "replay": v.replay_stats, "repeat_agreement": v.repeat_stats,
                             "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
                             "unavailable_modes": v.unavailable, "skipped_placers": v.skipped,
                             "placements": len(v.sources), "makespan_s": v.measured_mean[0],

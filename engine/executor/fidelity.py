@@ -13,6 +13,9 @@ run insofar as the simulator's *rules* are right; what is left of the error then
 :func:`refine_cluster` corrects those from measured runs: each device's speed and the copy
 link's bandwidth and latency, fitted by least squares to what the runs measured.
 
+:func:`repeat_agreement` measures the executor against itself (one repeat's makespans
+predicting another's): the most a simulator's figures can be expected to reach.
+
 :func:`load_measured_schedule` reads back a measured schedule a run stored with
 :func:`engine.run_records.write_schedule_tables` (prefix ``measured``).
 """
@@ -30,7 +33,8 @@ from engine.graph import CompGraph
 from engine.runs import Run
 from engine.schedule import Schedule
 
-__all__ = ["fidelity_stats", "load_measured_schedule", "refine_cluster", "replay_graph", "replay_makespan"]
+__all__ = ["fidelity_stats", "load_measured_schedule", "refine_cluster", "repeat_agreement", "replay_graph",
+           "replay_makespan"]
 
 
 def fidelity_stats(measured: Sequence[float], predicted: Sequence[float]) -> dict[str, Any]:
@@ -53,6 +57,26 @@ def fidelity_stats(measured: Sequence[float], predicted: Sequence[float]) -> dic
         "max_rel_error": float(rel.max()) if len(m) else None,
         "mean_ratio": float(np.mean(p / m)) if len(m) else None,
     }
+
+
+def repeat_agreement(makespans: Sequence[Sequence[float]]) -> dict[str, Any] | None:
+    """The executor against itself: :func:`fidelity_stats` of one repeat's makespans predicting
+    another's, over the placements, for every pair of repeats; each figure is its median over
+    the pairs (``None`` if undefined for every pair). ``makespans[i][r]`` is placement *i*'s
+    makespan in repeat *r*. No simulator can be expected to predict a run better than another
+    run of the same placement does, so this bounds what a mode's figures can reach. ``None``
+    with fewer than 2 repeats.
+    """
+    runs = np.asarray(makespans, dtype=np.float64)
+    if runs.ndim != 2 or runs.shape[1] < 2:
+        return None
+    pairs = [fidelity_stats(runs[:, a], runs[:, b])
+             for a in range(runs.shape[1]) for b in range(a + 1, runs.shape[1])]
+    out: dict[str, Any] = {"placements": runs.shape[0], "repeat_pairs": len(pairs)}
+    for key in ("pearson", "spearman", "median_rel_error", "max_rel_error", "mean_ratio"):
+        values = [p[key] for p in pairs if p[key] is not None]
+        out[key] = float(np.median(values)) if values else None
+    return out
 
 
 def load_measured_schedule(run: Run, graph: CompGraph, cluster: Cluster, prefix: str = "measured") -> Schedule:

@@ -80,17 +80,20 @@ def test_validate_reports_every_mode_and_stores_a_run(capsys, tmp_path, two):
     for stats in res["modes"].values():
         assert stats["placements"] == 3 and stats["median_rel_error"] >= 0
     assert res["replay"]["placements"] == 3 and len(res["rows"]["replayed_s"]) == 3 and res["op_time_ratio_median"] > 0
+    assert res["repeats"] == 1 and res["repeat_agreement"] is None  # nothing to set one run against
     run = RunStore(runs).load(res["run_id"])
     assert {"fidelity.csv", "measured_ops.csv", "schedule_ops.csv"} <= set(run.files())
     refined = tmp_path / "refined.json"
-    code, stdout, _ = run_cli(capsys, "validate", GRAPH, "-c", two, "--placements", "3", "--repeats", "1",
+    code, stdout, _ = run_cli(capsys, "validate", GRAPH, "-c", two, "--placements", "3", "--repeats", "2",
                               "--step-ms", "5", "--no-save", "--refine-out", str(refined))
     assert code == 0
     assert f"refined cluster written to {refined}" in stdout
     c = load_cluster(str(refined))
-    assert c.num_devices == 2 and all(d.speed > 0 for d in c.devices) and "refined on 3 measured runs" in c.description
+    assert c.num_devices == 2 and all(d.speed > 0 for d in c.devices) and "refined on 6 measured runs" in c.description
     replay = next(line for line in stdout.splitlines() if line.startswith("replay "))
     assert len(replay.split()) == 5  # Pearson, Spearman, median and max error
+    repeats = next(line for line in stdout.splitlines() if line.startswith("repeats "))
+    assert len(repeats.split()) == 5 and "the most a mode can be expected to reach" in stdout
     assert "the error of the simulator's rules alone" in stdout and "their predicted time" in stdout
 
 

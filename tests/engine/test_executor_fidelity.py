@@ -18,6 +18,7 @@ from engine.executor.fidelity import (
     fidelity_stats,
     load_measured_schedule,
     refine_cluster,
+    repeat_agreement,
     replay_graph,
     replay_makespan,
 )
@@ -39,6 +40,30 @@ def test_fidelity_stats_by_hand():
     assert fidelity_stats([1.0, 2.0, 3.0], [3.0, 2.0, 1.0])["spearman"] == pytest.approx(-1.0)
     flat = fidelity_stats([1.0, 2.0, 4.0], [2.0, 2.0, 2.0])
     assert flat["pearson"] is None and flat["spearman"] is None and flat["max_rel_error"] == pytest.approx(1.0)
+
+
+def test_repeat_agreement_by_hand():
+    # two repeats: run 1 = [1, 2, 3], run 2 = [2, 2, 5] over three placements
+    s = repeat_agreement([[1.0, 2.0], [2.0, 2.0], [3.0, 5.0]])
+    # deviations (-1, 0, 1) and (-1, -1, 2): Pearson 3 / sqrt(2 * 6); ranks (1, 2, 3) and (1.5, 1.5, 3):
+    # 1.5 / sqrt(2 * 1.5); relative errors 1, 0, 2/3
+    assert s["pearson"] == pytest.approx(3 / np.sqrt(12)) and s["spearman"] == pytest.approx(1.5 / np.sqrt(3))
+    assert s["median_rel_error"] == pytest.approx(2 / 3) and s["max_rel_error"] == pytest.approx(1.0)
+    assert s["placements"] == 3 and s["repeat_pairs"] == 1
+    # three repeats: the median over the pairs (1,2), (1,3), (2,3) of each figure
+    runs = [[1.0, 2.0, 1.0], [2.0, 2.0, 2.0], [3.0, 5.0, 3.0]]
+    s3 = repeat_agreement(runs)
+    pairs = [fidelity_stats([r[a] for r in runs], [r[b] for r in runs]) for a, b in ((0, 1), (0, 2), (1, 2))]
+    assert s3["repeat_pairs"] == 3
+    for key in ("pearson", "spearman", "median_rel_error", "max_rel_error", "mean_ratio"):
+        assert s3[key] == pytest.approx(float(np.median([p[key] for p in pairs])))
+    assert s3["spearman"] == pytest.approx(1.5 / np.sqrt(3))  # pairs: 0.866, 1, 0.866
+    # identical repeats agree exactly; one repeat cannot be set against another
+    same = repeat_agreement([[1.0, 1.0], [2.0, 2.0], [4.0, 4.0]])
+    assert same["spearman"] == pytest.approx(1.0) and same["max_rel_error"] == 0.0
+    assert repeat_agreement([[1.0], [2.0], [3.0]]) is None
+    # a constant repeat leaves the correlations undefined
+    assert repeat_agreement([[1.0, 2.0], [1.0, 3.0], [1.0, 4.0]])["pearson"] is None
 
 
 def test_scatter_has_one_series_per_mode_and_the_diagonal():
@@ -87,6 +112,9 @@ def test_validate_executes_and_simulates_every_placement(validation):
     assert run.read_table("fidelity.csv")["source"] == v.sources
     assert run.read_table("fidelity.csv")["replayed_s"] == pytest.approx(v.replayed)
     assert run.meta["metrics"]["replay"] == pytest.approx(v.replay_stats)
+    repeats = [[s.makespan for s in runs] for runs in v.schedules]
+    assert v.repeat_stats == repeat_agreement(repeats) and v.repeat_stats["repeat_pairs"] == 1
+    assert run.meta["metrics"]["repeat_agreement"] == pytest.approx(v.repeat_stats)
     pr = load_placement_run(run)
     measured = load_measured_schedule(run, pr.graph, pr.cluster)
     np.testing.assert_array_equal(measured.op_device, v.placements[0])
@@ -111,8 +139,9 @@ def test_fidelity_page_shows_the_stored_validation(validation, monkeypatch):
     assert [t.value for t in app.title] == ["Fidelity"]
     assert len(app.get("plotly_chart")) == 2
     modes = list(app.dataframe[0].value["mode"])
-    assert set(modes[:-1]) <= set(SIMULATION_MODES) and modes[-1] == "replay"
+    assert set(modes[:-2]) <= set(SIMULATION_MODES) and modes[-2:] == ["replay", "repeats"]
     assert any("measured op and copy durations" in c.value for c in app.caption)
+    assert any(c.value.startswith("repeats: one run of each placement") for c in app.caption)
 
 
 def test_fidelity_page_without_runs(tmp_path, monkeypatch):

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from placelab.reproduce.core import Build, Cell, Reproduction, Step, register, steps_for
-from placelab.reproduce.reading import compare_cells, curve, median_ratio, train_cells
+from placelab.reproduce.reading import compare_cells, curve, error_cell, median_ratio, train_cells
 
 __all__: list[str] = []
 
@@ -114,8 +114,9 @@ def fig5_build(out: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool) ->
             res = out.get(f"{placer}/{fam}") or {}
             per = res.get("per_graph") or []
             if res.get("error") or not per:
-                why = res.get("error") or "no test graphs"
-                cells += [Cell(row, c, None, f"error: {why}") for c in ("Zero-Shot / Optimized", "Zero-Shot / Random")]
+                cells += [error_cell(row, c, res or None) if not res or res.get("error")
+                          else Cell(row, c, None, "error: no test graphs")
+                          for c in ("Zero-Shot / Optimized", "Zero-Shot / Random")]
                 continue
             col = {m: [float(r[k]) for r in per] for m, k in _METHODS.items()}
             note = f"median over {len(per)} test graphs"
@@ -168,10 +169,13 @@ def ablation_build(out: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool
             continue
         per = (out.get(f"variant/{row}") or {}).get("per_graph") or []
         pairs = [(float(r["zero_shot_s"]), base[r["graph"]]) for r in per if r["graph"] in base]
-        why = (out.get(f"variant/{row}") or {}).get("error") or (out.get("variant/full") or {}).get("error")
-        value = median_ratio([a for a, _ in pairs], [b for _, b in pairs]) if pairs else None
-        cells.append(Cell(row, "Zero-Shot vs Placeto", value,
-                          f"median per-graph ratio over {len(pairs)} nmt test graphs" if pairs else f"error: {why}"))
+        if not pairs:
+            failed = next((o for o in (out.get(f"variant/{row}"), out.get("variant/full")) if o and o.get("error")),
+                          None)
+            cells.append(error_cell(row, "Zero-Shot vs Placeto", failed))
+            continue
+        cells.append(Cell(row, "Zero-Shot vs Placeto", median_ratio([a for a, _ in pairs], [b for _, b in pairs]),
+                          f"median per-graph ratio over {len(pairs)} nmt test graphs"))
     curves = {r: curve(out.get(f"reward/{r}"), runs_dir) for r in ("intermediate", "terminal")}
     std = {r: _late_std(c) for r, c in curves.items()}
     best = {r: (out.get(f"reward/{r}") or {}).get("best_makespan_s") for r in curves}

@@ -126,3 +126,18 @@ def test_placeto_trains_on_the_nmt_family_with_discount_0_only():
         assert set(params) == {"placeto/ptb", "placeto/cifar10", "rnn/nmt", "rnn/ptb", "rnn/cifar10"}
         assert all(v == [] for v in params.values())
     assert make_config("placeto", parse_params(["discount=0"])).discount == 0.0
+
+
+def test_fig5_cells_by_hand_and_the_rows_a_partial_run_left_out():
+    from placelab.reproduce import core
+
+    per = [{"zero_shot_s": 1.0, "optimized_s": 0.8, "random_s": 2.0},
+           {"zero_shot_s": 3.0, "optimized_s": 3.0, "random_s": 2.0}]
+    out = {"placeto/nmt": {"per_graph": per}, "rnn/ptb": {"error": "boom"}, "rnn/cifar10": {"per_graph": []}}
+    cells = {(c.row, c.column): c for c in core.get("placeto-fig5").build(out, "/nonexistent", False).cells}
+    # per-graph ratios 1.25 and 1.0 (median 1.125); 0.5 and 1.5 (median 1.0)
+    assert cells[("Placeto / nmt", "Zero-Shot / Optimized")].value == pytest.approx(1.125)
+    assert cells[("Placeto / nmt", "Zero-Shot / Random")].value == pytest.approx(1.0)
+    assert cells[("Placeto / ptb", "Zero-Shot / Optimized")].note == "error: step did not run"  # left out by --only
+    assert cells[("RNN / ptb", "Zero-Shot / Random")].note == "error: boom"
+    assert cells[("RNN / cifar10", "Zero-Shot / Random")].note == "error: no test graphs"

@@ -113,9 +113,9 @@ def fig5_build(out: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool) ->
             row = f"{label} / {fam}"
             res = out.get(f"{placer}/{fam}") or {}
             per = res.get("per_graph") or []
-            if res.get("error") or not per:
-                cells += [error_cell(row, c, res or None) if not res or res.get("error")
-                          else Cell(row, c, None, "error: no test graphs")
+            if res.get("error") or not per:  # failed, left out by --only, or no test graph
+                ran_empty = bool(res) and not res.get("error")
+                cells += [Cell(row, c, None, "error: no test graphs") if ran_empty else error_cell(row, c, res)
                           for c in ("Zero-Shot / Optimized", "Zero-Shot / Random")]
                 continue
             col = {m: [float(r[k]) for r in per] for m, k in _METHODS.items()}

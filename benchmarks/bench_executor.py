@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     cal = doc["calibration"]
     say(f"calibrated in {time.perf_counter() - t0:.1f} s: matmul "
         + ", ".join(f"{w['matmul_flops_per_s'] / 1e9:.1f}" for w in cal["workers"])
-        + f" GFLOP/s; op overhead {doc['simulation']['dispatch_s'] * 1e6:.1f} µs; copy "
+        + f" GFLOP/s; op overhead {doc['simulation'].get('dispatch_s', 0.0) * 1e6:.1f} µs; copy "
         f"{doc['link']['bandwidth_bytes_per_s'] / 1e9:.2f} GB/s + {doc['link']['latency_s'] * 1e6:.1f} µs")
     out: dict = {"host": platform.node(), "load_average": load, "calibration": doc, "fidelity": {}}
 

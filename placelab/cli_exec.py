@@ -177,8 +177,9 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
             + f"\nreplay: {c.name}'s own simulation with each run's measured op and copy durations (the error "
               f"of the simulator's rules alone); ops ran {np.nanmedian(v.op_time_ratio):.2f}× their predicted "
               "time (median over placements)"
-            + ("\nrepeats: one run of each placement predicting another (median over pairs of runs): the most "
-               "a mode can be expected to reach" if v.repeat_stats is not None else "")
+            + ("\nrepeats: one run of each placement predicting another (median over pairs of runs); the modes "
+               "predict the mean of all runs, which is steadier, so a mode can score above this row, and one far "
+               "below it is limited by its model, not by the noise" if v.repeat_stats is not None else "")
             + refined + (f"\nsaved as run {v.run_id}" if v.run_id else ""))
     emit(out, as_json, text)
 

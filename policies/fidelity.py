@@ -15,7 +15,7 @@ calibrated cluster's are the executor's rules) with the op and copy durations th
 rules alone (dispatch order, per-op cost, copies); the rest of a mode's error comes from the
 durations it predicts, which ``op_time_ratio`` (measured over predicted op time, per placement)
 shows. With two or more repeats, :attr:`Validation.repeat_stats` sets the executor against
-itself (one repeat predicting another), the most a mode's figures can be expected to reach.
+itself (one repeat predicting another): how much of a mode's error the noise could explain.
 With ``refine``, :attr:`Validation.refined` is ``cluster`` with its device speeds and copy link
 fitted to every measured run (:func:`engine.executor.fidelity.refine_cluster`).
 """
@@ -73,8 +73,8 @@ class Validation:
 
     @property
     def repeat_stats(self) -> dict[str, Any] | None:
-        """The executor against itself over the same placements (None with one repeat): the most a
-        mode's figures can be expected to reach (:func:`engine.executor.fidelity.repeat_agreement`)."""
+        """The executor against itself over the same placements (None with one repeat): how much of a
+        mode's error the noise could explain (:func:`engine.executor.fidelity.repeat_agreement`)."""
         return repeat_agreement([[s.makespan for s in runs] for runs in self.schedules])
 
     def rows(self) -> dict[str, list]:

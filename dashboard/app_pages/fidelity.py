@@ -43,7 +43,8 @@ def page() -> None:
                        "predicted time, median over placements).")
         if metrics.get("repeat_agreement"):
             st.caption("repeats: one run of each placement predicting another run of it (median over pairs of "
-                       "runs) — the most a simulation mode can be expected to reach.")
+                       "runs). The modes predict the mean of all runs, which is steadier, so a mode can score "
+                       "above this row; one far below it is limited by its model, not by the noise.")
         for mode, why in metrics.get("unavailable_modes", {}).items():
             st.caption(f"{mode}: {why}")
         table = run.read_table("fidelity.csv")

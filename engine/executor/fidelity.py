@@ -14,7 +14,7 @@ run insofar as the simulator's *rules* are right; what is left of the error then
 link's bandwidth and latency, fitted by least squares to what the runs measured.
 
 :func:`repeat_agreement` measures the executor against itself (one repeat's makespans
-predicting another's): the most a simulator's figures can be expected to reach.
+predicting another's): how much of a mode's error the run-to-run noise could explain.
 
 :func:`load_measured_schedule` reads back a measured schedule a run stored with
 :func:`engine.run_records.write_schedule_tables` (prefix ``measured``).
@@ -63,9 +63,10 @@ def repeat_agreement(makespans: Sequence[Sequence[float]]) -> dict[str, Any] | N
     """The executor against itself: :func:`fidelity_stats` of one repeat's makespans predicting
     another's, over the placements, for every pair of repeats; each figure is its median over
     the pairs (``None`` if undefined for every pair). ``makespans[i][r]`` is placement *i*'s
-    makespan in repeat *r*. No simulator can be expected to predict a run better than another
-    run of the same placement does, so this bounds what a mode's figures can reach. ``None``
-    with fewer than 2 repeats.
+    makespan in repeat *r*. ``None`` with fewer than 2 repeats.
+
+    A mode is scored against the mean of all repeats, which is steadier than one run, so it can
+    score above these figures; a mode far below them is limited by its model, not by the noise.
     """
     runs = np.asarray(makespans, dtype=np.float64)
     if runs.ndim != 2 or runs.shape[1] < 2:

@@ -93,7 +93,7 @@ def test_validate_reports_every_mode_and_stores_a_run(capsys, tmp_path, two):
     replay = next(line for line in stdout.splitlines() if line.startswith("replay "))
     assert len(replay.split()) == 5  # Pearson, Spearman, median and max error
     repeats = next(line for line in stdout.splitlines() if line.startswith("repeats "))
-    assert len(repeats.split()) == 5 and "the most a mode can be expected to reach" in stdout
+    assert len(repeats.split()) == 5 and "limited by its model, not by the noise" in stdout
     assert "the error of the simulator's rules alone" in stdout and "their predicted time" in stdout
 
 

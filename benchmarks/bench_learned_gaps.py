@@ -24,9 +24,12 @@ the trained policy on the training and on the test graphs, median over the graph
 makespan / L. Alike on both splits means the policy transfers as well as it learned; far
 above the training runs' sampled runtimes means it did not learn.
 
+Without ``--runs-dir`` (as ``make bench`` runs it) the script first runs ``placelab reproduce
+placeto-table1 --quick`` into a temporary store (minutes) and reads that.
+
 Usage::
 
-    .venv/bin/python benchmarks/bench_learned_gaps.py --runs-dir DIR [--json]
+    .venv/bin/python benchmarks/bench_learned_gaps.py [--runs-dir DIR] [--json]
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import json
 import math
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -142,17 +146,31 @@ def _line(r: dict[str, Any]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs-dir", required=True, help="the run store of a placelab reproduce run")
+    ap.add_argument("--runs-dir", help="the run store of a placelab reproduce run (default: run placeto-table1 "
+                                       "--quick into a temporary one)")
     ap.add_argument("--window", type=int, default=300, help="episodes per window of the learning curve")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args()
+    stream = sys.stderr if args.json else sys.stdout
+    if args.runs_dir is None:
+        with tempfile.TemporaryDirectory(prefix="bench-learned-gaps-") as tmp:
+            from placelab.reproduce.runner import reproduce
+
+            print("running placelab reproduce placeto-table1 --quick into a temporary store", file=stream, flush=True)
+            reproduce("placeto-table1", quick=True, runs_dir=tmp, progress=lambda m: print(m, file=sys.stderr))
+            report(tmp, args.window, args.json, stream)
+        return
     if not Path(args.runs_dir).is_dir():
         sys.exit(f"no run store at {args.runs_dir}")
-    rows = measure(args.runs_dir, args.window, sys.stderr if args.json else sys.stdout)
-    if args.json:
-        print(json.dumps({"runs_dir": args.runs_dir, "window": args.window, "runs": rows}, indent=1))
+    report(args.runs_dir, args.window, args.json, stream)
+
+
+def report(runs_dir: str, window: int, as_json: bool, stream: Any) -> None:
+    rows = measure(runs_dir, window, stream)
+    if as_json:
+        print(json.dumps({"runs_dir": runs_dir, "window": window, "runs": rows}, indent=1))
     elif not rows:
-        print(f"no finished Placeto or RNN-placer training runs in {args.runs_dir}")
+        print(f"no finished Placeto or RNN-placer training runs in {runs_dir}")
 
 
 if __name__ == "__main__":

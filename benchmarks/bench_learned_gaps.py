@@ -4,9 +4,9 @@ Point ``--runs-dir`` at the store of ``placelab reproduce placeto-table1`` or ``
 (the steps' runs are kept there). For every finished Placeto or RNN-placer ``train`` run:
 
 * ``entropy`` — the policy's mean entropy per decision (the learning curve's ``entropy``) over
-  the first and the last ``--window`` episodes, beside its maximum ln(devices): a policy still
-  at the maximum samples every device uniformly, i.e. it has not learned; 0 is a deterministic
-  policy.
+  the first and the last ``--window`` episodes (at most half the episodes each), beside its
+  maximum ln(devices): a policy still at the maximum samples every device uniformly, i.e. it has
+  not learned; 0 is a deterministic policy.
 * ``sampled`` — the median sampled runtime over the same two windows.
 
 For a run on one graph (``placeto-table1``), with L the makespan lower bound
@@ -70,9 +70,11 @@ def free_copies(cluster: Cluster) -> Cluster:
 
 
 def curve_windows(run: Run, window: int) -> dict[str, float]:
-    """Median entropy and sampled runtime over the first and the last ``window`` episodes."""
+    """Median entropy and sampled runtime over the first and the last ``window`` episodes (at most
+    half the episodes each, so that the two windows do not overlap)."""
     with open(run.path / "learning_curve.csv", newline="") as f:
         rows = list(csv.DictReader(f))
+    window = max(1, min(window, len(rows) // 2))
     first, last = rows[:window], rows[-window:]
 
     def med(part: list[dict[str, str]], key: str) -> float:

@@ -127,6 +127,10 @@ def measure(runs_dir: str, window: int, stream: Any) -> list[dict[str, Any]]:
         row = {"run": run.id, "name": run.meta["name"], "max_entropy": math.log(devices),
                **curve_windows(run, window)}
         on_family = str(run.meta["parameters"].get("graphs", "")).startswith("family:")
+        if not on_family and "placement.json" not in run.files():
+            print(f"{run.meta['name']}: skipped (trained on several graphs that are not one family's split)",
+                  file=stream)
+            continue
         row.update(family(store, run) if on_family else one_graph(run))
         out.append(row)
         print(_line(row), file=stream, flush=True)

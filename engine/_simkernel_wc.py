@@ -273,6 +273,20 @@ def _bus_reschedule(t, D, ci, cf, shared, capacity, ev_t, ev_k, counts):
                 _push(ev_t, ev_k, counts, end, COPIED, r)
 
 
+@njit(cache=True, _nrt=False, inline="always")
+def _start_copy(t, d, ci, cf, rf, rnext):
+    """Start device ``d``'s next queued copy at ``t`` (there is one); returns its row."""
+    r = ci[d, _C_HEAD]
+    ci[d, _C_HEAD] = rnext[r]
+    if rnext[r] < 0:
+        ci[d, _C_TAIL] = -1
+    ci[d, _C_ROW] = r
+    cf[d, _C_LEFT] = rf[r, _R_TIME]
+    cf[d, _C_SINCE] = t
+    rf[r, _R_START] = t
+    return r
+
+
 @njit(cache=True, _nrt=False, error_model="numpy")
 def simulate_wc(
     num_devices, out_ptr, out_edge, pred_ptr, pred_edge, edge_src, edge_dst,
@@ -431,15 +445,8 @@ def simulate_wc(
             if ci[d, _C_HEAD] >= 0:  # copies first, then the overhead (see COPIED)
                 di[d, _RUNNING] = -2
                 cf[d, _C_AFTER] = overhead if dur[c] > 0 else 0.0
-                r = ci[d, _C_HEAD]
-                ci[d, _C_HEAD] = rnext[r]
-                if rnext[r] < 0:
-                    ci[d, _C_TAIL] = -1
-                _bus_share(t, D, ci, cf, shared, bus_capacity)
-                ci[d, _C_ROW] = r
-                cf[d, _C_LEFT] = rf[r, _R_TIME]
-                cf[d, _C_SINCE] = t
-                rf[r, _R_START] = t
+                _bus_share(t, D, ci, cf, shared, bus_capacity)  # d copies nothing yet: the others' share
+                _start_copy(t, d, ci, cf, rf, rnext)
                 _bus_reschedule(t, D, ci, cf, shared, bus_capacity, ev_t, ev_k, counts)
                 continue
             if dur[c] > 0 and overhead > 0:  # busy with its overhead: the device serves again after it
@@ -477,17 +484,11 @@ def simulate_wc(
                     rf[r2, _R_START] = land
                     rf[r2, _R_END] = land
                     _push(ev_t, ev_k, counts, land, LAND, r2)
-            r = ci[d, _C_HEAD]
-            if r >= 0:  # the op's next copy
-                ci[d, _C_HEAD] = rnext[r]
-                if rnext[r] < 0:
-                    ci[d, _C_TAIL] = -1
-                ci[d, _C_ROW] = r
-                cf[d, _C_LEFT] = rf[r, _R_TIME]
-                cf[d, _C_SINCE] = t
-                rf[r, _R_START] = t
+            more = ci[d, _C_HEAD] >= 0
+            if more:  # the op's next copy
+                _start_copy(t, d, ci, cf, rf, rnext)
             _bus_reschedule(t, D, ci, cf, shared, bus_capacity, ev_t, ev_k, counts)
-            if r >= 0:
+            if more:
                 continue
             if cf[d, _C_AFTER] > 0:
                 _push(ev_t, ev_k, counts, t + cf[d, _C_AFTER], FREE, d)

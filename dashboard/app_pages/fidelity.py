@@ -33,18 +33,20 @@ def page() -> None:
         rows = [{"mode": mode, **s} for mode, s in metrics.get("fidelity", {}).items()]
         if metrics.get("replay"):
             rows.append({"mode": "replay", **metrics["replay"]})
-        if metrics.get("repeat_agreement"):
-            rows.append({"mode": "repeats", **metrics["repeat_agreement"]})
+        repeats = metrics.get("repeat_agreement")
+        if repeats:  # the pair count goes in the caption, not in a column the modes leave empty
+            rows.append({"mode": "repeats", **{k: v for k, v in repeats.items() if k != "repeat_pairs"}})
         st.dataframe(pd.DataFrame(rows), hide_index=True)
         if metrics.get("replay"):
             st.caption(f"replay: {run.meta.get('cluster')}'s own simulation given each run's measured op and copy "
                        "durations — the error of the simulator's rules alone; the rest of a mode's error comes "
                        f"from the durations it predicts (ops ran {metrics['op_time_ratio_median']:.2f}× their "
                        "predicted time, median over placements).")
-        if metrics.get("repeat_agreement"):
-            st.caption("repeats: one run of each placement predicting another run of it (median over pairs of "
-                       "runs). The modes predict the mean of all runs, which is steadier, so a mode can score "
-                       "above this row; one far below it is limited by its model, not by the noise.")
+        if repeats:
+            st.caption("repeats: one run of each placement predicting another run of it (median over "
+                       f"{repeats['repeat_pairs']} pair(s) of runs). The modes predict the mean of all runs, "
+                       "which is steadier, so a mode can score above this row; one far below it is limited by "
+                       "its model, not by the noise.")
         for mode, why in metrics.get("unavailable_modes", {}).items():
             st.caption(f"{mode}: {why}")
         table = run.read_table("fidelity.csv")

@@ -141,7 +141,9 @@ def test_fidelity_page_shows_the_stored_validation(validation, monkeypatch):
     modes = list(app.dataframe[0].value["mode"])
     assert set(modes[:-2]) <= set(SIMULATION_MODES) and modes[-2:] == ["replay", "repeats"]
     assert any("measured op and copy durations" in c.value for c in app.caption)
-    assert any(c.value.startswith("repeats: one run of each placement") for c in app.caption)
+    assert any(c.value.startswith("repeats: one run of each placement") and "over 1 pair(s) of runs" in c.value
+               for c in app.caption)
+    assert "repeat_pairs" not in app.dataframe[0].value.columns  # in the caption, not a column of empty cells
 
 
 def test_fidelity_page_without_runs(tmp_path, monkeypatch):

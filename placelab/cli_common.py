@@ -64,7 +64,8 @@ def fmt_bytes(b: float) -> str:
 
 
 def parse_params(pairs: list[str]) -> dict[str, Any]:
-    """``--param key=value`` pairs as a dict: int, else finite float, else string."""
+    """``--param key=value`` pairs as a dict: int, else finite float, else ``true``/``false`` (any case) as
+    a bool, else string."""
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -76,7 +77,7 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
             try:
                 out[key] = float(value)
             except ValueError:
-                out[key] = value
+                out[key] = {"true": True, "false": False}.get(value.lower(), value)
             else:
                 if not math.isfinite(out[key]):
                     raise SpecError(f"--param {key} must be a finite number, got '{value}'") from None

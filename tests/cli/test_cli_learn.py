@@ -66,6 +66,16 @@ def test_train_without_save_stores_nothing(capsys, files):
     assert json.loads(out)["run_id"] is None
 
 
+def test_params_take_true_and_false_as_bools():
+    """``--param`` turns true/false (any case) into bools, numbers into numbers, anything else stays text."""
+    from placelab.cli_common import parse_params
+    from policies.rl.registry import make_config
+
+    assert parse_params(["a=true", "b=FALSE", "c=False", "d=1", "e=0.5", "f=full", "g=yes"]) == {
+        "a": True, "b": False, "c": False, "d": 1, "e": 0.5, "f": "full", "g": "yes"}
+    assert make_config("placeto", parse_params(["normalize_advantages=false"])).normalize_advantages is False
+
+
 @pytest.mark.parametrize("args, message", [
     (["train", "--placer", "metis", "--graphs", "G", "--cluster", "C2", "--episodes", "4"], "not a learned placer"),
     (["train", "--placer", "placeto", "--cluster", "C2"], "needs --graphs"),
@@ -73,6 +83,8 @@ def test_train_without_save_stores_nothing(capsys, files):
     (["train", "--placer", "placeto", "--graphs", "G", "--cluster", "C2", "--param", "rounds=-1"], "must be >= 0"),
     (["train", "--placer", "placeto", "--graphs", "G", "--cluster", "C2", "--param", "batch=abc"], "must be int"),
     (["train", "--placer", "placeto", "--graphs", "G", "--cluster", "C2", "--param", "lr=-1"], "must be > 0"),
+    (["train", "--placer", "placeto", "--graphs", "G", "--cluster", "C2", "--param", "normalize_advantages=maybe"],
+     "must be bool, got 'maybe'"),
     (["train", "--placer", "rnn", "--graphs", "G", "--cluster", "C2", "--param", "samples=0"], "must be >= 1"),
     (["train", "--placer", "rnn", "--graphs", "G", "--cluster", "C2", "--param", "grouping=layers"],
      "must be one of merge, units, got 'layers'"),

@@ -7,8 +7,9 @@
    to compute, what they would on a ``--link-gbps`` link (default 20 GB/s, DOPPLER's P100
    NVLink; the graphs' bytes at this machine's copy bandwidth would make transfers dominate),
    ``--placements`` placements
-   (the baselines', then random ones) are executed ``--repeats`` times on 2 calibrated CPU
-   workers and simulated in every available mode; Pearson, Spearman, median and max relative
+   (the baselines', then random ones) are executed ``--repeats`` times (10, as the papers
+   average; in rounds over all placements, or back to back with ``--blocked``) on 2 calibrated
+   CPU workers and simulated in every available mode; Pearson, Spearman, median and max relative
    error per mode. The *replay* row simulates each run with its own measured op and copy
    durations (``engine.executor.fidelity.replay_graph``): its error is that of the simulator's
    rules alone, the rest of the calibrated mode's error that of the predicted durations; the
@@ -106,7 +107,9 @@ def _half_replays(g: CompGraph, cluster, v: Validation) -> dict[str, dict]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--placements", type=int, default=50)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--blocked", action="store_true",
+                    help="run each placement's repeats back to back (default: in rounds over all placements)")
     ap.add_argument("--step-ms", type=float, default=50.0)
     ap.add_argument("--link-gbps", type=float, default=20.0)
     ap.add_argument("--graphs", default=",".join(GRAPHS))
@@ -133,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     for spec in [s for s in args.graphs.split(",") if s]:
         g = _scaled(spec, cluster, args)
         t = time.perf_counter()
-        v = validate(g, cluster, placements=args.placements, repeats=args.repeats)
+        v = validate(g, cluster, placements=args.placements, repeats=args.repeats, interleave=not args.blocked)
         refined, halves = _refined_out_of_sample(g, cluster, v), _half_replays(g, cluster, v)
         out["fidelity"][spec] = {"graph": g.name, "ops": g.num_ops, "modes": v.stats, "replay": v.replay_stats,
                                  "repeat_agreement": v.repeat_stats,

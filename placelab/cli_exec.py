@@ -127,6 +127,9 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                      help="placer parameter PLACER.key=value (e.g. placeto.policy=RUN)")] = None,
                  repeats: RepeatsOpt = 3, time_scale: TimeScaleOpt = None, step_ms: StepOpt = 100.0,
                  bytes_scale: BytesScaleOpt = None, seed: int = 0,
+                 blocked: Annotated[bool, typer.Option(
+                     help="run each placement's repeats back to back (default: in rounds, every placement once "
+                          "per round, so that a drift of the machine's speed spreads over all of them)")] = False,
                  save: Annotated[bool, typer.Option(help="store a run of kind 'validate'")] = True,
                  refine_out: Annotated[str | None, typer.Option(
                      "--refine-out", help="write CLUSTER refined on these runs (device speeds and copy link fitted "
@@ -145,7 +148,8 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
     v = validate(g, c, placements=placements, placers=names, placer_params=_placer_params(param or []),
                  repeats=repeats, seed=seed, store=RunStore(runs_dir) if save else None,
                  parameters={"graph_spec": graph, "time_scale": time_scale, "step_ms": step_ms},
-                 progress=lambda msg: typer.echo(msg, err=True), refine=refine_out is not None)
+                 progress=lambda msg: typer.echo(msg, err=True), refine=refine_out is not None,
+                 interleave=not blocked)
     refined = ""
     if v.refined is not None:
         from engine.cluster import save_cluster

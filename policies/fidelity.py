@@ -30,7 +30,7 @@ import numpy as np
 
 from engine.cluster import SIMULATION_MODES, Cluster
 from engine.errors import PlacelabError, SimulationError
-from engine.executor import Executor
+from engine.executor import Executor, Measurement
 from engine.executor.calibration import mode_cluster
 from engine.executor.fidelity import fidelity_stats, refine_cluster, repeat_agreement, replay_makespan
 from engine.graph import CompGraph
@@ -116,10 +116,15 @@ def _placements(graph: CompGraph, cluster: Cluster, count: int, placers: list[st
 def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placers: list[str] | None = None,
              placer_params: dict[str, dict[str, Any]] | None = None, repeats: int = 3, warmup: int = 1,
              seed: int = 0, store: RunStore | None = None, parameters: dict[str, Any] | None = None,
-             progress: Callable[[str], None] | None = None, refine: bool = False) -> Validation:
+             progress: Callable[[str], None] | None = None, refine: bool = False,
+             interleave: bool = True) -> Validation:
     """Execute and simulate ``placements`` placements of ``graph`` on ``cluster``; report fidelity.
 
     ``graph`` must already be executable here (see :func:`engine.executor.scale_graph`).
+    With ``interleave`` (the default) the repeats run in rounds, every placement once per round
+    (each run after ``warmup`` unmeasured ones), so that a slow drift of the machine's speed
+    spreads over all placements instead of shifting the few placements it happens to hit;
+    without it each placement's runs follow each other.
     With ``store``, a run of kind ``validate`` keeps the per-placement table
     (``fidelity.csv``), the statistics per mode as metrics, and the first placement with
     its simulated (``schedule_*.csv``) and measured (``measured_*.csv``) schedules.
@@ -135,35 +140,42 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
             sims[mode] = Simulator(graph, mode_cluster(cluster, mode))
         except SimulationError as exc:
             unavailable[mode] = str(exc)
-    means, stds, example, replayed, ratio, measured = [], [], None, [], [], []
+    runs: list[list[Schedule]] = [[] for _ in devs]
+    with Executor(cluster) as ex:
+        rounds, per_call = (repeats, 1) if interleave else (1, repeats)
+        for r in range(rounds):
+            for i, (src, dev) in enumerate(zip(sources, devs, strict=True)):
+                runs[i] += ex.run(graph, dev, repeats=per_call, warmup=warmup).schedules
+                if r < rounds - 1:
+                    say(f"[round {r + 1}/{rounds}, {i + 1}/{len(devs)}] {src}: measured "
+                        f"{runs[i][-1].makespan * 1e3:.3f} ms")
+    means, stds, replayed, ratio = [], [], [], []
     predicted: dict[str, list[float]] = {m: [] for m in sims}
     planned = Simulator(graph, cluster)
-    with Executor(cluster) as ex:
-        for i, (src, dev) in enumerate(zip(sources, devs, strict=True)):
-            m = ex.run(graph, dev, repeats=repeats, warmup=warmup)
-            means.append(m.mean)
-            stds.append(m.std)
-            example = example or m.schedule
-            measured.append(m.schedules)
-            for mode, sim in sims.items():
-                predicted[mode].append(sim.makespan(dev))
-            replayed.append(replay_makespan(graph, cluster, dev, m.schedules))
-            op_time = planned.run(Placement(dev)).compute_time.sum()
-            ratio.append(float(np.mean([s.compute_time.sum() for s in m.schedules]) / op_time) if op_time > 0
-                         else float("nan"))
-            say(f"[{i + 1}/{len(devs)}] {src}: measured {m.mean * 1e3:.3f} ± {m.std * 1e3:.3f} ms, "
-                + ", ".join(f"{mode} {v[-1] * 1e3:.3f} ms" for mode, v in predicted.items())
-                + f", replayed {replayed[-1] * 1e3:.3f} ms")
+    for i, (src, dev) in enumerate(zip(sources, devs, strict=True)):
+        m = Measurement(runs[i])
+        means.append(m.mean)
+        stds.append(m.std)
+        for mode, sim in sims.items():
+            predicted[mode].append(sim.makespan(dev))
+        replayed.append(replay_makespan(graph, cluster, dev, m.schedules))
+        op_time = planned.run(Placement(dev)).compute_time.sum()
+        ratio.append(float(np.mean([s.compute_time.sum() for s in m.schedules]) / op_time) if op_time > 0
+                     else float("nan"))
+        say(f"[{i + 1}/{len(devs)}] {src}: measured {m.mean * 1e3:.3f} ± {m.std * 1e3:.3f} ms, "
+            + ", ".join(f"{mode} {v[-1] * 1e3:.3f} ms" for mode, v in predicted.items())
+            + f", replayed {replayed[-1] * 1e3:.3f} ms")
+    example = Measurement(runs[0]).schedule
     stats = {mode: fidelity_stats(means, values) for mode, values in predicted.items()}
     result = Validation(sources, devs, means, stds, predicted, stats, unavailable, example, skipped, replayed=replayed,
-                        op_time_ratio=ratio, schedules=measured)
+                        op_time_ratio=ratio, schedules=runs)
     if refine:
-        result.refined = refine_cluster(cluster, graph, [(dev, s) for dev, runs in zip(devs, measured, strict=True)
-                                                         for s in runs])
+        result.refined = refine_cluster(cluster, graph, [(dev, s) for dev, runs_i in zip(devs, runs, strict=True)
+                                                         for s in runs_i])
     if store is not None:
         result.run_id = _store(store, graph, cluster, result, {**(parameters or {}), "placements": placements,
                                                                 "placers": names, "repeats": repeats,
-                                                                "warmup": warmup}, seed)
+                                                                "warmup": warmup, "interleave": interleave}, seed)
     return result
 
 

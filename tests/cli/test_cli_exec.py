@@ -72,7 +72,7 @@ def test_local_preset_is_calibrated_once_then_read_from_the_cache(monkeypatch, t
 def test_validate_reports_every_mode_and_stores_a_run(capsys, tmp_path, two):
     runs = tmp_path / "runs"
     code, stdout, _ = run_cli(capsys, "validate", GRAPH, "-c", two, "--placements", "3", "--placers", "round-robin",
-                              "--repeats", "1", "--step-ms", "5", "--runs-dir", str(runs), "--json")
+                              "--repeats", "1", "--step-ms", "5", "--blocked", "--runs-dir", str(runs), "--json")
     assert code == 0
     res = json.loads(stdout)
     assert res["placements"] == 3 and res["rows"]["source"][0] == "round-robin"
@@ -83,6 +83,7 @@ def test_validate_reports_every_mode_and_stores_a_run(capsys, tmp_path, two):
     assert res["repeats"] == 1 and res["repeat_agreement"] is None  # nothing to set one run against
     run = RunStore(runs).load(res["run_id"])
     assert {"fidelity.csv", "measured_ops.csv", "schedule_ops.csv"} <= set(run.files())
+    assert run.meta["parameters"]["interleave"] is False  # --blocked
     refined = tmp_path / "refined.json"
     code, stdout, _ = run_cli(capsys, "validate", GRAPH, "-c", two, "--placements", "3", "--repeats", "2",
                               "--step-ms", "5", "--no-save", "--refine-out", str(refined))

@@ -121,6 +121,49 @@ def test_validate_executes_and_simulates_every_placement(validation):
     assert measured.makespan == pytest.approx(v.example.makespan)
 
 
+@pytest.mark.parametrize("interleave", [True, False])
+def test_validate_runs_the_repeats_in_rounds_unless_told_otherwise(monkeypatch, interleave):
+    """Interleaved (the default): every placement once per round, each call with its warm-up; blocked:
+    one call per placement with all its repeats. Either way each placement keeps every run."""
+    import policies.fidelity as fid
+    from engine.executor import Measurement
+    from engine.placement import Placement
+
+    calls = []
+
+    class FakeExecutor:
+        """Records the calls; a "measured" run is the simulated schedule, stretched by the call count."""
+
+        def __init__(self, cluster):
+            self.cluster = cluster
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def run(self, graph, dev, *, repeats, warmup):
+            calls.append((dev.tobytes(), repeats, warmup))
+            s = Simulator(graph, self.cluster).run(Placement(dev))
+            return Measurement([dataclasses.replace(s, makespan=s.makespan * len(calls)) for _ in range(repeats)])
+
+    monkeypatch.setattr(fid, "Executor", FakeExecutor)
+    g, c = random_dag(ops=10, seed=1), machine_cluster(2)
+    v = validate(g, c, placements=3, placers=["round-robin"], repeats=2, warmup=1, interleave=interleave)
+    keys = [p.tobytes() for p in v.placements]
+    if interleave:
+        assert calls == [(k, 1, 1) for k in keys] * 2
+        makespans = [[i + 1, i + 4] for i in range(3)]  # placement i ran in calls i + 1 and i + 4
+    else:
+        assert calls == [(k, 2, 1) for k in keys]
+        makespans = [[i + 1, i + 1] for i in range(3)]
+    sims = [Simulator(g, c).makespan(p) for p in v.placements]
+    np.testing.assert_allclose([[s.makespan for s in runs] for runs in v.schedules],
+                               [[m * sim for m in ms] for ms, sim in zip(makespans, sims, strict=True)])
+    assert v.measured_mean == pytest.approx([np.mean(m) * sim for m, sim in zip(makespans, sims, strict=True)])
+
+
 def test_timeline_figure_puts_both_schedules_on_one_axis(validation):
     v, _, g, c = validation
     sim = Simulator(g, c).run(v.placements[0])

@@ -46,6 +46,15 @@ Deviations (measured on ``gen:family-nmt?index=0`` at 128 groups on ``k80x2``, 8
 7. A step whose action keeps the group's device leaves the placement unchanged: its runtime is
    reused, not simulated again, and it is not counted as an evaluated placement.
 
+Known limit (``benchmarks/bench_placeto_budget.py``, ``gen:nmt`` on ``k80x2``, 20,400 placements):
+from the single-device start, moving every group with one probability p regardless of the group
+is best at p = 1/2 (mean runtime 536.8 ms against 689 ms at p = 0 or 1), which on two devices is
+the uniform policy. There the part of the policy gradient shared by all groups vanishes, and
+the rest (which group to move) is weak against the noise of a return summed over 128 actions:
+the policy learned in 3 of 39 runs over 13 settings (entropy, learning rate, batch, group
+count, passes, discount, the paper's random start), each of them one whose first episodes had
+already left uniform; the others stayed at or near it or left it the wrong way.
+
 torch is imported inside the functions that need it (see :mod:`policies.rl.registry`).
 """
 

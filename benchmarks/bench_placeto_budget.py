@@ -1,0 +1,167 @@
+"""Does Placeto *learn* on ``gen:nmt`` (2 layers, ``k80x2``) within Placeto Table 1's 20.4 K placements?
+
+Issue #16 asks for Placeto's best NMT placement within 20,400 evaluated placements (Placeto Table
+1, NMT / 2 GPUs). A best found that early can come from a policy that learned or from the random
+placements of one that did not, so this benchmark reports both, per hyper-parameter setting and
+seed:
+
+1. **Coin-flip placements.** From Placeto's start (every group on its first device, our default
+   ``init=single``), each group moves to the other device with probability *p*; the mean and
+   median runtime of ``--flips`` such placements per *p*. Where it is lowest is where the
+   component of the policy gradient that every group shares (how often the policy moves a group
+   at all) vanishes.
+2. **Training runs.** For each setting (``name:key=value,...``, Placeto parameters over the
+   registered defaults) and seed, a fresh policy trains on the graph until ``--placements``
+   placements have been evaluated (or ``--episodes``), the learning rate and entropy weight
+   decaying over that budget (Placeto App. A.7), no stopping rule. Reported: the median entropy
+   per decision and sampled runtime over the first and the last ``--window`` episodes, the best
+   runtime and after how many evaluated placements it was first found, and *learned* (yes when
+   the last window's entropy is below 0.9 × ln D *and* its sampled runtime below the first's).
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_placeto_budget.py                  # 13 settings × 3 seeds
+    .venv/bin/python benchmarks/bench_placeto_budget.py --quick          # 3 settings, seed 0, 5 K
+    .venv/bin/python benchmarks/bench_placeto_budget.py --settings "default:;ent0:entropy=0,entropy_final=0" \\
+        --seeds 0,1 --workers 2 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import numpy as np
+
+SETTINGS = ("default:", "discount=0:discount=0", "discount=0.9:discount=0.9", "entropy=0:entropy=0,entropy_final=0",
+            "entropy=1e-3:entropy=1e-3", "lr=5e-3:lr=5e-3,lr_final=5e-4", "lr=1e-2:lr=1e-2,lr_final=1e-3",
+            "batch=4:batch=4", "batch=16:batch=16", "groups=32:groups=32", "groups=64:groups=64",
+            "passes=2:passes=2", "paper (random start, lr 1e-3):init=random,lr=1e-3,lr_final=1e-4")
+QUICK_SETTINGS = ("default:", "entropy=0:entropy=0,entropy_final=0", "groups=32:groups=32")
+
+
+def parse_setting(text: str) -> tuple[str, dict[str, Any]]:
+    """``name:key=value,key=value`` → (name, params); values are numbers where they parse as numbers."""
+    from placelab.cli_common import parse_params
+
+    name, _, rest = text.partition(":")
+    return name, parse_params([p for p in rest.split(",") if p])
+
+
+def coin_flips(graph_spec: str, cluster_name: str, flips: int, seed: int) -> list[dict[str, float]]:
+    """Mean / median / min runtime of placements moving each group off its start with probability p."""
+    from engine.presets import PRESETS
+    from engine.sources import load_graph
+    from policies.rl.jobs import task_for
+    from policies.rl.registry import make_config
+
+    task = task_for(load_graph(graph_spec), PRESETS[cluster_name](), make_config("placeto", {}))
+    start = np.argmax(task.feasible, axis=1)
+    other = (start + 1) % task.num_devices
+    rng = np.random.default_rng(seed)
+    rows = []
+    for p in np.linspace(0.0, 1.0, 11):
+        runs = [task.evaluate(np.where(rng.random(task.num_groups) < p, other, start)).makespan
+                for _ in range(flips)]
+        rows.append({"p": float(p), "mean_s": float(np.mean(runs)), "median_s": float(np.median(runs)),
+                     "min_s": float(np.min(runs))})
+    return rows
+
+
+def train_run(job: tuple[str, str, str, dict[str, Any], int, int, int, int]) -> dict[str, Any]:
+    """One training run (in a worker process, one torch thread)."""
+    import torch
+
+    from engine.presets import PRESETS
+    from engine.sources import load_graph
+    from policies.rl.jobs import task_for
+    from policies.rl.registry import make_agent, make_config
+    from policies.rl.reinforce import Budget, StoppingRule
+    from policies.rl.trainer import Trainer
+
+    graph_spec, cluster_name, name, params, seed, placements, episodes, window = job
+    torch.set_num_threads(1)
+    cluster = PRESETS[cluster_name]()
+    config = make_config("placeto", params)
+    task = task_for(load_graph(graph_spec), cluster, config)
+    agent = make_agent("placeto", cluster.num_devices, config.to_dict(), seed=seed, tasks=[task])
+    budget = Budget(episodes=episodes, placements=placements)
+    trainer = Trainer(agent, {"g": task}, seed=seed, budget=budget, stopping=StoppingRule(0))
+    rows: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    while budget.exhausted(trainer.episodes, trainer.placements, 0.0) is None:
+        rows += trainer.step()
+    w = max(1, min(window, len(rows) // 4))
+    med = lambda key, part: statistics.median(float(r[key]) for r in part)  # noqa: E731
+    best = trainer.best["g"]
+    out = {"setting": name, "params": params, "seed": seed, "groups": task.num_groups, "episodes": len(rows),
+           "placements": trainer.placements, "entropy_first": med("entropy", rows[:w]),
+           "entropy_last": med("entropy", rows[-w:]), "sampled_first_s": med("sampled_runtime", rows[:w]),
+           "sampled_last_s": med("sampled_runtime", rows[-w:]), "best_s": best.makespan,
+           "found_after": best.placements_evaluated, "wall_s": time.perf_counter() - t0}
+    out["learned"] = bool(out["entropy_last"] < 0.9 * math.log(cluster.num_devices)
+                          and out["sampled_last_s"] < out["sampled_first_s"])
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--graph", default="gen:nmt")
+    ap.add_argument("--cluster", default="k80x2")
+    ap.add_argument("--settings", default=None, help="'name:key=value,...' separated by ';'")
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--placements", type=int, default=20_400, help="Placeto Table 1, NMT / 2 GPUs")
+    ap.add_argument("--episodes", type=int, default=2_000)
+    ap.add_argument("--window", type=int, default=50)
+    ap.add_argument("--flips", type=int, default=200)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="3 settings, seed 0, 5,000 placements, 50 flips")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    settings = args.settings.split(";") if args.settings else list(QUICK_SETTINGS if args.quick else SETTINGS)
+    seeds = [0] if args.quick else [int(s) for s in args.seeds.split(",")]
+    placements, flips = (5_000, 50) if args.quick else (args.placements, args.flips)
+    t0 = time.perf_counter()
+    curve = coin_flips(args.graph, args.cluster, flips, 0)
+    if not args.json:
+        print(f"{args.graph} on {args.cluster}: coin-flip placements from the single-device start "
+              f"({flips} per p), runtime in ms")
+        for r in curve:
+            print(f"  p = {r['p']:.1f}  mean {r['mean_s'] * 1e3:7.1f}  median {r['median_s'] * 1e3:7.1f}"
+                  f"  min {r['min_s'] * 1e3:7.1f}")
+        print(f"training runs: budget {placements:,} placements or {args.episodes} episodes, "
+              f"first / last {args.window} episodes", flush=True)
+    jobs = [(args.graph, args.cluster, *parse_setting(s), seed, placements, args.episodes, args.window)
+            for s in settings for seed in seeds]
+    runs = []
+    with ProcessPoolExecutor(args.workers) as pool:
+        for r in pool.map(train_run, jobs):
+            runs.append(r)
+            if not args.json:
+                print(f"  {r['setting']:32s} seed {r['seed']}  {r['groups']:3d} groups {r['episodes']:5d} ep"
+                      f"  entropy {r['entropy_first']:.3f} -> {r['entropy_last']:.3f}"
+                      f"  sampled {r['sampled_first_s'] * 1e3:6.1f} -> {r['sampled_last_s'] * 1e3:6.1f} ms"
+                      f"  best {r['best_s'] * 1e3:6.1f} ms after {r['found_after']:6,}"
+                      f"  learned {'yes' if r['learned'] else 'no '}  {r['wall_s']:4.0f} s", flush=True)
+    meta = {"graph": args.graph, "cluster": args.cluster, "placements": placements, "episodes": args.episodes,
+            "cpus": os.cpu_count(), "python": platform.python_version(), "load_avg": os.getloadavg()[0],
+            "wall_s": time.perf_counter() - t0}
+    if args.json:
+        json.dump({"meta": meta, "coin_flips": curve, "runs": runs}, sys.stdout)
+        print()
+    else:
+        learned = sum(r["learned"] for r in runs)
+        print(f"{learned} of {len(runs)} runs learned; {meta['wall_s']:.0f} s "
+              f"(load average {meta['load_avg']:.1f} on {meta['cpus']} CPUs)")
+
+
+if __name__ == "__main__":
+    main()

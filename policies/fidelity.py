@@ -145,10 +145,11 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
         rounds, per_call = (repeats, 1) if interleave else (1, repeats)
         for r in range(rounds):
             for i, (src, dev) in enumerate(zip(sources, devs, strict=True)):
-                runs[i] += ex.run(graph, dev, repeats=per_call, warmup=warmup).schedules
-                if r < rounds - 1:
-                    say(f"[round {r + 1}/{rounds}, {i + 1}/{len(devs)}] {src}: measured "
-                        f"{runs[i][-1].makespan * 1e3:.3f} ms")
+                m = ex.run(graph, dev, repeats=per_call, warmup=warmup)
+                runs[i] += m.schedules
+                where = f"round {r + 1}/{rounds}, " if interleave else ""
+                say(f"[{where}{i + 1}/{len(devs)}] {src}: measured "
+                    + ", ".join(f"{s.makespan * 1e3:.3f}" for s in m.schedules) + " ms")
     means, stds, replayed, ratio = [], [], [], []
     predicted: dict[str, list[float]] = {m: [] for m in sims}
     planned = Simulator(graph, cluster)

@@ -14,7 +14,8 @@ seed:
    registered defaults) and seed, a fresh policy trains on the graph until ``--placements``
    placements have been evaluated (or ``--episodes``), the learning rate and entropy weight
    decaying over that budget (Placeto App. A.7), no stopping rule. Reported: the median entropy
-   per decision and sampled runtime over the first and the last ``--window`` episodes, the best
+   per decision and sampled runtime over the first and the last ``--window`` episodes (at most a
+   quarter of the run's episodes each: 40–48 for runs of 160–199 episodes), the best
    runtime and after how many evaluated placements it was first found, and *learned* (yes when
    the last window's entropy is below 0.9 × ln D *and* its sampled runtime below the first's).
 

@@ -51,6 +51,7 @@ from engine.objectives import lower_bound
 from engine.placement import load_placement
 from engine.runs import Run, RunStore
 from engine.simulator import simulate
+from learning_runs import window_medians
 from policies import make_placer
 from policies.rl.jobs import evaluate_policy
 
@@ -74,14 +75,9 @@ def curve_windows(run: Run, window: int) -> dict[str, float]:
     half the episodes each, so that the two windows do not overlap)."""
     with open(run.path / "learning_curve.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    window = max(1, min(window, len(rows) // 2))
-    first, last = rows[:window], rows[-window:]
-
-    def med(part: list[dict[str, str]], key: str) -> float:
-        return statistics.median(float(r[key]) for r in part)
-
-    return {"episodes": len(rows), "entropy_first": med(first, "entropy"), "entropy_last": med(last, "entropy"),
-            "sampled_first_s": med(first, "sampled_runtime"), "sampled_last_s": med(last, "sampled_runtime")}
+    med = window_medians(rows, ("entropy", "sampled_runtime"), window, most=0.5)
+    return {"episodes": len(rows), "entropy_first": med["entropy_first"], "entropy_last": med["entropy_last"],
+            "sampled_first_s": med["sampled_runtime_first"], "sampled_last_s": med["sampled_runtime_last"]}
 
 
 def list_schedulers(graph: CompGraph, cluster: Cluster) -> dict[str, float]:

@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import sys
 import time
 from typing import Any
@@ -34,11 +33,9 @@ import torch
 from engine.presets import PRESETS
 from engine.simulator import Simulator
 from engine.sources import load_graph
+from learning_runs import train_alone, window_medians
 from policies import make_placer
-from policies.rl.jobs import task_for
-from policies.rl.registry import make_agent, make_config
-from policies.rl.reinforce import Budget, StoppingRule
-from policies.rl.trainer import Trainer
+from policies.rl.reinforce import Budget
 
 GRAPHS = ("gen:random?ops=200&seed=1", "gen:family-cifar10?index=0&seed=0",
           "gen:rnnlm?steps=4&units=64&batch=4&vocab=100")
@@ -60,17 +57,12 @@ def best_baseline(graph, cluster, names: list[str]) -> tuple[str, float]:
 def learning_cell(placer: str, graph, cluster, params: dict[str, Any], episodes: int, window: int,
                   seed: int) -> dict[str, Any]:
     """Train on one cell; the sampled runtime's first/last-window medians, the best, wall time."""
-    config = make_config(placer, params)
-    task = task_for(graph, cluster, config)
-    agent = make_agent(placer, cluster.num_devices, config.to_dict(), seed=seed, tasks=[task])
-    trainer = Trainer(agent, {"g": task}, seed=seed, budget=Budget(episodes=episodes), stopping=StoppingRule(0))
-    sampled: list[float] = []
     t0 = time.perf_counter()
-    while trainer.episodes < episodes:
-        sampled += [row["sampled_runtime"] for row in trainer.step()]
+    trainer, task, rows = train_alone(placer, graph, cluster, params, Budget(episodes=episodes), seed)
     wall = time.perf_counter() - t0
-    first, last = statistics.median(sampled[:window]), statistics.median(sampled[-window:])
-    return {"groups": task.num_groups, "episodes": len(sampled), "first_s": first, "last_s": last,
+    med = window_medians(rows, ("sampled_runtime",), window)
+    first, last = med["sampled_runtime_first"], med["sampled_runtime_last"]
+    return {"groups": task.num_groups, "episodes": len(rows), "first_s": first, "last_s": last,
             "trend": last / first - 1.0, "best_s": trainer.best["g"].makespan, "wall_s": wall}
 
 

@@ -10,7 +10,18 @@ seed:
    median runtime of ``--flips`` such placements per *p*. Where it is lowest is where the
    component of the policy gradient that every group shares (how often the policy moves a group
    at all) vanishes.
-2. **Training runs.** For each setting (``name:key=value,...``, Placeto parameters over the
+2. **Toward a good placement.** The best of ``10 × --flips`` uniformly random placements, *b*,
+   and policies that put each group on *b*'s device with probability 1/2 + *e* (the other with
+   1/2 − *e*; the same random draws for every *e*): *e* = 0 is the uniform policy, 1/2 is *b*
+   itself. On identical devices a placement
+   and its relabelling take the same time (``test_identical_devices_are_interchangeable``), so
+   *e* and −*e* give the same mean runtime: the curve is even in *e*, its slope at the uniform
+   policy is zero, and the policy gradient along any direction that depends on the group alone
+   vanishes there. Where the curve stays flat around *e* = 0 (each row prints its change from
+   *e* = 0), the uniform policy sits on a plateau in the direction of a good placement: the
+   gradient is zero there by symmetry and stays near zero until the policy is already far from
+   uniform, so a policy leaves it only as far as its first steps happen to break the symmetry.
+3. **Training runs.** For each setting (``name:key=value,...``, Placeto parameters over the
    registered defaults) and seed, a fresh policy trains on the graph until ``--placements``
    placements have been evaluated (or ``--episodes``), the learning rate and entropy weight
    decaying over that budget (Placeto App. A.7), no stopping rule. Reported: the median entropy
@@ -34,7 +45,6 @@ import json
 import math
 import os
 import platform
-import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -77,36 +87,49 @@ def coin_flips(graph_spec: str, cluster_name: str, flips: int, seed: int) -> lis
     return rows
 
 
+def toward_curve(graph_spec: str, cluster_name: str, flips: int, seed: int) -> dict[str, Any]:
+    """Mean / median runtime of policies biased by e towards the best of ``10 · flips`` random placements."""
+    from engine.presets import PRESETS
+    from engine.sources import load_graph
+    from policies.rl.jobs import task_for
+    from policies.rl.registry import make_config
+
+    task = task_for(load_graph(graph_spec), PRESETS[cluster_name](), make_config("placeto", {}))
+    rng = np.random.default_rng(seed)
+    tries = [task.random_placement(rng) for _ in range(10 * flips)]
+    times = [task.evaluate(p).makespan for p in tries]
+    best = tries[int(np.argmin(times))]
+    # common random numbers: every e uses the same draws, so the curve's differences are not noise
+    u = rng.random((flips, task.num_groups))
+    other = (best + rng.integers(1, task.num_devices, (flips, task.num_groups))) % task.num_devices
+    rows = []
+    for e in (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.45, 0.5):
+        runs = [task.evaluate(np.where(u[i] < 0.5 + e, best, other[i])).makespan for i in range(flips)]
+        rows.append({"e": e, "mean_s": float(np.mean(runs)), "median_s": float(np.median(runs))})
+    return {"best_of": 10 * flips, "best_s": float(min(times)), "rows": rows}
+
+
 def train_run(job: tuple[str, str, str, dict[str, Any], int, int, int, int]) -> dict[str, Any]:
     """One training run (in a worker process, one torch thread)."""
     import torch
 
     from engine.presets import PRESETS
     from engine.sources import load_graph
-    from policies.rl.jobs import task_for
-    from policies.rl.registry import make_agent, make_config
-    from policies.rl.reinforce import Budget, StoppingRule
-    from policies.rl.trainer import Trainer
+    from learning_runs import train_alone, window_medians
+    from policies.rl.reinforce import Budget
 
     graph_spec, cluster_name, name, params, seed, placements, episodes, window = job
     torch.set_num_threads(1)
     cluster = PRESETS[cluster_name]()
-    config = make_config("placeto", params)
-    task = task_for(load_graph(graph_spec), cluster, config)
-    agent = make_agent("placeto", cluster.num_devices, config.to_dict(), seed=seed, tasks=[task])
-    budget = Budget(episodes=episodes, placements=placements)
-    trainer = Trainer(agent, {"g": task}, seed=seed, budget=budget, stopping=StoppingRule(0))
-    rows: list[dict[str, Any]] = []
     t0 = time.perf_counter()
-    while budget.exhausted(trainer.episodes, trainer.placements, 0.0) is None:
-        rows += trainer.step()
-    w = max(1, min(window, len(rows) // 4))
-    med = lambda key, part: statistics.median(float(r[key]) for r in part)  # noqa: E731
+    trainer, task, rows = train_alone("placeto", load_graph(graph_spec), cluster, params,
+                                      Budget(episodes=episodes, placements=placements), seed)
+    med = window_medians(rows, ("entropy", "sampled_runtime"), window, most=0.25)
     best = trainer.best["g"]
     out = {"setting": name, "params": params, "seed": seed, "groups": task.num_groups, "episodes": len(rows),
-           "placements": trainer.placements, "entropy_first": med("entropy", rows[:w]),
-           "entropy_last": med("entropy", rows[-w:]), "sampled_first_s": med("sampled_runtime", rows[:w]),
-           "sampled_last_s": med("sampled_runtime", rows[-w:]), "best_s": best.makespan,
+           "placements": trainer.placements, "entropy_first": med["entropy_first"],
+           "entropy_last": med["entropy_last"], "sampled_first_s": med["sampled_runtime_first"],
+           "sampled_last_s": med["sampled_runtime_last"], "best_s": best.makespan,
            "found_after": best.placements_evaluated, "wall_s": time.perf_counter() - t0}
     out["learned"] = bool(out["entropy_last"] < 0.9 * math.log(cluster.num_devices)
                           and out["sampled_last_s"] < out["sampled_first_s"])
@@ -132,12 +155,18 @@ def main() -> None:
     placements, flips = (5_000, 50) if args.quick else (args.placements, args.flips)
     t0 = time.perf_counter()
     curve = coin_flips(args.graph, args.cluster, flips, 0)
+    toward = toward_curve(args.graph, args.cluster, flips, 0)
     if not args.json:
         print(f"{args.graph} on {args.cluster}: coin-flip placements from the single-device start "
               f"({flips} per p), runtime in ms")
         for r in curve:
             print(f"  p = {r['p']:.1f}  mean {r['mean_s'] * 1e3:7.1f}  median {r['median_s'] * 1e3:7.1f}"
                   f"  min {r['min_s'] * 1e3:7.1f}")
+        print(f"toward the best of {toward['best_of']} random placements ({toward['best_s'] * 1e3:.1f} ms): each "
+              f"group on its device with probability 1/2 + e ({flips} per e), runtime in ms")
+        for r in toward["rows"]:
+            print(f"  e = {r['e']:.2f}  mean {r['mean_s'] * 1e3:7.1f}  median {r['median_s'] * 1e3:7.1f}"
+                  f"  mean - mean(e = 0) {(r['mean_s'] - toward['rows'][0]['mean_s']) * 1e3:+7.1f}")
         print(f"training runs: budget {placements:,} placements or {args.episodes} episodes, "
               f"first / last {args.window} episodes", flush=True)
     jobs = [(args.graph, args.cluster, *parse_setting(s), seed, placements, args.episodes, args.window)
@@ -156,7 +185,7 @@ def main() -> None:
             "cpus": os.cpu_count(), "python": platform.python_version(), "load_avg": os.getloadavg()[0],
             "wall_s": time.perf_counter() - t0}
     if args.json:
-        json.dump({"meta": meta, "coin_flips": curve, "runs": runs}, sys.stdout)
+        json.dump({"meta": meta, "coin_flips": curve, "toward": toward, "runs": runs}, sys.stdout)
         print()
     else:
         learned = sum(r["learned"] for r in runs)

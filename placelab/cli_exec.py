@@ -130,6 +130,10 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                  blocked: Annotated[bool, typer.Option(
                      help="run each placement's repeats back to back (default: in rounds, every placement once "
                           "per round, so that a drift of the machine's speed spreads over all of them)")] = False,
+                 recalibrate: Annotated[bool, typer.Option(
+                     help="also run the calibration's probes before every round and after the last, and simulate "
+                          "on CLUSTER with the link and per-op cost of their median (the 'recalibrated' row): "
+                          "calibrated over the same minutes as the measurements")] = False,
                  save: Annotated[bool, typer.Option(help="store a run of kind 'validate'")] = True,
                  refine_out: Annotated[str | None, typer.Option(
                      "--refine-out", help="write CLUSTER refined on these runs (device speeds and copy link fitted "
@@ -149,7 +153,7 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                  repeats=repeats, seed=seed, store=RunStore(runs_dir) if save else None,
                  parameters={"graph_spec": graph, "time_scale": time_scale, "step_ms": step_ms},
                  progress=lambda msg: typer.echo(msg, err=True), refine=refine_out is not None,
-                 interleave=not blocked)
+                 interleave=not blocked, recalibrate=recalibrate)
     refined = ""
     if v.refined is not None:
         from engine.cluster import save_cluster
@@ -163,7 +167,7 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
            "modes": v.stats, "replay": v.replay_stats, "repeat_agreement": v.repeat_stats,
            "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
            "unavailable_modes": v.unavailable, "skipped_placers": v.skipped, "rows": v.rows(), "run_id": v.run_id,
-           "refined_cluster": refine_out if v.refined is not None else None}
+           "refined_cluster": refine_out if v.refined is not None else None, "recalibrated": v.recalibrated_stats}
 
     def num(x: float | None) -> str:
         return "-" if x is None else f"{x:.3f}"
@@ -171,7 +175,8 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
     rows = [[mode, num(s["pearson"]), num(s["spearman"]), f"{s['median_rel_error']:.1%}",
              f"{s['max_rel_error']:.1%}"] for mode, s in v.stats.items()]
     rows += [[mode, "unavailable", "", "", ""] for mode in v.unavailable]
-    for label, r in (("replay", v.replay_stats), ("repeats", v.repeat_stats)):
+    for label, r in (("recalibrated", v.recalibrated_stats), ("replay", v.replay_stats),
+                     ("repeats", v.repeat_stats)):
         if r is not None:
             rows.append([label, num(r["pearson"]), num(r["spearman"]), f"{r['median_rel_error']:.1%}",
                          f"{r['max_rel_error']:.1%}"])
@@ -181,6 +186,10 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
             + f"\nreplay: {c.name}'s own simulation with each run's measured op and copy durations (the error "
               f"of the simulator's rules alone); ops ran {np.nanmedian(v.op_time_ratio):.2f}× their predicted "
               "time (median over placements)"
+            + (f"\nrecalibrated: {c.name} with the copy link and per-op cost measured before every round and "
+               f"after the last ({v.recalibrated.link.bandwidth_bytes_per_s / 1e9:.2f} GB/s + "
+               f"{v.recalibrated.link.latency_s * 1e6:.1f} µs; {c.name}: {c.link.bandwidth_bytes_per_s / 1e9:.2f} GB/s)"
+               if v.recalibrated is not None else "")
             + ("\nrepeats: one run of each placement predicting another (median over pairs of runs); the modes "
                "predict the mean of all runs, which is steadier, so a mode can score above this row, and one far "
                "below it is limited by its model, not by the noise" if v.repeat_stats is not None else "")

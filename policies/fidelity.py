@@ -18,6 +18,14 @@ shows. With two or more repeats, :attr:`Validation.repeat_stats` sets the execut
 itself (one repeat predicting another): how much of a mode's error the noise could explain.
 With ``refine``, :attr:`Validation.refined` is ``cluster`` with its device speeds and copy link
 fitted to every measured run (:func:`engine.executor.fidelity.refine_cluster`).
+
+With ``recalibrate``, the calibration's probes (:func:`engine.executor.calibration.measure`: per-op
+overhead, copy hops per size, two workers copying at once) run once before every round and once
+after the last, and :attr:`Validation.recalibrated` is ``cluster`` with the link and settings of
+their median (:func:`engine.executor.calibration.recalibrated`): calibrated over the same minutes
+as the measurements, not fitted to them. On the 2-core development machine copy bandwidth drifted
+from 15.7 to 18.5 GB/s between two benchmark runs, and a calibration made minutes before the
+measurements predicted every copy 1.17× too slow.
 """
 
 from __future__ import annotations
@@ -28,10 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from engine.cluster import SIMULATION_MODES, Cluster
+from engine.cluster import SIMULATION_MODES, Cluster, cluster_to_dict
 from engine.errors import PlacelabError, SimulationError
 from engine.executor import Executor, Measurement
-from engine.executor.calibration import mode_cluster
+from engine.executor.calibration import measure, median_figures, mode_cluster, recalibrated
 from engine.executor.fidelity import fidelity_stats, refine_cluster, repeat_agreement, replay_makespan
 from engine.graph import CompGraph
 from engine.placement import Placement
@@ -65,6 +73,18 @@ class Validation:
     refined: Cluster | None = None
     schedules: list[list[Schedule]] = field(default_factory=list)
     """Each placement's measured schedules, one per repeat."""
+    recalibrated: Cluster | None = None
+    """``cluster`` calibrated in rounds beside the measurements (``recalibrate``; module docstring)."""
+    recalibrated_predicted: list[float] = field(default_factory=list)
+    """Each placement simulated on :attr:`recalibrated`."""
+    probes: list[dict[str, Any]] = field(default_factory=list)
+    """The raw figures of every probe (:func:`engine.executor.calibration.measure`)."""
+
+    @property
+    def recalibrated_stats(self) -> dict[str, Any] | None:
+        """Fidelity of the simulation on :attr:`recalibrated` (None without ``recalibrate``)."""
+        return fidelity_stats(self.measured_mean, self.recalibrated_predicted) if self.recalibrated_predicted \
+            else None
 
     @property
     def replay_stats(self) -> dict[str, Any]:
@@ -83,6 +103,8 @@ class Validation:
                                 "measured_mean_s": self.measured_mean, "measured_std_s": self.measured_std}
         for mode, values in self.predicted.items():
             out[f"simulated_{mode}_s"] = values
+        if self.recalibrated_predicted:
+            out["simulated_recalibrated_s"] = self.recalibrated_predicted
         if self.replayed:
             out["replayed_s"] = self.replayed
             out["op_time_ratio"] = self.op_time_ratio
@@ -117,14 +139,15 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
              placer_params: dict[str, dict[str, Any]] | None = None, repeats: int = 3, warmup: int = 1,
              seed: int = 0, store: RunStore | None = None, parameters: dict[str, Any] | None = None,
              progress: Callable[[str], None] | None = None, refine: bool = False,
-             interleave: bool = True) -> Validation:
+             interleave: bool = True, recalibrate: bool = False) -> Validation:
     """Execute and simulate ``placements`` placements of ``graph`` on ``cluster``; report fidelity.
 
     ``graph`` must already be executable here (see :func:`engine.executor.scale_graph`).
     With ``interleave`` (the default) the repeats run in rounds, every placement once per round
     (each run after ``warmup`` unmeasured ones), so that a slow drift of the machine's speed
     spreads over all placements instead of shifting the few placements it happens to hit;
-    without it each placement's runs follow each other.
+    without it each placement's runs follow each other. With ``recalibrate`` the calibration's
+    probes run before every round and after the last (module docstring).
     With ``store``, a run of kind ``validate`` keeps the per-placement table
     (``fidelity.csv``), the statistics per mode as metrics, and the first placement with
     its simulated (``schedule_*.csv``) and measured (``measured_*.csv``) schedules.
@@ -141,15 +164,29 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
         except SimulationError as exc:
             unavailable[mode] = str(exc)
     runs: list[list[Schedule]] = [[] for _ in devs]
+    probes: list[dict[str, Any]] = []
+    kind = "cpu" if all(d.kind == "cpu" for d in cluster.devices) else "gpu"
+
+    def probe() -> None:
+        probes.append(measure(ex, kind=kind, repeats=1))
+        raw = probes[-1]
+        say(f"[probe {len(probes)}] op overhead {np.mean(raw['op_overhead_s_per_device']) * 1e6:.1f} µs"
+            + (f", {raw['copy_bytes'][-1] / 1e6:.0f} MB copy {raw['copy_alone_s'] * 1e3:.2f} ms"
+               if raw["copy_alone_s"] is not None else ""))
+
     with Executor(cluster) as ex:
         rounds, per_call = (repeats, 1) if interleave else (1, repeats)
         for r in range(rounds):
+            if recalibrate:
+                probe()
             for i, (src, dev) in enumerate(zip(sources, devs, strict=True)):
                 m = ex.run(graph, dev, repeats=per_call, warmup=warmup)
                 runs[i] += m.schedules
                 where = f"round {r + 1}/{rounds}, " if interleave else ""
                 say(f"[{where}{i + 1}/{len(devs)}] {src}: measured "
                     + ", ".join(f"{s.makespan * 1e3:.3f}" for s in m.schedules) + " ms")
+        if recalibrate:
+            probe()
     means, stds, replayed, ratio = [], [], [], []
     predicted: dict[str, list[float]] = {m: [] for m in sims}
     planned = Simulator(graph, cluster)
@@ -170,13 +207,19 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
     stats = {mode: fidelity_stats(means, values) for mode, values in predicted.items()}
     result = Validation(sources, devs, means, stds, predicted, stats, unavailable, example, skipped, replayed=replayed,
                         op_time_ratio=ratio, schedules=runs)
+    if recalibrate:
+        result.probes = probes
+        result.recalibrated = recalibrated(cluster, median_figures(probes))
+        in_run = Simulator(graph, result.recalibrated)
+        result.recalibrated_predicted = [in_run.makespan(dev) for dev in devs]
     if refine:
         result.refined = refine_cluster(cluster, graph, [(dev, s) for dev, runs_i in zip(devs, runs, strict=True)
                                                          for s in runs_i])
     if store is not None:
         result.run_id = _store(store, graph, cluster, result, {**(parameters or {}), "placements": placements,
                                                                 "placers": names, "repeats": repeats,
-                                                                "warmup": warmup, "interleave": interleave}, seed)
+                                                                "warmup": warmup, "interleave": interleave,
+                                                                "recalibrate": recalibrate}, seed)
     return result
 
 
@@ -190,7 +233,11 @@ def _store(store: RunStore, graph: CompGraph, cluster: Cluster, v: Validation, p
         write_schedule_tables(run, graph, cluster, v.example, "measured")
         run.write_table("fidelity.csv", v.rows())
         run.write_json("placements.json", {"sources": v.sources, "devices": [d.tolist() for d in v.placements]})
+        if v.recalibrated is not None:
+            run.write_json("recalibrated_cluster.json", {**cluster_to_dict(v.recalibrated),
+                                                         "calibration": {"probes": v.probes}})
         run.finish("done", {"fidelity": v.stats, "replay": v.replay_stats, "repeat_agreement": v.repeat_stats,
+                            "recalibrated": v.recalibrated_stats,
                             "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
                             "unavailable_modes": v.unavailable, "skipped_placers": v.skipped,
                             "placements": len(v.sources), "makespan_s": v.measured_mean[0],

@@ -40,6 +40,7 @@ first use and cached in the user cache directory (``$PLACELAB_CACHE_DIR``, else
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -56,8 +57,8 @@ from engine.errors import ClusterError
 from engine.graph import CompGraph
 from engine.jsonio import atomic_write_text, dumps
 
-__all__ = ["cache_dir", "calibrate", "local_cache_path", "local_cluster", "local_devices", "machine_cluster",
-           "mode_cluster"]
+__all__ = ["cache_dir", "calibrate", "derive", "local_cache_path", "local_cluster", "local_devices", "machine_cluster",
+           "measure", "median_figures", "mode_cluster", "recalibrated"]
 
 _CHAIN_OPS = 120
 _CHAIN_OP_S = 300e-6
@@ -120,6 +121,85 @@ def _median_copy(m) -> float:
     return float(np.median(np.concatenate([s.transfer_end - s.transfer_start for s in m.schedules])))
 
 
+def measure(ex, *, kind: str = "cpu", repeats: int = 5, progress: Callable[[str], None] | None = None,
+            ) -> dict[str, Any]:
+    """The raw figures of a calibration, measured with the running executor ``ex``.
+
+    ``op_overhead_s_per_device``, ``dispatch_s_per_zero_op``, and with two or more devices
+    ``copy_bytes`` / ``copy_hop_s`` (the hop time per copy size), ``copy_alone_s`` and, on CPU
+    workers, ``copy_both_s``: what :func:`derive` turns into the link and the simulation settings
+    (module docstring). Each figure is the median over ``repeats`` measured runs.
+    """
+    say = progress or (lambda _msg: None)
+    n = ex.cluster.num_devices
+    say("per-op overhead ...")
+    over = []
+    for d in range(n):
+        m = ex.run(_chain([d] * _CHAIN_OPS, _CHAIN_OP_S, 0.0), np.full(_CHAIN_OPS, d), repeats=repeats)
+        over.append(float(np.median(m.makespans)) / _CHAIN_OPS - _CHAIN_OP_S)
+    zero = ex.run(_chain([0] * _CHAIN_OPS, 0.0, 0.0), np.zeros(_CHAIN_OPS, int), repeats=repeats)
+    raw: dict[str, Any] = {"op_overhead_s_per_device": over,
+                           "dispatch_s_per_zero_op": float(np.median(zero.makespans)) / _CHAIN_OPS,
+                           "copy_bytes": [], "copy_hop_s": [], "copy_alone_s": None, "copy_both_s": None}
+    if n >= 2:
+        say("copy bandwidth and latency ...")
+        alternate = [i % 2 for i in range(_HOPS + 1)]
+        shm_free = shutil.disk_usage("/dev/shm").free if os.path.isdir("/dev/shm") else 1 << 40
+        sizes = [b for b in _COPY_BYTES if 4 * b <= shm_free] or list(_COPY_BYTES[:2])  # two slabs a pair
+        for nbytes in sizes:
+            m = ex.run(_chain(alternate, 0.0, nbytes), np.array(alternate), repeats=repeats)
+            raw["copy_hop_s"].append(float(np.median(m.makespans)) / _HOPS)
+        raw["copy_bytes"] = sizes
+        raw["copy_alone_s"] = _median_copy(m)
+        if kind == "cpu":  # the same copies made by two workers at once: what one memory bus carries
+            raw["copy_both_s"] = _median_copy(ex.run(*_two_chains(alternate, sizes[-1]), repeats=repeats))
+    return raw
+
+
+def median_figures(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """The element-wise median of several :func:`measure` results (one per round of a validation).
+
+    Only the probes that measured the same copy sizes as the first count (the sizes depend on the
+    free shared memory, which a validation's own transfers take some of)."""
+    rounds = [r for r in rounds if r["copy_bytes"] == rounds[0]["copy_bytes"]]
+    out = dict(rounds[0])
+    for key, first in rounds[0].items():
+        values = [r[key] for r in rounds]
+        if first is None or any(v is None for v in values):
+            continue
+        if key == "copy_bytes":
+            continue
+        out[key] = np.median(np.array(values, dtype=float), axis=0).tolist() if isinstance(first, list) \
+            else float(np.median(values))
+    return out
+
+
+def derive(raw: dict[str, Any]) -> tuple[Link, SimulationSettings]:
+    """The link and the ``work_conserving`` settings that :func:`measure`'s figures give (module docstring)."""
+    sizes, hops = raw["copy_bytes"], raw["copy_hop_s"]
+    bandwidth, latency, curve, capacity = 1e12, 0.0, (), 1.0
+    if len(sizes) >= 2:
+        # large copies run at memory bandwidth, small ones from cache: the slope of the two
+        # largest sizes is the bandwidth, the smallest hop what remains of it is the latency
+        bandwidth = (sizes[-1] - sizes[-2]) / max(hops[-1] - hops[-2], 1e-12)
+        latency = max(hops[0] - sizes[0] / bandwidth, 0.0)
+        # each size's hop less the latency is its copy on the sender (never faster for more bytes)
+        copy_s = np.maximum.accumulate(np.maximum(np.array(hops) - latency, 0.0))
+        curve = tuple((float(b), float(t)) for b, t in zip(sizes, copy_s, strict=True))
+    both = raw["copy_both_s"]
+    if both is not None:
+        capacity = float(np.clip(2.0 * raw["copy_alone_s"] / max(both, 1e-12), 1.0, 2.0))
+    sim = SimulationSettings("work_conserving", dispatch_s=max(float(np.mean(raw["op_overhead_s_per_device"])), 0.0),
+                             copy_occupies_sender=True, copy_bus_shared=both is not None, copy_bus_capacity=capacity)
+    return Link(bandwidth, latency, curve), sim
+
+
+def recalibrated(cluster: Cluster, raw: dict[str, Any]) -> Cluster:
+    """``cluster`` with the link and simulation settings of ``raw`` (:func:`measure`), devices kept."""
+    link, sim = derive(raw)
+    return dataclasses.replace(cluster, link=link, links=(), simulation=sim)
+
+
 def calibrate(num_devices: int, *, kind: str = "cpu", name: str = "local", repeats: int = 5,
               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Measure this machine; return a ``placelab.cluster/1`` document with a ``calibration`` object."""
@@ -130,49 +210,16 @@ def calibrate(num_devices: int, *, kind: str = "cpu", name: str = "local", repea
     t0 = time.time()
     say(f"starting {num_devices} {kind} workers ...")
     with Executor(probe) as ex:
-        say("per-op overhead ...")
-        over = []
-        for d in range(num_devices):
-            g = _chain([d] * _CHAIN_OPS, _CHAIN_OP_S, 0.0)
-            m = ex.run(g, np.full(_CHAIN_OPS, d), repeats=repeats)
-            over.append(float(np.median(m.makespans)) / _CHAIN_OPS - _CHAIN_OP_S)
-        zero = ex.run(_chain([0] * _CHAIN_OPS, 0.0, 0.0), np.zeros(_CHAIN_OPS, int), repeats=repeats)
-        dispatch = float(np.median(zero.makespans)) / _CHAIN_OPS
-        bandwidth, latency, hops, curve = 1e12, 0.0, [], ()
-        alone = both = None
-        capacity = 1.0
-        if num_devices >= 2:
-            say("copy bandwidth and latency ...")
-            alternate = [i % 2 for i in range(_HOPS + 1)]
-            shm_free = shutil.disk_usage("/dev/shm").free if os.path.isdir("/dev/shm") else 1 << 40
-            sizes = [b for b in _COPY_BYTES if 4 * b <= shm_free] or list(_COPY_BYTES[:2])  # two slabs a pair
-            for nbytes in sizes:
-                m = ex.run(_chain(alternate, 0.0, nbytes), np.array(alternate), repeats=repeats)
-                hops.append(float(np.median(m.makespans)) / _HOPS)
-            alone = _median_copy(m)
-            if kind == "cpu":  # the same copies made by two workers at once: what one memory bus carries
-                both = _median_copy(ex.run(*_two_chains(alternate, sizes[-1]), repeats=repeats))
-                capacity = float(np.clip(2.0 * alone / max(both, 1e-12), 1.0, 2.0))
-            # large copies run at memory bandwidth, small ones from cache: the slope of the two
-            # largest sizes is the bandwidth, the smallest hop what remains of it is the latency
-            bandwidth = (sizes[-1] - sizes[-2]) / max(hops[-1] - hops[-2], 1e-12)
-            latency = max(hops[0] - sizes[0] / bandwidth, 0.0)
-            # each size's hop less the latency is its copy on the sender (never faster for more bytes)
-            copy_s = np.maximum.accumulate(np.maximum(np.array(hops) - latency, 0.0))
-            curve = tuple((float(b), float(t)) for b, t in zip(sizes, copy_s, strict=True))
+        raw = measure(ex, kind=kind, repeats=repeats, progress=say)
         workers = ex.worker_info
-    sim = SimulationSettings("work_conserving", dispatch_s=max(float(np.mean(over)), 0.0), copy_occupies_sender=True,
-                             copy_bus_shared=both is not None, copy_bus_capacity=capacity)
-    cluster = machine_cluster(num_devices, kind=kind, link=Link(bandwidth, latency, curve), simulation=sim,
-                              name=name)
+    link, sim = derive(raw)
+    cluster = machine_cluster(num_devices, kind=kind, link=link, simulation=sim, name=name)
     doc = cluster_to_dict(cluster)
     doc["calibration"] = {
         "host": platform.node(), "created_unix": time.time(), "seconds": time.time() - t0,
         "workers": [{"device": d.name, "core": w["core"], "matmul_flops_per_s": w["flops_per_s"],
                      "matmul_call_overhead_s": w["overhead_s"]} for d, w in zip(cluster.devices, workers, strict=True)],
-        "op_overhead_s_per_device": over, "dispatch_s_per_zero_op": dispatch,
-        "copy_bytes": list(_COPY_BYTES[:len(hops)]), "copy_hop_s": hops, "copy_alone_s": alone,
-        "copy_both_s": both, "version": CALIBRATION_VERSION,
+        **raw, "version": CALIBRATION_VERSION,
     }
     return doc
 

@@ -72,7 +72,8 @@ def test_local_preset_is_calibrated_once_then_read_from_the_cache(monkeypatch, t
 def test_validate_reports_every_mode_and_stores_a_run(capsys, tmp_path, two):
     runs = tmp_path / "runs"
     code, stdout, _ = run_cli(capsys, "validate", GRAPH, "-c", two, "--placements", "3", "--placers", "round-robin",
-                              "--repeats", "1", "--step-ms", "5", "--blocked", "--runs-dir", str(runs), "--json")
+                              "--repeats", "1", "--step-ms", "5", "--blocked", "--recalibrate", "--runs-dir",
+                              str(runs), "--json")
     assert code == 0
     res = json.loads(stdout)
     assert res["placements"] == 3 and res["rows"]["source"][0] == "round-robin"
@@ -84,6 +85,14 @@ def test_validate_reports_every_mode_and_stores_a_run(capsys, tmp_path, two):
     run = RunStore(runs).load(res["run_id"])
     assert {"fidelity.csv", "measured_ops.csv", "schedule_ops.csv"} <= set(run.files())
     assert run.meta["parameters"]["interleave"] is False  # --blocked
+    # --recalibrate: the probes ran before the one round and after it, and the recalibrated row is stored
+    assert run.meta["parameters"]["recalibrate"] is True and res["recalibrated"]["placements"] == 3
+    assert run.meta["metrics"]["recalibrated"] == pytest.approx(res["recalibrated"])
+    assert len(res["rows"]["simulated_recalibrated_s"]) == 3
+    doc = run.read_json("recalibrated_cluster.json")
+    assert len(doc["calibration"]["probes"]) == 2
+    again = load_cluster(str(run.path / "recalibrated_cluster.json"))  # an ordinary cluster file
+    assert [d.name for d in again.devices] == ["cpu:0", "cpu:1"] and again.simulation.copy_occupies_sender
     refined = tmp_path / "refined.json"
     code, stdout, _ = run_cli(capsys, "validate", GRAPH, "-c", two, "--placements", "3", "--repeats", "2",
                               "--step-ms", "5", "--no-save", "--refine-out", str(refined))

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.figures.fidelity import fidelity_scatter, measured_vs_simulated
 from engine.cluster import SIMULATION_MODES, Device, Link, uniform_cluster
-from engine.executor.calibration import machine_cluster
+from engine.executor.calibration import derive, machine_cluster, median_figures, recalibrated
 from engine.executor.fidelity import (
     fidelity_stats,
     load_measured_schedule,
@@ -162,6 +162,83 @@ def test_validate_runs_the_repeats_in_rounds_unless_told_otherwise(monkeypatch, 
     np.testing.assert_allclose([[s.makespan for s in runs] for runs in v.schedules],
                                [[m * sim for m in ms] for ms, sim in zip(makespans, sims, strict=True)])
     assert v.measured_mean == pytest.approx([np.mean(m) * sim for m, sim in zip(makespans, sims, strict=True)])
+
+
+def _figures(hop_scale: float, dispatch: float) -> dict:
+    """Raw calibration figures (:func:`engine.executor.calibration.measure`) worked out by hand."""
+    return {"op_overhead_s_per_device": [dispatch, 3 * dispatch], "dispatch_s_per_zero_op": 1e-6,
+            "copy_bytes": [1_000, 3_000], "copy_hop_s": [2e-6 * hop_scale, 4e-6 * hop_scale],
+            "copy_alone_s": 1e-3 * hop_scale, "copy_both_s": 1.5e-3 * hop_scale}
+
+
+def test_derive_and_median_figures_by_hand():
+    link, sim = derive(_figures(1.0, 2e-6))
+    # bandwidth: 2,000 more bytes in 2 µs more; latency: the small hop less its bytes at that rate
+    assert link.bandwidth_bytes_per_s == pytest.approx(1e9) and link.latency_s == pytest.approx(1e-6)
+    assert [b for b, _ in link.copy_curve] == [1_000, 3_000]
+    assert [t for _, t in link.copy_curve] == pytest.approx([1e-6, 3e-6])
+    assert sim.mode == "work_conserving" and sim.copy_occupies_sender and sim.copy_bus_shared
+    assert sim.dispatch_s == pytest.approx(4e-6)  # the mean of the devices' overheads
+    assert sim.copy_bus_capacity == pytest.approx(2 / 1.5)
+    med = median_figures([_figures(1.0, 2e-6), _figures(3.0, 4e-6), _figures(2.0, 9e-6)])
+    assert med["copy_hop_s"] == pytest.approx([4e-6, 8e-6]) and med["copy_bytes"] == [1_000, 3_000]
+    assert med["op_overhead_s_per_device"] == pytest.approx([4e-6, 12e-6]) and med["copy_alone_s"] == 2e-3
+    fewer = _figures(9.0, 9e-6) | {"copy_bytes": [1_000], "copy_hop_s": [1.0]}  # less shared memory free
+    assert median_figures([_figures(1.0, 2e-6), _figures(3.0, 4e-6), fewer]) == \
+        median_figures([_figures(1.0, 2e-6), _figures(3.0, 4e-6)])
+    one = derive(_figures(1.0, 2e-6) | {"copy_bytes": [], "copy_hop_s": [], "copy_alone_s": None,
+                                         "copy_both_s": None})
+    assert one[0].bandwidth_bytes_per_s == 1e12 and not one[1].copy_bus_shared  # one device: no copies
+
+
+def test_validate_recalibrates_in_every_round(monkeypatch):
+    """The probes run before each round and after the last; the recalibrated cluster is their median."""
+    import policies.fidelity as fid
+    from engine.executor import Measurement
+    from engine.placement import Placement
+
+    order = []
+
+    class FakeExecutor:
+        def __init__(self, cluster):
+            self.cluster = cluster
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def run(self, graph, dev, *, repeats, warmup):
+            order.append("run")
+            return Measurement([Simulator(graph, self.cluster).run(Placement(dev))] * repeats)
+
+    scales = iter([1.0, 5.0, 2.0, 3.0])
+
+    def fake_measure(ex, *, kind, repeats):
+        order.append("probe")
+        assert kind == "cpu" and repeats == 1
+        return _figures(next(scales), 2e-6)
+
+    monkeypatch.setattr(fid, "Executor", FakeExecutor)
+    monkeypatch.setattr(fid, "measure", fake_measure)
+    g = random_dag(ops=10, seed=1)
+    g = type(g)(g.name, g.op_names, compute_any=g.min_compute(), edge_src=g.edge_src, edge_dst=g.edge_dst,
+                edge_bytes=np.full(g.num_edges, 2_000.0))
+    c = machine_cluster(2)
+    v = validate(g, c, placements=2, placers=["round-robin"], repeats=3, recalibrate=True)
+    assert order == ["probe", "run", "run"] * 3 + ["probe"]
+    # median of the hop scales 1, 5, 2, 3 is 2.5: hops of 5 and 10 µs, so 0.4 GB/s and 2.5 µs latency
+    link = v.recalibrated.link
+    assert link.bandwidth_bytes_per_s == pytest.approx(2_000 / 5e-6) and link.latency_s == pytest.approx(2.5e-6)
+    assert v.recalibrated.devices == c.devices and v.recalibrated.simulation.dispatch_s == pytest.approx(4e-6)
+    assert v.recalibrated_predicted == pytest.approx([Simulator(g, v.recalibrated).makespan(p) for p in v.placements])
+    assert v.recalibrated_stats == fidelity_stats(v.measured_mean, v.recalibrated_predicted)
+    assert v.rows()["simulated_recalibrated_s"] == v.recalibrated_predicted
+    assert recalibrated(c, median_figures(v.probes)) == v.recalibrated and len(v.probes) == 4
+    plain = validate(g, c, placements=2, placers=["round-robin"], repeats=1)
+    assert plain.recalibrated is None and plain.recalibrated_stats is None
+    assert "simulated_recalibrated_s" not in plain.rows()
 
 
 def test_timeline_figure_puts_both_schedules_on_one_axis(validation):

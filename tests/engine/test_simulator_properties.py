@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from itertools import pairwise
 
 import numpy as np
@@ -347,3 +348,23 @@ def test_reused_simulator_does_not_leak_state(case, data):
         runs.append((got, schedule_arrays(fresh)))
     for got, want in runs:  # schedules handed out earlier are not overwritten by later runs
         assert_same(schedule_arrays(got), want)
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(st.one_of(cases(), cases(discrete=True)), st.randoms(use_true_random=False))
+def test_identical_devices_are_interchangeable(case, rnd):
+    """On identical devices sharing one link, renaming the devices changes no time (``placeto`` mode
+    on any number of devices, ``default`` on two: with three or more its sends of one output go in
+    destination-device order, ``docs/simulation.md``). Placeto's known limit on two K80s rests on
+    this symmetry (``policies/rl/placeto.py``)."""
+    g, c, p = case
+    c = dataclasses.replace(c, links=())
+    if c.simulation.mode == "default":
+        c, p = dataclasses.replace(c, devices=c.devices[:2]), np.minimum(p, 1)
+    perm = np.array(rnd.sample(range(c.num_devices), c.num_devices))
+    note(f"{describe(g, c, p)}\nrelabelled by {perm.tolist()}")
+    sim = Simulator(g, c)
+    a, b = sim.run(p), sim.run(perm[p])
+    np.testing.assert_array_equal(a.op_start, b.op_start)
+    np.testing.assert_array_equal(a.op_end, b.op_end)
+    assert a.makespan == b.makespan and sorted(a.peak_memory.tolist()) == sorted(b.peak_memory.tolist())

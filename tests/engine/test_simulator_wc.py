@@ -328,3 +328,19 @@ def test_memory_timeline_agrees_with_peak(case):
             assert s.stalled.any()  # ops are left unrun only by a deadlock
         # a zero-time op's buffers exist only for an instant, which a step function cannot show
         assert timeline.bytes[d].max() <= s.peak_memory[d] + 1e-9
+
+
+@settings(max_examples=100, **SETTINGS)
+@given(wc_cases(), st.randoms(use_true_random=False))
+def test_identical_devices_are_interchangeable(case, rnd):
+    """On identical devices sharing one link, renaming the devices changes no time: the mode breaks
+    ties by op and edge order, never by device index (a placement and its relabelling are one point
+    of the search space; Placeto's known limit on two K80s rests on it, ``policies/rl/placeto.py``)."""
+    g, c, p, run = case
+    perm = np.array(rnd.sample(range(c.num_devices), c.num_devices))
+    note(f"{c.simulation}\nplacement {p.tolist()}, relabelled by {perm.tolist()}")
+    sim = Simulator(g, c)
+    a, b = sim.run(p, run=run), sim.run(perm[p], run=run)
+    np.testing.assert_array_equal(a.op_start, b.op_start)
+    np.testing.assert_array_equal(a.op_end, b.op_end)
+    assert a.makespan == b.makespan and sorted(a.peak_memory.tolist()) == sorted(b.peak_memory.tolist())

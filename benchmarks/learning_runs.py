@@ -1,0 +1,49 @@
+"""What the learning benchmarks share: one fresh policy trained on one graph, and its curve summarized.
+
+``bench_learning_matrix.py``, ``bench_placeto_budget.py`` and ``bench_learned_gaps.py`` ask the
+same two questions of a training run: what did it find, and did its policy move (entropy per
+decision, sampled runtime) between its first and its last episodes.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.cluster import Cluster
+from engine.graph import CompGraph
+from policies.rl.jobs import task_for
+from policies.rl.registry import make_agent, make_config
+from policies.rl.reinforce import Budget, StoppingRule
+from policies.rl.task import PlacementTask
+from policies.rl.trainer import Trainer
+
+__all__ = ["train_alone", "window_medians"]
+
+
+def train_alone(placer: str, graph: CompGraph, cluster: Cluster, params: Mapping[str, Any], budget: Budget,
+                seed: int) -> tuple[Trainer, PlacementTask, list[dict[str, Any]]]:
+    """Train a fresh ``placer`` policy on ``graph`` alone until ``budget`` runs out, with no stopping
+    rule (the learning rate and entropy weight decay over the budget); its learning-curve rows."""
+    config = make_config(placer, dict(params))
+    task = task_for(graph, cluster, config)
+    agent = make_agent(placer, cluster.num_devices, config.to_dict(), seed=seed, tasks=[task])
+    trainer = Trainer(agent, {"g": task}, seed=seed, budget=budget, stopping=StoppingRule(0))
+    rows: list[dict[str, Any]] = []
+    while budget.exhausted(trainer.episodes, trainer.placements, 0.0) is None:
+        rows += trainer.step()
+    return trainer, task, rows
+
+
+def window_medians(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], window: int,
+                   most: float = 1.0) -> dict[str, float]:
+    """The median of each of ``keys`` over the first and the last ``window`` rows, a window taking at
+    most the fraction ``most`` of the rows (at most half: the windows do not overlap); ``KEY_first``
+    and ``KEY_last``."""
+    w = max(1, min(window, int(len(rows) * most)))
+    out = {}
+    for key in keys:
+        out[f"{key}_first"] = statistics.median(float(r[key]) for r in rows[:w])
+        out[f"{key}_last"] = statistics.median(float(r[key]) for r in rows[-w:])
+    return out

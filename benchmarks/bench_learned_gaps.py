@@ -23,6 +23,9 @@ For a run on a family's training split (``placeto-fig5``): the greedy (zero-shot
 the trained policy on the training and on the test graphs, median over the graphs of its
 makespan / L. Alike on both splits means the policy transfers as well as it learned; far
 above the training runs' sampled runtimes means it did not learn.
+For a Placeto policy also ``moved``: the share of groups its greedy episode moves off the start
+(every group on its first feasible device), median over the test graphs; near 0 or 1 the policy
+treats every group alike (``placeto-ablations``: the §4.3 simple aggregator).
 
 Without ``--runs-dir`` (as ``make bench`` runs it) the script first runs ``placelab reproduce
 placeto-table1 --quick`` into a temporary store (minutes) and reads that.
@@ -44,6 +47,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from engine.cluster import Cluster, cluster_from_dict, cluster_to_dict, load_cluster
 from engine.graph import CompGraph
 from engine.graph_io import load_graph_json
@@ -51,9 +56,10 @@ from engine.objectives import lower_bound
 from engine.placement import load_placement
 from engine.runs import Run, RunStore
 from engine.simulator import simulate
+from engine.sources import expand_graph_specs
 from learning_runs import window_medians
 from policies import make_placer
-from policies.rl.jobs import evaluate_policy
+from policies.rl.jobs import evaluate_policy, load_policy, load_tasks, policy_place
 
 LIST_SCHEDULERS = ("m-etf", "heft", "critical-path")
 
@@ -110,7 +116,23 @@ def family(store: RunStore, run: Run) -> dict[str, Any]:
     for split, spec in (("train", train), ("test", train.replace(":train", ":test"))):
         rows, _ = evaluate_policy(store, run.id, spec, save=False)
         out[f"zero_shot_{split}_over_bound"] = statistics.median(r["makespan_s"] / r["lower_bound_s"] for r in rows)
+    if run.meta.get("placer") == "placeto":
+        out["moved_test"] = moved_share(run, train.replace(":train", ":test"))
     return out
+
+
+def moved_share(run: Run, graphs: str) -> float:
+    """Median over ``graphs`` of the share of groups that a trained Placeto policy's greedy episode
+    moves off Placeto's start (every group on its first feasible device): near 0 or 1, the policy
+    treats every group alike (it keeps or it moves them all)."""
+    agent, doc = load_policy(run)
+    cluster = cluster_from_dict(doc["cluster"])
+    shares = []
+    for spec in expand_graph_specs(graphs):
+        task = load_tasks([spec], cluster, agent.config)[spec]
+        start = np.argmax(task.feasible, axis=1)
+        shares.append(float(np.mean(policy_place(agent, doc, task) != start)))
+    return statistics.median(shares)
 
 
 def measure(runs_dir: str, window: int, stream: Any) -> list[dict[str, Any]]:
@@ -143,6 +165,8 @@ def _line(r: dict[str, Any]) -> str:
     else:
         text += (f"  zero-shot/L train {r['zero_shot_train_over_bound']:.2f}"
                  f" test {r['zero_shot_test_over_bound']:.2f}")
+        if "moved_test" in r:
+            text += f"  moved {r['moved_test']:.2f}"
     return text
 
 

@@ -146,6 +146,7 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=2_000)
     ap.add_argument("--window", type=int, default=50)
     ap.add_argument("--flips", type=int, default=200)
+    ap.add_argument("--curve-seed", type=int, default=0, help="seed of the coin-flip and toward-a-good-placement draws")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="3 settings, seed 0, 5,000 placements, 50 flips")
     ap.add_argument("--json", action="store_true")
@@ -154,8 +155,8 @@ def main() -> None:
     seeds = [0] if args.quick else [int(s) for s in args.seeds.split(",")]
     placements, flips = (5_000, 50) if args.quick else (args.placements, args.flips)
     t0 = time.perf_counter()
-    curve = coin_flips(args.graph, args.cluster, flips, 0)
-    toward = toward_curve(args.graph, args.cluster, flips, 0)
+    curve = coin_flips(args.graph, args.cluster, flips, args.curve_seed)
+    toward = toward_curve(args.graph, args.cluster, flips, args.curve_seed)
     if not args.json:
         print(f"{args.graph} on {args.cluster}: coin-flip placements from the single-device start "
               f"({flips} per p), runtime in ms")

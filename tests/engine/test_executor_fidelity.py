@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -121,18 +122,17 @@ def test_validate_executes_and_simulates_every_placement(validation):
     assert measured.makespan == pytest.approx(v.example.makespan)
 
 
-@pytest.mark.parametrize("interleave", [True, False])
-def test_validate_runs_the_repeats_in_rounds_unless_told_otherwise(monkeypatch, interleave):
-    """Interleaved (the default): every placement once per round, each call with its warm-up; blocked:
-    one call per placement with all its repeats. Either way each placement keeps every run."""
+@pytest.fixture
+def fake_executor(monkeypatch):
+    """``validate``'s executor replaced: each call is logged as ``(placement bytes, repeats, warmup)``; a
+    "measured" run is the simulated schedule, its makespan times ``stretch(calls so far)``."""
     import policies.fidelity as fid
     from engine.executor import Measurement
     from engine.placement import Placement
 
-    calls = []
-
     class FakeExecutor:
-        """Records the calls; a "measured" run is the simulated schedule, stretched by the call count."""
+        log: ClassVar[list] = []  # a fresh class per test
+        stretch = staticmethod(lambda calls: 1.0)
 
         def __init__(self, cluster):
             self.cluster = cluster
@@ -144,11 +144,21 @@ def test_validate_runs_the_repeats_in_rounds_unless_told_otherwise(monkeypatch, 
             return False
 
         def run(self, graph, dev, *, repeats, warmup):
-            calls.append((dev.tobytes(), repeats, warmup))
+            self.log.append((dev.tobytes(), repeats, warmup))
             s = Simulator(graph, self.cluster).run(Placement(dev))
-            return Measurement([dataclasses.replace(s, makespan=s.makespan * len(calls)) for _ in range(repeats)])
+            k = self.stretch(len(self.log))
+            return Measurement([dataclasses.replace(s, makespan=s.makespan * k) for _ in range(repeats)])
 
     monkeypatch.setattr(fid, "Executor", FakeExecutor)
+    return FakeExecutor
+
+
+@pytest.mark.parametrize("interleave", [True, False])
+def test_validate_runs_the_repeats_in_rounds_unless_told_otherwise(fake_executor, interleave):
+    """Interleaved (the default): every placement once per round, each call with its warm-up; blocked:
+    one call per placement with all its repeats. Either way each placement keeps every run."""
+    calls = fake_executor.log
+    fake_executor.stretch = staticmethod(lambda n: float(n))  # a run's makespan × the call count
     g, c = random_dag(ops=10, seed=1), machine_cluster(2)
     v = validate(g, c, placements=3, placers=["round-robin"], repeats=2, warmup=1, interleave=interleave)
     keys = [p.tobytes() for p in v.placements]
@@ -191,42 +201,24 @@ def test_derive_and_median_figures_by_hand():
     assert one[0].bandwidth_bytes_per_s == 1e12 and not one[1].copy_bus_shared  # one device: no copies
 
 
-def test_validate_recalibrates_in_every_round(monkeypatch):
+def test_validate_recalibrates_in_every_round(fake_executor, monkeypatch):
     """The probes run before each round and after the last; the recalibrated cluster is their median."""
     import policies.fidelity as fid
-    from engine.executor import Measurement
-    from engine.placement import Placement
-
-    order = []
-
-    class FakeExecutor:
-        def __init__(self, cluster):
-            self.cluster = cluster
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-        def run(self, graph, dev, *, repeats, warmup):
-            order.append("run")
-            return Measurement([Simulator(graph, self.cluster).run(Placement(dev))] * repeats)
 
     scales = iter([1.0, 5.0, 2.0, 3.0])
 
     def fake_measure(ex, *, kind, repeats):
-        order.append("probe")
+        fake_executor.log.append("probe")
         assert kind == "cpu" and repeats == 1
         return _figures(next(scales), 2e-6)
 
-    monkeypatch.setattr(fid, "Executor", FakeExecutor)
     monkeypatch.setattr(fid, "measure", fake_measure)
     g = random_dag(ops=10, seed=1)
     g = type(g)(g.name, g.op_names, compute_any=g.min_compute(), edge_src=g.edge_src, edge_dst=g.edge_dst,
                 edge_bytes=np.full(g.num_edges, 2_000.0))
     c = machine_cluster(2)
     v = validate(g, c, placements=2, placers=["round-robin"], repeats=3, recalibrate=True)
+    order = ["probe" if call == "probe" else "run" for call in fake_executor.log]
     assert order == ["probe", "run", "run"] * 3 + ["probe"]
     # median of the hop scales 1, 5, 2, 3 is 2.5: hops of 5 and 10 µs, so 0.4 GB/s and 2.5 µs latency
     link = v.recalibrated.link

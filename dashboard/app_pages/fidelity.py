@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard.common import guard, run_store, show_figure
 from dashboard.figures.fidelity import fidelity_scatter, measured_vs_simulated
+from engine.cluster import cluster_from_dict
 from engine.executor.fidelity import load_measured_schedule
 from engine.run_records import load_placement_run
 from engine.runs import Run
@@ -31,6 +32,8 @@ def page() -> None:
     with guard("Cannot show this run"):
         metrics = run.meta.get("metrics", {})
         rows = [{"mode": mode, **s} for mode, s in metrics.get("fidelity", {}).items()]
+        if metrics.get("recalibrated"):
+            rows.append({"mode": "recalibrated", **metrics["recalibrated"]})
         if metrics.get("replay"):
             rows.append({"mode": "replay", **metrics["replay"]})
         repeats = metrics.get("repeat_agreement")
@@ -42,6 +45,10 @@ def page() -> None:
                        "durations — the error of the simulator's rules alone; the rest of a mode's error comes "
                        f"from the durations it predicts (ops ran {metrics['op_time_ratio_median']:.2f}× their "
                        "predicted time, median over placements).")
+        if metrics.get("recalibrated"):
+            st.caption(f"recalibrated: {run.meta.get('cluster')} with the copy link and per-op cost that the "
+                       "calibration's probes measured before every round and after the last (their median), "
+                       "simulated in its own mode: calibrated over the same minutes as the measurements.")
         if repeats:
             st.caption("repeats: one run of each placement predicting another run of it (median over "
                        f"{repeats['repeat_pairs']} pair(s) of runs). The modes predict the mean of all runs, "
@@ -56,7 +63,11 @@ def page() -> None:
                     key="fidelity_scatter")
         pr = load_placement_run(run)
         mode = st.selectbox("Simulation mode for the timeline", list(simulated), key="fidelity_mode")
-        sim = Simulator(pr.graph, pr.cluster, mode=mode).run(pr.placement)
+        if mode == "recalibrated":  # the run's own cluster file, in its own mode
+            cluster = cluster_from_dict(run.read_json("recalibrated_cluster.json"), source=f"run {run.id}")
+            sim = Simulator(pr.graph, cluster).run(pr.placement)
+        else:
+            sim = Simulator(pr.graph, pr.cluster, mode=mode).run(pr.placement)
         measured = load_measured_schedule(run, pr.graph, pr.cluster)
         st.subheader(f"Placement 0 ({table['source'][0]}): measured and simulated")
         show_figure(measured_vs_simulated(measured, sim, pr.graph, pr.cluster), key="fidelity_timeline")

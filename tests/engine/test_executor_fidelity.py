@@ -359,3 +359,25 @@ def test_a_run_without_copies_of_two_sizes_keeps_the_link():
     one_device = np.zeros(12, int)
     refined = refine_cluster(c, g, [(one_device, Simulator(g, c).run(one_device))])
     assert refined.link == c.link and [d.speed for d in refined.devices] == pytest.approx([1.0, 1.0])
+
+
+def test_fidelity_page_shows_a_recalibrated_validation(fake_executor, monkeypatch, tmp_path):
+    """The recalibrated row in the table and the scatter, and its timeline on the run's own cluster file."""
+    import policies.fidelity as fid
+
+    monkeypatch.setattr(fid, "measure", lambda ex, *, kind, repeats: _figures(1.0, 2e-6))
+    g = random_dag(ops=10, seed=2)
+    v = validate(g, machine_cluster(2), placements=2, placers=["round-robin"], repeats=2, recalibrate=True,
+                 store=RunStore(tmp_path))
+    monkeypatch.setenv("PLACELAB_RUNS_DIR", str(tmp_path))
+    app = AppTest.from_string("from dashboard.app_pages import fidelity\nfidelity.page()\n", default_timeout=60).run()
+    assert not app.exception and not app.error
+    table = app.dataframe[0].value
+    row = table[table["mode"] == "recalibrated"].iloc[0]
+    assert row["spearman"] == pytest.approx(v.recalibrated_stats["spearman"], nan_ok=True)
+    assert row["median_rel_error"] == pytest.approx(v.recalibrated_stats["median_rel_error"])
+    assert any(c.value.startswith("recalibrated: ") for c in app.caption)
+    scatter = app.get("plotly_chart")[0].proto.spec
+    assert '"name":"recalibrated"' in scatter.replace(" ", "")
+    app.selectbox(key="fidelity_mode").set_value("recalibrated").run()
+    assert not app.exception and not app.error and len(app.get("plotly_chart")) == 2

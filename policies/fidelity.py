@@ -23,9 +23,10 @@ With ``recalibrate``, the calibration's probes (:func:`engine.executor.calibrati
 overhead, copy hops per size, two workers copying at once) run once before every round and once
 after the last, and :attr:`Validation.recalibrated` is ``cluster`` with the link and settings of
 their median (:func:`engine.executor.calibration.recalibrated`): calibrated over the same minutes
-as the measurements, not fitted to them. On the 2-core development machine copy bandwidth drifted
-from 15.7 to 18.5 GB/s between two benchmark runs, and a calibration made minutes before the
-measurements predicted every copy 1.17× too slow.
+as the measurements, not fitted to them. On the 2-core development machine the calibrated copy
+bandwidth moved between 15.7 and 18.5 GB/s from one benchmark run to the next, and a calibration
+made minutes before the measurements predicted ``gen:ffnn`` 1.17× too slow; recalibrated, that
+kind of error shrinks, the ranking does not change (README, "Calibrated in rounds").
 """
 
 from __future__ import annotations

@@ -67,14 +67,18 @@ def parse_setting(text: str) -> tuple[str, dict[str, Any]]:
     return name, parse_params([p for p in rest.split(",") if p])
 
 
-def coin_flips(graph_spec: str, cluster_name: str, flips: int, seed: int) -> list[dict[str, float]]:
-    """Mean / median / min runtime of placements moving each group off its start with probability p."""
+def placeto_task(graph_spec: str, cluster_name: str):
+    """The graph grouped as Placeto's defaults group it, on the preset ``cluster_name``."""
     from engine.presets import PRESETS
     from engine.sources import load_graph
     from policies.rl.jobs import task_for
     from policies.rl.registry import make_config
 
-    task = task_for(load_graph(graph_spec), PRESETS[cluster_name](), make_config("placeto", {}))
+    return task_for(load_graph(graph_spec), PRESETS[cluster_name](), make_config("placeto", {}))
+
+
+def coin_flips(task, flips: int, seed: int) -> list[dict[str, float]]:
+    """Mean / median / min runtime of placements moving each group off its start with probability p."""
     start = np.argmax(task.feasible, axis=1)
     other = (start + 1) % task.num_devices
     rng = np.random.default_rng(seed)
@@ -87,14 +91,8 @@ def coin_flips(graph_spec: str, cluster_name: str, flips: int, seed: int) -> lis
     return rows
 
 
-def toward_curve(graph_spec: str, cluster_name: str, flips: int, seed: int) -> dict[str, Any]:
+def toward_curve(task, flips: int, seed: int) -> dict[str, Any]:
     """Mean / median runtime of policies biased by e towards the best of ``10 · flips`` random placements."""
-    from engine.presets import PRESETS
-    from engine.sources import load_graph
-    from policies.rl.jobs import task_for
-    from policies.rl.registry import make_config
-
-    task = task_for(load_graph(graph_spec), PRESETS[cluster_name](), make_config("placeto", {}))
     rng = np.random.default_rng(seed)
     tries = [task.random_placement(rng) for _ in range(10 * flips)]
     times = [task.evaluate(p).makespan for p in tries]
@@ -155,8 +153,9 @@ def main() -> None:
     seeds = [0] if args.quick else [int(s) for s in args.seeds.split(",")]
     placements, flips = (5_000, 50) if args.quick else (args.placements, args.flips)
     t0 = time.perf_counter()
-    curve = coin_flips(args.graph, args.cluster, flips, args.curve_seed)
-    toward = toward_curve(args.graph, args.cluster, flips, args.curve_seed)
+    task = placeto_task(args.graph, args.cluster)
+    curve = coin_flips(task, flips, args.curve_seed)
+    toward = toward_curve(task, flips, args.curve_seed)
     if not args.json:
         print(f"{args.graph} on {args.cluster}: coin-flip placements from the single-device start "
               f"({flips} per p), runtime in ms")

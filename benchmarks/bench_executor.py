@@ -21,7 +21,14 @@
    placements. The *recalibrated* row simulates (``work_conserving``) on the cluster whose link and
    per-op cost the calibration's probes measured before every round and after the last
    (``validate(recalibrate=True)``): calibrated over the same minutes as the measurements instead
-   of once before all three graphs.
+   of once before all three graphs. Each graph is validated on two placement samples
+   (``policies.fidelity``, ``--samples``): ``random`` (the baselines', then uniformly random
+   placements) and ``perturbed`` (the baselines', then the baselines with a growing share of ops
+   redrawn at random, good to random, as a learner visits them: DOPPLER App. G.1 Fig. 26). The
+   *noise ceiling* row (``engine.executor.fidelity.noise_ceiling``) is the Spearman correlation an
+   error-free prediction could reach against the measured means of that sample, given the
+   run-to-run noise: uniformly random placements of the family graph lie so close together that
+   the noise alone keeps their ranking under 0.9.
 2. **Dispatch cost per op** (goal ≤ 50 µs): a chain of ``--dispatch-ops`` zero-time ops on one
    device and the same number of independent zero-time ops: the median time from one op's start
    to the next one's (robust to the odd preemption), and makespan / ops (median of 5 runs).
@@ -58,7 +65,7 @@ from engine.graph import CompGraph
 from engine.simulator import Simulator
 from engine.sources import load_graph
 from policies import make_placer
-from policies.fidelity import Validation, validate
+from policies.fidelity import SAMPLES, Validation, validate
 
 GRAPHS = ("gen:chainmm", "gen:ffnn", "gen:family-cifar10")
 
@@ -116,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--step-ms", type=float, default=50.0)
     ap.add_argument("--link-gbps", type=float, default=20.0)
     ap.add_argument("--graphs", default=",".join(GRAPHS))
+    ap.add_argument("--samples", default=",".join(SAMPLES),
+                    help="placement samples to validate each graph on (comma-separated: random, perturbed)")
     ap.add_argument("--dispatch-ops", type=int, default=1000)
     ap.add_argument("--noise-repeats", type=int, default=10)
     ap.add_argument("--quick", action="store_true", help="10 placements, 2 repeats")
@@ -136,24 +145,25 @@ def main(argv: list[str] | None = None) -> int:
         f"{doc['link']['bandwidth_bytes_per_s'] / 1e9:.2f} GB/s + {doc['link']['latency_s'] * 1e6:.1f} µs")
     out: dict = {"host": platform.node(), "load_average": load, "calibration": doc, "fidelity": {}}
 
-    for spec in [s for s in args.graphs.split(",") if s]:
+    samples = [s for s in args.samples.split(",") if s]
+    for spec, sample in [(s, k) for s in args.graphs.split(",") if s for k in samples]:
         g = _scaled(spec, cluster, args)
         t = time.perf_counter()
         v = validate(g, cluster, placements=args.placements, repeats=args.repeats, interleave=not args.blocked,
-                     recalibrate=True)
+                     recalibrate=True, sample=sample)
         refined, halves = _refined_out_of_sample(g, cluster, v), _half_replays(g, cluster, v)
-        out["fidelity"][spec] = {"graph": g.name, "ops": g.num_ops, "modes": v.stats, "replay": v.replay_stats,
-                                 "repeat_agreement": v.repeat_stats,
-                                 "recalibrated": v.recalibrated_stats,
-                                 "recalibrated_cluster": cluster_to_dict(v.recalibrated),
-                                 "refined_out_of_sample": refined, "half_replays": halves,
-                                 "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
-                                 "unavailable": v.unavailable,
-                                 "measured_range_s": [min(v.measured_mean), max(v.measured_mean)],
-                                 "relative_std_median": float(np.median(np.array(v.measured_std)
-                                                                        / np.array(v.measured_mean))),
-                                 "seconds": time.perf_counter() - t}
-        say(f"\n{g.name} ({g.num_ops} ops), {len(v.sources)} placements × {args.repeats} runs, "
+        out["fidelity"].setdefault(spec, {})[sample] = {
+            "graph": g.name, "ops": g.num_ops, "modes": v.stats, "replay": v.replay_stats,
+            "repeat_agreement": v.repeat_stats, "noise_ceiling": v.noise_stats,
+            "recalibrated": v.recalibrated_stats,
+            "recalibrated_cluster": cluster_to_dict(v.recalibrated),
+            "refined_out_of_sample": refined, "half_replays": halves,
+            "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
+            "unavailable": v.unavailable,
+            "measured_range_s": [min(v.measured_mean), max(v.measured_mean)],
+            "relative_std_median": float(np.median(np.array(v.measured_std) / np.array(v.measured_mean))),
+            "seconds": time.perf_counter() - t}
+        say(f"\n{g.name} ({g.num_ops} ops), {sample} sample: {len(v.sources)} placements × {args.repeats} runs, "
             f"measured {min(v.measured_mean) * 1e3:.1f}–{max(v.measured_mean) * 1e3:.1f} ms "
             f"({time.perf_counter() - t:.0f} s)")
         for mode, s in v.stats.items():
@@ -165,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
                                            "their calibrated time, median"))
         if v.repeat_stats is not None:
             say(_row("repeats", v.repeat_stats, "one run of each placement predicting another, median over pairs"))
+        if v.noise_stats is not None:
+            say(f"  {'noise ceiling':20s} Spearman {v.noise_stats['spearman_ceiling']:.3f}   (an error-free "
+                f"prediction against the mean of {args.repeats} runs; split-half "
+                f"{v.noise_stats['split_half_spearman']:.3f})")
         for label, st in halves.items():
             say(_row(f"replay, {label}", st, "the other durations predicted"))
         say(_row("refined (2-fold)", refined, "work_conserving, speeds and link fitted to the other half"))

@@ -134,6 +134,10 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                      help="also run the calibration's probes before every round and after the last, and simulate "
                           "on CLUSTER with the link and per-op cost of their median (the 'recalibrated' row): "
                           "calibrated over the same minutes as the measurements")] = False,
+                 sample: Annotated[str, typer.Option(
+                     help="the placements after the placers': 'random' (uniformly random) or 'perturbed' (the "
+                          "placers' with a growing share of ops redrawn at random, good to random, as a learner "
+                          "visits them: DOPPLER App. G.1)")] = "random",
                  save: Annotated[bool, typer.Option(help="store a run of kind 'validate'")] = True,
                  refine_out: Annotated[str | None, typer.Option(
                      "--refine-out", help="write CLUSTER refined on these runs (device speeds and copy link fitted "
@@ -153,7 +157,7 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                  repeats=repeats, seed=seed, store=RunStore(runs_dir) if save else None,
                  parameters={"graph_spec": graph, "time_scale": time_scale, "step_ms": step_ms},
                  progress=lambda msg: typer.echo(msg, err=True), refine=refine_out is not None,
-                 interleave=not blocked, recalibrate=recalibrate)
+                 interleave=not blocked, recalibrate=recalibrate, sample=sample)
     refined = ""
     if v.refined is not None:
         from engine.cluster import save_cluster
@@ -165,6 +169,7 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                    f"{v.refined.link.latency_s * 1e6:.3g} µs")
     out = {"graph": g.name, "cluster": c.name, "placements": len(v.sources), "repeats": repeats,
            "modes": v.stats, "replay": v.replay_stats, "repeat_agreement": v.repeat_stats,
+           "noise_ceiling": v.noise_stats, "sample": sample,
            "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
            "unavailable_modes": v.unavailable, "skipped_placers": v.skipped, "rows": v.rows(), "run_id": v.run_id,
            "refined_cluster": refine_out if v.refined is not None else None, "recalibrated": v.recalibrated_stats}
@@ -180,7 +185,7 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
         if r is not None:
             rows.append([label, num(r["pearson"]), num(r["spearman"]), f"{r['median_rel_error']:.1%}",
                          f"{r['max_rel_error']:.1%}"])
-    text = (f"{g.name} on {c.name}: {len(v.sources)} placements, {repeats} runs each; measured "
+    text = (f"{g.name} on {c.name}: {len(v.sources)} placements ({sample} sample), {repeats} runs each; measured "
             f"{fmt_s(float(np.min(v.measured_mean)))} – {fmt_s(float(np.max(v.measured_mean)))}\n"
             + text_table(rows, ["mode", "Pearson", "Spearman", "median rel. err", "max rel. err"])
             + f"\nreplay: {c.name}'s own simulation with each run's measured op and copy durations (the error "
@@ -193,6 +198,9 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
             + ("\nrepeats: one run of each placement predicting another (median over pairs of runs); the modes "
                "predict the mean of all runs, which is steadier, so a mode can score above this row, and one far "
                "below it is limited by its model, not by the noise" if v.repeat_stats is not None else "")
+            + (f"\nnoise ceiling: an error-free prediction would rank these placements at Spearman about "
+               f"{v.noise_stats['spearman_ceiling']:.3f} against the mean of {repeats} runs (split-half "
+               f"{v.noise_stats['split_half_spearman']:.3f})" if v.noise_stats is not None else "")
             + refined + (f"\nsaved as run {v.run_id}" if v.run_id else ""))
     emit(out, as_json, text)
 

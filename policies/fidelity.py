@@ -1,8 +1,22 @@
 """Validate the simulator against the executor: many placements, executed and simulated.
 
 The placements are those of the named placers (baselines or a learned policy, e.g.
-``placeto`` with ``policy=RUN``), then uniformly random ones (the ``random`` placer with
-seeds 0, 1, …) up to the number asked for, duplicates removed. Every placement is executed
+``placeto`` with ``policy=RUN``), then, up to the number asked for (duplicates removed), one of
+two samples:
+
+* ``random`` (the default): uniformly random placements (the ``random`` placer with seeds 0,
+  1, …). On a graph of many small ops these lie close together (``gen:family-cifar10``: the
+  means of 35 of them within ±4 % of each other, each run ±6 %), so they rank at the noise.
+* ``perturbed``: placements from good to random, as a learner visits them over training
+  (DOPPLER App. G.1 compares its simulator with the real engine on those, Fig. 26): the k-th
+  of the m remaining placements is a placer's placement (the placers in turn; without any,
+  every op on the first device) with a share k / m of its ops redrawn uniformly at random
+  (seed ``seed + k``), so the last ones are random.
+
+:attr:`Validation.noise_stats` (:func:`engine.executor.fidelity.noise_ceiling`) says how well
+any prediction could rank a sample's placements, given the run-to-run noise.
+
+Every placement is executed
 ``repeats`` times after a warm-up on the cluster's devices (:class:`engine.executor.Executor`)
 and simulated in every simulation mode the simulator offers
 (:data:`engine.cluster.SIMULATION_MODES`; a mode it does not implement yet is reported as
@@ -41,7 +55,13 @@ from engine.cluster import SIMULATION_MODES, Cluster, cluster_to_dict
 from engine.errors import PlacelabError, SimulationError
 from engine.executor import Executor, Measurement
 from engine.executor.calibration import measure, median_figures, mode_cluster, recalibrated
-from engine.executor.fidelity import fidelity_stats, refine_cluster, repeat_agreement, replay_makespan
+from engine.executor.fidelity import (
+    fidelity_stats,
+    noise_ceiling,
+    refine_cluster,
+    repeat_agreement,
+    replay_makespan,
+)
 from engine.graph import CompGraph
 from engine.placement import Placement
 from engine.run_records import write_placement_files, write_schedule_tables
@@ -50,9 +70,11 @@ from engine.schedule import Schedule
 from engine.simulator import Simulator
 from policies.base import make_placer
 
-__all__ = ["DEFAULT_PLACERS", "Validation", "validate"]
+__all__ = ["DEFAULT_PLACERS", "SAMPLES", "Validation", "validate"]
 
 DEFAULT_PLACERS = ("round-robin", "heft", "m-etf", "metis", "critical-path")
+SAMPLES = ("random", "perturbed")
+"""The placement samples :func:`validate` draws after the placers' (module docstring)."""
 
 
 @dataclass
@@ -98,6 +120,12 @@ class Validation:
         mode's error the noise could explain (:func:`engine.executor.fidelity.repeat_agreement`)."""
         return repeat_agreement([[s.makespan for s in runs] for runs in self.schedules])
 
+    @property
+    def noise_stats(self) -> dict[str, Any] | None:
+        """The Spearman correlation an error-free prediction could reach against the measured means
+        (None with one repeat; :func:`engine.executor.fidelity.noise_ceiling`)."""
+        return noise_ceiling([[s.makespan for s in runs] for runs in self.schedules])
+
     def rows(self) -> dict[str, list]:
         """The table stored as ``fidelity.csv``: one row per placement."""
         out: dict[str, list] = {"placement": list(range(len(self.sources))), "source": self.sources,
@@ -113,7 +141,7 @@ class Validation:
 
 
 def _placements(graph: CompGraph, cluster: Cluster, count: int, placers: list[str], params: dict[str, Any],
-                seed: int) -> tuple[list[str], list[np.ndarray], dict[str, str]]:
+                seed: int, sample: str) -> tuple[list[str], list[np.ndarray], dict[str, str]]:
     sources, found, skipped, seen = [], [], {}, set()
 
     def add(name: str, p: Placement) -> None:
@@ -128,8 +156,21 @@ def _placements(graph: CompGraph, cluster: Cluster, count: int, placers: list[st
             add(name, make_placer(name, **params.get(name, {})).place(graph, cluster, seed=seed))
         except PlacelabError as exc:
             skipped[name] = str(exc)
-    rand = make_placer("random")
     k = 0
+    if sample == "perturbed":
+        bases = list(zip(sources, found, strict=True)) or [("single-device", np.zeros(graph.num_ops, np.int64))]
+        rest = max(count - len(found), 1)
+        while len(found) < count and k < 20 * count:
+            share = (k % rest + 1) / rest
+            name, base = bases[k % len(bases)]
+            rng = np.random.default_rng(seed + k)
+            devices = base.copy()
+            redrawn = rng.random(graph.num_ops) < share
+            devices[redrawn] = rng.integers(0, cluster.num_devices, int(redrawn.sum()))
+            add(f"{name}~{share:.2f}", Placement(devices))
+            k += 1
+        return sources, found, skipped
+    rand = make_placer("random")
     while len(found) < count and k < 20 * count:
         add(f"random#{k}", rand.place(graph, cluster, seed=seed + k))
         k += 1
@@ -140,7 +181,7 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
              placer_params: dict[str, dict[str, Any]] | None = None, repeats: int = 3, warmup: int = 1,
              seed: int = 0, store: RunStore | None = None, parameters: dict[str, Any] | None = None,
              progress: Callable[[str], None] | None = None, refine: bool = False,
-             interleave: bool = True, recalibrate: bool = False) -> Validation:
+             interleave: bool = True, recalibrate: bool = False, sample: str = "random") -> Validation:
     """Execute and simulate ``placements`` placements of ``graph`` on ``cluster``; report fidelity.
 
     ``graph`` must already be executable here (see :func:`engine.executor.scale_graph`).
@@ -154,10 +195,12 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
     its simulated (``schedule_*.csv``) and measured (``measured_*.csv``) schedules.
     """
     say = progress or (lambda _msg: None)
+    if sample not in SAMPLES:
+        raise PlacelabError(f"unknown placement sample {sample!r}; choose one of: {', '.join(SAMPLES)}")
     names = list(DEFAULT_PLACERS if placers is None else placers)
     for name in names:  # an unknown name is bad input: refuse it before anything runs
         make_placer(name, **(placer_params or {}).get(name, {}))
-    sources, devs, skipped = _placements(graph, cluster, placements, names, placer_params or {}, seed)
+    sources, devs, skipped = _placements(graph, cluster, placements, names, placer_params or {}, seed, sample)
     sims, unavailable = {}, {}
     for mode in SIMULATION_MODES:
         try:
@@ -220,7 +263,8 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
         result.run_id = _store(store, graph, cluster, result, {**(parameters or {}), "placements": placements,
                                                                 "placers": names, "repeats": repeats,
                                                                 "warmup": warmup, "interleave": interleave,
-                                                                "recalibrate": recalibrate}, seed)
+                                                                "recalibrate": recalibrate, "sample": sample},
+                                seed)
     return result
 
 
@@ -238,7 +282,7 @@ def _store(store: RunStore, graph: CompGraph, cluster: Cluster, v: Validation, p
             run.write_json("recalibrated_cluster.json", {**cluster_to_dict(v.recalibrated),
                                                          "calibration": {"probes": v.probes}})
         run.finish("done", {"fidelity": v.stats, "replay": v.replay_stats, "repeat_agreement": v.repeat_stats,
-                            "recalibrated": v.recalibrated_stats,
+                            "noise_ceiling": v.noise_stats, "recalibrated": v.recalibrated_stats,
                             "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
                             "unavailable_modes": v.unavailable, "skipped_placers": v.skipped,
                             "placements": len(v.sources), "makespan_s": v.measured_mean[0],

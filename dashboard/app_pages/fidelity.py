@@ -54,6 +54,13 @@ def page() -> None:
                        f"{repeats['repeat_pairs']} pair(s) of runs). The modes predict the mean of all runs, "
                        "which is steadier, so a mode can score above this row; one far below it is limited by "
                        "its model, not by the noise.")
+        noise = metrics.get("noise_ceiling")
+        if noise:
+            sample = (run.meta.get("parameters") or {}).get("sample", "random")
+            st.caption(f"noise ceiling: given how much the runs of one placement differ, an error-free prediction "
+                       f"would rank these placements ({sample} sample) at Spearman about "
+                       f"{noise['spearman_ceiling']:.3f} against the mean of their {noise['repeats']} runs; a mode "
+                       "near it is limited by the noise, not by its model.")
         for mode, why in metrics.get("unavailable_modes", {}).items():
             st.caption(f"{mode}: {why}")
         table = run.read_table("fidelity.csv")

@@ -15,6 +15,8 @@ link's bandwidth and latency, fitted by least squares to what the runs measured.
 
 :func:`repeat_agreement` measures the executor against itself (one repeat's makespans
 predicting another's): how much of a mode's error the run-to-run noise could explain.
+:func:`noise_ceiling` turns the same noise into a bound: the Spearman correlation that even an
+error-free prediction could reach against the mean of the measured repeats.
 
 :func:`load_measured_schedule` reads back a measured schedule a run stored with
 :func:`engine.run_records.write_schedule_tables` (prefix ``measured``).
@@ -33,8 +35,8 @@ from engine.graph import CompGraph
 from engine.runs import Run
 from engine.schedule import Schedule
 
-__all__ = ["fidelity_stats", "load_measured_schedule", "refine_cluster", "repeat_agreement", "replay_graph",
-           "replay_makespan"]
+__all__ = ["fidelity_stats", "load_measured_schedule", "noise_ceiling", "refine_cluster", "repeat_agreement",
+           "replay_graph", "replay_makespan"]
 
 
 def fidelity_stats(measured: Sequence[float], predicted: Sequence[float]) -> dict[str, Any]:
@@ -78,6 +80,50 @@ def repeat_agreement(makespans: Sequence[Sequence[float]]) -> dict[str, Any] | N
         values = [p[key] for p in pairs if p[key] is not None]
         out[key] = float(np.median(values)) if values else None
     return out
+
+
+def noise_ceiling(makespans: Sequence[Sequence[float]]) -> dict[str, Any] | None:
+    """How well any prediction, even an error-free one, can rank the placements by their
+    measured mean makespan, given the run-to-run noise. ``makespans[i][r]`` as in
+    :func:`repeat_agreement`; ``None`` with fewer than 2 repeats or 3 placements, or when a
+    half's means are constant.
+
+    The repeats are split in two halves in every way (each split counted once; halves of
+    ``R // 2`` and ``R − R // 2`` repeats), and ``split_half_spearman`` is the mean Spearman
+    correlation of the two halves' per-placement means. The Spearman–Brown formula gives the
+    ``reliability`` of the mean of all ``R`` repeats, ``2r / (1 + r)``, and Spearman's correction
+    for attenuation (1904) the ``spearman_ceiling``, ``sqrt(reliability)``: the correlation of the
+    measured means with the placements' true (noise-free) mean makespans. A simulation mode
+    close to the ceiling is limited by the noise, not by its model; one over it is possible
+    (the ceiling is an estimate) but should not be far over.
+
+    The bound depends on the sample: placements whose makespans lie close together (e.g.
+    uniformly random placements of a graph with many small ops) rank at the noise, placements
+    from good to bad (a learner's, DOPPLER App. G.1 Fig. 26) well above it.
+    """
+    from itertools import combinations
+
+    from scipy import stats
+
+    runs = np.asarray(makespans, dtype=np.float64)
+    if runs.ndim != 2 or runs.shape[1] < 2 or runs.shape[0] < 3:
+        return None
+    reps = runs.shape[1]
+    rs = []
+    # every split once: with an even R the halves that hold repeat 0, with an odd R the smaller halves
+    halves = (combinations(range(reps), reps // 2) if reps % 2 else
+              ((0, *h) for h in combinations(range(1, reps), reps // 2 - 1)))
+    for half in halves:
+        first = list(half)
+        a, b = runs[:, first].mean(axis=1), np.delete(runs, first, axis=1).mean(axis=1)
+        if np.ptp(a) > 0 and np.ptp(b) > 0:
+            rs.append(float(stats.spearmanr(a, b)[0]))
+    if not rs:
+        return None
+    r = float(np.mean(rs))
+    reliability = 2.0 * r / (1.0 + r) if r > -1.0 else -1.0
+    return {"placements": runs.shape[0], "repeats": reps, "splits": len(rs), "split_half_spearman": r,
+            "reliability": reliability, "spearman_ceiling": float(np.sqrt(max(reliability, 0.0)))}
 
 
 def load_measured_schedule(run: Run, graph: CompGraph, cluster: Cluster, prefix: str = "measured") -> Schedule:

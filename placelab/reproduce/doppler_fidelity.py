@@ -3,15 +3,18 @@
 The paper runs the assignments DOPPLER visits while imitation-training on ChainMM on its real
 engine and in its simulator, and reports Pearson 0.79 and Spearman 0.69 between the two. Ours
 is ``placelab validate`` on this machine's ``local`` cluster, one CPU worker per core (issue #14's
-executor, calibrated on first use). The baselines' placements come first, then random ones. Each
-is executed ``--repeats`` times and simulated in every mode. The cells are the calibrated
-``work_conserving`` mode's correlations; the other modes' are in the note.
+executor, calibrated on first use), on the ``perturbed`` sample (``policies.fidelity``): the
+baselines' placements, then each with a growing share of its ops redrawn at random, good to
+random, as a training run visits them. Each is executed ``--repeats`` times and simulated in every
+mode. The cells are the calibrated ``work_conserving`` mode's correlations; the other modes' and
+the noise ceiling (how well an error-free prediction could rank these placements, given the
+run-to-run noise) are in the note.
 
-Deviations: the placements are the baselines' and random ones, not those of an imitation
-training. The "real engine" is our executor on CPU cores, not the authors' engine on P100s. The
-graph is scaled so that one device's share of the work takes :data:`STEP_MS` ms. The full setting
-adds FFNN and the two Llama graphs; the paper reports ChainMM only. The steps measure, so they run
-one after another (the reproduction refuses ``--workers``); run it on an otherwise idle machine.
+Deviations: the placements stand in for an imitation training's, they are not one's. The "real
+engine" is our executor on CPU cores, not the authors' engine on P100s. The graph is scaled so that
+one device's share of the work takes :data:`STEP_MS` ms. The full setting adds FFNN and the two
+Llama graphs; the paper reports ChainMM only. The steps measure, so they run one after another (the
+reproduction refuses ``--workers``); run it on an otherwise idle machine.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ _COLUMNS = {"Pearson": "pearson", "Spearman": "spearman"}
 def _steps(quick: bool) -> list[Step]:
     rows, placements, repeats = QUICK if quick else FULL
     return [Step(f"validate/{row}", ("validate", GRAPHS[row], "-c", "local", "--placements", str(placements),
-                                     "--repeats", str(repeats), "--step-ms", f"{STEP_MS:g}", "--seed", "0"), 0)
+                                     "--repeats", str(repeats), "--step-ms", f"{STEP_MS:g}", "--sample",
+                                     "perturbed", "--seed", "0"), 0)
             for row in rows]
 
 
@@ -49,8 +53,10 @@ def _cells(row: str, out: Mapping[str, Any] | None) -> list[Cell]:
         return [Cell(row, col, None, f"error: the {MODE} mode was not simulated") for col in _COLUMNS]
     others = "; ".join(f"{m}: Pearson {s['pearson']:.2f}, Spearman {s['spearman']:.2f}"
                        for m, s in modes.items() if m != MODE and s.get("pearson") is not None)
+    noise = out.get("noise_ceiling")
     note = (f"{MODE}, {out['placements']} placements × {out['repeats']} runs on {out['cluster']}; median "
-            f"relative error {stats['median_rel_error']:.1%}" + (f"; {others}" if others else ""))
+            f"relative error {stats['median_rel_error']:.1%}" + (f"; {others}" if others else "")
+            + (f"; noise ceiling: Spearman {noise['spearman_ceiling']:.2f}" if noise else ""))
     return [Cell(row, col, stats[key], note) if stats.get(key) is not None
             else Cell(row, col, None, "undefined: the measured or simulated makespans are all equal")
             for col, key in _COLUMNS.items()]

@@ -95,7 +95,8 @@ def test_validate_reports_every_mode_and_stores_a_run(capsys, tmp_path, two):
     assert [d.name for d in again.devices] == ["cpu:0", "cpu:1"] and again.simulation.copy_occupies_sender
     refined = tmp_path / "refined.json"
     code, stdout, _ = run_cli(capsys, "validate", GRAPH, "-c", two, "--placements", "3", "--repeats", "2",
-                              "--step-ms", "5", "--no-save", "--refine-out", str(refined))
+                              "--step-ms", "5", "--no-save", "--refine-out", str(refined), "--placers", "round-robin",
+                              "--sample", "perturbed")
     assert code == 0
     assert f"refined cluster written to {refined}" in stdout
     c = load_cluster(str(refined))
@@ -105,6 +106,8 @@ def test_validate_reports_every_mode_and_stores_a_run(capsys, tmp_path, two):
     repeats = next(line for line in stdout.splitlines() if line.startswith("repeats "))
     assert len(repeats.split()) == 5 and "limited by its model, not by the noise" in stdout
     assert "the error of the simulator's rules alone" in stdout and "their predicted time" in stdout
+    # --sample perturbed: the placer's placement, then it with a half and all of its ops redrawn
+    assert "3 placements (perturbed sample)" in stdout and "noise ceiling: an error-free prediction" in stdout
 
 
 def test_place_execute_stores_the_measured_schedule(capsys, tmp_path, two):
@@ -170,6 +173,7 @@ def test_execute_a_placement_of_another_cluster_is_one_line(capsys, tmp_path, tw
     (["validate", GRAPH, "-c", "TWO", "--time-scale", "-1"], "--time-scale must be >= 0"),
     (["validate", GRAPH, "-c", "TWO", "--time-scale", "0"], "time_scale must be a finite number > 0"),
     (["validate", GRAPH, "-c", "TWO", "--param", "oops"], "PLACER.key=value"),
+    (["validate", GRAPH, "-c", "TWO", "--sample", "nosuch"], "unknown placement sample 'nosuch'"),
     (["validate", GRAPH, "-c", "TWO", "--refine-out", "/nonexistent-placelab/x.json"],
      "the folder /nonexistent-placelab does not exist"),  # refused before anything is measured
     (["calibrate", "-o", "x.json", "--kind", "tpu"], "--kind must be cpu or gpu"),

@@ -14,10 +14,12 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.figures.fidelity import fidelity_scatter, measured_vs_simulated
 from engine.cluster import SIMULATION_MODES, Device, Link, uniform_cluster
+from engine.errors import PlacelabError
 from engine.executor.calibration import derive, machine_cluster, median_figures, recalibrated
 from engine.executor.fidelity import (
     fidelity_stats,
     load_measured_schedule,
+    noise_ceiling,
     refine_cluster,
     repeat_agreement,
     replay_graph,
@@ -27,6 +29,7 @@ from engine.generators import random_dag
 from engine.run_records import load_placement_run
 from engine.runs import RunStore
 from engine.simulator import Simulator
+from policies import make_placer
 from policies.fidelity import validate
 
 
@@ -65,6 +68,35 @@ def test_repeat_agreement_by_hand():
     assert repeat_agreement([[1.0], [2.0], [3.0]]) is None
     # a constant repeat leaves the correlations undefined
     assert repeat_agreement([[1.0, 2.0], [1.0, 3.0], [1.0, 4.0]])["pearson"] is None
+
+
+def test_noise_ceiling_by_hand():
+    # two repeats, one split: run 1 = (1, 2, 3), run 2 = (2, 1, 3); ranks differ by 1, 1, 0, so
+    # Spearman = 1 - 6 * 2 / (3 * 8) = 0.5; Spearman-Brown 2 * 0.5 / 1.5 = 2/3; ceiling sqrt(2/3)
+    s = noise_ceiling([[1.0, 2.0], [2.0, 1.0], [3.0, 3.0]])
+    assert s["splits"] == 1 and s["split_half_spearman"] == pytest.approx(0.5)
+    assert s["reliability"] == pytest.approx(2 / 3) and s["spearman_ceiling"] == pytest.approx(np.sqrt(2 / 3))
+    # identical repeats: no noise, the ceiling is 1
+    assert noise_ceiling([[1.0, 1.0, 1.0, 1.0], [3.0] * 4, [2.0] * 4])["spearman_ceiling"] == pytest.approx(1.0)
+    # every split once: 4 repeats in 3 ways, 3 in 3 ({0}, {1}, {2} against the rest), 5 in 10
+    assert [noise_ceiling(np.arange(12.0).reshape(4, 3) if r == 3 else np.add.outer(np.arange(4.0), np.zeros(r)))
+            ["splits"] for r in (4, 3, 5)] == [3, 3, 10]
+    # undefined: one repeat, two placements, constant halves
+    assert noise_ceiling([[1.0], [2.0], [3.0]]) is None and noise_ceiling([[1.0, 2.0], [2.0, 3.0]]) is None
+    assert noise_ceiling([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]) is None
+
+
+def test_noise_ceiling_matches_the_normal_theory():
+    """True makespans ~ N(0, 1), each run adds N(0, 2²) noise, 10 runs: a half's mean of 5 runs has
+    noise variance 4 / 5, so the halves correlate (Pearson) at rho = 1 / (1 + 4/5); for a bivariate
+    normal, Spearman = (6 / pi) asin(rho / 2) (Pearson 1907)."""
+    rng = np.random.default_rng(0)
+    true = rng.normal(0.0, 1.0, 4000)
+    s = noise_ceiling(true[:, None] + rng.normal(0.0, 2.0, (4000, 10)))
+    rho = 1.0 / (1.0 + 4.0 / 5.0)
+    expected = 6.0 / np.pi * np.arcsin(rho / 2.0)
+    assert s["splits"] == 126 and s["split_half_spearman"] == pytest.approx(expected, abs=0.02)
+    assert s["reliability"] == pytest.approx(2 * expected / (1 + expected), abs=0.02)
 
 
 def test_scatter_has_one_series_per_mode_and_the_diagonal():
@@ -174,6 +206,24 @@ def test_validate_runs_the_repeats_in_rounds_unless_told_otherwise(fake_executor
     assert v.measured_mean == pytest.approx([np.mean(m) * sim for m, sim in zip(makespans, sims, strict=True)])
 
 
+@pytest.mark.parametrize("placers", [["round-robin"], []])
+def test_the_perturbed_sample_goes_from_the_placers_placements_to_random(fake_executor, placers):
+    """The k-th of the m placements after the placers' has a share k / m of its ops redrawn at random:
+    on two devices about half of those land on the other device, so it differs from its base in about
+    k / (2m) of the ops (no placers: the base is every op on device 0)."""
+    g, c = random_dag(ops=400, seed=3), machine_cluster(2)
+    v = validate(g, c, placements=len(placers) + 5, placers=placers, repeats=2, sample="perturbed")
+    base = make_placer("round-robin").place(g, c, seed=0).devices if placers else np.zeros(g.num_ops, int)
+    assert v.sources[:len(placers)] == placers
+    name = placers[0] if placers else "single-device"
+    assert v.sources[len(placers):] == [f"{name}~{k / 5:.2f}" for k in range(1, 6)]
+    moved = [float(np.mean(p != base)) for p in v.placements[len(placers):]]
+    assert moved == pytest.approx([k / 10 for k in range(1, 6)], abs=0.06)
+    assert v.noise_stats["splits"] == 1 and v.noise_stats["spearman_ceiling"] == pytest.approx(1.0)  # fake runs
+    with pytest.raises(PlacelabError, match="unknown placement sample 'nosuch'"):
+        validate(g, c, placements=2, sample="nosuch")
+
+
 def _figures(hop_scale: float, dispatch: float) -> dict:
     """Raw calibration figures (:func:`engine.executor.calibration.measure`) worked out by hand."""
     return {"op_overhead_s_per_device": [dispatch, 3 * dispatch], "dispatch_s_per_zero_op": 1e-6,
@@ -244,7 +294,7 @@ def test_timeline_figure_puts_both_schedules_on_one_axis(validation):
 
 
 def test_fidelity_page_shows_the_stored_validation(validation, monkeypatch):
-    _, store, _, _ = validation
+    v, store, _, _ = validation
     monkeypatch.setenv("PLACELAB_RUNS_DIR", str(store.root))
     app = AppTest.from_string("from dashboard.app_pages import fidelity\nfidelity.page()\n", default_timeout=60).run()
     assert not app.exception and not app.error
@@ -256,6 +306,8 @@ def test_fidelity_page_shows_the_stored_validation(validation, monkeypatch):
     assert any(c.value.startswith("repeats: one run of each placement") and "over 1 pair(s) of runs" in c.value
                for c in app.caption)
     assert "repeat_pairs" not in app.dataframe[0].value.columns  # in the caption, not a column of empty cells
+    ceiling = f"(random sample) at Spearman about {v.noise_stats['spearman_ceiling']:.3f} against the mean of their 2"
+    assert any(c.value.startswith("noise ceiling: ") and ceiling in c.value for c in app.caption)
 
 
 def test_fidelity_page_without_runs(tmp_path, monkeypatch):

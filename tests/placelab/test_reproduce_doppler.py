@@ -157,13 +157,16 @@ def test_g1_cells_are_the_work_conserving_correlations_of_validate():
     rep = core.get("doppler-g1")
     (step,) = rep.steps(True)
     assert step.argv[:4] == ("validate", "gen:chainmm", "-c", "local") and "--placements" in step.argv
+    assert step.argv[step.argv.index("--sample") + 1] == "perturbed"  # good to random, as a training visits them
     assert [s.key for s in rep.steps(False)] == [f"validate/{r}" for r in doppler.GRAPHS]
     out = {"placements": 12, "repeats": 2, "cluster": "local", "modes": {
         "work_conserving": {"pearson": 0.9, "spearman": 0.75, "median_rel_error": 0.05, "max_rel_error": 0.2},
-        "placeto": {"pearson": 0.5, "spearman": 0.4, "median_rel_error": 0.3, "max_rel_error": 0.5}}}
+        "placeto": {"pearson": 0.5, "spearman": 0.4, "median_rel_error": 0.3, "max_rel_error": 0.5}},
+        "noise_ceiling": {"spearman_ceiling": 0.934}}
     cells = {c.column: c for c in rep.build({"validate/CHAINMM": out}, "/nonexistent", True).cells}
     assert (cells["Pearson"].value, cells["Spearman"].value) == (0.9, 0.75)
     assert "median relative error 5.0%" in cells["Pearson"].note and "placeto: Pearson 0.50" in cells["Pearson"].note
+    assert cells["Spearman"].note.endswith("; noise ceiling: Spearman 0.93")
     flat = {**out, "modes": {doppler_fidelity.MODE: {**out["modes"]["work_conserving"], "spearman": None}}}
     assert rep.build({"validate/CHAINMM": flat}, "/x", True).cells[1].value is None
     failed = rep.build({"validate/CHAINMM": {"error": "worker died"}}, "/x", True).cells

@@ -152,9 +152,10 @@ def main(argv: list[str] | None = None) -> int:
         v = validate(g, cluster, placements=args.placements, repeats=args.repeats, interleave=not args.blocked,
                      recalibrate=True, sample=sample)
         refined, halves = _refined_out_of_sample(g, cluster, v), _half_replays(g, cluster, v)
+        ceiling = v.noise_stats
         out["fidelity"].setdefault(spec, {})[sample] = {
             "graph": g.name, "ops": g.num_ops, "modes": v.stats, "replay": v.replay_stats,
-            "repeat_agreement": v.repeat_stats, "noise_ceiling": v.noise_stats,
+            "repeat_agreement": v.repeat_stats, "noise_ceiling": ceiling,
             "recalibrated": v.recalibrated_stats,
             "recalibrated_cluster": cluster_to_dict(v.recalibrated),
             "refined_out_of_sample": refined, "half_replays": halves,
@@ -175,10 +176,10 @@ def main(argv: list[str] | None = None) -> int:
                                            "their calibrated time, median"))
         if v.repeat_stats is not None:
             say(_row("repeats", v.repeat_stats, "one run of each placement predicting another, median over pairs"))
-        if v.noise_stats is not None:
-            say(f"  {'noise ceiling':20s} Spearman {v.noise_stats['spearman_ceiling']:.3f}   (an error-free "
+        if ceiling is not None:
+            say(f"  {'noise ceiling':20s} Spearman {ceiling['spearman_ceiling']:.3f}   (an error-free "
                 f"prediction against the mean of {args.repeats} runs; split-half "
-                f"{v.noise_stats['split_half_spearman']:.3f})")
+                f"{ceiling['split_half_spearman']:.3f})")
         for label, st in halves.items():
             say(_row(f"replay, {label}", st, "the other durations predicted"))
         say(_row("refined (2-fold)", refined, "work_conserving, speeds and link fitted to the other half"))

@@ -167,9 +167,10 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                    + ", ".join(f"{d.speed:.3g}" for d in v.refined.devices)
                    + f", copies {v.refined.link.bandwidth_bytes_per_s / 1e9:.3g} GB/s + "
                    f"{v.refined.link.latency_s * 1e6:.3g} µs")
+    noise = v.noise_stats  # up to a few hundred rank correlations: read once
     out = {"graph": g.name, "cluster": c.name, "placements": len(v.sources), "repeats": repeats,
            "modes": v.stats, "replay": v.replay_stats, "repeat_agreement": v.repeat_stats,
-           "noise_ceiling": v.noise_stats, "sample": sample,
+           "noise_ceiling": noise, "sample": sample,
            "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
            "unavailable_modes": v.unavailable, "skipped_placers": v.skipped, "rows": v.rows(), "run_id": v.run_id,
            "refined_cluster": refine_out if v.refined is not None else None, "recalibrated": v.recalibrated_stats}
@@ -199,8 +200,8 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                "predict the mean of all runs, which is steadier, so a mode can score above this row, and one far "
                "below it is limited by its model, not by the noise" if v.repeat_stats is not None else "")
             + (f"\nnoise ceiling: an error-free prediction would rank these placements at Spearman about "
-               f"{v.noise_stats['spearman_ceiling']:.3f} against the mean of {repeats} runs (split-half "
-               f"{v.noise_stats['split_half_spearman']:.3f})" if v.noise_stats is not None else "")
+               f"{noise['spearman_ceiling']:.3f} against the mean of {repeats} runs (split-half "
+               f"{noise['split_half_spearman']:.3f})" if noise is not None else "")
             + refined + (f"\nsaved as run {v.run_id}" if v.run_id else ""))
     emit(out, as_json, text)
 

@@ -115,16 +115,21 @@ class Validation:
         return fidelity_stats(self.measured_mean, self.replayed)
 
     @property
+    def run_makespans(self) -> list[list[float]]:
+        """Each placement's measured makespan per repeat."""
+        return [[s.makespan for s in runs] for runs in self.schedules]
+
+    @property
     def repeat_stats(self) -> dict[str, Any] | None:
         """The executor against itself over the same placements (None with one repeat): how much of a
         mode's error the noise could explain (:func:`engine.executor.fidelity.repeat_agreement`)."""
-        return repeat_agreement([[s.makespan for s in runs] for runs in self.schedules])
+        return repeat_agreement(self.run_makespans)
 
     @property
     def noise_stats(self) -> dict[str, Any] | None:
         """The Spearman correlation an error-free prediction could reach against the measured means
         (None with one repeat; :func:`engine.executor.fidelity.noise_ceiling`)."""
-        return noise_ceiling([[s.makespan for s in runs] for runs in self.schedules])
+        return noise_ceiling(self.run_makespans)
 
     def rows(self) -> dict[str, list]:
         """The table stored as ``fidelity.csv``: one row per placement."""
@@ -156,23 +161,25 @@ def _placements(graph: CompGraph, cluster: Cluster, count: int, placers: list[st
             add(name, make_placer(name, **params.get(name, {})).place(graph, cluster, seed=seed))
         except PlacelabError as exc:
             skipped[name] = str(exc)
-    k = 0
-    if sample == "perturbed":
-        bases = list(zip(sources, found, strict=True)) or [("single-device", np.zeros(graph.num_ops, np.int64))]
-        rest = max(count - len(found), 1)
-        while len(found) < count and k < 20 * count:
-            share = (k % rest + 1) / rest
-            name, base = bases[k % len(bases)]
-            rng = np.random.default_rng(seed + k)
-            devices = base.copy()
-            redrawn = rng.random(graph.num_ops) < share
-            devices[redrawn] = rng.integers(0, cluster.num_devices, int(redrawn.sum()))
-            add(f"{name}~{share:.2f}", Placement(devices))
-            k += 1
-        return sources, found, skipped
+    bases = list(zip(sources, found, strict=True)) or [("single-device", np.zeros(graph.num_ops, np.int64))]
+    rest = max(count - len(found), 1)
     rand = make_placer("random")
+
+    def draw(k: int) -> tuple[str, Placement]:
+        """The k-th placement of the sample (module docstring)."""
+        if sample == "random":
+            return f"random#{k}", rand.place(graph, cluster, seed=seed + k)
+        share = (k % rest + 1) / rest
+        name, base = bases[k % len(bases)]
+        rng = np.random.default_rng(seed + k)
+        devices = base.copy()
+        redrawn = rng.random(graph.num_ops) < share
+        devices[redrawn] = rng.integers(0, cluster.num_devices, int(redrawn.sum()))
+        return f"{name}~{share:.2f}", Placement(devices)
+
+    k = 0
     while len(found) < count and k < 20 * count:
-        add(f"random#{k}", rand.place(graph, cluster, seed=seed + k))
+        add(*draw(k))
         k += 1
     return sources, found, skipped
 

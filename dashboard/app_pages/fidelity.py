@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard.common import guard, run_store, show_figure
+from dashboard.common import guard, list_runs, show_figure
 from dashboard.figures.fidelity import fidelity_scatter, measured_vs_simulated
 from engine.cluster import cluster_from_dict
 from engine.executor.fidelity import load_measured_schedule
@@ -23,7 +23,7 @@ def page() -> None:
     st.title("Fidelity")
     st.caption("Placements executed for real on this machine's devices and simulated in each mode "
                "(DOPPLER App. G.1 reports Pearson 0.79 / Spearman 0.69 for its simulator).")
-    runs = run_store().list(kind="validate", status="done")
+    runs = list_runs(kind="validate", status="done")
     if not runs:
         st.info("No fidelity runs yet — run `placelab calibrate -o local.json` and "
                 "`placelab validate GRAPH -c local.json --placements 20`.")

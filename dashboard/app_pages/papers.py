@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from dashboard.common import guard, run_store, show_figure
+from dashboard.common import guard, list_runs, show_figure
 from dashboard.figures import figure_html, figure_image
 from dashboard.figures.papers import (
     AGREEMENT_COLORS,
@@ -21,11 +21,10 @@ from engine.errors import PlacelabError
 
 
 def _reproductions() -> dict[str, object]:
-    """Label → the newest finished reproduce run of each name and setting."""
+    """Label → the newest finished reproduce run of each name and setting: the user's own, else the
+    bundled example's (``runs/``, so the page has content on first start)."""
     out: dict[str, object] = {}
-    for run in run_store().list(kind="reproduce"):
-        if run.status != "done":
-            continue
+    for run in list_runs(kind="reproduce", status="done"):
         label = f"{run.meta.get('placer')} ({run.meta.get('parameters', {}).get('setting', '?')})"
         out.setdefault(label, run)
     return dict(sorted(out.items()))

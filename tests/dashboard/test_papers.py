@@ -116,6 +116,20 @@ def bundled_papers_app(name: str, tmp_path, monkeypatch) -> AppTest:
     return app
 
 
+def test_first_start_shows_the_bundled_reproductions(empty_runs, monkeypatch):
+    """No runs of the user's own: the page lists the quick runs bundled in the repository's runs/ (the
+    example store), one per reproduction, and shows the first."""
+    from pathlib import Path
+
+    bundled = Path(__file__).resolve().parents[2] / "runs"
+    monkeypatch.setenv("PLACELAB_EXAMPLE_RUNS_DIR", str(bundled))
+    names = {p.name.split("-reproduce-")[1].rsplit("-", 1)[0] for p in bundled.glob("*-reproduce-*")}
+    app = papers_app().run()
+    assert not app.exception and not app.error and not app.info
+    assert sorted(app.selectbox(key="papers_pick").options) == sorted(f"{n} (quick)" for n in names)
+    assert "doppler-g1 (quick)" in app.selectbox(key="papers_pick").options and app.dataframe
+
+
 def test_page_shows_the_bundled_doppler_reproduction(tmp_path, monkeypatch):
     """The bundled quick doppler-table2 run: ours ± std beside the paper's."""
     app = bundled_papers_app("doppler-table2", tmp_path, monkeypatch)

@@ -21,7 +21,12 @@ seed:
    *e* = 0), the uniform policy sits on a plateau in the direction of a good placement: the
    gradient is zero there by symmetry and stays near zero until the policy is already far from
    uniform, so a policy leaves it only as far as its first steps happen to break the symmetry.
-3. **Training runs.** For each setting (``name:key=value,...``, Placeto parameters over the
+3. **Following the parents.** The simplest policy that depends on where the other groups are:
+   in the traversal order, a group goes where one of its already placed parents (drawn at
+   random) went with probability *c*, elsewhere otherwise (a group without a placed parent: a
+   fair coin). *c* = 1/2 is the uniform policy; if its runtime falls as *c* grows, co-locating
+   with the parents is a direction in which the policy could leave uniform.
+4. **Training runs.** For each setting (``name:key=value,...``, Placeto parameters over the
    registered defaults) and seed, a fresh policy trains on the graph until ``--placements``
    placements have been evaluated (or ``--episodes``), the learning rate and entropy weight
    decaying over that budget (Placeto App. A.7), no stopping rule. Reported: the median entropy
@@ -32,7 +37,7 @@ seed:
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_placeto_budget.py                  # 13 settings × 3 seeds
+    .venv/bin/python benchmarks/bench_placeto_budget.py                  # 18 settings × 3 seeds
     .venv/bin/python benchmarks/bench_placeto_budget.py --quick          # 3 settings, seed 0, 5 K
     .venv/bin/python benchmarks/bench_placeto_budget.py --settings "default:;ent0:entropy=0,entropy_final=0" \\
         --seeds 0,1 --workers 2 --json
@@ -55,7 +60,10 @@ import numpy as np
 SETTINGS = ("default:", "discount=0:discount=0", "discount=0.9:discount=0.9", "entropy=0:entropy=0,entropy_final=0",
             "entropy=1e-3:entropy=1e-3", "lr=5e-3:lr=5e-3,lr_final=5e-4", "lr=1e-2:lr=1e-2,lr_final=1e-3",
             "batch=4:batch=4", "batch=16:batch=16", "groups=32:groups=32", "groups=64:groups=64",
-            "passes=2:passes=2", "paper (random start, lr 1e-3):init=random,lr=1e-3,lr_final=1e-4")
+            "passes=2:passes=2", "paper (random start, lr 1e-3):init=random,lr=1e-3,lr_final=1e-4",
+            "discount=0.97:discount=0.97", "discount=0.99:discount=0.99", "baseline_window=50:baseline_window=50",
+            "entropy=0,lr=5e-3:entropy=0,entropy_final=0,lr=5e-3,lr_final=5e-4",
+            "entropy=0,batch=16:entropy=0,entropy_final=0,batch=16")
 QUICK_SETTINGS = ("default:", "entropy=0:entropy=0,entropy_final=0", "groups=32:groups=32")
 
 
@@ -107,6 +115,34 @@ def toward_curve(task, flips: int, seed: int) -> dict[str, Any]:
     return {"best_of": 10 * flips, "best_s": float(min(times)), "rows": rows}
 
 
+def follow_parents(task, flips: int, seed: int) -> list[dict[str, float]]:
+    """Mean / median runtime of policies that put a group with a random placed parent with probability c."""
+    parents: list[list[int]] = [[] for _ in range(task.num_groups)]
+    for u, v in task.edges.T:
+        parents[v].append(int(u))
+    rng = np.random.default_rng(seed)
+    d = task.num_devices
+    # common random numbers for every c, as in toward_curve
+    u, pick, shift = rng.random((flips, task.num_groups)), rng.integers(0, 1 << 30, (flips, task.num_groups)), \
+        rng.integers(1, d, (flips, task.num_groups))
+    coin = rng.integers(0, d, (flips, task.num_groups))
+    rows = []
+    for c in (0.5, 0.6, 0.7, 0.8, 0.9, 1.0):
+        runs = []
+        for i in range(flips):
+            dev = np.full(task.num_groups, -1)
+            for g in task.order:
+                placed = [q for q in parents[g] if dev[q] >= 0]
+                if not placed:
+                    dev[g] = coin[i, g]
+                else:
+                    near = dev[placed[pick[i, g] % len(placed)]]
+                    dev[g] = near if u[i, g] < c else (near + shift[i, g]) % d
+            runs.append(task.evaluate(dev).makespan)
+        rows.append({"c": c, "mean_s": float(np.mean(runs)), "median_s": float(np.median(runs))})
+    return rows
+
+
 def train_run(job: tuple[str, str, str, dict[str, Any], int, int, int, int]) -> dict[str, Any]:
     """One training run (in a worker process, one torch thread)."""
     import torch
@@ -156,6 +192,7 @@ def main() -> None:
     task = placeto_task(args.graph, args.cluster)
     curve = coin_flips(task, flips, args.curve_seed)
     toward = toward_curve(task, flips, args.curve_seed)
+    follow = follow_parents(task, flips, args.curve_seed)
     if not args.json:
         print(f"{args.graph} on {args.cluster}: coin-flip placements from the single-device start "
               f"({flips} per p), runtime in ms")
@@ -167,6 +204,9 @@ def main() -> None:
         for r in toward["rows"]:
             print(f"  e = {r['e']:.2f}  mean {r['mean_s'] * 1e3:7.1f}  median {r['median_s'] * 1e3:7.1f}"
                   f"  mean - mean(e = 0) {(r['mean_s'] - toward['rows'][0]['mean_s']) * 1e3:+7.1f}")
+        print(f"following a placed parent with probability c ({flips} per c), runtime in ms")
+        for r in follow:
+            print(f"  c = {r['c']:.1f}  mean {r['mean_s'] * 1e3:7.1f}  median {r['median_s'] * 1e3:7.1f}")
         print(f"training runs: budget {placements:,} placements or {args.episodes} episodes, "
               f"first / last {args.window} episodes", flush=True)
     jobs = [(args.graph, args.cluster, *parse_setting(s), seed, placements, args.episodes, args.window)
@@ -185,7 +225,8 @@ def main() -> None:
             "cpus": os.cpu_count(), "python": platform.python_version(), "load_avg": os.getloadavg()[0],
             "wall_s": time.perf_counter() - t0}
     if args.json:
-        json.dump({"meta": meta, "coin_flips": curve, "toward": toward, "runs": runs}, sys.stdout)
+        json.dump({"meta": meta, "coin_flips": curve, "toward": toward, "follow_parents": follow, "runs": runs},
+                  sys.stdout)
         print()
     else:
         learned = sum(r["learned"] for r in runs)

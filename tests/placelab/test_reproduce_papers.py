@@ -128,6 +128,31 @@ def test_placeto_trains_on_the_nmt_family_with_discount_0_only():
     assert make_config("placeto", parse_params(["discount=0"])).discount == 0.0
 
 
+def test_table1_gives_each_learned_placer_the_papers_placements_and_nmt_32_groups():
+    """Full setting: each train step's placement budget is the paper's count for its row and placer
+    (Table 1's last two columns); the NMT rows' steps, and only those, group into 32 (both placers)."""
+    from placelab.cli_common import parse_params
+    from placelab.reproduce import core
+    from policies.rl.registry import make_config
+
+    def arg(argv, flag):
+        return [argv[i + 1] for i, x in enumerate(argv) if x == flag]
+
+    rows = paper_table("placeto", "table1")["rows"]
+    full = [s for s in core.get("placeto-table1").steps(False) if s.argv[0] == "train"]
+    assert len(full) == 12
+    for s in full:
+        placer, row = s.key.split("/", 1)
+        col = "Placeto placements" if placer == "placeto" else "RNN-based placements"
+        assert arg(s.argv, "--max-placements") == [str(rows[row][col])], s.key
+        assert arg(s.argv, "--param") == (["groups=32"] if row.startswith("NMT") else []), s.key
+    assert arg(next(s for s in full if s.key == "placeto/NMT / 2 GPUs").argv, "--max-placements") == ["20400"]
+    for s in core.get("placeto-table1").steps(True):
+        assert not arg(s.argv, "--max-placements"), s.key
+    for placer in ("placeto", "rnn"):
+        assert make_config(placer, parse_params(["groups=32"])).groups == 32
+
+
 def test_fig5_cells_by_hand_and_the_rows_a_partial_run_left_out():
     from placelab.reproduce import core
 

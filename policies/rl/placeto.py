@@ -54,11 +54,14 @@ same time (``tests/engine/test_simulator_properties.py``), so the expected runti
 when every group's probability q of moving becomes 1 − q, and at the uniform policy the gradient
 vanishes along every direction that depends on the group alone. Toward the best of 2,000 random
 placements the mean runtime stays within 3.4 ms of the uniform 536 ms out to q = 1/2 ± 0.1 (a
-plateau), and what is left (how a group's device should follow its neighbours') is weak against
-the noise of a return summed over 128 actions:
-the policy learned in 3 of 39 runs over 13 settings (entropy, learning rate, batch, group
-count, passes, discount, the paper's random start), each of them one whose first episodes had
-already left uniform; the others stayed at or near it or left it the wrong way.
+plateau). What is left depends on where the other groups are, and the simplest such direction
+does not pay: putting a group where a placed parent went, with probability c, takes 542.9 ms at
+c = 1/2 and more as c grows (599.8 ms at c = 1). Against the noise of a return summed over 128
+actions, the policy learned in 4 of 54 runs over 18 settings (entropy, learning rate, batch, group
+count, passes, discount, baseline window, the paper's random start), all with seed 0 and each
+one whose first episodes had already left uniform; the others stayed at or near it or left it
+the wrong way. ``placelab reproduce placeto-table1`` therefore groups NMT into 32 op groups, where
+the same random re-placements find better placements (README "Reproducing the papers").
 
 torch is imported inside the functions that need it (see :mod:`policies.rl.registry`).
 """

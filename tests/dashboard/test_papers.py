@@ -14,6 +14,7 @@ from dashboard.figures.papers import (
     table_csv,
     table_latex,
 )
+from placelab.reproduce.core import all_reproductions
 from placelab.reproduce.runner import reproduce
 from tests.placelab.tiny import tiny_reproduction  # noqa: F401
 
@@ -149,3 +150,23 @@ def test_page_shows_the_bundled_simulator_fidelity_reproduction(tmp_path, monkey
     df = app.dataframe[0].value
     assert list(df["column"]) == ["Pearson", "Spearman"] and list(df["paper"].astype(str)) == ["0.79", "0.69"]
     assert "placelab validate gen:chainmm -c local" in app.code[1].value
+
+
+@pytest.mark.parametrize("name", sorted(all_reproductions()))
+def test_every_reproduction_ships_a_quick_run_that_renders(name, tmp_path, monkeypatch):
+    """Each reproduction's bundled ``--quick`` run shows on the Papers page (its table, with a value in at
+    least one cell, and its rerun commands), and it ran the reproduction's current quick steps: a
+    bundled run left behind by a change to the steps fails here (``make bundled-runs``)."""
+    import json
+    from pathlib import Path
+
+    from placelab.reproduce import core
+
+    app = bundled_papers_app(name, tmp_path, monkeypatch)
+    df = app.dataframe[0].value
+    assert len(df) and df["ours"].astype(str).str.strip().ne("").any()
+    assert f"placelab reproduce {name} --quick" in app.code[0].value
+    run_dir = sorted((Path(__file__).resolve().parents[2] / "runs").glob(f"*-reproduce-{name}-*"))[-1]
+    stored = json.loads((run_dir / "commands.json").read_text())["steps"]
+    assert {s["key"]: tuple(s["argv"][1:]) for s in stored} == {s.key: s.argv for s in core.get(name).steps(True)}
+    assert all(s["command"] in app.code[1].value for s in stored)

@@ -50,6 +50,8 @@ def _rows():
 # its random re-placements, and over 32 groups those find 400.9–406.7 ms on seeds 0–2 where
 # 128 groups find 441.4–461.2 ms.
 TABLE1_PARAMS: dict[str, tuple[str, ...]] = {"NMT": ("--param", "groups=32")}
+#: Table 1's column of each learned placer; "<column> placements" is its placement count.
+TABLE1_LEARNED = {"placeto": "Placeto", "rnn": "RNN-based"}
 
 
 def _table1_budget(quick: bool, row: str, placer: str) -> tuple[str, ...]:
@@ -57,8 +59,7 @@ def _table1_budget(quick: bool, row: str, placer: str) -> tuple[str, ...]:
     (Table 1's "placements sampled to find the best") as the budget, 3,000 episodes and 900 s at most."""
     if quick:
         return ("--episodes", "8" if placer == "placeto" else "16")
-    col = "Placeto placements" if placer == "placeto" else "RNN-based placements"
-    paper = int(paper_table("placeto", "table1")["rows"][row][col])
+    paper = int(paper_table("placeto", "table1")["rows"][row][f"{TABLE1_LEARNED[placer]} placements"])
     return ("--episodes", "3000", "--max-placements", str(paper), "--max-seconds", "900")
 
 
@@ -71,7 +72,7 @@ def table1_steps(quick: bool) -> list[Step]:
         g = _graph(model, cluster)
         items.append((f"base/{row}", ("compare", g, "-c", cluster, "--placers", "single-device,expert,scotch",
                                       "--no-save")))
-        for placer in ("placeto", "rnn"):
+        for placer in TABLE1_LEARNED:
             items.append((f"{placer}/{row}", ("train", "--placer", placer, "-g", g, "-c", cluster,
                                               *_table1_budget(quick, row, placer), *TABLE1_PARAMS.get(model, ()),
                                               "--save", "--name", f"{placer} on {g} ({cluster})")))
@@ -84,8 +85,8 @@ def table1_build(out: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool) 
         cells += compare_cells(row, out.get(f"cpu/{model}"), {"CPU only": "cpu-only"})
         cells += compare_cells(row, out.get(f"base/{row}"), {"Single GPU": "single-device", "Expert": "expert",
                                                              "Scotch": "scotch"})
-        cells += train_cells(row, out.get(f"placeto/{row}"), runs_dir, "Placeto", "Placeto placements")
-        cells += train_cells(row, out.get(f"rnn/{row}"), runs_dir, "RNN-based", "RNN-based placements")
+        for placer, col in TABLE1_LEARNED.items():
+            cells += train_cells(row, out.get(f"{placer}/{row}"), runs_dir, col, f"{col} placements")
     return Build(cells, notes=[
         "Runtimes are simulated (Placeto App. A.5 simulator, roofline K80 costs); the paper measured real K80s.",
         "Ratios normalised by the RNN-based column (the paper's own reference) compare the shape of each row.",

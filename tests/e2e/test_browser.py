@@ -498,6 +498,11 @@ def fill(page, label: str, value: str) -> None:
     wait_idle(page)
 
 
+# Long enough that the page's 2-s polls see the run while it is running: 300 episodes of this
+# training took 4.5 s in a full `make test` run, and the "running" state was missed.
+TRAIN_EPISODES = 2000
+
+
 def test_train_in_the_background(browser_page, app_url):
     """Start a short Placeto training from the Train page; the page polls it until its curve is complete."""
     page = browser_page
@@ -509,18 +514,18 @@ def test_train_in_the_background(browser_page, app_url):
     fill(page, "Graphs", "gen:random?ops=200&seed=1")
     fill(page, "groups", "16")
     fill(page, "batch", "4")
-    fill(page, "episodes", "300")
+    fill(page, "episodes", str(TRAIN_EPISODES))
     fill(page, "run name (optional)", "e2e placeto")
     start = time.perf_counter()
     page.get_by_role("button", name="Start training").click()
     page.get_by_text("Started training e2e placeto").wait_for(timeout=GUARD_MS)
     # no reload from here on: the page re-reads the store every 2 s while the run trains
-    page.get_by_text(re.compile(r"^running · \d+ / 300 episodes")).wait_for(timeout=3 * GUARD_MS)
+    page.get_by_text(re.compile(rf"^running · \d+ / {TRAIN_EPISODES} episodes")).wait_for(timeout=3 * GUARD_MS)
     card = page.locator('[data-testid="stVerticalBlock"]', has_text="e2e placeto").filter(
         has=page.locator('[data-testid="stPlotlyChart"]')).last  # the innermost block: the run's card
     card.locator('[data-testid="stPlotlyChart"] .main-svg').first.wait_for(timeout=GUARD_MS)
     screenshot(page, "11-train-running")
-    page.get_by_text("done · 300 / 300 episodes").wait_for(timeout=3 * GUARD_MS)
+    page.get_by_text(f"done · {TRAIN_EPISODES} / {TRAIN_EPISODES} episodes").wait_for(timeout=3 * GUARD_MS)
     seconds = time.perf_counter() - start
     # runtime panel: sampled, rolling median, best, smoothed; reward, entropy and learning-rate panels
     assert card.locator(".scatterlayer .trace").count() >= 7
@@ -530,7 +535,7 @@ def test_train_in_the_background(browser_page, app_url):
     page.get_by_text("Learning curves").first.wait_for()
     page.wait_for_timeout(1000)
     assert_clean(page, "13-compare-learning-curves")
-    print(f"\ntraining 300 episodes from the Train page, click to a complete curve: {seconds:.1f} s")
+    print(f"\ntraining {TRAIN_EPISODES} episodes from the Train page, click to a complete curve: {seconds:.1f} s")
 
 
 _COLOURS_JS = """(sel) => {

@@ -21,7 +21,10 @@
    placements. The *recalibrated* row simulates (``work_conserving``) on the cluster whose link and
    per-op cost the calibration's probes measured before every round and after the last
    (``validate(recalibrate=True)``): calibrated over the same minutes as the measurements instead
-   of once before all three graphs. Each graph is validated on two placement samples
+   of once before all three graphs; the *copy bus* line lists the capacity each probe read
+   (``engine.executor.calibration.bus_capacity``: ~1.15 when the two workers' copies share the
+   memory bandwidth, ~2 when they do not; the 2-core development VM switches between the two,
+   ``bench_copy_bus.py``). Each graph is validated on two placement samples
    (``policies.fidelity``, ``--samples``): ``random`` (the baselines', then uniformly random
    placements) and ``perturbed`` (the baselines', then the baselines with a growing share of ops
    redrawn at random, good to random, as a learner visits them: DOPPLER App. G.1 Fig. 26). The
@@ -158,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             "repeat_agreement": v.repeat_stats, "noise_ceiling": ceiling,
             "recalibrated": v.recalibrated_stats,
             "recalibrated_cluster": cluster_to_dict(v.recalibrated),
+            "copy_bus_capacity_probes": v.bus_capacities, "copy_bus": v.bus_stats,
             "refined_out_of_sample": refined, "half_replays": halves,
             "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
             "unavailable": v.unavailable,
@@ -171,7 +175,13 @@ def main(argv: list[str] | None = None) -> int:
             say(_row(mode, s))
         say(_row("recalibrated", v.recalibrated_stats,
                  f"work_conserving, link measured in every round: "
-                 f"{v.recalibrated.link.bandwidth_bytes_per_s / 1e9:.2f} GB/s"))
+                 f"{v.recalibrated.link.bandwidth_bytes_per_s / 1e9:.2f} GB/s, bus capacity "
+                 f"{v.recalibrated.simulation.copy_bus_capacity:.2f}"))
+        if v.bus_stats is not None:
+            say(f"  {'copy bus':20s} capacity per probe " + " ".join(f"{c:.2f}" for c in v.bus_capacities)
+                + f"   ({v.bus_stats['switches']} switch{'' if v.bus_stats['switches'] == 1 else 'es'} between the "
+                  "shared and the full state; "
+                  "benchmarks/bench_copy_bus.py)")
         say(_row("replay", v.replay_stats, f"measured durations; ops ran {np.nanmedian(v.op_time_ratio):.2f}× "
                                            "their calibrated time, median"))
         if v.repeat_stats is not None:

@@ -145,6 +145,7 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                                           "another --seed")] = None,
                  runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Execute N placements and simulate them in every mode: Pearson, Spearman, relative errors."""
+    from engine.executor.calibration import describe_bus
     from engine.jsonio import check_write_target
     from policies.fidelity import validate
 
@@ -173,7 +174,8 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
            "noise_ceiling": noise, "sample": sample,
            "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
            "unavailable_modes": v.unavailable, "skipped_placers": v.skipped, "rows": v.rows(), "run_id": v.run_id,
-           "refined_cluster": refine_out if v.refined is not None else None, "recalibrated": v.recalibrated_stats}
+           "refined_cluster": refine_out if v.refined is not None else None, "recalibrated": v.recalibrated_stats,
+           "copy_bus": v.bus_stats, "copy_bus_capacity_probes": v.bus_capacities}
 
     def num(x: float | None) -> str:
         return "-" if x is None else f"{x:.3f}"
@@ -196,6 +198,7 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                f"after the last ({v.recalibrated.link.bandwidth_bytes_per_s / 1e9:.2f} GB/s + "
                f"{v.recalibrated.link.latency_s * 1e6:.1f} µs; {c.name}: {c.link.bandwidth_bytes_per_s / 1e9:.2f} GB/s)"
                if v.recalibrated is not None else "")
+            + (f"\ncopy bus: {describe_bus(v.bus_capacities, _bus_of(c))}" if v.bus_capacities else "")
             + ("\nrepeats: one run of each placement predicting another (median over pairs of runs); the modes "
                "predict the mean of all runs, which is steadier, so a mode can score above this row, and one far "
                "below it is limited by its model, not by the noise" if v.repeat_stats is not None else "")
@@ -204,6 +207,11 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                f"{noise['split_half_spearman']:.3f})" if noise is not None else "")
             + refined + (f"\nsaved as run {v.run_id}" if v.run_id else ""))
     emit(out, as_json, text)
+
+
+def _bus_of(cluster: Cluster) -> float | None:
+    """The cluster's calibrated copy-bus capacity, None where its copies do not share a bus."""
+    return cluster.simulation.copy_bus_capacity if cluster.simulation.copy_bus_shared else None
 
 
 def execute_cmd(graph: GraphArg, cluster: ClusterOpt,

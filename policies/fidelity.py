@@ -37,7 +37,10 @@ With ``recalibrate``, the calibration's probes (:func:`engine.executor.calibrati
 overhead, copy hops per size, two workers copying at once) run once before every round and once
 after the last, and :attr:`Validation.recalibrated` is ``cluster`` with the link and settings of
 their median (:func:`engine.executor.calibration.recalibrated`): calibrated over the same minutes
-as the measurements, not fitted to them. On the 2-core development machine the calibrated copy
+as the measurements, not fitted to them; :attr:`Validation.bus_capacities` is what each probe read
+of the shared copy bus, which on the 2-core development VM switches between two states on its own
+(:func:`engine.executor.calibration.describe_bus` says whether it did during the measurement). On
+the 2-core development machine the calibrated copy
 bandwidth moved between 15.7 and 18.5 GB/s from one benchmark run to the next, and a calibration
 made minutes before the measurements predicted ``gen:ffnn`` 1.17× too slow; recalibrated, that
 kind of error shrinks, the ranking does not change (README, "Calibrated in rounds").
@@ -54,7 +57,7 @@ import numpy as np
 from engine.cluster import SIMULATION_MODES, Cluster, cluster_to_dict
 from engine.errors import PlacelabError, SimulationError
 from engine.executor import Executor, Measurement
-from engine.executor.calibration import measure, median_figures, mode_cluster, recalibrated
+from engine.executor.calibration import bus_capacity, bus_states, measure, median_figures, mode_cluster, recalibrated
 from engine.executor.fidelity import (
     fidelity_stats,
     noise_ceiling,
@@ -102,6 +105,19 @@ class Validation:
     """Each placement simulated on :attr:`recalibrated`."""
     probes: list[dict[str, Any]] = field(default_factory=list)
     """The raw figures of every probe (:func:`engine.executor.calibration.measure`)."""
+
+    @property
+    def bus_capacities(self) -> list[float]:
+        """The shared copy bus's capacity that each probe read (empty without ``recalibrate`` or on GPUs)."""
+        return [bus_capacity(p["copy_alone_s"], p["copy_both_s"]) for p in self.probes
+                if p.get("copy_both_s") is not None]
+
+    @property
+    def bus_stats(self) -> dict[str, Any] | None:
+        """:func:`engine.executor.calibration.bus_states` of :attr:`bus_capacities`: did the machine's
+        memory switch between carrying ~1 and ~2 copies at full speed during the measurement? (None
+        without probes.)"""
+        return bus_states(self.bus_capacities) if self.bus_capacities else None
 
     @property
     def recalibrated_stats(self) -> dict[str, Any] | None:
@@ -290,6 +306,9 @@ def _store(store: RunStore, graph: CompGraph, cluster: Cluster, v: Validation, p
                                                          "calibration": {"probes": v.probes}})
         run.finish("done", {"fidelity": v.stats, "replay": v.replay_stats, "repeat_agreement": v.repeat_stats,
                             "noise_ceiling": v.noise_stats, "recalibrated": v.recalibrated_stats,
+                            "copy_bus_capacity_probes": v.bus_capacities or None,
+                            "cluster_copy_bus_capacity": cluster.simulation.copy_bus_capacity
+                            if cluster.simulation.copy_bus_shared else None,
                             "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
                             "unavailable_modes": v.unavailable, "skipped_placers": v.skipped,
                             "placements": len(v.sources), "makespan_s": v.measured_mean[0],

@@ -8,6 +8,7 @@ import streamlit as st
 from dashboard.common import guard, list_runs, show_figure
 from dashboard.figures.fidelity import fidelity_scatter, measured_vs_simulated
 from engine.cluster import cluster_from_dict
+from engine.executor.calibration import describe_bus
 from engine.executor.fidelity import load_measured_schedule
 from engine.run_records import load_placement_run
 from engine.runs import Run
@@ -49,6 +50,9 @@ def page() -> None:
             st.caption(f"recalibrated: {run.meta.get('cluster')} with the copy link and per-op cost that the "
                        "calibration's probes measured before every round and after the last (their median), "
                        "simulated in its own mode: calibrated over the same minutes as the measurements.")
+        if metrics.get("copy_bus_capacity_probes"):
+            st.caption("copy bus: " + describe_bus(metrics["copy_bus_capacity_probes"],
+                                                   metrics.get("cluster_copy_bus_capacity")) + ".")
         if repeats:
             st.caption("repeats: one run of each placement predicting another run of it (median over "
                        f"{repeats['repeat_pairs']} pair(s) of runs). The modes predict the mean of all runs, "

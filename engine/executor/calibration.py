@@ -22,7 +22,12 @@ machine's memory bandwidth (measured in running graphs there: copies of 1 MB and
 0.96× the line alone and 1.65× while the other worker was copying, ``gen:ffnn``). Its
 ``copy_bus_capacity`` is measured: the largest copies, made by two workers at once (two hop
 chains in opposite phase), take ``both`` against ``alone`` for one worker, so the bus carries
-``2 · alone / both`` copies at full speed (between 1 and 2).
+``2 · alone / both`` copies at full speed (between 1 and 2: :func:`bus_capacity`). That figure is
+not always a constant of the machine: on the 2-core development VM it reads ~1.15 or ~2 and
+jumps between the two every few tens of seconds to minutes, while one worker's copies and both
+workers' compute keep their speed (:func:`probe_bus` takes one quick reading,
+:func:`bus_states` splits a series of them; ``benchmarks/bench_copy_bus.py``). A calibration
+records the state it met; ``validate --recalibrate`` reports the state of every probe.
 
 The cluster simulates in the ``work_conserving`` mode — the executor's dispatch rule — with
 ``copy_occupies_sender=true``: a worker copies an op's outputs itself, right after the op
@@ -57,8 +62,9 @@ from engine.errors import ClusterError
 from engine.graph import CompGraph
 from engine.jsonio import atomic_write_text, dumps
 
-__all__ = ["cache_dir", "calibrate", "derive", "local_cache_path", "local_cluster", "local_devices", "machine_cluster",
-           "measure", "median_figures", "mode_cluster", "recalibrated"]
+__all__ = ["bus_capacity", "bus_states", "cache_dir", "calibrate", "derive", "describe_bus", "local_cache_path",
+           "local_cluster", "local_devices", "machine_cluster", "measure", "median_figures", "mode_cluster",
+           "probe_bus", "recalibrated"]
 
 _CHAIN_OPS = 120
 _CHAIN_OP_S = 300e-6
@@ -119,6 +125,69 @@ def _two_chains(alternate: list[int], nbytes: float) -> tuple[CompGraph, np.ndar
 def _median_copy(m) -> float:
     """The median duration of the copies of a measurement's runs."""
     return float(np.median(np.concatenate([s.transfer_end - s.transfer_start for s in m.schedules])))
+
+
+def bus_capacity(alone_s: float, both_s: float) -> float:
+    """How many copies the memory bus carries at full speed: ``2 · alone / both``, in [1, 2].
+
+    ``alone_s`` is a large copy made by one worker while the other is idle, ``both_s`` the same
+    copy while the other worker makes one too (module docstring)."""
+    return float(np.clip(2.0 * alone_s / max(both_s, 1e-12), 1.0, 2.0))
+
+
+def probe_bus(ex, nbytes: int = 64_000_000, hops: int = 4) -> dict[str, float]:
+    """One quick reading of the shared copy bus with the running executor ``ex`` (two devices or more).
+
+    ``hops`` copies of ``nbytes`` alone (a chain between devices 0 and 1), then the same made by
+    both workers at once (two chains in opposite phase); returns the median copy of each and
+    their :func:`bus_capacity`. About 10 hops' copy time plus two releases of the workers."""
+    alternate = [i % 2 for i in range(hops + 1)]
+    alone = _median_copy(ex.run(_chain(alternate, 0.0, nbytes), np.array(alternate), warmup=0))
+    both = _median_copy(ex.run(*_two_chains(alternate, nbytes), warmup=0))
+    return {"alone_s": alone, "both_s": both, "capacity": bus_capacity(alone, both)}
+
+
+def bus_states(capacities: list[float], split: float = 1.5) -> dict[str, Any]:
+    """Readings of the bus capacity over time (:func:`probe_bus`), split into two states.
+
+    On the 2-core development VM the capacity sits near 1.15 (the two workers share the memory
+    bandwidth) or near 2 (each copies at full speed) and jumps between the two every few tens of
+    seconds to minutes, whatever the executor does (README, "Why gen:ffnn misses"). Returns the
+    share of readings in the *full* state (capacity >= ``split``), the median capacity in each
+    state (None where a state never occurred), the number of switches between consecutive readings
+    and the longest stretch of readings in one state."""
+    c = np.asarray(capacities, dtype=float)
+    if c.size == 0:
+        return {"readings": 0, "full_share": None, "shared_median": None, "full_median": None, "switches": 0,
+                "longest_stretch": 0}
+    full = c >= split
+    changes = np.flatnonzero(full[1:] != full[:-1])
+    bounds = np.concatenate([[0], changes + 1, [c.size]])
+    return {"readings": int(c.size), "full_share": float(full.mean()),
+            "shared_median": float(np.median(c[~full])) if (~full).any() else None,
+            "full_median": float(np.median(c[full])) if full.any() else None,
+            "switches": int(changes.size), "longest_stretch": int(np.diff(bounds).max())}
+
+
+def describe_bus(capacities: list[float], calibrated: float | None = None, split: float = 1.5) -> str:
+    """One sentence for people on a series of bus readings (a validation's probes): their range, how often
+    the bus switched state (:func:`bus_states`), and, where it held one state and the cluster's
+    calibration (``calibrated``: its ``copy_bus_capacity``) met the other, that the recalibrated row is
+    the one to read."""
+    if not capacities:
+        return "no readings"
+    states = bus_states(capacities, split)
+    text = f"the probes read a capacity of {min(capacities):.2f}–{max(capacities):.2f} copies at full speed"
+    n = states["switches"]
+    if n:
+        text += (f"; it switched {n} time{'s' if n > 1 else ''} between the shared (~{states['shared_median']:.2f}) "
+                 f"and the full (~{states['full_median']:.2f}) state during the measurement, so copy-bound "
+                 "placements were measured on two different machines (README, 'Why gen:ffnn misses the "
+                 "median-error goal')")
+    elif calibrated is not None and (calibrated >= split) != (capacities[0] >= split):
+        text += (f"; the cluster was calibrated at {calibrated:.2f}, in the other state, so its copies are "
+                 "predicted for another machine: the recalibrated row is the one to read")
+    return text
 
 
 def measure(ex, *, kind: str = "cpu", repeats: int = 5, progress: Callable[[str], None] | None = None,
@@ -188,7 +257,7 @@ def derive(raw: dict[str, Any]) -> tuple[Link, SimulationSettings]:
         curve = tuple((float(b), float(t)) for b, t in zip(sizes, copy_s, strict=True))
     both = raw["copy_both_s"]
     if both is not None:
-        capacity = float(np.clip(2.0 * raw["copy_alone_s"] / max(both, 1e-12), 1.0, 2.0))
+        capacity = bus_capacity(raw["copy_alone_s"], both)
     sim = SimulationSettings("work_conserving", dispatch_s=max(float(np.mean(raw["op_overhead_s_per_device"])), 0.0),
                              copy_occupies_sender=True, copy_bus_shared=both is not None, copy_bus_capacity=capacity)
     return Link(bandwidth, latency, curve), sim

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -91,6 +92,14 @@ def test_validate_reports_every_mode_and_stores_a_run(capsys, tmp_path, two):
     assert len(res["rows"]["simulated_recalibrated_s"]) == 3
     doc = run.read_json("recalibrated_cluster.json")
     assert len(doc["calibration"]["probes"]) == 2
+    # the probes' readings of the copy bus, each 2 · alone / both of its copies
+    caps = [min(max(2 * p["copy_alone_s"] / p["copy_both_s"], 1), 2) for p in doc["calibration"]["probes"]]
+    assert res["copy_bus_capacity_probes"] == pytest.approx(caps) and res["copy_bus"]["readings"] == 2
+    assert run.meta["metrics"]["copy_bus_capacity_probes"] == pytest.approx(caps)
+    text = run_cli(capsys, "validate", GRAPH, "-c", two, "--placements", "2", "--placers", "round-robin", "--repeats",
+                   "1", "--step-ms", "5", "--recalibrate", "--no-save")[1]
+    low, high = re.search(r"copy bus: the probes read a capacity of ([\d.]+)–([\d.]+) copies", text).groups()
+    assert 1.0 <= float(low) <= float(high) <= 2.0
     again = load_cluster(str(run.path / "recalibrated_cluster.json"))  # an ordinary cluster file
     assert [d.name for d in again.devices] == ["cpu:0", "cpu:1"] and again.simulation.copy_occupies_sender
     refined = tmp_path / "refined.json"

@@ -142,6 +142,15 @@ def test_device_serves_requests_first_come_first_served(ex):
         assert s.op_start[second] >= s.op_end[first]
 
 
+def test_bus_probe_reads_alone_and_concurrent_copies(ex):
+    """:func:`probe_bus` returns the median copy alone and with both workers copying, and their capacity."""
+    from engine.executor.calibration import bus_capacity, probe_bus
+
+    r = probe_bus(ex, nbytes=20_000, hops=2)  # smaller than the slabs the other tests need to grow
+    assert r["alone_s"] > 0 and r["both_s"] > 0
+    assert r["capacity"] == bus_capacity(r["alone_s"], r["both_s"]) and 1.0 <= r["capacity"] <= 2.0
+
+
 def test_placement_object_and_execute_entry_point():
     g = graph([(0, 1, 2000.0)], [1 * MS, 1 * MS])
     c = two_cpus()

@@ -15,7 +15,15 @@ from streamlit.testing.v1 import AppTest
 from dashboard.figures.fidelity import fidelity_scatter, measured_vs_simulated
 from engine.cluster import SIMULATION_MODES, Device, Link, uniform_cluster
 from engine.errors import PlacelabError
-from engine.executor.calibration import derive, machine_cluster, median_figures, recalibrated
+from engine.executor.calibration import (
+    bus_capacity,
+    bus_states,
+    derive,
+    describe_bus,
+    machine_cluster,
+    median_figures,
+    recalibrated,
+)
 from engine.executor.fidelity import (
     fidelity_stats,
     load_measured_schedule,
@@ -251,16 +259,45 @@ def test_derive_and_median_figures_by_hand():
     assert one[0].bandwidth_bytes_per_s == 1e12 and not one[1].copy_bus_shared  # one device: no copies
 
 
+def test_bus_capacity_and_bus_states_by_hand():
+    assert bus_capacity(1e-3, 1.5e-3) == pytest.approx(2 / 1.5)
+    assert bus_capacity(1e-3, 0.5e-3) == 2.0 and bus_capacity(1e-3, 3e-3) == 1.0  # clipped to [1, 2]
+    s = bus_states([1.1, 1.2, 2.0, 1.9, 1.1, 1.0, 1.05])
+    # shared, shared | full, full | shared × 3: two switches, the longest stretch the last three
+    assert s == {"readings": 7, "full_share": pytest.approx(2 / 7), "shared_median": pytest.approx(1.1),
+                 "full_median": pytest.approx(1.95), "switches": 2, "longest_stretch": 3}
+    steady = bus_states([1.2, 1.3, 1.1])
+    assert steady["switches"] == 0 and steady["full_median"] is None and steady["longest_stretch"] == 3
+    assert bus_states([2.0, 1.0], split=0.5)["full_share"] == 1.0
+    assert bus_states([])["readings"] == 0
+
+
+def test_describe_bus_says_when_the_machine_switched_state_or_the_calibration_met_the_other():
+    switching = [1.1, 2.0, 1.2]
+    text = describe_bus(switching)
+    assert text.startswith("the probes read a capacity of 1.10–2.00 copies at full speed")
+    assert "switched 2 times between the shared (~1.15) and the full (~2.00) state" in text
+    steady = [1.1, 1.2]
+    assert describe_bus(steady) == "the probes read a capacity of 1.10–1.20 copies at full speed"
+    # a steady bus in the other state than the calibration met: say which row to read
+    assert "calibrated at 1.98, in the other state" in describe_bus(steady, 1.98)
+    assert describe_bus(steady, 1.16) == describe_bus(steady)
+    assert "other state" not in describe_bus(switching, 1.98)  # switching: said otherwise
+    assert describe_bus([]) == "no readings"
+
+
 def test_validate_recalibrates_in_every_round(fake_executor, monkeypatch):
     """The probes run before each round and after the last; the recalibrated cluster is their median."""
     import policies.fidelity as fid
 
     scales = iter([1.0, 5.0, 2.0, 3.0])
+    both = iter([1.5, 1.0, 1.5, 1.5])  # the bus: shared, full, shared, shared
 
     def fake_measure(ex, *, kind, repeats):
         fake_executor.log.append("probe")
         assert kind == "cpu" and repeats == 1
-        return _figures(next(scales), 2e-6)
+        s = next(scales)
+        return _figures(s, 2e-6) | {"copy_both_s": next(both) * 1e-3 * s}
 
     monkeypatch.setattr(fid, "measure", fake_measure)
     g = random_dag(ops=10, seed=1)
@@ -278,8 +315,11 @@ def test_validate_recalibrates_in_every_round(fake_executor, monkeypatch):
     assert v.recalibrated_stats == fidelity_stats(v.measured_mean, v.recalibrated_predicted)
     assert v.rows()["simulated_recalibrated_s"] == v.recalibrated_predicted
     assert recalibrated(c, median_figures(v.probes)) == v.recalibrated and len(v.probes) == 4
+    assert v.bus_capacities == pytest.approx([2 / 1.5, 2.0, 2 / 1.5, 2 / 1.5])
+    assert v.bus_stats["switches"] == 2 and v.bus_stats["full_share"] == 0.25
     plain = validate(g, c, placements=2, placers=["round-robin"], repeats=1)
     assert plain.recalibrated is None and plain.recalibrated_stats is None
+    assert plain.bus_capacities == [] and plain.bus_stats is None
     assert "simulated_recalibrated_s" not in plain.rows()
 
 
@@ -429,6 +469,9 @@ def test_fidelity_page_shows_a_recalibrated_validation(fake_executor, monkeypatc
     assert row["spearman"] == pytest.approx(v.recalibrated_stats["spearman"], nan_ok=True)
     assert row["median_rel_error"] == pytest.approx(v.recalibrated_stats["median_rel_error"])
     assert any(c.value.startswith("recalibrated: ") for c in app.caption)
+    # each probe read 2 · 1 ms / 1.5 ms of the bus; the cluster's copies share none, so nothing to set against
+    assert "copy bus: the probes read a capacity of 1.33–1.33 copies at full speed." in [c.value for c in app.caption]
+    assert v.bus_capacities == pytest.approx([2 / 1.5] * 3)
     scatter = app.get("plotly_chart")[0].proto.spec
     assert '"name":"recalibrated"' in scatter.replace(" ", "")
     app.selectbox(key="fidelity_mode").set_value("recalibrated").run()

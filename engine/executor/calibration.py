@@ -24,8 +24,8 @@ machine's memory bandwidth (measured in running graphs there: copies of 1 MB and
 chains in opposite phase), take ``both`` against ``alone`` for one worker, so the bus carries
 ``2 · alone / both`` copies at full speed (between 1 and 2: :func:`bus_capacity`). That figure is
 not always a constant of the machine: on the 2-core development VM it reads ~1.15 or ~2 and
-jumps between the two every few tens of seconds to minutes, while one worker's copies and both
-workers' compute keep their speed (:func:`probe_bus` takes one quick reading,
+jumps between the two every few seconds to minutes, while both workers' compute keeps its speed
+(:func:`probe_bus` takes one quick reading,
 :func:`bus_states` splits a series of them; ``benchmarks/bench_copy_bus.py``). A calibration
 records the state it met; ``validate --recalibrate`` reports the state of every probe.
 
@@ -151,8 +151,8 @@ def bus_states(capacities: list[float], split: float = 1.5) -> dict[str, Any]:
     """Readings of the bus capacity over time (:func:`probe_bus`), split into two states.
 
     On the 2-core development VM the capacity sits near 1.15 (the two workers share the memory
-    bandwidth) or near 2 (each copies at full speed) and jumps between the two every few tens of
-    seconds to minutes, whatever the executor does (README, "Why gen:ffnn misses"). Returns the
+    bandwidth) or near 2 (each copies at full speed) and jumps between the two every few seconds
+    to minutes, whatever the executor does (README, "Why gen:ffnn misses"). Returns the
     share of readings in the *full* state (capacity >= ``split``), the median capacity in each
     state (None where a state never occurred), the number of switches between consecutive readings
     and the longest stretch of readings in one state."""

@@ -131,7 +131,7 @@ def _summary(readings: list[dict], args, say) -> dict:
     per_state = {}
     for name, mask in (("shared", cap < args.split), ("full", cap >= args.split)):
         if mask.any():
-            per_state[name] = {"readings": int(mask.sum()), "capacity_median": float(np.median(cap[mask])),
+            per_state[name] = {"readings": int(mask.sum()), "capacity_median": states[f"{name}_median"],
                                "alone_gb_per_s_median": float(np.median(args.bytes / alone[mask]) / 1e9),
                                "compute_ratio_median": float(np.median(compute[mask]))}
     n = states["switches"]

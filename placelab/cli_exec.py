@@ -145,7 +145,7 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                                           "another --seed")] = None,
                  runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Execute N placements and simulate them in every mode: Pearson, Spearman, relative errors."""
-    from engine.executor.calibration import describe_bus
+    from engine.executor.calibration import describe_bus, shared_bus_capacity
     from engine.jsonio import check_write_target
     from policies.fidelity import validate
 
@@ -198,7 +198,7 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                f"after the last ({v.recalibrated.link.bandwidth_bytes_per_s / 1e9:.2f} GB/s + "
                f"{v.recalibrated.link.latency_s * 1e6:.1f} µs; {c.name}: {c.link.bandwidth_bytes_per_s / 1e9:.2f} GB/s)"
                if v.recalibrated is not None else "")
-            + (f"\ncopy bus: {describe_bus(v.bus_capacities, _bus_of(c))}" if v.bus_capacities else "")
+            + (f"\ncopy bus: {describe_bus(v.bus_capacities, shared_bus_capacity(c))}" if v.bus_capacities else "")
             + ("\nrepeats: one run of each placement predicting another (median over pairs of runs); the modes "
                "predict the mean of all runs, which is steadier, so a mode can score above this row, and one far "
                "below it is limited by its model, not by the noise" if v.repeat_stats is not None else "")
@@ -207,11 +207,6 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                f"{noise['split_half_spearman']:.3f})" if noise is not None else "")
             + refined + (f"\nsaved as run {v.run_id}" if v.run_id else ""))
     emit(out, as_json, text)
-
-
-def _bus_of(cluster: Cluster) -> float | None:
-    """The cluster's calibrated copy-bus capacity, None where its copies do not share a bus."""
-    return cluster.simulation.copy_bus_capacity if cluster.simulation.copy_bus_shared else None
 
 
 def execute_cmd(graph: GraphArg, cluster: ClusterOpt,

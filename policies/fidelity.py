@@ -57,7 +57,15 @@ import numpy as np
 from engine.cluster import SIMULATION_MODES, Cluster, cluster_to_dict
 from engine.errors import PlacelabError, SimulationError
 from engine.executor import Executor, Measurement
-from engine.executor.calibration import bus_capacity, bus_states, measure, median_figures, mode_cluster, recalibrated
+from engine.executor.calibration import (
+    bus_capacity,
+    bus_states,
+    measure,
+    median_figures,
+    mode_cluster,
+    recalibrated,
+    shared_bus_capacity,
+)
 from engine.executor.fidelity import (
     fidelity_stats,
     noise_ceiling,
@@ -307,8 +315,7 @@ def _store(store: RunStore, graph: CompGraph, cluster: Cluster, v: Validation, p
         run.finish("done", {"fidelity": v.stats, "replay": v.replay_stats, "repeat_agreement": v.repeat_stats,
                             "noise_ceiling": v.noise_stats, "recalibrated": v.recalibrated_stats,
                             "copy_bus_capacity_probes": v.bus_capacities or None,
-                            "cluster_copy_bus_capacity": cluster.simulation.copy_bus_capacity
-                            if cluster.simulation.copy_bus_shared else None,
+                            "cluster_copy_bus_capacity": shared_bus_capacity(cluster),
                             "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
                             "unavailable_modes": v.unavailable, "skipped_placers": v.skipped,
                             "placements": len(v.sources), "makespan_s": v.measured_mean[0],

@@ -64,7 +64,7 @@ from engine.jsonio import atomic_write_text, dumps
 
 __all__ = ["bus_capacity", "bus_states", "cache_dir", "calibrate", "derive", "describe_bus", "local_cache_path",
            "local_cluster", "local_devices", "machine_cluster", "measure", "median_figures", "mode_cluster",
-           "probe_bus", "recalibrated"]
+           "probe_bus", "recalibrated", "shared_bus_capacity"]
 
 _CHAIN_OPS = 120
 _CHAIN_OP_S = 300e-6
@@ -167,6 +167,11 @@ def bus_states(capacities: list[float], split: float = 1.5) -> dict[str, Any]:
             "shared_median": float(np.median(c[~full])) if (~full).any() else None,
             "full_median": float(np.median(c[full])) if full.any() else None,
             "switches": int(changes.size), "longest_stretch": int(np.diff(bounds).max())}
+
+
+def shared_bus_capacity(cluster: Cluster) -> float | None:
+    """``cluster``'s calibrated ``copy_bus_capacity``; None where its copies do not share a bus."""
+    return cluster.simulation.copy_bus_capacity if cluster.simulation.copy_bus_shared else None
 
 
 def describe_bus(capacities: list[float], calibrated: float | None = None, split: float = 1.5) -> str:

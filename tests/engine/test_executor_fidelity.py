@@ -23,6 +23,7 @@ from engine.executor.calibration import (
     machine_cluster,
     median_figures,
     recalibrated,
+    shared_bus_capacity,
 )
 from engine.executor.fidelity import (
     fidelity_stats,
@@ -270,6 +271,11 @@ def test_bus_capacity_and_bus_states_by_hand():
     assert steady["switches"] == 0 and steady["full_median"] is None and steady["longest_stretch"] == 3
     assert bus_states([2.0, 1.0], split=0.5)["full_share"] == 1.0
     assert bus_states([])["readings"] == 0
+    plain = machine_cluster(2)
+    assert shared_bus_capacity(plain) is None  # its copies share no bus: no capacity to set against
+    shared = plain.with_simulation(mode="work_conserving", copy_occupies_sender=True, copy_bus_shared=True,
+                                   copy_bus_capacity=1.2)
+    assert shared_bus_capacity(shared) == 1.2
 
 
 def test_describe_bus_says_when_the_machine_switched_state_or_the_calibration_met_the_other():

@@ -21,7 +21,9 @@
    placements. The *recalibrated* row simulates (``work_conserving``) on the cluster whose link and
    per-op cost the calibration's probes measured before every round and after the last
    (``validate(recalibrate=True)``): calibrated over the same minutes as the measurements instead
-   of once before all three graphs; the *copy bus* line lists the capacity each probe read
+   of once before all three graphs; the *recal. per run* row simulates each run on the probe before its
+   round and the one after it, interpolated by when it ran (``Validation.per_run_predicted``); the
+   *copy bus* line lists the capacity each probe read
    (``engine.executor.calibration.bus_capacity``: ~1.15 when the two workers' copies share the
    memory bandwidth, ~2 when they do not; the 2-core development VM switches between the two,
    ``bench_copy_bus.py``). Each graph is validated on two placement samples
@@ -159,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         out["fidelity"].setdefault(spec, {})[sample] = {
             "graph": g.name, "ops": g.num_ops, "modes": v.stats, "replay": v.replay_stats,
             "repeat_agreement": v.repeat_stats, "noise_ceiling": ceiling,
-            "recalibrated": v.recalibrated_stats,
+            "recalibrated": v.recalibrated_stats, "recalibrated_per_run": v.per_run_stats,
             "recalibrated_cluster": cluster_to_dict(v.recalibrated),
             "copy_bus_capacity_probes": v.bus_capacities, "copy_bus": v.bus_stats,
             "refined_out_of_sample": refined, "half_replays": halves,
@@ -177,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
                  f"work_conserving, link measured in every round: "
                  f"{v.recalibrated.link.bandwidth_bytes_per_s / 1e9:.2f} GB/s, bus capacity "
                  f"{v.recalibrated.simulation.copy_bus_capacity:.2f}"))
+        say(_row("recal. per run", v.per_run_stats, "each run on the probes before and after it, interpolated"))
         if v.bus_stats is not None:
             say(f"  {'copy bus':20s} capacity per probe " + " ".join(f"{c:.2f}" for c in v.bus_capacities)
                 + f"   ({v.bus_stats['switches']} switch{'' if v.bus_stats['switches'] == 1 else 'es'} between the "

@@ -133,7 +133,8 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                  recalibrate: Annotated[bool, typer.Option(
                      help="also run the calibration's probes before every round and after the last, and simulate "
                           "on CLUSTER with the link and per-op cost of their median (the 'recalibrated' row): "
-                          "calibrated over the same minutes as the measurements")] = False,
+                          "calibrated over the same minutes as the measurements; the 'recalibrated per run' row "
+                          "simulates each run on the probes before and after it")] = False,
                  sample: Annotated[str, typer.Option(
                      help="the placements after the placers': 'random' (uniformly random) or 'perturbed' (the "
                           "placers' with a growing share of ops redrawn at random, good to random, as a learner "
@@ -175,7 +176,8 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
            "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),
            "unavailable_modes": v.unavailable, "skipped_placers": v.skipped, "rows": v.rows(), "run_id": v.run_id,
            "refined_cluster": refine_out if v.refined is not None else None, "recalibrated": v.recalibrated_stats,
-           "copy_bus": v.bus_stats, "copy_bus_capacity_probes": v.bus_capacities}
+           "recalibrated_per_run": v.per_run_stats, "copy_bus": v.bus_stats,
+           "copy_bus_capacity_probes": v.bus_capacities}
 
     def num(x: float | None) -> str:
         return "-" if x is None else f"{x:.3f}"
@@ -183,7 +185,8 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
     rows = [[mode, num(s["pearson"]), num(s["spearman"]), f"{s['median_rel_error']:.1%}",
              f"{s['max_rel_error']:.1%}"] for mode, s in v.stats.items()]
     rows += [[mode, "unavailable", "", "", ""] for mode in v.unavailable]
-    for label, r in (("recalibrated", v.recalibrated_stats), ("replay", v.replay_stats),
+    for label, r in (("recalibrated", v.recalibrated_stats), ("recalibrated per run", v.per_run_stats),
+                     ("replay", v.replay_stats),
                      ("repeats", v.repeat_stats)):
         if r is not None:
             rows.append([label, num(r["pearson"]), num(r["spearman"]), f"{r['median_rel_error']:.1%}",
@@ -198,6 +201,8 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                f"after the last ({v.recalibrated.link.bandwidth_bytes_per_s / 1e9:.2f} GB/s + "
                f"{v.recalibrated.link.latency_s * 1e6:.1f} µs; {c.name}: {c.link.bandwidth_bytes_per_s / 1e9:.2f} GB/s)"
                if v.recalibrated is not None else "")
+            + ("\nrecalibrated per run: each run simulated on the probes made before and after its round, "
+               "interpolated by when it ran between them" if v.per_run_stats is not None else "")
             + (f"\ncopy bus: {describe_bus(v.bus_capacities, shared_bus_capacity(c))}" if v.bus_capacities else "")
             + ("\nrepeats: one run of each placement predicting another (median over pairs of runs); the modes "
                "predict the mean of all runs, which is steadier, so a mode can score above this row, and one far "

@@ -37,7 +37,14 @@ With ``recalibrate``, the calibration's probes (:func:`engine.executor.calibrati
 overhead, copy hops per size, two workers copying at once) run once before every round and once
 after the last, and :attr:`Validation.recalibrated` is ``cluster`` with the link and settings of
 their median (:func:`engine.executor.calibration.recalibrated`): calibrated over the same minutes
-as the measurements, not fitted to them; :attr:`Validation.bus_capacities` is what each probe read
+as the measurements, not fitted to them. :attr:`Validation.per_run_predicted` goes one step finer:
+each run is simulated on the cluster of each of the two probes around its round (one cluster per
+probe, :func:`engine.executor.calibration.recalibrated` of that probe alone) and the two makespans
+are interpolated linearly by when the run was made between the probes, so that a run made while
+the machine's memory was in one state is predicted from a probe that read that state; a placement's
+prediction is the mean over its runs, as its measured makespan is. If the machine switched state
+once, at a uniformly random moment between the probes, the interpolation is the expected makespan.
+:attr:`Validation.bus_capacities` is what each probe read
 of the shared copy bus, which on the 2-core development VM switches between two states on its own
 (:func:`engine.executor.calibration.describe_bus` says whether it did during the measurement). On
 the 2-core development machine the calibrated copy
@@ -48,6 +55,7 @@ kind of error shrinks, the ranking does not change (README, "Calibrated in round
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,6 +91,9 @@ from policies.base import make_placer
 
 __all__ = ["DEFAULT_PLACERS", "SAMPLES", "Validation", "validate"]
 
+_clock = time.monotonic
+"""The clock that dates the probes and the runs (a test replaces it)."""
+
 DEFAULT_PLACERS = ("round-robin", "heft", "m-etf", "metis", "critical-path")
 SAMPLES = ("random", "perturbed")
 """The placement samples :func:`validate` draws after the placers' (module docstring)."""
@@ -113,6 +124,8 @@ class Validation:
     """Each placement simulated on :attr:`recalibrated`."""
     probes: list[dict[str, Any]] = field(default_factory=list)
     """The raw figures of every probe (:func:`engine.executor.calibration.measure`)."""
+    per_run_predicted: list[float] = field(default_factory=list)
+    """Each placement's runs simulated on the probes around them, interpolated in time (module docstring)."""
 
     @property
     def bus_capacities(self) -> list[float]:
@@ -132,6 +145,11 @@ class Validation:
         """Fidelity of the simulation on :attr:`recalibrated` (None without ``recalibrate``)."""
         return fidelity_stats(self.measured_mean, self.recalibrated_predicted) if self.recalibrated_predicted \
             else None
+
+    @property
+    def per_run_stats(self) -> dict[str, Any] | None:
+        """Fidelity of :attr:`per_run_predicted` (None without ``recalibrate``)."""
+        return fidelity_stats(self.measured_mean, self.per_run_predicted) if self.per_run_predicted else None
 
     @property
     def replay_stats(self) -> dict[str, Any]:
@@ -163,6 +181,8 @@ class Validation:
             out[f"simulated_{mode}_s"] = values
         if self.recalibrated_predicted:
             out["simulated_recalibrated_s"] = self.recalibrated_predicted
+        if self.per_run_predicted:
+            out["simulated_recalibrated_per_run_s"] = self.per_run_predicted
         if self.replayed:
             out["replayed_s"] = self.replayed
             out["op_time_ratio"] = self.op_time_ratio
@@ -242,8 +262,13 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
     probes: list[dict[str, Any]] = []
     kind = "cpu" if all(d.kind == "cpu" for d in cluster.devices) else "gpu"
 
+    probe_at: list[float] = []  # when each probe, and each placement's every run, was made (midpoints)
+    run_at: list[list[float]] = [[] for _ in devs]
+
     def probe() -> None:
+        t0 = _clock()
         probes.append(measure(ex, kind=kind, repeats=1))
+        probe_at.append((t0 + _clock()) / 2)
         raw = probes[-1]
         say(f"[probe {len(probes)}] op overhead {np.mean(raw['op_overhead_s_per_device']) * 1e6:.1f} µs"
             + (f", {raw['copy_bytes'][-1] / 1e6:.0f} MB copy {raw['copy_alone_s'] * 1e3:.2f} ms"
@@ -255,8 +280,10 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
             if recalibrate:
                 probe()
             for i, (src, dev) in enumerate(zip(sources, devs, strict=True)):
+                t0 = _clock()
                 m = ex.run(graph, dev, repeats=per_call, warmup=warmup)
                 runs[i] += m.schedules
+                run_at[i] += [(t0 + _clock()) / 2] * len(m.schedules)
                 where = f"round {r + 1}/{rounds}, " if interleave else ""
                 say(f"[{where}{i + 1}/{len(devs)}] {src}: measured "
                     + ", ".join(f"{s.makespan * 1e3:.3f}" for s in m.schedules) + " ms")
@@ -287,6 +314,7 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
         result.recalibrated = recalibrated(cluster, median_figures(probes))
         in_run = Simulator(graph, result.recalibrated)
         result.recalibrated_predicted = [in_run.makespan(dev) for dev in devs]
+        result.per_run_predicted = _per_run(graph, cluster, devs, probes, probe_at, run_at)
     if refine:
         result.refined = refine_cluster(cluster, graph, [(dev, s) for dev, runs_i in zip(devs, runs, strict=True)
                                                          for s in runs_i])
@@ -297,6 +325,15 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
                                                                 "recalibrate": recalibrate, "sample": sample},
                                 seed)
     return result
+
+
+def _per_run(graph: CompGraph, cluster: Cluster, devs: list[np.ndarray], probes: list[dict[str, Any]],
+             probe_at: list[float], run_at: list[list[float]]) -> list[float]:
+    """Each placement's mean over its runs of the makespan simulated on the cluster of each probe,
+    interpolated linearly between the probes made before and after the run (module docstring)."""
+    sims = [Simulator(graph, recalibrated(cluster, raw)) for raw in probes]
+    return [float(np.mean(np.interp(at, probe_at, [sim.makespan(dev) for sim in sims])))
+            for dev, at in zip(devs, run_at, strict=True)]
 
 
 def _store(store: RunStore, graph: CompGraph, cluster: Cluster, v: Validation, parameters: dict[str, Any],
@@ -314,6 +351,7 @@ def _store(store: RunStore, graph: CompGraph, cluster: Cluster, v: Validation, p
                                                          "calibration": {"probes": v.probes}})
         run.finish("done", {"fidelity": v.stats, "replay": v.replay_stats, "repeat_agreement": v.repeat_stats,
                             "noise_ceiling": v.noise_stats, "recalibrated": v.recalibrated_stats,
+                            "recalibrated_per_run": v.per_run_stats,
                             "copy_bus_capacity_probes": v.bus_capacities or None,
                             "cluster_copy_bus_capacity": shared_bus_capacity(cluster),
                             "op_time_ratio_median": float(np.nanmedian(v.op_time_ratio)),

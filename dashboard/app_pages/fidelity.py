@@ -35,6 +35,8 @@ def page() -> None:
         rows = [{"mode": mode, **s} for mode, s in metrics.get("fidelity", {}).items()]
         if metrics.get("recalibrated"):
             rows.append({"mode": "recalibrated", **metrics["recalibrated"]})
+        if metrics.get("recalibrated_per_run"):
+            rows.append({"mode": "recalibrated per run", **metrics["recalibrated_per_run"]})
         if metrics.get("replay"):
             rows.append({"mode": "replay", **metrics["replay"]})
         repeats = metrics.get("repeat_agreement")
@@ -49,7 +51,10 @@ def page() -> None:
         if metrics.get("recalibrated"):
             st.caption(f"recalibrated: {run.meta.get('cluster')} with the copy link and per-op cost that the "
                        "calibration's probes measured before every round and after the last (their median), "
-                       "simulated in its own mode: calibrated over the same minutes as the measurements.")
+                       "simulated in its own mode: calibrated over the same minutes as the measurements."
+                       + (" recalibrated per run: each run simulated on the probe before its round and on the "
+                          "probe after it, interpolated by when it ran between them (one machine state can "
+                          "give way to another within minutes)." if metrics.get("recalibrated_per_run") else ""))
         if metrics.get("copy_bus_capacity_probes"):
             st.caption("copy bus: " + describe_bus(metrics["copy_bus_capacity_probes"],
                                                    metrics.get("cluster_copy_bus_capacity")) + ".")
@@ -73,7 +78,9 @@ def page() -> None:
         show_figure(fidelity_scatter(table["measured_mean_s"], {**simulated, **replayed}, sources=table["source"]),
                     key="fidelity_scatter")
         pr = load_placement_run(run)
-        mode = st.selectbox("Simulation mode for the timeline", list(simulated), key="fidelity_mode")
+        # a run-by-run prediction has no one cluster to draw a timeline on
+        timelines = [m for m in simulated if m != "recalibrated_per_run"]
+        mode = st.selectbox("Simulation mode for the timeline", timelines, key="fidelity_mode")
         if mode == "recalibrated":  # the run's own cluster file, in its own mode
             cluster = cluster_from_dict(run.read_json("recalibrated_cluster.json"), source=f"run {run.id}")
             sim = Simulator(pr.graph, cluster).run(pr.placement)

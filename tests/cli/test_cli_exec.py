@@ -90,6 +90,8 @@ def test_validate_reports_every_mode_and_stores_a_run(capsys, tmp_path, two):
     assert run.meta["parameters"]["recalibrate"] is True and res["recalibrated"]["placements"] == 3
     assert run.meta["metrics"]["recalibrated"] == pytest.approx(res["recalibrated"])
     assert len(res["rows"]["simulated_recalibrated_s"]) == 3
+    assert res["recalibrated_per_run"]["placements"] == 3 and len(res["rows"]["simulated_recalibrated_per_run_s"]) == 3
+    assert run.meta["metrics"]["recalibrated_per_run"] == pytest.approx(res["recalibrated_per_run"])
     doc = run.read_json("recalibrated_cluster.json")
     assert len(doc["calibration"]["probes"]) == 2
     # the probes' readings of the copy bus, each 2 · alone / both of its copies
@@ -100,6 +102,7 @@ def test_validate_reports_every_mode_and_stores_a_run(capsys, tmp_path, two):
                    "1", "--step-ms", "5", "--recalibrate", "--no-save")[1]
     low, high = re.search(r"copy bus: the probes read a capacity of ([\d.]+)–([\d.]+) copies", text).groups()
     assert 1.0 <= float(low) <= float(high) <= 2.0
+    assert re.search(r"^recalibrated per run +[-\d.]+ +[-\d.]+ +[\d.]+%", text, re.M)
     again = load_cluster(str(run.path / "recalibrated_cluster.json"))  # an ordinary cluster file
     assert [d.name for d in again.devices] == ["cpu:0", "cpu:1"] and again.simulation.copy_occupies_sender
     refined = tmp_path / "refined.json"

@@ -305,7 +305,9 @@ def test_validate_recalibrates_in_every_round(fake_executor, monkeypatch):
         s = next(scales)
         return _figures(s, 2e-6) | {"copy_both_s": next(both) * 1e-3 * s}
 
+    ticks = iter(range(1000))  # the clock advances by 1 at every reading
     monkeypatch.setattr(fid, "measure", fake_measure)
+    monkeypatch.setattr(fid, "_clock", lambda: float(next(ticks)))
     g = random_dag(ops=10, seed=1)
     g = type(g)(g.name, g.op_names, compute_any=g.min_compute(), edge_src=g.edge_src, edge_dst=g.edge_dst,
                 edge_bytes=np.full(g.num_edges, 2_000.0))
@@ -322,11 +324,21 @@ def test_validate_recalibrates_in_every_round(fake_executor, monkeypatch):
     assert v.rows()["simulated_recalibrated_s"] == v.recalibrated_predicted
     assert recalibrated(c, median_figures(v.probes)) == v.recalibrated and len(v.probes) == 4
     assert v.bus_capacities == pytest.approx([2 / 1.5, 2.0, 2 / 1.5, 2 / 1.5])
+    # per run: probe k spans ticks 6k and 6k + 1 (midpoint 6k + 0.5), the round's two runs follow at
+    # 6k + 2.5 and 6k + 4.5: a third and two thirds of the way to the next probe
+    on_probe = [[Simulator(g, recalibrated(c, raw)).makespan(p) for raw in v.probes] for p in v.placements]
+    assert on_probe[0][1] > on_probe[0][0]  # probe 2's copies were 5× as slow as probe 1's
+    expected = [np.mean([(1 - w) * m[r] + w * m[r + 1] for r in range(3)])
+                for m, w in zip(on_probe, (1 / 3, 2 / 3), strict=True)]
+    assert v.per_run_predicted == pytest.approx(expected)
+    assert v.per_run_stats == fidelity_stats(v.measured_mean, v.per_run_predicted)
+    assert v.rows()["simulated_recalibrated_per_run_s"] == v.per_run_predicted
     assert v.bus_stats["switches"] == 2 and v.bus_stats["full_share"] == 0.25
     plain = validate(g, c, placements=2, placers=["round-robin"], repeats=1)
     assert plain.recalibrated is None and plain.recalibrated_stats is None
     assert plain.bus_capacities == [] and plain.bus_stats is None
     assert "simulated_recalibrated_s" not in plain.rows()
+    assert plain.per_run_predicted == [] and plain.per_run_stats is None
 
 
 def test_timeline_figure_puts_both_schedules_on_one_axis(validation):
@@ -475,6 +487,10 @@ def test_fidelity_page_shows_a_recalibrated_validation(fake_executor, monkeypatc
     assert row["spearman"] == pytest.approx(v.recalibrated_stats["spearman"], nan_ok=True)
     assert row["median_rel_error"] == pytest.approx(v.recalibrated_stats["median_rel_error"])
     assert any(c.value.startswith("recalibrated: ") for c in app.caption)
+    row = table[table["mode"] == "recalibrated per run"].iloc[0]
+    assert row["median_rel_error"] == pytest.approx(v.per_run_stats["median_rel_error"])
+    # the per-run prediction has no one cluster to draw: it is in the scatter, not in the timeline's choice
+    assert "recalibrated_per_run" not in app.selectbox(key="fidelity_mode").options
     # each probe read 2 · 1 ms / 1.5 ms of the bus; the cluster's copies share none, so nothing to set against
     assert "copy bus: the probes read a capacity of 1.33–1.33 copies at full speed." in [c.value for c in app.caption]
     assert v.bus_capacities == pytest.approx([2 / 1.5] * 3)

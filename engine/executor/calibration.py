@@ -27,7 +27,8 @@ not always a constant of the machine: on the 2-core development VM it reads ~1.1
 jumps between the two every few seconds to minutes, while both workers' compute keeps its speed
 (:func:`probe_bus` takes one quick reading,
 :func:`bus_states` splits a series of them; ``benchmarks/bench_copy_bus.py``). A calibration
-records the state it met; ``validate --recalibrate`` reports the state of every probe.
+records the state it met; ``validate --recalibrate`` reports the state of every probe and predicts
+each run from the probes before and after it (``policies.fidelity``).
 
 The cluster simulates in the ``work_conserving`` mode — the executor's dispatch rule — with
 ``copy_occupies_sender=true``: a worker copies an op's outputs itself, right after the op
@@ -178,7 +179,7 @@ def describe_bus(capacities: list[float], calibrated: float | None = None, split
     """One sentence for people on a series of bus readings (a validation's probes): their range, how often
     the bus switched state (:func:`bus_states`), and, where it held one state and the cluster's
     calibration (``calibrated``: its ``copy_bus_capacity``) met the other, that the recalibrated row is
-    the one to read."""
+    the one to read; where it switched, the recalibrated per run row (``Validation.per_run_predicted``)."""
     if not capacities:
         return "no readings"
     states = bus_states(capacities, split)
@@ -187,8 +188,8 @@ def describe_bus(capacities: list[float], calibrated: float | None = None, split
     if n:
         text += (f"; it switched {n} time{'s' if n > 1 else ''} between the shared (~{states['shared_median']:.2f}) "
                  f"and the full (~{states['full_median']:.2f}) state during the measurement, so copy-bound "
-                 "placements were measured on two different machines (README, 'Why gen:ffnn misses the "
-                 "median-error goal')")
+                 "placements were measured on two different machines: the recalibrated per run row predicts "
+                 "each run from the probes around it (README, 'Why gen:ffnn misses the median-error goal')")
     elif calibrated is not None and (calibrated >= split) != (capacities[0] >= split):
         text += (f"; the cluster was calibrated at {calibrated:.2f}, in the other state, so its copies are "
                  "predicted for another machine: the recalibrated row is the one to read")

@@ -283,6 +283,7 @@ def test_describe_bus_says_when_the_machine_switched_state_or_the_calibration_me
     text = describe_bus(switching)
     assert text.startswith("the probes read a capacity of 1.10–2.00 copies at full speed")
     assert "switched 2 times between the shared (~1.15) and the full (~2.00) state" in text
+    assert "the recalibrated per run row predicts each run" in text
     steady = [1.1, 1.2]
     assert describe_bus(steady) == "the probes read a capacity of 1.10–1.20 copies at full speed"
     # a steady bus in the other state than the calibration met: say which row to read

@@ -74,13 +74,15 @@ def page() -> None:
             st.caption(f"{mode}: {why}")
         table = run.read_table("fidelity.csv")
         simulated = {c[len("simulated_"):-2]: table[c] for c in table if c.startswith("simulated_")}
-        replayed = {"replay": table["replayed_s"]} if "replayed_s" in table else {}
-        show_figure(fidelity_scatter(table["measured_mean_s"], {**simulated, **replayed}, sources=table["source"]),
+        # a run-by-run prediction goes in the scatter; it has no one cluster to draw a timeline on
+        per_run = simulated.pop("recalibrated_per_run", None)
+        others = {"recalibrated per run": per_run} if per_run is not None else {}
+        if "replayed_s" in table:
+            others["replay"] = table["replayed_s"]
+        show_figure(fidelity_scatter(table["measured_mean_s"], {**simulated, **others}, sources=table["source"]),
                     key="fidelity_scatter")
         pr = load_placement_run(run)
-        # a run-by-run prediction has no one cluster to draw a timeline on
-        timelines = [m for m in simulated if m != "recalibrated_per_run"]
-        mode = st.selectbox("Simulation mode for the timeline", timelines, key="fidelity_mode")
+        mode = st.selectbox("Simulation mode for the timeline", list(simulated), key="fidelity_mode")
         if mode == "recalibrated":  # the run's own cluster file, in its own mode
             cluster = cluster_from_dict(run.read_json("recalibrated_cluster.json"), source=f"run {run.id}")
             sim = Simulator(pr.graph, cluster).run(pr.placement)

@@ -492,10 +492,12 @@ def test_fidelity_page_shows_a_recalibrated_validation(fake_executor, monkeypatc
     assert row["median_rel_error"] == pytest.approx(v.per_run_stats["median_rel_error"])
     # the per-run prediction has no one cluster to draw: it is in the scatter, not in the timeline's choice
     assert "recalibrated_per_run" not in app.selectbox(key="fidelity_mode").options
+    assert "recalibrated" in app.selectbox(key="fidelity_mode").options
     # each probe read 2 · 1 ms / 1.5 ms of the bus; the cluster's copies share none, so nothing to set against
     assert "copy bus: the probes read a capacity of 1.33–1.33 copies at full speed." in [c.value for c in app.caption]
     assert v.bus_capacities == pytest.approx([2 / 1.5] * 3)
     scatter = app.get("plotly_chart")[0].proto.spec
     assert '"name":"recalibrated"' in scatter.replace(" ", "")
+    assert '"name":"recalibrated per run"' in scatter
     app.selectbox(key="fidelity_mode").set_value("recalibrated").run()
     assert not app.exception and not app.error and len(app.get("plotly_chart")) == 2

@@ -31,7 +31,7 @@ def train_alone(placer: str, graph: CompGraph, cluster: Cluster, params: Mapping
     agent = make_agent(placer, cluster.num_devices, config.to_dict(), seed=seed, tasks=[task])
     trainer = Trainer(agent, {"g": task}, seed=seed, budget=budget, stopping=StoppingRule(0))
     rows: list[dict[str, Any]] = []
-    while budget.exhausted(trainer.episodes, trainer.placements, 0.0) is None:
+    while trainer.exhausted() is None:  # placements: sampled, one per episode (docs/budgets.md)
         rows += trainer.step()
     return trainer, task, rows
 

@@ -15,7 +15,7 @@ import streamlit as st
 from dashboard.context import current_graph, graph_spec, keep, set_graph
 from dashboard.figures import apply_presentation, table_latex
 from dashboard.figures.theme import EXPORT_FORMATS, export_figure, figure_html, figure_image
-from engine.errors import PlacelabError
+from engine.errors import PlacelabError, one_line
 from engine.graph import CompGraph
 from engine.runs import Run, RunStore
 
@@ -63,13 +63,24 @@ def is_example(run: Run) -> bool:
     return store is not None and run.path.parent.resolve() == store.root.resolve()
 
 
-def list_runs(kind: str | None = None, status: str | None = None, tag: str | None = None) -> list[Run]:
-    """The user's runs, then the bundled examples, each newest first."""
-    runs = run_store().list(kind=kind, status=status, tag=tag) if runs_dir().is_dir() else []
-    examples = _example_store()
-    if examples is not None:
-        runs += examples.list(kind=kind, status=status, tag=tag)
+def list_runs(kind: str | None = None, status: str | None = None, tag: str | None = None,
+              problems: list[str] | None = None) -> list[Run]:
+    """The user's runs, then the bundled examples, each newest first. A run whose ``run.json`` cannot be read
+    is left out; ``problems``, when given, receives one line naming each (``RunStore.list``)."""
+    runs: list[Run] = []
+    for store in (run_store() if runs_dir().is_dir() else None, _example_store()):
+        if store is not None:
+            runs += store.list(kind=kind, status=status, tag=tag)
+            if problems is not None:
+                problems += store.problems
     return runs
+
+
+def show_error(message: object) -> None:
+    """One st.error holding ``message`` as one line of at most ``MAX_LINE`` characters, its start and end
+    kept and control characters escaped (``engine.errors.one_line``, as the CLI's ``error:`` line): a
+    10^5-op cycle or a megabyte op name does not become a megabyte alert."""
+    st.error(one_line(message))
 
 
 @contextlib.contextmanager
@@ -78,9 +89,9 @@ def guard(action: str = "") -> Iterator[None]:
     try:
         yield
     except PlacelabError as exc:
-        st.error(f"{action}: {exc}" if action else str(exc))
+        show_error(f"{action}: {exc}" if action else exc)
     except OSError as exc:
-        st.error(f"{action or 'File error'}: {exc.strerror or exc}")
+        show_error(f"{action or 'File error'}: {exc.strerror or exc}")
 
 
 def presentation() -> bool:

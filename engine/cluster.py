@@ -18,7 +18,7 @@ import numpy as np
 
 from engine.errors import ClusterError
 from engine.jsonio import atomic_write_text, dumps, read_json_file
-from engine.limits import MAX_DEVICES, check_total
+from engine.limits import MAX_DEVICES, MAX_NOISE, MAX_SIM_RUNS, check_at_most, check_seed, check_total
 
 __all__ = [
     "CHOOSE_TASK",
@@ -157,6 +157,11 @@ class SimulationSettings:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < low:
                 raise ClusterError(f"simulation.{name} must be an integer >= {low}, got {v!r}")
+        # before any simulation: runs=10^12 never ends, noise=1e300 gives makespans of 0.0, a seed of 2^32 is
+        # outside every placer's range
+        check_seed("simulation.seed", self.seed, ClusterError)
+        check_at_most("simulation.runs", self.runs, MAX_SIM_RUNS, "MAX_SIM_RUNS", ClusterError)
+        check_at_most("simulation.noise", self.noise, MAX_NOISE, "MAX_NOISE", ClusterError)
         for name in ("memory_aware", "copy_occupies_sender", "copy_bus_shared"):
             if not isinstance(getattr(self, name), bool):
                 raise ClusterError(f"simulation.{name} must be true or false, got {getattr(self, name)!r}")

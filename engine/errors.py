@@ -2,12 +2,16 @@
 
 Every error the engine raises for *bad input* derives from :class:`PlacelabError`; its
 message is one sentence that names the offending op, edge, device or file, so the CLI and
-the app can show it as-is (never a traceback).
+the app can show it as-is (never a traceback). :func:`one_line` is how both show any message:
+one line, bounded, control characters escaped.
 """
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
+    "MAX_LINE",
     "ClusterError",
     "GraphError",
     "PlacelabError",
@@ -16,7 +20,62 @@ __all__ = [
     "SimulationError",
     "SpecError",
     "WriteError",
+    "one_line",
+    "printable",
 ]
+
+#: The longest error line the CLI prints and the app shows, in characters.
+MAX_LINE = 300
+#: Escaped in shown messages: C0/C1 controls and DEL (terminal escape sequences), bidirectional overrides
+#: and isolates (text that reads differently than it is), lone surrogates (undecodable file names).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def one_line(message: object, limit: int = MAX_LINE) -> str:
+    """``message`` as one line of at most ``limit`` characters, safe to print to a terminal or show in the app.
+
+    Runs of whitespace (newlines, tabs) become one space; other control characters (``ESC``, ``BEL``, ...),
+    bidirectional overrides and lone surrogates are escaped as ``\\x1b`` / ``\\u202e``. A longer message keeps
+    its start and its end and says how many characters were cut in between, e.g.
+    ``graph 'g' has a cycle: 'op0' -> ... [1,088,636 characters cut] ... -> 'op0'``.
+    """
+    text = " ".join(str(message).split())
+    if len(text) <= limit:
+        shown = _UNSAFE.sub(lambda m: _escape(m.group()), text)
+        if len(shown) <= limit:
+            return shown
+    width = len(f"{len(text):,}")
+    budget = max(limit - len(f" ... [{'9' * width} characters cut] ... "), 2)
+    head_budget = budget - budget // 3
+    head: list[str] = []
+    used = 0
+    for ch in text:
+        piece = _escape(ch) if _UNSAFE.match(ch) else ch
+        if used + len(piece) > head_budget:
+            break
+        head.append(piece)
+        used += len(piece)
+    tail: list[str] = []
+    used = 0
+    for ch in reversed(text[len(head):]):
+        piece = _escape(ch) if _UNSAFE.match(ch) else ch
+        if used + len(piece) > budget - head_budget:
+            break
+        tail.append(piece)
+        used += len(piece)
+    cut = len(text) - len(head) - len(tail)
+    return f"{''.join(head)} ... [{cut:,} characters cut] ... {''.join(reversed(tail))}"
+
+
+def printable(text: str) -> str:
+    """``text`` with the characters :func:`one_line` escapes escaped, except newlines and tabs (for
+    multi-line output: tables, reports)."""
+    return _UNSAFE.sub(lambda m: m.group() if m.group() in "\n\t" else _escape(m.group()), text)
 
 
 class PlacelabError(Exception):

@@ -16,6 +16,13 @@ import numpy as np
 
 from engine.errors import SpecError
 from engine.graph import CompGraph
+from engine.limits import (
+    GENERATOR_STRUCTURE_CAPS,
+    MAX_GENERATED_EDGES,
+    MAX_GENERATED_OPS,
+    MAX_GENERATOR_INT,
+    MAX_GENERATOR_STRUCTURE,
+)
 from engine.spec_params import spec_kwargs
 
 __all__ = ["GENERATORS", "from_spec", "generator_descriptions", "random_dag", "register"]
@@ -67,30 +74,21 @@ def from_spec(spec: str) -> CompGraph:
     return gen.make(**kwargs)
 
 
-#: Generator parameters that multiply the number of ops, each with its own cap; their
-#: product is capped too (``gen:nmt?length=1000000000`` once asked for 24 GB).
-_STRUCTURE_CAPS = {"layers": 256, "length": 4096, "steps": 4096, "gpus": 256, "nodes": 1024, "cells": 1024}
-_MAX_STRUCTURE = 20_000
-#: Ops of ``gen:random`` (10^6-op graphs are the benchmarks' largest).
-_MAX_OPS = 10_000_000
-#: Any other integer parameter (batch, units, vocab, sizes, seeds, indices).
-_MAX_INT = 2**31 - 1
-
-
 def _check_size(name: str, params: dict) -> None:
-    """One sentence for a parameter that would make the graph too large to build (or overflow)."""
+    """One sentence for a parameter that would make the graph too large to build (or overflow);
+    the caps are in :mod:`engine.limits`."""
     product = 1
     for key, value in params.items():
         if not isinstance(value, int) or isinstance(value, bool):
             continue
-        cap = _STRUCTURE_CAPS.get(key, _MAX_OPS if key == "ops" else _MAX_INT)
+        cap = GENERATOR_STRUCTURE_CAPS.get(key, MAX_GENERATED_OPS if key == "ops" else MAX_GENERATOR_INT)
         if abs(value) > cap:
             raise SpecError(f"gen:{name}: {key}={value} is beyond the limit of {cap:,}")
-        if key in _STRUCTURE_CAPS:
+        if key in GENERATOR_STRUCTURE_CAPS:
             product *= max(value, 1)
-    if product > _MAX_STRUCTURE:
-        keys = "×".join(k for k in params if k in _STRUCTURE_CAPS)
-        raise SpecError(f"gen:{name}: {keys} = {product:,} is beyond the limit of {_MAX_STRUCTURE:,} "
+    if product > MAX_GENERATOR_STRUCTURE:
+        keys = "×".join(k for k in params if k in GENERATOR_STRUCTURE_CAPS)
+        raise SpecError(f"gen:{name}: {keys} = {product:,} is beyond the limit of {MAX_GENERATOR_STRUCTURE:,} "
                         "(the graph would be too large to build)")
 
 
@@ -110,11 +108,12 @@ def random_dag(ops: int = 1000, degree: float = 2.0, seed: int = 0, window: int 
         raise SpecError("gen:random: degree must be a finite number >= 0 and window >= 1")
     if seed < 0:
         raise SpecError("gen:random: seed must be >= 0")
+    # ~ops × degree edges are drawn before any is kept (ops=10^7: degree=1e15 was "array is too big", 1000 74.5 GiB)
+    if ops * degree > MAX_GENERATED_EDGES:
+        raise SpecError(f"gen:random: degree {degree:g} is too large: ops × degree = {ops * degree:.3g} edges, "
+                        f"beyond the limit of {MAX_GENERATED_EDGES:,}")
     rng = np.random.default_rng(seed)
-    try:
-        k = rng.poisson(degree, size=ops)
-    except ValueError:  # numpy refuses lam beyond ~9e18
-        raise SpecError(f"gen:random: degree {degree:g} is too large") from None
+    k = rng.poisson(degree, size=ops)
     k[0] = 0
     dst = np.repeat(np.arange(ops), k)
     lo = np.maximum(dst - window, 0)

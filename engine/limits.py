@@ -1,4 +1,9 @@
-"""Size and magnitude limits shared by the graph, cluster and generator checks.
+"""Size and magnitude limits: every count, budget, repeat, size and seed placelab accepts.
+
+One place for every bound, so that a value that would hang a command, exhaust memory or break
+a library is refused *before any work starts*, in one sentence that names the limit (exit 2 on
+the command line). The values, and why each is what it is, are listed in ``docs/contracts.md``
+("Limits").
 
 Every number in a graph or cluster file must be finite, but finite numbers can still add up
 to infinity: two ops of ``1e308`` seconds make a total compute of ``inf``, and the
@@ -8,24 +13,124 @@ bandwidth, by which times are multiplied) must stay below :data:`MAX_TOTAL`, far
 physical graph (1e100 seconds or bytes) yet far enough from float's 1.8e308 that every
 product and sum the simulator forms stays finite.
 
-The caps on counts keep a small input from asking for gigabytes: a cluster's per-pair link
-tables grow with the square of its devices, so :data:`MAX_DEVICES` devices are allowed.
+The caps on counts keep a small input from asking for gigabytes or for years: a cluster's
+per-pair link tables grow with the square of its devices, so :data:`MAX_DEVICES` devices are
+allowed; a budget of ``2**63 − 1`` simulator evaluations never ends, so every count of work
+is at most :data:`MAX_COUNT`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import numpy as np
 
-from engine.errors import PlacelabError
+from engine.errors import PlacelabError, SpecError
 
-__all__ = ["MAX_DEVICES", "MAX_TOTAL", "check_total"]
+__all__ = [
+    "GENERATOR_STRUCTURE_CAPS",
+    "MAX_COUNT",
+    "MAX_DEVICES",
+    "MAX_GENERATED_EDGES",
+    "MAX_GENERATED_OPS",
+    "MAX_GENERATOR_INT",
+    "MAX_GENERATOR_STRUCTURE",
+    "MAX_NET_DEPTH",
+    "MAX_NET_WIDTH",
+    "MAX_NOISE",
+    "MAX_SEED",
+    "MAX_SIM_RUNS",
+    "MAX_SWEEP_TASKS",
+    "MAX_TOTAL",
+    "ExhaustionError",
+    "check_at_most",
+    "check_seed",
+    "check_total",
+    "exhaustion",
+]
 
 #: Largest total (seconds or bytes) and largest reciprocal speed or bandwidth the engine accepts.
 MAX_TOTAL = 1e100
 #: Most devices in one cluster (per-pair tables of 4,096² float64 are 134 MB each).
 MAX_DEVICES = 4096
+
+#: Seeds, for every placer, trainer, generator and the simulator's noise: ``0 <= seed <= MAX_SEED``.
+#: KaHIP's ``kaffpa`` and METIS take a C ``int`` (a seed of 2**31 or more was a TypeError);
+#: numpy, torch and Python's ``random`` accept the whole range.
+MAX_SEED = 2**31 - 1
+#: Any count of work: a placer's budget (simulator evaluations, list-scheduling runs, training
+#: episodes), ``bench simulate --repeat``, ``train --episodes`` / ``--max-placements``, ``sweep
+#: --seeds``, an integer ``--param``, every other integer option. 10^6 is more than ten times the
+#: largest placement count a paper reports (Placeto Table 1: 73 K); ``--budget 2**63 − 1`` ran until killed.
+MAX_COUNT = 1_000_000
+#: Seeded executions averaged per simulation (``simulation.runs``; DOPPLER §6 averages 10). Every
+#: placement a placer evaluates is simulated this many times.
+MAX_SIM_RUNS = 10_000
+#: Largest ``simulation.noise`` σ. The log-normal factor ``exp(σZ − σ²/2)`` has mean 1, but its
+#: median ``exp(−σ²/2)`` collapses beyond σ ≈ 1 (σ = 3: 0.011; σ ≥ 38: 0.0 in float), so sampled
+#: makespans fall far below the lower bound; up to 1 the coefficient of variation is about σ (1.31 at 1).
+MAX_NOISE = 1.0
+#: Tasks in one sweep (graphs × clusters × placers × seeds); each is a stored run.
+MAX_SWEEP_TASKS = 100_000
+#: Ops of ``gen:random`` (10^6-op graphs are the benchmarks' largest).
+MAX_GENERATED_OPS = 10_000_000
+#: Expected edges of ``gen:random`` (ops × degree): about 40 bytes each while it is built, 2 GB at the cap
+#: (``ops=10^7&degree=1000`` asked for 74.5 GiB).
+MAX_GENERATED_EDGES = 50_000_000
+#: Generator parameters that multiply the number of ops, each with its own cap; their product is
+#: capped by :data:`MAX_GENERATOR_STRUCTURE` (``gen:nmt?length=1000000000`` once asked for 24 GB).
+GENERATOR_STRUCTURE_CAPS = {"layers": 256, "length": 4096, "steps": 4096, "gpus": 256, "nodes": 1024, "cells": 1024}
+MAX_GENERATOR_STRUCTURE = 20_000
+#: Any other integer generator parameter (batch, units, vocab, sizes, seeds, indices).
+MAX_GENERATOR_INT = 2**31 - 1
+#: Width of any layer of a learned placer's network (hidden units, embeddings, attention, heads):
+#: 8× the widest any paper uses (the RNN placer's 512); ``hidden=10^10`` asked torch for 4 TB.
+MAX_NET_WIDTH = 4096
+#: Message-passing rounds of a learned placer's graph network (Placeto: 4 or 8; DOPPLER: 6); each
+#: round is a pass over every edge at every step of an episode.
+MAX_NET_DEPTH = 64
+
+
+class ExhaustionError(PlacelabError):
+    """The input asked for more memory than this machine has: caught where the limits above could not
+    foresee it (the command line turns it into exit 2 and one line, as any other bad input)."""
+
+
+def exhaustion(exc: BaseException) -> ExhaustionError | None:
+    """``exc`` as an :class:`ExhaustionError` when it is memory exhaustion — Python's or numpy's
+    ``MemoryError``, numpy's refusal of an array beyond the address space, torch's CPU allocator
+    failing — else None."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, MemoryError):
+        detail = text or "MemoryError"
+    elif isinstance(exc, RuntimeError) and "can't allocate memory" in text:
+        asked = re.search(r"you tried to allocate (\d+) bytes", text)
+        detail = f"torch could not allocate {int(asked.group(1)):,} bytes" if asked else "torch could not allocate"
+    elif isinstance(exc, ValueError) and text.startswith("array is too big"):
+        detail = "an array larger than the address space was asked for"
+    else:
+        return None
+    return ExhaustionError(f"out of memory ({detail}): the input asks for more than this machine has; "
+                           "placelab's limits are in docs/contracts.md")
+
+
+def _fmt(x: float) -> str:
+    return f"{x:,}" if isinstance(x, int) else f"{x:g}"
+
+
+def check_at_most(what: str, value: float, limit: float, name: str,
+                  error: type[PlacelabError] = SpecError) -> None:
+    """Raise ``error`` — one sentence naming ``what``, the limit and its constant ``name`` — if ``value > limit``."""
+    if value > limit:
+        raise error(f"{what} must be <= {_fmt(limit)} (placelab's limit {name}), got {_fmt(value)}")
+
+
+def check_seed(what: str, value: int, error: type[PlacelabError] = SpecError) -> None:
+    """Raise ``error`` unless ``0 <= value <= MAX_SEED`` (the one seed range of every placer)."""
+    if value < 0:
+        raise error(f"{what} must be >= 0, got {value}")
+    check_at_most(what, value, MAX_SEED, "MAX_SEED", error)
 
 
 def check_total(values: Iterable[float] | np.ndarray, what: str, error: type[PlacelabError]) -> None:

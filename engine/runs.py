@@ -18,6 +18,12 @@ Assumptions
 - ``run.json`` changes are read-modify-writes under the run's ``.run.json.lock``, so
   concurrent changes (a rename while a trainer records progress) are never lost. A running
   run cannot be started a second time (``--resume``) nor deleted.
+- A ``run.json`` that is not what placelab writes — not JSON, a field of the wrong type, a
+  number that is not finite (``NaN``, ``Infinity``, ``1e999``: placelab never writes one), or a
+  metric that listings show (``makespan_s``, ``oom``, ...) that is not a number (a boolean for
+  ``oom``) — makes its run unreadable: :meth:`RunStore.list` skips it with one line in
+  ``problems``, :meth:`RunStore.load` raises one :class:`RunError` naming the run, and the run
+  can still be deleted.
 - Tables are CSV with a header row and CRLF line ends (RFC 4180; with them the csv module
   also quotes a lone carriage return). Cells read back as ``int``, else ``float``, else
   ``str``, and the empty cell as ``None`` (so a string such as ``"12"`` reads back as 12).
@@ -28,12 +34,14 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import json
+import math
 import os
 import re
 import secrets
 import shutil
 import socket
 import subprocess
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -63,6 +71,10 @@ _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     "graph": dict, "cluster": (str, type(None)), "placer": (str, type(None)), "parameters": dict,
     "metrics": dict, "tags": list,
 }
+#: Metrics that listings and the app show or compute with: a finite number (``oom``: a boolean) or null.
+_NUMBER_METRICS = ("makespan_s", "lower_bound_s", "ratio_to_lower_bound", "best_makespan_s", "measured_makespan_s",
+                   "seconds_to_place", "communication_bytes", "wall_s", "episodes", "placements_evaluated")
+_BOOL_METRICS = ("oom",)
 
 
 @functools.lru_cache(maxsize=1)
@@ -238,11 +250,14 @@ class Run:
         if "status" in fields and fields["status"] not in STATUSES:
             raise ValueError(f"unknown run status {fields['status']!r}; expected {STATUSES}")
         self._require_dir()
-        with meta_lock(self.path):
-            if fields.get("status") == "running" and not hold_live_lock(self.path):
-                raise RunError(f"run {self.id} is running in another process; it cannot run twice at once")
-            meta = {**_read_meta(self.path), **fields, "updated": _iso()}
-            atomic_write_json(self.path / _RUN_JSON, meta)
+        try:
+            with meta_lock(self.path):
+                if fields.get("status") == "running" and not hold_live_lock(self.path):
+                    raise RunError(f"run {self.id} is running in another process; it cannot run twice at once")
+                meta = {**_read_meta(self.path), **fields, "updated": _iso()}
+                atomic_write_json(self.path / _RUN_JSON, meta)
+        except FileNotFoundError:  # the folder went away under the lock files (a concurrent delete)
+            raise RunError(f"run {self.id} was deleted") from None
         self._stored = meta
         if meta.get("status") != "running":
             release_live_lock(self.path)
@@ -451,11 +466,20 @@ class RunStore:
         root = self.root.resolve()
         if path.is_symlink() or path.resolve().parent != root:
             raise RunError(f"refusing to delete {ref!r}: it is not a run inside {self.root}")
-        if live_lock_held(path) or not hold_live_lock(path):
+        gone = RunError(f"run {path.name} was deleted by another process")
+        try:
+            held = live_lock_held(path) or not hold_live_lock(path)
+        except FileNotFoundError:  # another `runs delete` moved the folder away after we found it
+            raise gone from None
+        if held:
+            if _being_deleted(path):  # the holder was another delete of this run, not the process running it
+                raise gone
             raise RunError(f"run {path.name} is running; stop it before deleting it")
         trash = self.root / f".deleting-{path.name}-{secrets.token_hex(4)}"
         try:
             os.rename(path, trash)
+        except FileNotFoundError:
+            raise gone from None
         except OSError as exc:
             raise RunError(f"cannot delete run {path.name}: {exc.strerror or type(exc).__name__}") from None
         finally:
@@ -504,14 +528,35 @@ class RunStore:
         return [p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")]
 
 
+def _being_deleted(path: Path, wait_s: float = 1.0) -> bool:
+    """Whether the run folder ``path``, whose live lock another process holds, is going away: a run that
+    ``run.json`` says is running is taken as running; otherwise the holder is a delete of the same run
+    (or a resume about to start it), and the folder is watched for ``wait_s`` seconds."""
+    try:
+        if _read_meta(path).get("status") == "running":
+            return False
+    except RunError:
+        pass
+    deadline = time.monotonic() + wait_s
+    while path.is_dir():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def _read_meta(path: Path) -> dict[str, Any]:
     run_id, file = path.name, path / _RUN_JSON
     if not file.is_file():
         raise RunError(f"run {run_id}: run.json is missing")
     try:
-        meta = json.loads(file.read_text(encoding="utf-8"))
+        meta = json.loads(file.read_text(encoding="utf-8"), parse_constant=_not_finite, parse_float=_finite_float)
+    except _NotFinite as exc:
+        raise RunError(f"run {run_id}: run.json holds {exc}, which is not a finite number") from None
     except (ValueError, UnicodeDecodeError, RecursionError):
         raise RunError(f"run {run_id}: run.json is not valid JSON") from None
+    except FileNotFoundError:  # deleted between the check and the read
+        raise RunError(f"run {run_id}: run.json is missing") from None
     except OSError as exc:
         raise RunError(f"run {run_id}: cannot read run.json ({exc.strerror or type(exc).__name__})") from None
     if not isinstance(meta, dict):
@@ -523,7 +568,45 @@ def _read_meta(path: Path) -> dict[str, Any]:
     for key, kind in _FIELD_TYPES.items():
         if key in meta and not isinstance(meta[key], kind):
             raise RunError(f"run {run_id}: run.json field {key!r} has the wrong type ({type(meta[key]).__name__})")
+    metrics = meta.get("metrics") or {}
+    for key in _NUMBER_METRICS:
+        value = metrics.get(key)
+        if value is not None and not _is_finite_number(value):
+            raise RunError(f"run {run_id}: run.json metric {key!r} is not a number ({_short(value)})")
+    for key in _BOOL_METRICS:
+        value = metrics.get(key)
+        if value is not None and not isinstance(value, bool):
+            raise RunError(f"run {run_id}: run.json metric {key!r} is not true or false ({_short(value)})")
     return meta
+
+
+class _NotFinite(ValueError):
+    """A JSON number that is not finite (``NaN``, ``Infinity``, ``1e999``)."""
+
+
+def _not_finite(token: str) -> float:
+    raise _NotFinite(token)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(text if len(text) <= 24 else f"{text[:20]}...")
+    return value
+
+
+def _is_finite_number(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        return False
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value) if isinstance(value, str | int | float | bool) else type(value).__name__
+    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 def _slug(text: str) -> str:

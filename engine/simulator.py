@@ -113,6 +113,9 @@ class _QueueKernel:
     def peak(self, ws) -> np.ndarray:
         return ws.df[:, _simcore.PEAK]
 
+    def op_start(self, ws) -> np.ndarray:
+        return ws.wf[:, _simcore.START]
+
     def schedule_fields(self, ws, nrows: int) -> dict:
         k = _simcore
         ri, rf, df = ws.ri[:nrows], ws.rf[:nrows], ws.df
@@ -202,6 +205,9 @@ class _WorkConservingKernel:
 
     def peak(self, ws) -> np.ndarray:
         return ws.df[:, _simkernel_wc._PEAK]
+
+    def op_start(self, ws) -> np.ndarray:
+        return ws.of[:, 0]
 
     def schedule_fields(self, ws, nrows: int) -> dict:
         k = _simkernel_wc
@@ -295,14 +301,24 @@ class Simulator:
 
     def makespan_and_peak(self, devices: np.ndarray | Placement) -> tuple[float, np.ndarray]:
         """Makespan (s, mean over runs) and per-device peak memory (bytes, the largest over runs)."""
+        makespan, peak, _ = self.makespan_peak_and_start(devices, start=False)
+        return makespan, peak
+
+    def makespan_peak_and_start(self, devices: np.ndarray | Placement, *,
+                                start: bool = True) -> tuple[float, np.ndarray, np.ndarray | None]:
+        """:meth:`makespan_and_peak` and every op's start time (s, the mean over runs; NaN for an op
+        that never ran), or None with ``start=False``."""
         dev, dur = self._prepare(devices)
-        total, peak = 0.0, None
+        total, peak, starts = 0.0, None, None
         for r in range(self.runs):
             ws, makespan, _, _ = self._kernel(dev, dur, False, r)
             total += makespan
             p = self._kernel.peak(ws)
             peak = p.copy() if peak is None else np.maximum(peak, p)
-        return total / self.runs, peak
+            if start:
+                s = self._kernel.op_start(ws)
+                starts = s.copy() if starts is None else starts + s
+        return total / self.runs, peak, None if starts is None else starts / self.runs
 
 
 def simulate(graph: CompGraph, cluster: Cluster, placement: Placement | np.ndarray, *,

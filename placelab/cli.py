@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from contextlib import nullcontext
+import warnings
+from contextlib import nullcontext, redirect_stdout
 from typing import Annotated, Any
 
 import numpy as np
@@ -19,7 +20,7 @@ import typer.main
 from typer.exceptions import TyperException
 
 from engine.cluster import load_cluster
-from engine.errors import PlacelabError, SpecError
+from engine.errors import MAX_LINE, PlacelabError, SpecError, one_line
 from engine.jsonio import atomic_write_json, check_write_target
 from engine.objectives import lower_bound
 from engine.placement import load_placement
@@ -130,7 +131,7 @@ def place(graph: GraphArg, cluster: ClusterOpt,
           time_scale: cli_exec.TimeScaleOpt = None,
           runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Run a placer, simulate its placement, optionally save it as a run (and execute it: --execute)."""
-    if output:
+    if output is not None:  # `-o ''` is refused, not ignored
         check_write_target(output)
     g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
     if execute:
@@ -138,7 +139,7 @@ def place(graph: GraphArg, cluster: ClusterOpt,
     with cli_exec.measuring(c, repeats) if execute else nullcontext() as measure:
         res = place_and_simulate(g, c, placer, seed=seed, budget=budget, params=parse_params(param or []),
                                  store=RunStore(runs_dir) if save else None, measure=measure)
-    if output:
+    if output is not None:
         atomic_write_json(output, res.placement.to_dict(g, c))
     out = {**res.metrics, "placer": placer, "seconds_to_place": res.seconds_to_place,
            "placement": res.placement.to_mapping(g, c)}
@@ -239,7 +240,7 @@ def runs_list(runs_dir: RunsDirOpt = DEFAULT_RUNS, kind: str | None = None, tag:
     runs = store.list(kind=kind, tag=tag)
     summaries = [run_summary(r) for r in runs]
     for problem in store.problems:
-        typer.echo(f"warning: {problem}", err=True)
+        _say("warning: ", problem)
     rows = [[s["id"], s["kind"], s["status"], s["graph"], s["cluster"], s["placer"] or "-",
              fmt_s(s["makespan_s"])] for s in summaries]
     emit({"runs": summaries}, as_json,
@@ -271,8 +272,23 @@ def runs_delete(run: str, runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt 
 
 
 # ---------------------------------------------------------------------------------- entry point
-def _one_line(msg: str) -> str:
-    return " ".join(str(msg).split())
+#: Warnings kept for the end of a successful command (more are counted, not kept).
+_MAX_WARNINGS = 20
+
+
+def _say(prefix: str, message: object, suffix: str = "") -> None:
+    """One line on stderr, at most ``MAX_LINE`` characters, control characters escaped (``engine.errors.one_line``)."""
+    typer.echo(f"{prefix}{one_line(message, MAX_LINE - len(prefix) - len(suffix))}{suffix}", err=True)
+
+
+def _needs_subcommand(argv: list[str]) -> bool:
+    """Whether ``placelab ARGV`` names a command group and nothing after it (``placelab``, ``placelab graph``)."""
+    group = app
+    for arg in argv:
+        group = next((g.typer_instance for g in group.registered_groups if g.name == arg), None)
+        if group is None:  # a command, an option or a typo: typer handles it
+            return False
+    return True
 
 
 def run_command(argv: list[str] | None) -> int:
@@ -291,31 +307,60 @@ def run_command(argv: list[str] | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: one-line errors, exit 2 for bad input, never a traceback."""
-    try:
-        code = run_command(argv)
-    except typer.Exit as exc:
-        code = exc.exit_code
-    except typer.Abort:
-        code = 130
-    except TyperException as exc:  # usage errors: missing option, unknown command, bad value
-        message = _one_line(exc.format_message() if hasattr(exc, "format_message") else str(exc))
-        if message:  # no_args_is_help has already printed the usage and carries no message
-            typer.echo(f"error: {message}", err=True)
-        sys.exit(2)
-    except PlacelabError as exc:
-        typer.echo(f"error: {_one_line(str(exc))}", err=True)
-        sys.exit(2)
-    except KeyboardInterrupt:
-        code = 130
-    except Exception as exc:
-        if os.environ.get("PLACELAB_DEBUG"):
-            raise
-        typer.echo(f"internal error: {type(exc).__name__}: {_one_line(str(exc))} "
-                   "(set PLACELAB_DEBUG=1 for details)", err=True)
-        sys.exit(1)
+    """Console entry point: one-line errors, exit 2 for bad input, never a traceback.
+
+    Every error is one line of at most ``engine.errors.MAX_LINE`` characters with control characters
+    escaped. Python warnings raised while the command runs (a library's numpy ``RuntimeWarning``, ...) are
+    held back: dropped when the command fails (its error stays the only line), shown one line each after
+    it succeeds. A command group named without a command (``placelab``, ``placelab graph``) prints its help
+    on stderr and exits 2: stdout stays for results.
+    """
+    args = sys.argv[1:] if argv is None else list(argv)
+    help_only = _needs_subcommand(args)
+    held: list[str] = []  # the first _MAX_WARNINGS warnings' messages; then only a count
+    more = 0
+
+    def hold(message: Warning | str, *_: Any, **__: Any) -> None:  # warnings.showwarning, held back
+        nonlocal more
+        if len(held) < _MAX_WARNINGS:
+            held.append(str(message))
+        else:
+            more += 1
+
+    with warnings.catch_warnings():
+        warnings.showwarning = hold
+        try:
+            with redirect_stdout(sys.stderr) if help_only else nullcontext():
+                code = run_command(args)
+        except typer.Exit as exc:
+            code = exc.exit_code
+        except typer.Abort:
+            code = 130
+        except TyperException as exc:  # usage errors: missing option, unknown command, bad value
+            message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+            if help_only:  # no_args_is_help: rich has printed the help (on stderr, above); plain click carries it
+                if message.strip():
+                    typer.echo(message, err=True)
+            elif message.strip():
+                _say("error: ", message)
+            sys.exit(2)
+        except PlacelabError as exc:
+            _say("error: ", exc)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            code = 130
+        except Exception as exc:
+            if os.environ.get("PLACELAB_DEBUG"):
+                raise
+            _say(f"internal error: {type(exc).__name__}: ", exc, " (set PLACELAB_DEBUG=1 for details)")
+            sys.exit(1)
     if code == 130:
         typer.echo("interrupted", err=True)
+    else:
+        for message in held:
+            _say("warning: ", message)
+        if more:
+            typer.echo(f"warning: {more} more warnings", err=True)
     if code:
         sys.exit(code)
 

@@ -11,8 +11,9 @@ from typing import Annotated, Any
 import typer
 
 from engine.cluster import SIMULATION_MODES, Cluster, load_cluster, parse_simulation_options
-from engine.errors import SpecError
+from engine.errors import SpecError, printable
 from engine.jsonio import dumps
+from engine.limits import MAX_COUNT, MAX_SEED, check_at_most, exhaustion
 
 GraphArg = Annotated[str, typer.Argument(help="graph file (any supported format), gen:NAME?k=v, or bench:NAME "
                                                  "(a bundled published workload: `placelab graph list`)")]
@@ -39,8 +40,9 @@ def simulation_cluster(cluster: str | Cluster, mode: str | None, sim_params: lis
 
 
 def emit(obj: dict[str, Any], as_json: bool, text: str) -> None:
-    """Print ``obj`` as one JSON object, or ``text`` for people."""
-    typer.echo(dumps(obj) if as_json else text)
+    """Print ``obj`` as one JSON object, or ``text`` for people (control characters in names escaped, so a
+    graph or op name cannot drive the terminal)."""
+    typer.echo(dumps(obj) if as_json else printable(text))
 
 
 def text_table(rows: list[list[str]], header: list[str]) -> str:
@@ -73,6 +75,7 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
             raise SpecError(f"--param expects key=value, got '{pair}'")
         try:
             out[key] = int(value)
+            check_at_most(f"--param {key}", abs(out[key]), MAX_COUNT, "MAX_COUNT")  # every integer config is a count
         except ValueError:
             try:
                 out[key] = float(value)
@@ -85,17 +88,17 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------- numbers
-#: Seeds feed numpy, torch and Python's random; all take 0 … 2^32 − 1.
-MAX_SEED = 2**32 - 1
-
-
-def check_number(name: str, value: Any, low: float | None = 0, high: float | None = None) -> None:
-    """Raise a one-sentence :class:`SpecError` unless ``value`` is finite and in ``[low, high]``."""
+def check_number(name: str, value: Any, low: float | None = 0, high: float | None = None,
+                 limit: str | None = None) -> None:
+    """Raise a one-sentence :class:`SpecError` unless ``value`` is finite and in ``[low, high]``;
+    ``limit`` names the :mod:`engine.limits` constant that ``high`` is."""
     if isinstance(value, float) and not math.isfinite(value):
         raise SpecError(f"{name} must be a finite number, got {value}")
     if low is not None and value < low:
         raise SpecError(f"{name} must be >= {low}, got {value}")
-    if high is not None and value > high:
+    if high is not None and limit is not None:
+        check_at_most(name, value, high, limit)
+    elif high is not None and value > high:
         raise SpecError(f"{name} must be <= {high}, got {value}")
 
 
@@ -104,9 +107,12 @@ def guard_numbers(command: Any) -> None:
 
     Before a command body runs, each int or float value it received is checked: floats must
     be finite (``nan`` or ``inf`` would make a time budget never end), a number is >= 0 unless
-    the option declares its own range (typer's ``min``/``max``), and a ``--seed`` is at most
-    :data:`MAX_SEED`. A bad value is one :class:`SpecError` naming the option (exit 2), and
-    no work has started.
+    the option declares its own range (typer's ``min``/``max``), a ``--seed`` is at most
+    :data:`~engine.limits.MAX_SEED` and every other integer (a budget, a repeat, a count) at most
+    :data:`~engine.limits.MAX_COUNT` unless the option declares its own ``max``. A bad value is
+    one :class:`SpecError` naming the option and the limit (exit 2), and no work has started.
+    Memory exhaustion while the command runs becomes an :class:`~engine.limits.ExhaustionError`
+    (exit 2, one line) instead of an internal error.
     """
     callback = getattr(command, "callback", None)
     if callback is not None and not getattr(callback, "_numbers_guarded", False):
@@ -121,10 +127,17 @@ def guard_numbers(command: Any) -> None:
                 opts = getattr(p, "opts", None) or [f"--{key.replace('_', '-')}"]
                 low = getattr(p, "min", None)
                 high = getattr(p, "max", None)
-                if key == "seed":
-                    high = MAX_SEED if high is None else min(high, MAX_SEED)
-                check_number(max(opts, key=len), value, 0 if low is None else low, high)
-            return callback(*args, **kwargs)
+                limit = None
+                if isinstance(value, int) and (key == "seed" or high is None):
+                    high, limit = (MAX_SEED, "MAX_SEED") if key == "seed" else (MAX_COUNT, "MAX_COUNT")
+                check_number(max(opts, key=len), value, 0 if low is None else low, high, limit)
+            try:
+                return callback(*args, **kwargs)
+            except (MemoryError, RuntimeError, ValueError) as exc:  # exhaustion the limits did not foresee: exit 2
+                err = exhaustion(exc)
+                if err is None:
+                    raise
+                raise err from None
 
         guarded._numbers_guarded = True  # type: ignore[attr-defined]
         command.callback = guarded

@@ -21,7 +21,7 @@ from engine.cluster import Cluster, load_cluster
 from engine.errors import SpecError
 from engine.executor import Executor, scale_graph
 from engine.graph import CompGraph
-from engine.jsonio import atomic_write_text, dumps
+from engine.jsonio import atomic_write_text, check_write_target, dumps
 from engine.placement import Placement
 from engine.runs import RunStore
 from engine.schedule import Schedule
@@ -100,6 +100,7 @@ def calibrate_cmd(output: Annotated[str | None, typer.Option(
         doc = cluster_to_dict(local_cluster(refresh=True, progress=say))
         where = str(local_cache_path())
     else:
+        check_write_target(output)  # before starting workers and minutes of measuring
         if devices is None and kind == "gpu":
             import torch
 
@@ -147,7 +148,6 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                  runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
     """Execute N placements and simulate them in every mode: Pearson, Spearman, relative errors."""
     from engine.executor.calibration import describe_bus, shared_bus_capacity
-    from engine.jsonio import check_write_target
     from policies.fidelity import validate
 
     if refine_out is not None:

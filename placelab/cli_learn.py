@@ -76,7 +76,9 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
           graphs: Annotated[str | None, typer.Option("--graphs", "-g", help=_GRAPHS_HELP)] = None,
           cluster: Annotated[str | None, typer.Option("--cluster", "-c", help="preset name or cluster file")] = None,
           episodes: Annotated[int | None, typer.Option(help="episode budget (default 1000)")] = None,
-          max_placements: Annotated[int | None, typer.Option(help="budget of placements evaluated")] = None,
+          max_placements: Annotated[int | None, typer.Option(
+              help="budget of placements sampled, counted as the placer's paper counts them: one per episode "
+                   "(docs/budgets.md)")] = None,
           max_seconds: Annotated[float | None, typer.Option(help="wall-time budget (s)")] = None,
           stop_window: Annotated[int, typer.Option(help="stopping rule window in episodes (0: off)")] = 1000,
           stop_tolerance: Annotated[float, typer.Option(help="stopping rule relative change")] = 0.02,
@@ -96,12 +98,20 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
                                                      "on the cluster's devices and reward its measured makespan "
                                                      "(DOPPLER: --stage real)")] = None,
           workers: WorkersOpt = None, address: AddressOpt = None,
+          health_max_random: Annotated[int | None, typer.Option(
+              help="learning health: compare with at most this many random placements per graph (default: as many "
+                   "as the training evaluated)")] = None,
           runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
-    """Train a learned placer (Placeto, the RNN placer or DOPPLER) on one or many graphs."""
+    """Train a learned placer (Placeto, the RNN placer or DOPPLER) on one or many graphs.
+
+    Every training ends with its learning-health verdict (policies/rl/health.py): entropy and sampled runtime,
+    first vs last window, and the best found vs the best of as many uniformly random placements."""
     from policies.rl.jobs import resume_training, start_training
     from policies.rl.reinforce import Budget, StoppingRule
 
     _threads(threads)
+    if health_max_random is not None and health_max_random < 0:
+        raise SpecError("--health-max-random must be at least 0")
     bar = ProgressLine("episodes")
     try:
         if resume:
@@ -110,7 +120,7 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
                 raise SpecError("--resume continues a stored run: leave out --placer, --graphs, --cluster, --param, "
                                 "--stage, --init-from, --mode, --sim-param, --reward")
             out = resume_training(RunStore(runs_dir), resume, episodes=episodes, seconds=max_seconds, progress=bar,
-                                  workers=workers, address=address)
+                                  workers=workers, address=address, max_random=health_max_random)
         else:
             missing = [o for o, v in (("--placer", placer), ("--graphs", graphs), ("--cluster", cluster)) if not v]
             if missing:
@@ -129,12 +139,16 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
                                  budget=Budget(episodes, max_placements, max_seconds),
                                  stopping=StoppingRule(stop_window, stop_tolerance),
                                  store=RunStore(runs_dir) if save else None, tags=tag, name=name, progress=bar,
-                                 reward=reward, workers=workers, address=address)
+                                 reward=reward, workers=workers, address=address, max_random=health_max_random)
     finally:
         bar.close()
     res = out.to_dict()
     text = (f"trained {out.episodes} episodes ({out.placements_evaluated} placements evaluated) in "
             f"{out.wall_s:.1f} s, stopped by {out.stop_reason}; best makespan {fmt_s(out.best_makespan_s)}")
+    if out.learning_health is not None:
+        from policies.rl.health import cli_lines
+
+        text += "\n" + "\n".join(cli_lines(out.learning_health))
     if out.run_id:
         text += f"\nsaved as run {out.run_id}"
     emit(res, as_json, text)

@@ -47,9 +47,7 @@ def reproduce(name: Annotated[str | None, typer.Argument(help="reproduction (see
         raise SpecError("reproduce needs a NAME (see `placelab reproduce --list`)")
     if workers is not None and workers < 1:
         raise SpecError(f"--workers must be at least 1, got {workers}")
-    setting = ("quick setting: small budgets, minutes on a 2-core machine" if quick
-               else "full setting: paper-scale budgets")
-    typer.echo(f"reproducing {name} ({setting})", err=True)
+    # the runner says "reproducing NAME (...)" once its checks pass: a refused NAME prints its error only
     res = run_reproduction(name, quick=quick, runs_dir=runs_dir, workers=workers, keep_step_runs=keep_step_runs,
                            only=only, progress=lambda msg: typer.echo(msg, err=True))
     rows = [[r["row"], r["column"], _cell(r["ours"]), _cell(r["paper"]), _cell(r["ratio"], 2),

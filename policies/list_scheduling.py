@@ -48,6 +48,10 @@ Common rules
 
 from __future__ import annotations
 
+import ctypes
+import os
+import sys
+
 import numpy as np
 
 from engine.cluster import Cluster
@@ -307,8 +311,7 @@ def favourite_children(graph: CompGraph, p: np.ndarray, c: np.ndarray, *, time_l
     lp.a_matrix_.start_ = np.r_[0, np.cumsum(np.bincount(rows_a, minlength=r0))].astype(np.int32)
     lp.a_matrix_.index_ = cols_a.astype(np.int32)
     lp.a_matrix_.value_ = vals_a
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = _quiet_highs()
     h.setOptionValue("time_limit", float(time_limit_s))
     h.passModel(lp)
     h.run()
@@ -319,6 +322,35 @@ def favourite_children(graph: CompGraph, p: np.ndarray, c: np.ndarray, *, time_l
         child[src[fav]] = dst[fav]
         return child
     return _greedy_favourite_children(graph, c)
+
+
+def _quiet_highs():
+    """A HiGHS solver that prints nothing.
+
+    HiGHS writes its banner ("Running HiGHS 1.16.0 ...") from C++ straight to the process's stdout when the
+    first solver is made, before any option can turn output off: ``placelab compare --json`` printed it
+    before its JSON object. The solver is made with file descriptor 1 pointed at /dev/null (C's buffers
+    flushed before it is restored); ``output_flag`` keeps the solve itself quiet.
+    """
+    import highspy
+
+    sys.stdout.flush()  # Python's own pending output goes to the real stdout first
+    try:
+        saved = os.dup(1)
+    except OSError:  # no stdout to protect
+        h = highspy.Highs()
+    else:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 1)
+            h = highspy.Highs()
+            ctypes.CDLL(None).fflush(None)  # the banner, if C buffered it, goes to /dev/null too
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(devnull)
+    h.setOptionValue("output_flag", False)
+    return h
 
 
 def _greedy_favourite_children(graph: CompGraph, c: np.ndarray) -> np.ndarray:

@@ -14,7 +14,10 @@ worker (or in this process) — and each result is stored by the driver as it ar
 The plan is deterministic (graphs, then clusters, placers, seeds, in the order given), and
 every task carries its own seed, so a sweep gives the same results in-process and on any
 number of Ray workers. Ctrl-C leaves the sweep run ``interrupted`` with the rows finished so
-far; :func:`resume_sweep` runs only the combinations its table does not hold yet.
+far; :func:`resume_sweep` runs only the combinations its table does not hold yet — on the same graphs:
+the sweep run stores each graph's content hash (``parameters.graph_hashes``; older sweeps: only the
+digest of them all, ``graph.hash``), and a graph that changed since (a file edited) is refused with
+one line, since the table would mix two versions of it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 from engine.cluster import Cluster, load_cluster, parse_simulation_options
 from engine.errors import RunError, SpecError
 from engine.graph import CompGraph
+from engine.limits import MAX_SEED, MAX_SWEEP_TASKS, check_at_most, check_seed
 from engine.runs import Run, RunStore
 from engine.simulator import Simulator
 from engine.sources import expand_graph_specs, load_graph
@@ -73,15 +77,20 @@ class SweepSpec:
         Raises
         ------
         SpecError
-            An empty list, an unknown placer, fewer than one seed.
+            An empty list, an unknown placer, fewer than one seed, a seed outside
+            ``0 … MAX_SEED`` or more than ``MAX_SWEEP_TASKS`` tasks (:mod:`engine.limits`).
         """
         if seeds < 1:
             raise SpecError(f"--seeds must be at least 1, got {seeds}")
+        check_seed("--seed", first_seed)
+        check_at_most("--seed + --seeds − 1 (the sweep's last seed)", first_seed + seeds - 1, MAX_SEED, "MAX_SEED")
         cs, ps = _names(clusters, "--clusters"), _names(placers, "--placers")
         for p in ps:
             if p not in PLACERS:
                 make_placer(p)  # raises the registry's one-line message
         gs = tuple(dict.fromkeys(expand_graph_specs(graphs)))
+        check_at_most("the sweep's tasks (graphs × clusters × placers × seeds)", len(gs) * len(cs) * len(ps) * seeds,
+                      MAX_SWEEP_TASKS, "MAX_SWEEP_TASKS")
         return cls(gs, cs, ps, tuple(range(first_seed, first_seed + seeds)), mode, budget, tuple(sim_params or ()))
 
     def plan(self) -> list[tuple[str, str, str, int]]:
@@ -110,10 +119,11 @@ def run_sweep(store: RunStore, spec: SweepSpec, *, executor: Executor | None = N
     task runs or any run is stored, so bad input stores nothing.
     """
     graphs, clusters = _load_inputs(spec)
-    digest = hashlib.sha256("\x00".join(g.content_hash for g in graphs.values()).encode()).hexdigest()[:16]
-    run = store.create("sweep", graph_name=f"{len(graphs)} graphs", graph_hash=digest,
-                       cluster=",".join(spec.clusters), placer=None, parameters=spec.to_parameters(), seed=None,
-                       tags=tags or [], name=name)
+    run = store.create("sweep", graph_name=f"{len(graphs)} graphs", graph_hash=_digest(graphs),
+                       cluster=",".join(spec.clusters), placer=None,
+                       parameters={**spec.to_parameters(),
+                                   "graph_hashes": {k: g.content_hash for k, g in graphs.items()}},
+                       seed=None, tags=tags or [], name=name)
     return _execute(store, run, spec, graphs, clusters, set(), executor, progress)
 
 
@@ -124,7 +134,7 @@ def resume_sweep(store: RunStore, ref: str, *, executor: Executor | None = None,
     Raises
     ------
     RunError
-        ``ref`` is not a sweep run, or it is still running.
+        ``ref`` is not a sweep run, it is still running, or one of its graphs changed since it started.
     """
     run = store.load(ref)
     if run.meta.get("kind") != "sweep":
@@ -133,9 +143,31 @@ def resume_sweep(store: RunStore, ref: str, *, executor: Executor | None = None,
         raise RunError(f"sweep {run.id} is still running (pid {run.meta.get('pid')})")
     spec = SweepSpec.from_parameters(run.meta.get("parameters") or {})
     graphs, clusters = _load_inputs(spec)
+    _check_same_graphs(run, graphs)
     done = {int(r["task"]) for r in sweep_rows(run)}
     run.update(status="running", pid=os.getpid(), error=None)
     return _execute(store, run, spec, graphs, clusters, done, executor, progress)
+
+
+def _digest(graphs: dict[str, CompGraph]) -> str:
+    return hashlib.sha256("\x00".join(g.content_hash for g in graphs.values()).encode()).hexdigest()[:16]
+
+
+def _check_same_graphs(run: Run, graphs: dict[str, CompGraph]) -> None:
+    """Refuse to resume a sweep whose graphs are not the ones it started on (see the module docstring)."""
+    stored = (run.meta.get("parameters") or {}).get("graph_hashes")
+    if isinstance(stored, dict):
+        changed = [k for k, g in graphs.items() if stored.get(k) not in (None, g.content_hash)]
+        what = ", ".join(f"{k} (hash {stored[k]}, now {graphs[k].content_hash})" for k in changed[:3])
+        what = ("graph " if len(changed) == 1 else "graphs ") + what
+        what += f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+    else:  # a sweep stored before per-graph hashes: only the digest of them all
+        old, new = (run.meta.get("graph") or {}).get("hash"), _digest(graphs)
+        changed = [] if not old or old == new else list(graphs)
+        what = f"graphs ({', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''}; hash {old}, now {new})"
+    if changed:
+        raise RunError(f"sweep {run.id} cannot resume: its {what} changed since it started, and its table "
+                       "would mix two versions; run a new sweep on the graphs as they are now")
 
 
 def sweep_rows(run: Run) -> list[dict[str, Any]]:

@@ -16,10 +16,12 @@ from dashboard.app_pages.stored import (
     eval_series,
     experiment_series,
     has_placement,
+    health_row,
     replay,
     run_label,
     seed_groups,
     setting_of,
+    training_health,
 )
 from dashboard.app_pages.views import curve_controls, show_graph_view
 from dashboard.common import guard, list_runs, show_figure, table_downloads
@@ -230,3 +232,19 @@ def _learning_curves() -> None:
         x, smoothing = curve_controls("compare")
         show_figure(learning_curves(curves, x=x, smoothing=smoothing, max_points=MAX_CURVE_POINTS),
                     key="compare_curves")
+        _learning_health([by_id[i] for i in chosen])
+
+
+def _learning_health(runs: list[Run]) -> None:
+    """Each training run's learning-health verdict (policies/rl/health.py), under the curves."""
+    from policies.rl.health import NEVER_LEFT_UNIFORM
+
+    with st.spinner("Judging the learning health (random search on the runs' graphs) ..."):
+        healths = [training_health(r) for r in runs]
+    st.markdown("**Learning health** — entropy and sampled runtime, first vs last window; the best found vs "
+                "the best of as many uniformly random placements on the same simulator")
+    table = pd.DataFrame([health_row(r, h) for r, h in zip(runs, healths, strict=True)])
+    st.dataframe(table, hide_index=True, key="compare_health")
+    uniform = [run_label(r) for r, h in zip(runs, healths, strict=True) if h is not None and h.never_left_uniform]
+    if uniform:
+        st.warning(f"{', '.join(uniform)}: {NEVER_LEFT_UNIFORM}.", icon=":material/warning:")

@@ -22,7 +22,7 @@ import streamlit as st
 
 from dashboard.app_pages.stored import replay
 from dashboard.background import JOBS_DIR, Job, launch, list_jobs, made_by
-from dashboard.common import fmt_ms, guard, show_figure
+from dashboard.common import fmt_ms, guard, show_error, show_figure
 from dashboard.figures import timeline
 from dashboard.figures.fidelity import measured_vs_simulated
 from engine.cluster import Cluster, cluster_to_dict
@@ -185,7 +185,7 @@ def execution_panel(store: RunStore, job_id: str, *, key: str) -> Run | None:
     if state == "running":
         st.fragment(run_every=POLL_S)(_wait)(store, job_id)
     elif state == "failed":
-        st.error(f"Execution failed: {failure_message(job)}")
+        show_error(f"Execution failed: {failure_message(job)}")
     elif state == "gone":
         st.warning("The execution's record is gone (forgotten or the store was cleaned).")
     elif run is not None:

@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard.app_pages.measured import execution_panel, execution_problem, start_execution
 from dashboard.app_pages.views import show_graph_view, show_metrics, show_schedule_figures
-from dashboard.common import fmt_bytes, guard, run_store, show_figure, table_downloads
+from dashboard.common import fmt_bytes, guard, run_store, show_error, show_figure, table_downloads
 from dashboard.context import cluster_label, current_cluster, current_graph, keep
 from dashboard.figures import makespan_bars
 from engine.errors import PlacelabError
@@ -68,7 +68,7 @@ def _run_placers(graph, cluster, chosen: list[str], settings: dict[str, dict]) -
                                      params=s["params"], progress=progress)
         except (PlacelabError, TypeError, ValueError) as exc:
             # TypeError/ValueError: a parameter of the wrong type typed into the form
-            st.error(f"{name}: {exc}")
+            show_error(f"{name}: {exc}")
             continue
         schedule = sim.run(res.placement, record_memory=True)
         results.append({"placer": name, "params": s["params"], "seed": s["seed"], "budget": s["budget"],

@@ -48,9 +48,11 @@ def _filters(runs: list[Run]) -> tuple[str | None, str | None, str | None]:
 def page() -> None:
     st.title("Runs")
     store = run_store()
-    everything = list_runs()
-    if runs_dir().is_dir() and store.problems:
-        st.warning("Skipped unreadable run directories: " + "; ".join(store.problems[:5]))
+    problems: list[str] = []
+    everything = list_runs(problems=problems)
+    if problems:
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        st.warning("Skipped unreadable runs: " + "; ".join(problems[:5]) + more)
     st.caption(f"Your runs: `{runs_dir()}` · bundled examples (read-only): `{example_runs_dir()}`")
     if not everything:
         st.info(f"No runs in {store.root} yet — save one on the Place page or with `placelab place … --save`.")

@@ -203,3 +203,60 @@ def seed_groups(runs: list[Run]) -> dict[str, list[dict[str, list]]]:
         name = base if base not in out else f"{base} ({members[0][0].id})"
         out[name] = [c for _, c in members]
     return out
+
+
+#: Random placements per graph the app evaluates for a run stored without its verdict (the verdict a training
+#: stores compares with as many as it evaluated; this keeps a page on a long old training responsive).
+HEALTH_RANDOM_CAP = 5000
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _training_health(root: str, run_id: str, updated: str) -> Any:
+    from policies.rl.health import stored_health
+
+    return stored_health(RunStore(root).load(run_id), max_random=HEALTH_RANDOM_CAP)
+
+
+def training_health(run: Run) -> Any:
+    """A finished training run's learning health (:class:`policies.rl.health.LearningHealth`): the verdict it
+    stored, or — for a run stored before verdicts were — computed from its learning curve (with the random
+    search on its rebuilt graphs where they can be rebuilt). None while it trains, without a curve, or when
+    the run cannot be read: an old run never breaks a page."""
+    if run.status == "running":
+        return None
+    try:
+        return _training_health(str(run.path.parent), run.id, str(run.meta.get("updated")))
+    except (RunError, OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def health_stored(run: Run) -> bool:
+    """Whether the run stored its learning-health verdict (else the pages compute it from its curve)."""
+    return isinstance((run.meta.get("metrics") or {}).get("learning_health"), dict)
+
+
+def health_row(run: Run, health: Any) -> dict[str, Any]:
+    """A row of the learning-health table under the learning curves."""
+    from policies.rl.health import NEVER_LEFT_UNIFORM
+
+    def share(x: float | None) -> str:
+        return "-" if x is None else f"{x:.1%}"
+
+    if health is None:
+        status = run.status
+        return {"run": run_label(run), "learning health": "still training" if status == "running" else "no curve"}
+    entropy = (f"{share(health.entropy_first_ratio)} → {share(health.entropy_last_ratio)}"
+               if health.entropy_last_ratio is not None else "no uniform reference")
+    return {
+        "run": run_label(run),
+        "learning health": health.label,
+        "episodes": health.episodes,
+        "window": health.window,
+        "entropy, of uniform (first → last)": entropy,
+        "sampled runtime, last / first": health.runtime_ratio,
+        "best found / random search's best": health.random_ratio,
+        "random placements": health.random_placements or None,
+        "note": (NEVER_LEFT_UNIFORM if health.never_left_uniform
+                 else (f"random search: {health.random_missing}" if health.random_ratio is None else "")),
+        "verdict from": "the run (stored)" if health_stored(run) else "its stored curve (computed now)",
+    }

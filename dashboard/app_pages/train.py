@@ -14,10 +14,16 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard.app_pages.stored import MAX_CURVE_POINTS, learning_curve, seed_groups
+from dashboard.app_pages.stored import (
+    MAX_CURVE_POINTS,
+    health_stored,
+    learning_curve,
+    seed_groups,
+    training_health,
+)
 from dashboard.app_pages.views import curve_controls
 from dashboard.background import Job, job_of_run, launch, list_jobs, made_by, resume_command, train_command
-from dashboard.common import fmt_ms, graph_from_spec, guard, run_store, show_figure
+from dashboard.common import fmt_ms, graph_from_spec, guard, run_store, show_error, show_figure
 from dashboard.context import current_cluster
 from dashboard.figures import learning_curves
 from engine.runs import Run, RunStore
@@ -229,8 +235,8 @@ def _loose_jobs(state: TrainingState) -> None:
             st.rerun()
     for job in state.broken:
         lines = job.log_tail().splitlines()
-        st.error(f"Training {job.label} ended before creating its run (exit code {job.returncode}): "
-                 f"{lines[-1] if lines else 'no output'}")
+        show_error(f"Training {job.label} ended before creating its run (exit code {job.returncode}): "
+                   f"{lines[-1] if lines else 'no output'}")
         with st.expander(f"Log of {job.label}"):
             st.code(job.log_tail(40) or "(empty)", language="text")
         if st.button("Dismiss", key=f"train_dismiss_{job.id}"):
@@ -301,6 +307,61 @@ def _curve_settings() -> tuple[str, float]:
             float(st.session_state.get("train_curve_smoothing", 0.6)))
 
 
+def health_table(health: Any) -> pd.DataFrame:
+    """The learning-health numbers: entropy and sampled runtime, first vs last window."""
+    def ms(x: float | None) -> float | None:
+        return None if x is None else x * 1e3
+
+    return pd.DataFrame([
+        {"": "entropy per decision (nats)", "first window": health.entropy_first, "last window": health.entropy_last,
+         "last / first": (health.entropy_last / health.entropy_first
+                          if health.entropy_first and health.entropy_last is not None else None)},
+        {"": "entropy, share of uniform", "first window": health.entropy_first_ratio,
+         "last window": health.entropy_last_ratio,
+         "last / first": (health.entropy_last_ratio / health.entropy_first_ratio
+                          if health.entropy_first_ratio and health.entropy_last_ratio is not None else None)},
+        {"": "sampled runtime, median (ms)", "first window": ms(health.runtime_first_s),
+         "last window": ms(health.runtime_last_s), "last / first": health.runtime_ratio},
+    ])
+
+
+def random_table(health: Any) -> pd.DataFrame:
+    """Per graph: the best found vs the best of as many uniformly random placements."""
+    return pd.DataFrame([{"graph": c.graph, "placements (training)": c.placements_trained,
+                          "random placements": c.placements, "best found (ms)": c.found_makespan_s * 1e3,
+                          "random search's best (ms)": c.random_makespan_s * 1e3, "found / random": c.ratio}
+                         for c in health.random_search])
+
+
+def _learning_health(run: Run, status: str) -> None:
+    """A finished run's learning-health verdict (policies/rl/health.py): the verdict, its numbers, and the
+    never-left-uniform line when it applies."""
+    if status in ACTIVE or status == "failed":
+        return
+    health = training_health(run)
+    if health is None:
+        return
+    from policies.rl.health import NEVER_LEFT_UNIFORM
+
+    text = f"**Learning health: {health.label}.** {health.message[0].upper()}{health.message[1:]}."
+    if health.never_left_uniform:
+        st.warning(f"**Learning health:** {NEVER_LEFT_UNIFORM[0].upper()}{NEVER_LEFT_UNIFORM[1:]}.",
+                   icon=":material/warning:")
+    elif health.verdict == "learned":
+        st.success(text, icon=":material/check_circle:")
+    else:
+        st.info(text)
+    how = "" if health_stored(run) else (" Computed now from the stored learning curve: this run was stored before "
+                                         "training runs kept their verdict.")
+    st.caption(f"{health.summary}. Uniform entropy: {health.uniform_basis}.{how}")
+    with st.expander("Learning health in numbers"):
+        st.dataframe(health_table(health), hide_index=True, key=f"train_health_{run.id}")
+        if health.random_search:
+            st.dataframe(random_table(health), hide_index=True, key=f"train_health_random_{run.id}")
+        else:
+            st.caption(f"No random-search comparison: {health.random_missing}.")
+
+
 def _run_card(store: RunStore, run: Run, status: str, job: Job | None) -> None:
     m = run.meta
     graphs = (m.get("parameters") or {}).get("graphs") or (m.get("graph") or {}).get("name")
@@ -311,12 +372,13 @@ def _run_card(store: RunStore, run: Run, status: str, job: Job | None) -> None:
         st.progress(frac, text=text)
         _controls(store, run, status, job)
         if status == "failed":
-            st.error(f"Training failed: {m.get('error') or 'no error recorded'}")
+            show_error(f"Training failed: {m.get('error') or 'no error recorded'}")
             if job is not None:
                 st.code(job.log_tail(20) or "(the process wrote no output)", language="text")
         elif job is not None and job.resume_of == run.id and job.failed:
             lines = job.log_tail().splitlines()
-            st.error(f"Resuming failed: {lines[-1] if lines else f'exit code {job.returncode}'}")
+            show_error(f"Resuming failed: {lines[-1] if lines else f'exit code {job.returncode}'}")
+        _learning_health(run, status)
         curve = learning_curve(run)
         if curve is None:
             st.caption("No episode has finished yet.")

@@ -43,6 +43,9 @@ authors' simulator delivers an op's outputs.
 
 Every malformed input (a bad number, an out-of-range id, edge lists of different lengths, a
 wrong number of node lines, a cycle) raises one :class:`~engine.errors.GraphError` sentence.
+An entry glued by a bare comma (``16,6``) in a line whose other entries are separated by a comma
+and a blank — the one corrupted entry of three of the authors' published files — is read as the
+authors' reader reads it (two ids) with one warning (``UserWarning``) naming the line and the edges.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import warnings
 
 import numpy as np
 
@@ -100,6 +104,26 @@ def _ints(line: str, lineno: int, what: str) -> list[int]:
     return out
 
 
+def _warn_glued_entries(line: str, lineno: int, name: str, src: list[int], dst: list[int]) -> None:
+    """Warn (one line) about an entry like ``16,6`` in an id line whose other entries are separated by a
+    comma *and a blank*: a corrupted entry (three of the authors' published files have one, in line 4,
+    where ``16, 16`` lost a ``, 1``). It is read as the authors' reader reads it — every run of digits is
+    an id, so ``16,6`` is the two ids 16 and 6 — and, as there, the graph gets an edge the file's
+    author did not mean; the warning names the edges read from it."""
+    parts = re.split(r",[ \t]+", line.strip().rstrip(",").strip())
+    glued = [k for k, part in enumerate(parts) if "," in part]
+    if not glued or len(glued) == len(parts):
+        return  # no entry glued, or the line separates every entry with a bare comma (a layout of its own)
+    entry = parts[glued[0]]
+    first, count = sum(len(_tokens(part)) for part in parts[:glued[0]]), len(_tokens(entry))
+    read = f"{count} input ids" if lineno == 2 else "edges " + ", ".join(
+        f"#{e} {src[e]} -> {dst[e]}" for e in range(first, min(first + count, len(src))))
+    more = f" (and {len(glued) - 1} more such entries)" if len(glued) > 1 else ""
+    warnings.warn(f"{name}: line {lineno}: entry {entry[:40]!r} has no blank after its comma, unlike the line's other "
+                  f"entries: a corrupted entry{more}, read as the DOPPLER authors' reader does: {read}",
+                  UserWarning, stacklevel=3)
+
+
 def graph_from_doppler_text(text: str, *, name: str = "doppler", reading: str = "authors",
                             unit_s: float = AUTHORS_UNIT_S, flops_per_s: float = REFERENCE_FLOPS) -> CompGraph:
     """Parse DOPPLER's text format into a :class:`CompGraph` (units in the module docstring).
@@ -148,6 +172,8 @@ def graph_from_doppler_text(text: str, *, name: str = "doppler", reading: str = 
     for e, (s, d) in enumerate(zip(src, dst, strict=True)):
         if not (0 <= s < n and 0 <= d < n):
             raise GraphError(f"{name}: edge #{e} ({s} -> {d}) refers to a node id outside 0..{n - 1}")
+    for lineno in (2, 3, 4):
+        _warn_glued_entries(lines[lineno - 1], lineno, name, src, dst)
     body = [(i + 5, ln) for i, ln in enumerate(lines[4:]) if ln.strip()]
     if len(body) != n:
         raise GraphError(f"{name}: expected {n} node lines ({total} nodes minus {inputs} inputs), "

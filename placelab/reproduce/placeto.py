@@ -6,8 +6,9 @@ App. A.5 simulator, ``k80x2`` / ``k80x4`` presets, roofline K80 costs from
 Inception-V3, NMT and NASNet are the op-level training steps of ``gen:inception-v3``,
 ``gen:nmt`` and ``gen:nasnet`` (fewer ops than the TF1 graphs, see the README's generator
 table); the "CPU only" column runs on the CPU of ``cpu+k80x2`` (the p2.8xlarge's Xeon; the
-``k80x*`` presets have no CPU). The full setting's training budgets are ours (episodes, not the
-paper's wall-clock training), written next to each step.
+``k80x*`` presets have no CPU). In the full setting Table 1's training budgets are the paper's
+placements sampled, one per episode as the paper counts them (``docs/budgets.md``), within a
+wall-time limit of ours; Fig. 5's and the ablations' are ours, in episodes, written next to each step.
 """
 
 from __future__ import annotations
@@ -45,22 +46,25 @@ def _rows():
 # Op groups per model where the learned placers do better with fewer than the default 128
 # (Merge-and-Colocate's target N, which App. A.6 leaves per graph; Placeto §4 hands the same
 # grouped graph to Placeto and the RNN placer, so both get it). On ``gen:nmt`` (2 layers,
-# ``k80x2``) Placeto's policy does not leave the uniform one within Table 1's 20.4 K placements
-# (README "Learned placers", ``benchmarks/bench_placeto_budget.py``), so its best is the best of
-# its random re-placements, and over 32 groups those find 400.9–406.7 ms on seeds 0–2 where
-# 128 groups find 441.4–461.2 ms.
+# ``k80x2``) Placeto's policy did not leave the uniform one within 20,400 placements *evaluated*
+# (README "Learned placers", ``benchmarks/bench_placeto_budget.py``; about 320 episodes at 128
+# groups — Table 1 counts 20.4 K episodes, ``docs/budgets.md``), so its best was the best of its
+# random re-placements, and over 32 groups those found 400.9–406.7 ms on seeds 0–2 where 128
+# groups found 441.4–461.2 ms.
 TABLE1_PARAMS: dict[str, tuple[str, ...]] = {"NMT": ("--param", "groups=32")}
 #: Table 1's column of each learned placer; "<column> placements" is its placement count.
 TABLE1_LEARNED = {"placeto": "Placeto", "rnn": "RNN-based"}
 
 
 def _table1_budget(quick: bool, row: str, placer: str) -> tuple[str, ...]:
-    """``--quick``: a few episodes. Full: the paper's placements for this row and placer
-    (Table 1's "placements sampled to find the best") as the budget, 3,000 episodes and 900 s at most."""
+    """``--quick``: a few episodes. Full: the paper's placements for this row and placer (Table 1's
+    "placements sampled" to find the best) as the budget, counted as the paper counts them — one per
+    episode, whatever Placeto's intermediate rewards simulate within it (``docs/budgets.md``) — with
+    Placeto's stopping rule (App. A.7, the CLI's default) and 900 s at most (ours)."""
     if quick:
         return ("--episodes", "8" if placer == "placeto" else "16")
     paper = int(paper_table("placeto", "table1")["rows"][row][f"{TABLE1_LEARNED[placer]} placements"])
-    return ("--episodes", "3000", "--max-placements", str(paper), "--max-seconds", "900")
+    return ("--max-placements", str(paper), "--max-seconds", "900")
 
 
 def table1_steps(quick: bool) -> list[Step]:

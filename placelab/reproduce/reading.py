@@ -41,16 +41,19 @@ def compare_cells(row: str, out: Mapping[str, Any] | None, columns: Mapping[str,
 
 
 def _best(out: Mapping[str, Any], runs_dir: str) -> dict[str, Any]:
-    """The best placement a stored training run found: makespan, oom, placements evaluated when found."""
+    """The best placement a stored training run found: makespan, oom, and when it was found — placements
+    sampled (the papers' unit, ``docs/budgets.md``; None in runs stored before it was counted) and
+    placements evaluated."""
     metrics = RunStore(runs_dir).load(out["run_id"]).meta.get("metrics", {})
     best = next(iter(metrics.get("best_by_graph", {}).values()), None) or {}
     return {"makespan_s": best.get("makespan_s", out.get("best_makespan_s")), "oom": bool(best.get("oom", False)),
-            "placements": best.get("placements_evaluated")}
+            "placements": best.get("placements_sampled"), "evaluated": best.get("placements_evaluated")}
 
 
 def train_cells(row: str, out: Mapping[str, Any] | None, runs_dir: str, runtime_col: str,
                 placements_col: str | None = None) -> list[Cell]:
-    """The best makespan (and the placements evaluated to find it) of a ``train --save`` output."""
+    """The best makespan (and the placements sampled to find it, counted as the papers count them,
+    ``docs/budgets.md``) of a ``train --save`` output."""
     cols = [runtime_col, *([placements_col] if placements_col else [])]
     if not out or out.get("error") or not out.get("run_id"):
         return [error_cell(row, c, out) for c in cols]
@@ -62,7 +65,9 @@ def train_cells(row: str, out: Mapping[str, Any] | None, runs_dir: str, runtime_
     cells = [Cell(row, runtime_col, best["makespan_s"], ("OOM; " if best["oom"] else "") + note, oom=best["oom"])]
     if placements_col:
         p = best["placements"]
-        cells.append(Cell(row, placements_col, float(p) if p is not None else None, note))
+        why = ("placements sampled until the best, one per episode (docs/budgets.md)" if p is not None
+               else "placements sampled not recorded (a run stored before they were counted)")
+        cells.append(Cell(row, placements_col, float(p) if p is not None else None, f"{note}; {why}"))
     return cells
 
 
@@ -83,7 +88,7 @@ def execution_cell(row: str, column: str, out: Mapping[str, Any] | None, found_b
         note += f"; {found_by.get('episodes')} episodes, {found_by['placements_evaluated']} placements evaluated"
         if runs_dir and found_by.get("run_id"):
             try:
-                at = _best(found_by, runs_dir)["placements"]
+                at = _best(found_by, runs_dir)["evaluated"]
             except PlacelabError:
                 at = None
             if at is not None:

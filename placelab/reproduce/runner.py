@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.errors import PlacelabError, SpecError
+from engine.errors import PlacelabError, SpecError, one_line
 from engine.runs import Run, RunStore
 from placelab.reproduce.core import REF, Reproduction, Step, get
 from placelab.reproduce.papers import TABLE_COLUMNS, agreement, join, paper_table
@@ -45,7 +45,7 @@ def run_step(argv: tuple[str, ...]) -> dict[str, Any]:
         with contextlib.redirect_stdout(buf):
             run_command([*argv, "--json"])  # a Ctrl-C in the step stops the reproduction
     except PlacelabError as exc:
-        return {"error": " ".join(str(exc).split()), "wall_s": time.perf_counter() - t0}
+        return {"error": one_line(exc), "wall_s": time.perf_counter() - t0}
     text = buf.getvalue().strip()
     try:
         out = json.loads(text.splitlines()[-1]) if text else {}
@@ -74,7 +74,8 @@ def reproduce(name: str, *, quick: bool = False, runs_dir: str = "runs", workers
     ``reproduce:<run_id>``, or with ``keep_step_runs=False`` to a scratch store that is removed
     once the table and figures are built (the bundled runs keep only the reproduction's run).
     ``only`` (comma-separated texts) runs just the steps whose key contains one of them (e.g.
-    ``"NMT / 2 GPUs,cpu/NMT"``): the other cells read "step did not run".
+    ``"NMT / 2 GPUs,cpu/NMT"``): the other cells read "step did not run". ``progress`` gets a first line
+    ("reproducing NAME (...)") once every check has passed, then one line per finished step.
 
     Raises
     ------
@@ -95,6 +96,10 @@ def reproduce(name: str, *, quick: bool = False, runs_dir: str = "runs", workers
     if not steps:
         keys = ", ".join(s.key for s in rep.steps(quick))
         raise SpecError(f"--only '{only}' matches no step of {name} (steps: {keys})")
+    if progress:  # only now: a refused reproduction says nothing but its error
+        progress(f"reproducing {rep.name} ("
+                 + ("quick setting: small budgets, minutes on a 2-core machine" if quick
+                    else "full setting: paper-scale budgets") + f"; {len(steps)} steps)")
     t = paper_table(rep.paper, rep.table)
     store = RunStore(runs_dir)
     setting = "quick" if quick else "full"

@@ -50,6 +50,9 @@ class EpisodeStats:
 
     ``final`` is the episode's resulting placement; ``best`` the best placement evaluated in
     it (for Placeto with intermediate rewards, every step's placement is evaluated).
+    ``evaluations`` counts the placements simulated (or executed) in the episode;
+    ``sampled`` the placements it counts towards a placement budget, in its paper's unit
+    (``docs/budgets.md``): one per episode for Placeto, the RNN placer and DOPPLER alike.
     """
 
     key: str
@@ -59,6 +62,7 @@ class EpisodeStats:
     reward: float
     entropy: float
     evaluations: int
+    sampled: int = 1
 
 
 @dataclass

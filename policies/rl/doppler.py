@@ -8,8 +8,9 @@ it, and PLC's choice for the later ones is masked to it (our rule; DOPPLER's gra
 
 Acting (eq. 4, 8): ε-greedy on each policy — the argmax with probability 1 − ε, else a uniform
 candidate (device); ε decays linearly from ``epsilon`` to ``epsilon_final`` over
-``decay_episodes`` episodes (§6.1: 0.2 → 0; None: over the training's episode budget, as the
-learning rate does — the trainer calls :meth:`DopplerAgent.fit_budget`). The policy gradient uses the softmax policies'
+``decay_episodes`` episodes (§6.1: 0.2 → 0; None: over the training's episode budget, over which
+the learning rate goes from ``lr`` to ``lr_final`` — the trainer calls
+:meth:`DopplerAgent.fit_budget`). The policy gradient uses the softmax policies'
 log-probabilities of the actions taken, as the paper's eq. 10 does.
 
 Stages (§5, ``stage``):
@@ -24,9 +25,9 @@ Stages (§5, ``stage``):
   starts from (``--init-from``); §5 gives no end criterion.
 * ``sim`` (Stage II, eq. 10): REINFORCE with the terminal reward ``−makespan`` less the
   running mean of all previous episodes' makespans on that graph (§4.1), in milliseconds
-  (``reward_unit_s``: the authors' simulator's unit), plus the entropy bonus; Adam with the learning rate decaying
-  linearly (the shared trainer sets it every update). Starts from Stage I's weights with
-  ``--init-from``.
+  (``reward_unit_s``: the authors' simulator's unit), plus the entropy bonus; Adam at the constant
+  learning rate 1e-4 that the authors' code trains at, without gradient clipping (deviation from
+  the paper's text below). Starts from Stage I's weights with ``--init-from``.
 * ``real`` (Stage III): the same update on makespans measured by the real executor. The agent
   takes the makespan from ``task.evaluate`` in every stage; a Stage III training runs inside
   :func:`policies.rl.measured.measured_rewards` (``start_training`` sees to it: stage ``real``
@@ -38,16 +39,26 @@ Ablations (§6.2 Q2, Table 3): ``variant="sel-only"`` (DOPPLER-SEL: PLC replaced
 critical-path device rule, the device where v starts earliest) and ``variant="plc-only"``
 (DOPPLER-PLC: SEL replaced by the candidate with the longest path to an exit, its b-level).
 
+Deviation from the paper's text, as the authors' code runs (github.com/xinyuyao/Doppler at
+87dda0d): the learning rate is a constant 1e-4 (``lr_final = lr``). §6.1 states "1e-4 linearly
+decreasing to 1e-7"; the code computes a linear decay (to 0 over its episodes,
+``run_placement.py:59``) but assigns it to the optimisers' ``lr`` attribute
+(``scheduler/rl_agent.py:336-338``), which Adam never reads (it reads its ``param_groups``), so
+both its Adam optimisers step at 1e-4 throughout; ``--param lr_final=1e-7`` is the paper's
+schedule. Taken from the authors' code where the paper says nothing: no gradient
+clipping (``clip_grad = 0``; the code calls ``backward()`` then ``step()``,
+``scheduler/rl_agent.py:381-382, 413-414``), and the edge network's hidden width 128
+(``edge_hidden``; dgllife's ``MPNNGNN(edge_hidden_feats=hidden1)`` with ``hidden1 = 128``,
+``scheduler/rl_agent.py:15, 26, 99, 107``).
+
 Deviations from the authors' published code (not from the paper): the b- and t-level paths'
 embeddings are summed over the right ops (the code indexes them in the wrong order); teacher
 ties are all targets (the code's random tie-break can pick an op that is not a largest
-b-level); the learning rate decay is applied (the code's scheduler never takes effect).
-Per-step losses are averaged over the episode's steps (ours), so graphs of different sizes
-weigh alike; the edge network's hidden width (``edge_hidden``) is ours (unstated). Also ours
-(``greedy_search``): every ε-greedy episode also evaluates the greedy placement of the same
-network outputs, so the best placement found counts the argmax policy (one more simulation per
-episode; the update still learns from the sampled episode only). With rollout workers ε is
-constant within one update (:meth:`DopplerAgent.merge`).
+b-level). Per-step losses are averaged over the episode's steps (ours), so graphs of different
+sizes weigh alike. Also ours (``greedy_search``): every ε-greedy episode also evaluates the
+greedy placement of the same network outputs, so the best placement found counts the argmax
+policy (one more simulation per episode; the update still learns from the sampled episode
+only). With rollout workers ε is constant within one update (:meth:`DopplerAgent.merge`).
 """
 
 from __future__ import annotations
@@ -58,6 +69,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from engine.limits import MAX_NET_DEPTH, MAX_NET_WIDTH
 from policies.rl.agent import Advantages, EpisodeStats, PerTask, Rollout
 from policies.rl.doppler_features import DopplerGraph, graph_tensors
 from policies.rl.doppler_rollout import AssignEpisode, assign
@@ -86,14 +98,31 @@ class DopplerConfig(LearnedConfig):
     variant: str = param("full", "full, or an ablation: sel-only (PLC → earliest-start device), plc-only "
                          "(SEL → largest b-level)", "DOPPLER §6.2 Q2, Table 3", choices=VARIANTS)
     hidden: int = param(128, "width of the MPNN embeddings and of the feature projections",
-                        "DOPPLER §4.2 (authors' setup: 128)", low=1)
+                        "DOPPLER §4.2 (authors' setup: 128)", low=1, high=MAX_NET_WIDTH)
     rounds: int = param(6, "K message-passing rounds with shared weights", "DOPPLER §4.2 eq. 2 (authors' setup: 6)",
-                        low=0)
-    edge_hidden: int = param(32, "hidden width of NNConv's edge network", "ours: the paper does not give it", low=1)
+                        low=0, high=MAX_NET_DEPTH)
+    edge_hidden: int = param(128, "hidden width of NNConv's edge network",
+                             "the authors' code (§4.2 does not give it): dgllife MPNNGNN(edge_hidden_feats=hidden1), "
+                             "hidden1 = 128 (xinyuyao/Doppler@87dda0d scheduler/rl_agent.py:15, 26, 99, 107)", low=1,
+                             high=MAX_NET_WIDTH)
     head: int = param(64, "hidden width of the SEL and PLC heads (4·hidden → head → 1)",
-                      "DOPPLER §4.2 eq. 3–7 (authors' setup: 512 → 64 → 1)", low=1)
-    lr: float = param(1e-4, "Adam learning rate, decayed linearly to lr_final", "DOPPLER §6.1", low=1e-12)
-    lr_final: float = param(1e-7, "learning rate at the end of the budget", "DOPPLER §6.1", low=0.0)
+                      "DOPPLER §4.2 eq. 3–7 (authors' setup: 512 → 64 → 1)", low=1,
+                      high=MAX_NET_WIDTH)
+    lr: float = param(1e-4, "Adam learning rate, decayed linearly to lr_final (equal by default: constant)",
+                      "DOPPLER §6.1 (initial value); the authors' code trains at it: Adam(lr=learning_rate) "
+                      "(xinyuyao/Doppler@87dda0d scheduler/rl_agent.py:201-204), learning_rate 0.0001 in "
+                      "config_files/run_doppler/rl_simulation_learning.json:4", low=1e-12)
+    lr_final: float = param(1e-4, "learning rate at the end of the budget",
+                            "the authors' code, not §6.1's text (\"1e-4 linearly decreasing to 1e-7 works best for "
+                            "all versions of DOPPLER\"; --param lr_final=1e-7): the code's decay to 0 "
+                            "(run_placement.py:59) is assigned to the optimisers' `lr` attribute "
+                            "(scheduler/rl_agent.py:336-338), which Adam never reads (it reads param_groups), so "
+                            "its steps stay at 1e-4", low=0.0)
+    clip_grad: float = param(0.0, "gradient-norm clip (0: no clipping)",
+                             "the authors' code (§6.1 gives no clip): backward() then the Adam step, unclipped "
+                             "(xinyuyao/Doppler@87dda0d scheduler/rl_agent.py:381-382, 413-414); the shared 1.0 "
+                             "fired on every update, so an update's size no longer depended on its advantage "
+                             "(issue #32)", low=0.0)
     entropy: float = param(1e-2, "entropy weight β", "DOPPLER §6.1 (\"1e-2 for all RL methods\")", low=0.0)
     entropy_final: float = param(1e-2, "entropy weight at the end of the budget", "DOPPLER §6.1 (one value: constant)",
                                  low=0.0)
@@ -103,7 +132,7 @@ class DopplerConfig(LearnedConfig):
     epsilon_imitation: float = param(1.0, "ε at the start of Stage I (the learner's rollouts)",
                                      "ours: issue #13 (§5 does not give it)", low=0.0, high=1.0)
     decay_episodes: int | None = param(None, "episodes over which ε decays (None: the training's episode budget, "
-                                       "over which the learning rate decays too)",
+                                       "over which the learning rate decays to lr_final too)",
                                        "DOPPLER §6.1: both decay linearly over the 4k–8k episodes of a training",
                                        low=1)
     batch: int = param(1, "episodes per update", "ours: the paper does not batch episodes", low=1)
@@ -179,6 +208,7 @@ class DopplerAgent:
 
     name = "doppler"
     same_graph_per_update = False
+    network_sizes = ("hidden", "edge_hidden", "head")  # the config fields that set the weights' shapes
 
     def __init__(self, num_devices: int, config: DopplerConfig | None = None, *, seed: int = 0,
                  tasks: Sequence[PlacementTask] = ()) -> None:
@@ -217,9 +247,11 @@ class DopplerAgent:
 
     def fit_budget(self, budget: Budget) -> None:
         """Called by the trainer: with ``decay_episodes`` None, ε decays over the episode budget, as the
-        learning rate does (§6.1); without an episode budget, over §6.1's 4k episodes."""
-        if self.config.decay_episodes is None and budget.episodes:
-            self.decay_episodes = int(budget.episodes)
+        learning rate does (§6.1) — or over the placement budget, one placement per episode
+        (``docs/budgets.md``); without either, over §6.1's 4k episodes."""
+        limits = [n for n in (budget.episodes, budget.placements) if n]
+        if self.config.decay_episodes is None and limits:
+            self.decay_episodes = int(min(limits))
 
     # -- one episode ----------------------------------------------------------------------
 
@@ -340,8 +372,8 @@ class DopplerAgent:
         try:
             self.model.load_state_dict(state)
         except RuntimeError:
-            raise ValueError(f"cannot start from {source}: its networks differ in size (hidden, rounds, "
-                             "edge_hidden and head must match)") from None
+            raise ValueError(f"cannot start from {source}: its networks differ in size (hidden, edge_hidden "
+                             "and head must match)") from None
 
     def state_dict(self) -> dict[str, Any]:
         return {"baseline": self.baseline.state_dict(), "episodes": self.episodes,

@@ -7,7 +7,9 @@ graph made bidirected, K = ``rounds`` rounds with shared weights::
     m^k_v = ReLU( W_root h^{k−1}_v + Σ_{u ∈ N(v)} h^{k−1}_u · Θ(e_uv) + b )     (NNConv, sum aggregation)
     h^k_v = GRU(m^k_v, h^{k−1}_v)
 
-Θ is the edge network: the scalar edge feature → a (hidden × hidden) message matrix.
+Θ is the edge network: the scalar edge feature → a (hidden × hidden) message matrix, through one
+hidden layer of width ``edge_hidden`` (Linear, ReLU, Linear: dgllife's ``MPNNGNN``, which the
+authors' code uses with width 128).
 :class:`EdgeNetworkConv` computes exactly NNConv's update; it evaluates Θ once per distinct
 edge feature and per forward pass (the feature is static, DOPPLER graphs have a handful of
 distinct values), instead of once per edge and per round.
@@ -63,7 +65,7 @@ class EdgeNetworkConv(MessagePassing):
 class MPNN(nn.Module):
     """Eq. 2: input projection, ``rounds`` rounds of edge-network convolution + GRU, shared weights."""
 
-    def __init__(self, in_dim: int = 5, hidden: int = 128, rounds: int = 6, edge_hidden: int = 32) -> None:
+    def __init__(self, in_dim: int = 5, hidden: int = 128, rounds: int = 6, edge_hidden: int = 128) -> None:
         super().__init__()
         self.hidden, self.rounds = hidden, rounds
         self.inp = nn.Linear(in_dim, hidden)
@@ -89,7 +91,7 @@ def _head(width: int, hidden: int) -> nn.Sequential:
 class SelPolicy(nn.Module):
     """SEL (eq. 3–4): a score per op from [Z ‖ H ‖ b-path sum ‖ t-path sum]."""
 
-    def __init__(self, hidden: int = 128, rounds: int = 6, edge_hidden: int = 32, head: int = 64) -> None:
+    def __init__(self, hidden: int = 128, rounds: int = 6, edge_hidden: int = 128, head: int = 64) -> None:
         super().__init__()
         self.mpnn = MPNN(5, hidden, rounds, edge_hidden)
         self.proj = nn.Linear(5, hidden)
@@ -106,7 +108,7 @@ class SelPolicy(nn.Module):
 class PlcPolicy(nn.Module):
     """PLC (eq. 5–8): a score per device for the selected op."""
 
-    def __init__(self, hidden: int = 128, rounds: int = 6, edge_hidden: int = 32, head: int = 64) -> None:
+    def __init__(self, hidden: int = 128, rounds: int = 6, edge_hidden: int = 128, head: int = 64) -> None:
         super().__init__()
         self.mpnn = MPNN(5, hidden, rounds, edge_hidden)
         self.proj = nn.Linear(5, hidden)
@@ -142,7 +144,7 @@ class PlcPolicy(nn.Module):
 class DopplerNet(nn.Module):
     """SEL and PLC, each with its own MPNN."""
 
-    def __init__(self, hidden: int = 128, rounds: int = 6, edge_hidden: int = 32, head: int = 64) -> None:
+    def __init__(self, hidden: int = 128, rounds: int = 6, edge_hidden: int = 128, head: int = 64) -> None:
         super().__init__()
         self.sel = SelPolicy(hidden, rounds, edge_hidden, head)
         self.plc = PlcPolicy(hidden, rounds, edge_hidden, head)

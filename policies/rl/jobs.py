@@ -5,39 +5,54 @@ A ``train`` run holds (besides ``run.json``; names in :mod:`policies.rl.run_file
 graphs, such as the RNN placer's vocabulary —, the cluster, the training graphs' specs),
 ``checkpoint.pt``, ``learning_curve.csv``, ``tensorboard/``, and — when it trained on one
 graph — the best placement found with its schedule (``graph.json``, ``placement.json``, …),
-so the app replays and compares it like any placement run.
+so the app replays and compares it like any placement run. When a training ends, its
+learning-health verdict (:mod:`policies.rl.health`) is computed once and stored in the run's
+``metrics.learning_health`` (and returned in :class:`TrainOutcome`, stored or not).
 
 An ``eval`` run holds the zero-shot results of a trained policy on some graphs:
 ``metrics.results`` and ``results.csv``, one row per graph (``placelab eval``).
+
+Failures name the run, as one :class:`~engine.errors.RunError` (exit 2 on the command line): a
+``checkpoint.pt`` that cannot be loaded or does not fit, a ``policy.json`` with a key missing or of the
+wrong type, a resume whose graphs changed since the run started (their content hash differs from the
+run's). A full disk while a run trains ends the run as ``failed`` with the reason in its ``error``,
+removes its checkpoint temp files, and raises one ``RunError``; a Ctrl-C is held off while an interrupted
+run saves its checkpoint and status, so a second Ctrl-C cannot leave it half-saved.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
+import signal
 import socket
+import threading
 import time
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from engine.cluster import Cluster, cluster_from_dict, cluster_to_dict, load_cluster
-from engine.errors import RunError, SpecError
+from engine.errors import PlacelabError, RunError, SpecError
 from engine.graph import CompGraph
 from engine.objectives import lower_bound
 from engine.placement import Placement
+from engine.run_locks import release_live_lock
 from engine.run_records import write_placement_files
 from engine.runs import Run, RunStore
 from engine.simulator import Simulator
 from engine.sources import expand_graph_specs, load_graph
 from policies.rl.measured import REWARDS, check_executable, rewards_for
-from policies.rl.registry import make_agent, make_config
+from policies.rl.registry import make_agent, make_config, stored_params
 from policies.rl.reinforce import Budget, StoppingRule
 from policies.rl.run_files import CHECKPOINT, CURVE, POLICY, STOP_REQUEST
 from policies.rl.task import PlacementTask, make_task
-from policies.rl.trainer import Trainer
+from policies.rl.trainer import Trainer, read_checkpoint
 
 __all__ = ["TrainOutcome", "evaluate_policy", "load_policy", "load_tasks", "policy_place", "resume_training",
            "start_training", "task_for"]
@@ -53,10 +68,32 @@ class TrainOutcome:
     best_makespan_s: float | None
     wall_s: float
     stop_reason: str
+    learning_health: dict[str, Any] | None = None  # policies.rl.health.LearningHealth.to_dict()
+    placements_sampled: int | None = None  # the papers' unit, what --max-placements counts (docs/budgets.md)
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "episodes": self.episodes, "placements_evaluated": self.placements_evaluated,
-                "best_makespan_s": self.best_makespan_s, "wall_s": self.wall_s, "stop_reason": self.stop_reason}
+                "placements_sampled": self.placements_sampled,
+                "best_makespan_s": self.best_makespan_s, "wall_s": self.wall_s, "stop_reason": self.stop_reason,
+                "learning_health": self.learning_health}
+
+
+class _CurveKeepingTrainer(Trainer):
+    """A trainer that also keeps, in memory, the learning-curve columns the learning-health verdict reads —
+    for a training that is not stored (a stored one reads them back from its ``learning_curve.csv``)."""
+
+    COLUMNS = ("episode", "graph", "sampled_runtime", "best_runtime", "entropy", "placements_evaluated")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.curve: dict[str, list] = {k: [] for k in self.COLUMNS}
+
+    def step(self) -> list[dict[str, Any]]:
+        rows = super().step()
+        for row in rows:
+            for k in self.COLUMNS:
+                self.curve[k].append(row.get(k))
+        return rows
 
 
 def _default_groups(placer: str, spec: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -88,7 +125,8 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
                    store: RunStore | None = None, tags: list[str] | None = None, name: str | None = None,
                    progress: Progress | None = None, init_from: str | None = None,
                    runs_dir: str = "runs", reward: str | None = None,
-                   workers: int | None = None, address: str | None = None) -> TrainOutcome:
+                   workers: int | None = None, address: str | None = None,
+                   max_random: int | None = None) -> TrainOutcome:
     """Train learned placer ``placer`` on the graphs of ``graphs`` (a multi-graph spec) and store the run.
 
     ``init_from``: a stored training run of the same placer (an id in ``runs_dir``, or the run's
@@ -97,7 +135,8 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
     every evaluated placement on the cluster's devices and rewards its measured makespan
     (:mod:`policies.rl.measured`); None: ``simulated``, except DOPPLER's stage ``real`` (Stage III),
     which is always ``measured``. ``workers``/``address``: collect the rollouts on Ray workers
-    (:mod:`policies.rl.workers`).
+    (:mod:`policies.rl.workers`). ``max_random``: cap the random placements per graph of the
+    learning-health comparison (None: as many as the training evaluated; :mod:`policies.rl.health`).
     """
     if reward is not None and reward not in REWARDS:
         raise SpecError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
@@ -121,19 +160,30 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
     if store is not None:
         first = next(iter(tasks.values())).graph
         graph_name = first.name if len(specs) == 1 else graphs
-        graph_hash = first.content_hash if len(specs) == 1 else hashlib.sha256(
-            "\x00".join(t.graph.content_hash for t in tasks.values()).encode()).hexdigest()[:16]
-        run = store.create("train", graph_name=graph_name, graph_hash=graph_hash, cluster=c.name, placer=placer,
+        run = store.create("train", graph_name=graph_name, graph_hash=_graphs_hash(specs, tasks), cluster=c.name,
+                           placer=placer,
                            parameters={**config.to_dict(), "graphs": graphs, "budget": _budget_doc(budget),
                                        "reward": reward, **({"init_from": source} if source else {})},
                            seed=seed, tags=list(tags or []), name=name)
-        run.write_json(POLICY, {"placer": placer, "config": agent.config.to_dict(),
-                                "num_devices": c.num_devices, "cluster": cluster_to_dict(c), "graphs": specs,
-                                "seed": seed, "budget": _budget_doc(budget), "reward": reward,
-                                "stopping": {"window": stopping.window, "tolerance": stopping.tolerance}})
-    trainer = Trainer(agent, tasks, seed=seed, budget=budget, stopping=stopping, run=run, progress=progress,
-                      rollouts=rollouts)
-    return _train_and_finish(trainer, run, reward)
+        try:
+            run.write_json(POLICY, {"placer": placer, "config": agent.config.to_dict(),
+                                    "num_devices": c.num_devices, "cluster": cluster_to_dict(c), "graphs": specs,
+                                    "seed": seed, "budget": _budget_doc(budget), "reward": reward,
+                                    "stopping": {"window": stopping.window, "tolerance": stopping.tolerance}})
+        except BaseException as exc:
+            _fail_run(run, exc)
+            raise
+    trainer = (Trainer if run is not None else _CurveKeepingTrainer)(
+        agent, tasks, seed=seed, budget=budget, stopping=stopping, run=run, progress=progress, rollouts=rollouts)
+    return _train_and_finish(trainer, run, reward, seed=seed, max_random=max_random)
+
+
+def _graphs_hash(specs: list[str], tasks: dict[str, PlacementTask]) -> str:
+    """The graph hash a training run stores: its graph's content hash, or a digest of its graphs' hashes."""
+    hashes = [t.graph.content_hash for t in tasks.values()]
+    if len(specs) == 1:
+        return hashes[0]
+    return hashlib.sha256("\x00".join(hashes).encode()).hexdigest()[:16]
 
 
 def _reward_kind(config: Any, reward: str | None) -> str:
@@ -166,8 +216,6 @@ def _workers(placer: str, agent: Any, tasks: dict[str, PlacementTask], workers: 
 
 def _init_weights(agent: Any, placer: str, ref: str, runs_dir: str) -> str:
     """Load the weights of training run ``ref`` into ``agent``; returns the run's id."""
-    import torch
-
     from policies.learned import resolve_run
 
     run = resolve_run(ref, runs_dir)
@@ -176,106 +224,346 @@ def _init_weights(agent: Any, placer: str, ref: str, runs_dir: str) -> str:
         raise SpecError(f"--init-from {run.id}: that run trained '{doc['placer']}', not '{placer}'")
     if CHECKPOINT not in run.files():
         raise RunError(f"run {run.id} has no trained weights yet ({CHECKPOINT} is missing)")
-    state = torch.load(run.path / CHECKPOINT, weights_only=True)["model"]
+    state = read_checkpoint(run.path / CHECKPOINT, f"run {run.id}: {CHECKPOINT}")["model"]
     try:
         agent.model.load_state_dict(state)
-    except RuntimeError:
-        raise SpecError(f"--init-from {run.id}: its networks differ in size from this configuration's") from None
+    except (RuntimeError, TypeError, ValueError):
+        stored = doc["config"]
+        differ = [f"{k}={stored[k]!r}" for k in getattr(agent, "network_sizes", ())
+                  if k in stored and stored[k] != getattr(agent.config, k)]
+        hint = f" (that run has {', '.join(differ)}: pass --param {' --param '.join(differ)})" if differ else ""
+        raise SpecError(f"--init-from {run.id}: its networks differ in size from this configuration's{hint}") from None
     return run.id
 
 
-def _train_and_finish(trainer: Trainer, run: Run | None, reward: str = "simulated") -> TrainOutcome:
+def _learning_health(trainer: Trainer, run: Run | None, reward: str, seed: int,
+                     max_random: int | None) -> dict[str, Any] | None:
+    """The training's learning-health verdict (:mod:`policies.rl.health`), from its whole learning curve (a
+    stored run's file, so a resumed run counts every episode); None, with a warning, when it cannot be
+    computed — it never fails a training."""
+    from policies.rl.health import assess
+
+    try:
+        curve = run.read_table(CURVE) if run is not None and CURVE in run.files() else getattr(trainer, "curve", None)
+        if not curve or not curve.get("episode"):
+            return None
+
+        def note(message: str) -> None:
+            if trainer.progress is not None:
+                trainer.progress(trainer.episodes, trainer.budget.episodes or 0, message)
+
+        health = assess(curve, trainer.tasks, placer=getattr(trainer.agent, "name", None),
+                        num_devices=next(iter(trainer.tasks.values())).num_devices, seed=seed, best=trainer.best,
+                        reward=reward, max_random=max_random, progress=note)
+        return None if health is None else health.to_dict()
+    except Exception as exc:  # the verdict is a report: a failure to compute it must not lose the training
+        warnings.warn(f"learning health not computed: {str(exc) or type(exc).__name__}", stacklevel=2)
+        return None
+
+
+def _train_and_finish(trainer: Trainer, run: Run | None, reward: str = "simulated", *, seed: int = 0,
+                      max_random: int | None = None) -> TrainOutcome:
+    if run is None:
+        return _train_and_store(trainer, run, reward, seed=seed, max_random=max_random)
+    _reserve_space(run)
+    try:
+        return _train_and_store(trainer, run, reward, seed=seed, max_random=max_random)
+    finally:
+        _release_space(run)
+
+
+def _train_and_store(trainer: Trainer, run: Run | None, reward: str, *, seed: int,
+                     max_random: int | None) -> TrainOutcome:
     try:
         with rewards_for(trainer.tasks, reward):
             reason = trainer.train()
     except KeyboardInterrupt:
-        if run is not None:
-            trainer.save_checkpoint(run.path / CHECKPOINT)
-            run.update(progress=trainer.status())
-            run.finish("interrupted")
+        with _sigint_held():  # a second Ctrl-C must not leave the run half-saved
+            with contextlib.suppress(Exception):
+                trainer.close()
+            if run is not None:
+                _stop_run(trainer, run)
         raise
     except BaseException as exc:
+        with contextlib.suppress(Exception):  # closing flushes TensorBoard, which fails again on a full disk
+            trainer.close()
         if run is not None:
-            run.fail(str(exc) or type(exc).__name__)
+            _fail_run(run, exc)
         raise
-    finally:
+    try:
         trainer.close()
+    except BaseException as exc:
+        if run is not None:
+            _fail_run(run, exc)
+        raise
+    interrupted = False
+    try:
+        health = _learning_health(trainer, run, reward, seed, max_random)
+    except KeyboardInterrupt:  # while the random search runs: finish the run without the verdict, then stop
+        health, interrupted = None, True
     outcome = TrainOutcome(run.id if run else None, trainer.episodes, trainer.placements, trainer.best_makespan(),
-                           trainer.wall, reason)
+                           trainer.wall, reason, health, placements_sampled=trainer.sampled)
     if run is not None:
-        metrics: dict[str, Any] = {
-            "episodes": trainer.episodes, "updates": trainer.updates, "placements_evaluated": trainer.placements,
-            "best_makespan_s": outcome.best_makespan_s, "wall_s": trainer.wall, "stop_reason": reason,
-            "episodes_per_minute": 60.0 * trainer.episodes / max(trainer.wall, 1e-9),
-            "best_by_graph": {k: {"makespan_s": b.makespan, "objective": b.objective, "oom": b.oom,
-                                  "placements_evaluated": b.placements_evaluated} for k, b in trainer.best.items()},
-        }
-        if len(trainer.tasks) == 1:  # a single graph: store its best placement like any placement run
-            key, task = next(iter(trainer.tasks.items()))
-            devices = task.expand(trainer.best[key].devices)
-            schedule = Simulator(task.graph, task.cluster).run(devices)
-            metrics.update(write_placement_files(run, task.graph, task.cluster, Placement(devices), schedule))
-        run.update(progress=trainer.status())
-        run.finish("interrupted" if reason == "stopped" else "done", metrics)
+        with _sigint_held() as pending:
+            try:
+                _store_outcome(trainer, run, outcome, health, interrupted)
+            except BaseException as exc:
+                _fail_run(run, exc)
+                raise
+        interrupted = interrupted or bool(pending)
+    if interrupted:
+        raise KeyboardInterrupt
     return outcome
 
 
-def _policy_doc(run: Run) -> dict[str, Any]:
+def _store_outcome(trainer: Trainer, run: Run, outcome: TrainOutcome, health: dict[str, Any] | None,
+                   interrupted: bool) -> None:
+    """Write a finished training's metrics (and, on one graph, its best placement) and end the run."""
+    reason = outcome.stop_reason
+    metrics: dict[str, Any] = {
+        "episodes": trainer.episodes, "updates": trainer.updates, "placements_evaluated": trainer.placements,
+        "placements_sampled": trainer.sampled, "best_makespan_s": outcome.best_makespan_s, "wall_s": trainer.wall,
+        "stop_reason": reason,
+        "episodes_per_minute": 60.0 * trainer.episodes / max(trainer.wall, 1e-9),
+        "best_by_graph": {k: {"makespan_s": b.makespan, "objective": b.objective, "oom": b.oom,
+                              "placements_evaluated": b.placements_evaluated,
+                              "placements_sampled": b.placements_sampled} for k, b in trainer.best.items()},
+    }
+    if len(trainer.tasks) == 1:  # a single graph: store its best placement like any placement run
+        key, task = next(iter(trainer.tasks.items()))
+        devices = task.expand(trainer.best[key].devices)
+        schedule = Simulator(task.graph, task.cluster).run(devices)
+        metrics.update(write_placement_files(run, task.graph, task.cluster, Placement(devices), schedule))
+    if health is not None:
+        metrics["learning_health"] = health
+    run.update(progress=trainer.status())
+    run.finish("interrupted" if reason == "stopped" or interrupted else "done", metrics)
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[list[int]]:
+    """Hold off Ctrl-C (SIGINT) for the block; yields the list of signals that arrived meanwhile.
+
+    Saving a stopped run (checkpoint, then ``run.json``) takes a moment; a second Ctrl-C in that moment
+    used to leave the run ``running`` with a checkpoint temp file. Outside the main thread (signals
+    cannot be handled there) the block runs as is.
+    """
+    pending: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield pending
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
+    try:
+        yield pending
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+
+
+#: A file of :data:`_RESERVE_BYTES` a stored training holds while it trains: on a full disk it is removed first,
+#: so that the run's end (``failed`` and why, or ``interrupted``) can still be written to ``run.json``.
+_RESERVE = ".disk-reserve.tmp"
+_RESERVE_BYTES = 64 * 1024
+
+
+def _reserve_space(run: Run) -> None:
+    path = run.path / _RESERVE
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            if hasattr(os, "posix_fallocate"):
+                os.posix_fallocate(fd, 0, _RESERVE_BYTES)
+            else:  # pragma: no cover - macOS, Windows
+                os.write(fd, bytes(_RESERVE_BYTES))
+        finally:
+            os.close(fd)
+    except OSError:  # already too little space (or a file system without it): train without the reserve
+        _release_space(run)
+
+
+def _release_space(run: Run) -> None:
+    with contextlib.suppress(OSError):
+        (run.path / _RESERVE).unlink(missing_ok=True)
+
+
+def _stop_run(trainer: Trainer, run: Run) -> None:
+    """Save an interrupted training run so that it resumes: checkpoint, progress, status ``interrupted``.
+    When the checkpoint cannot be written (a full disk), the previous one stays and ``error`` says why."""
+    error = None
+    try:
+        trainer.save_checkpoint(run.path / CHECKPOINT)
+    except Exception as exc:
+        _remove_temp_files(run)
+        _release_space(run)
+        error = (f"interrupted; its last checkpoint could not be written ({_one_line(exc)}): "
+                 "it resumes from the one before")
+    try:
+        run.update(progress=trainer.status(), **({"error": error} if error else {}))
+        run.finish("interrupted")
+    except Exception:  # the stop is what the user asked for: report it, whatever the disk says
+        release_live_lock(run.path)  # this process no longer runs it: it reads interrupted
+
+
+def _disk_full(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) says the disk or the quota is full: an
+    ``OSError`` with ``ENOSPC``/``EDQUOT``, or a wrapped one (``WriteError``, TensorFlow's
+    ``ResourceExhaustedError`` from the TensorBoard writer) that carries the system's message."""
+    codes = (errno.ENOSPC, errno.EDQUOT)
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in codes:
+            return True
+        if any(os.strerror(code) in str(exc) for code in codes):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _one_line(exc: BaseException, limit: int = 200) -> str:
+    text = " ".join((str(exc) or type(exc).__name__).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _remove_temp_files(run: Run) -> None:
+    """Remove the checkpoint's temp files from the run (a failed or killed write leaves them)."""
+    with contextlib.suppress(OSError):
+        for path in run.path.glob(f".{CHECKPOINT}*.tmp"):
+            path.unlink(missing_ok=True)
+
+
+def _fail_run(run: Run, exc: BaseException) -> None:
+    """End ``run`` as ``failed`` with the reason, after ``exc`` stopped it, and remove its temp files.
+
+    A full disk becomes one :class:`RunError` naming the run (raised from here); any other failure is
+    recorded and left to the caller to re-raise. Recording never hides ``exc``: when ``run.json`` cannot be
+    written either, the run keeps its status (``running`` reads ``interrupted`` once this process ends).
+    """
+    _remove_temp_files(run)
+    _release_space(run)
+    full = _disk_full(exc)
+    if isinstance(exc, KeyboardInterrupt):
+        message = "interrupted"
+    elif full:
+        detail = _one_line(exc)  # what was being written, when the error says (not for a bare "[Errno 28] ...")
+        message = "no space left on device" + ("" if detail.startswith("[Errno") else f" ({detail})")
+    else:
+        message = _one_line(exc, 1000)
+    stored = True
+    try:
+        if isinstance(exc, KeyboardInterrupt):
+            run.finish("interrupted")
+        else:
+            run.fail(message)
+    except Exception:
+        stored = False
+        release_live_lock(run.path)  # this process no longer runs it: it reads interrupted
+    if full:
+        kept = "stored as failed" if stored else "its run.json could not be updated either"
+        raise RunError(f"training run {run.id} stopped: no space left on device in {run.path.parent} ({kept}); "
+                       "resume it once there is space") from None
+
+
+#: Keys of ``policy.json`` and their JSON types: every reader needs the first six; a resume also the last two.
+_POLICY_KEYS: dict[str, type | tuple[type, ...]] = {
+    "placer": str, "config": dict, "num_devices": int, "cluster": dict, "graphs": list, "seed": int,
+    "budget": dict, "stopping": dict,
+}
+_RESUME_ONLY = ("budget", "stopping")
+
+
+def _policy_doc(run: Run, *, resume: bool = False) -> dict[str, Any]:
+    """The run's ``policy.json``, checked: a key missing or of the wrong type is one RunError naming the run."""
     if run.meta.get("kind") != "train" or POLICY not in run.files():
         raise RunError(f"run {run.id} is not a training run of a learned placer (it has no {POLICY})")
-    return run.read_json(POLICY)
+    doc = run.read_json(POLICY)
+    if not isinstance(doc, dict):
+        raise RunError(f"run {run.id}: {POLICY} is not a JSON object")
+    for key, kind in _POLICY_KEYS.items():
+        if key in _RESUME_ONLY and not resume:
+            continue
+        if key not in doc:
+            raise RunError(f"run {run.id}: {POLICY} has no {key!r}; it is damaged or not written by placelab")
+        if not isinstance(doc[key], kind) or isinstance(doc[key], bool):
+            raise RunError(f"run {run.id}: {POLICY} key {key!r} has the wrong type ({type(doc[key]).__name__})")
+    return doc
 
 
 def resume_training(store: RunStore, ref: str, *, episodes: int | None = None, seconds: float | None = None,
                     progress: Progress | None = None, workers: int | None = None,
-                    address: str | None = None) -> TrainOutcome:
+                    address: str | None = None, max_random: int | None = None) -> TrainOutcome:
     """Continue a stopped or interrupted training run from its checkpoint, in the same run.
 
     ``episodes`` replaces the episode budget (a total, not an increment); ``seconds`` the
-    wall-time budget (also a total).
+    wall-time budget (also a total). The learning-health verdict is computed again over every
+    episode (``max_random`` as in :func:`start_training`).
     """
     run = store.load(ref)
     if run.status == "running":
         raise RunError(f"run {run.id} is still training (pid {run.meta.get('pid')})")
-    doc = _policy_doc(run)
+    doc = _policy_doc(run, resume=True)
     if CHECKPOINT not in run.files():
         raise RunError(f"run {run.id} has no checkpoint to resume from")
     c = cluster_from_dict(doc["cluster"], source=f"run {run.id}")
     if doc.get("reward") == "measured":
         check_executable(c)
-    agent = _stored_agent(doc)
-    tasks = load_tasks(list(doc["graphs"]), c, agent.config)
+    agent = _stored_agent(doc, run.id)
+    specs = list(doc["graphs"])
+    tasks = load_tasks(specs, c, agent.config)
+    _check_same_graphs(run, specs, tasks)
     b = doc["budget"]
-    budget = Budget(episodes if episodes is not None else b["episodes"], b["placements"],
-                    seconds if seconds is not None else b["seconds"])
-    stopping = StoppingRule(**doc["stopping"])
+    try:
+        budget = Budget(episodes if episodes is not None else b["episodes"], b["placements"],
+                        seconds if seconds is not None else b["seconds"])
+        stopping = StoppingRule(**doc["stopping"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RunError(f"run {run.id}: {POLICY} has a damaged budget or stopping rule ({_one_line(exc)})") from None
     trainer = Trainer(agent, tasks, seed=doc["seed"], budget=budget, stopping=stopping, run=run, progress=progress,
                       rollouts=_workers(doc["placer"], agent, tasks, workers, address))
     trainer.load_checkpoint(run.path / CHECKPOINT)
+    _remove_temp_files(run)  # left by a process killed while it wrote a checkpoint
     run.cut_table(CURVE, "episode", trainer.episodes)  # episodes after the checkpoint are trained again
     (run.path / STOP_REQUEST).unlink(missing_ok=True)
     if budget != Budget(**b):
         run.write_json(POLICY, {**doc, "budget": _budget_doc(budget)})
     run.update(status="running", pid=os.getpid(), host=socket.gethostname(), error=None)
-    return _train_and_finish(trainer, run, doc.get("reward", "simulated"))
+    return _train_and_finish(trainer, run, doc.get("reward", "simulated"), seed=int(doc["seed"]),
+                             max_random=max_random)
 
 
-def _stored_agent(doc: dict[str, Any]) -> Any:
+def _check_same_graphs(run: Run, specs: list[str], tasks: dict[str, PlacementTask]) -> None:
+    """Refuse to resume a training whose graphs are not the ones it started on (a graph file edited since):
+    the run would mix two versions of a graph in one learning curve."""
+    stored = (run.meta.get("graph") or {}).get("hash")
+    now = _graphs_hash(specs, tasks)
+    if stored and stored != now:
+        raise RunError(f"run {run.id} cannot resume: its graphs ({', '.join(specs)}) changed since it started "
+                       f"(graph hash {stored}, now {now}); start a new training on them instead")
+
+
+def _stored_agent(doc: dict[str, Any], run_id: str) -> Any:
     """A fresh agent built from a ``policy.json`` (runs before the registry kept what the RNN placer
     fixes from its graphs in ``extras``; they join the config)."""
-    return make_agent(doc["placer"], int(doc["num_devices"]), {**doc["config"], **(doc.get("extras") or {})},
-                      seed=doc["seed"])
+    try:
+        params = stored_params(doc["placer"], {**doc["config"], **(doc.get("extras") or {})})
+        return make_agent(doc["placer"], int(doc["num_devices"]), params, seed=doc["seed"])
+    except (PlacelabError, KeyError, TypeError, ValueError) as exc:
+        raise RunError(f"run {run_id}: {POLICY} does not describe a policy this placelab can build "
+                       f"({_one_line(exc)})") from None
 
 
 def load_policy(run: Run) -> tuple[Any, dict[str, Any]]:
     """The trained agent of a ``train`` run (weights from its checkpoint) and its ``policy.json``."""
-    import torch
-
     doc = _policy_doc(run)
     if CHECKPOINT not in run.files():
         raise RunError(f"run {run.id} has no trained weights yet ({CHECKPOINT} is missing)")
-    agent = _stored_agent(doc)
-    agent.model.load_state_dict(torch.load(run.path / CHECKPOINT, weights_only=True)["model"])
+    agent = _stored_agent(doc, run.id)
+    what = f"run {run.id}: {CHECKPOINT}"
+    state = read_checkpoint(run.path / CHECKPOINT, what)["model"]
+    try:
+        agent.model.load_state_dict(state)
+    except (RuntimeError, TypeError, ValueError):
+        raise RunError(f"{what} does not fit the run's {POLICY} (its networks differ)") from None
     agent.model.eval()
     return agent, doc
 

@@ -46,8 +46,6 @@ import torch
 from torch import nn
 from torch_geometric.nn import MessagePassing
 
-from policies.rl.placeto import VARIANTS
-
 __all__ = ["PlacetoNet", "SparsePair", "StateBatch", "mlp", "spmm"]
 
 # CSR products are all this module needs of torch.sparse, and they are stable on CPU
@@ -159,8 +157,6 @@ class PlacetoNet(nn.Module):
     def __init__(self, num_devices: int, *, emb: int = 8, hidden: int = 8, head: int = 16, rounds: int = 4,
                  variant: str = "full") -> None:
         super().__init__()
-        if variant not in VARIANTS:
-            raise ValueError(f"unknown Placeto variant {variant!r} (choose from {', '.join(VARIANTS)})")
         self.num_devices = num_devices
         self.rounds = rounds
         self.variant = variant

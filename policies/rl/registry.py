@@ -39,13 +39,14 @@ import pkgutil
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from engine.errors import SpecError
+from engine.limits import MAX_COUNT
 from policies.rl.task import GROUPINGS, PlacementTask, check_grouping
 
 __all__ = ["LearnedConfig", "LearnedPlacerInfo", "config_fields", "learned_placers", "make_agent", "make_config",
-           "param", "register_learned"]
+           "param", "register_learned", "stored_params"]
 
 
 def param(default: Any, doc: str, source: str, *, low: float | None = None, high: float | None = None,
@@ -76,8 +77,12 @@ class LearnedConfig:
     lr_final: float = param(1e-4, "learning rate at the end of the budget", "Placeto App. A.7", low=0.0)
     entropy: float = param(1e-2, "entropy weight β, decayed linearly to entropy_final", "Placeto App. A.7", low=0.0)
     entropy_final: float = param(1e-4, "entropy weight at the end of the budget", "Placeto App. A.7", low=0.0)
-    clip_grad: float = param(1.0, "gradient-norm clip", "ours: no paper gives one; a large first gradient "
-                             "otherwise throws the near-uniform initial policy to one device", low=1e-12)
+    clip_grad: float = param(1.0, "gradient-norm clip (0: no clipping)", "ours: no paper gives one; a large first "
+                             "gradient otherwise throws the near-uniform initial policy to one device", low=0.0)
+
+    #: Values that a config stored before a field existed stands for (a new default must not change
+    #: what an older run's weights mean); :func:`stored_params` fills them in.
+    STORED_DEFAULTS: ClassVar[dict[str, Any]] = {}
 
     def __post_init__(self) -> None:
         """Every field's type, range and choices (ValueError naming the field), then the grouping."""
@@ -160,6 +165,9 @@ def _checked(f: dataclasses.Field, value: Any) -> Any:
             bounds = ("finite" if lo is None else "> 0" if lo == 1e-12 else f">= {lo}") if hi is None else \
                 f"in [{lo}, {hi}]"
             raise ValueError(f"parameter '{f.name}' must be {bounds}, got {value!r}")
+        if want == "int" and hi is None and value > MAX_COUNT:  # every integer is a count or a size (engine/limits.py)
+            raise ValueError(f"parameter '{f.name}' must be <= {MAX_COUNT:,} (placelab's limit MAX_COUNT), "
+                             f"got {value:,}")
         return float(value) if want == "float" else value
     return value
 
@@ -175,6 +183,12 @@ def make_config(name: str, params: dict[str, Any]) -> LearnedConfig:
         return _info(name).config(**params)
     except (TypeError, ValueError) as exc:
         raise SpecError(f"learned placer '{name}': {exc}") from None
+
+
+def stored_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A stored config's ``params`` with the values its missing fields stood for when it was stored
+    (:attr:`LearnedConfig.STORED_DEFAULTS`)."""
+    return {**_info(name).config.STORED_DEFAULTS, **params}
 
 
 def make_agent(name: str, num_devices: int, params: dict[str, Any], *, seed: int = 0,

@@ -12,7 +12,7 @@ Everything here is plain numpy so the arithmetic can be checked by hand (tests d
   (Placeto App. A.7 "Optimization", "Entropy").
 * :class:`StoppingRule` — Placeto App. A.7: stop when the reward has not changed by more than
   2 % over a window of 1000 episodes.
-* :class:`Budget` — episodes, placements evaluated and wall time.
+* :class:`Budget` — episodes, placements sampled (the papers' unit, ``docs/budgets.md``) and wall time.
 """
 
 from __future__ import annotations
@@ -163,7 +163,14 @@ class StoppingRule:
 
 @dataclass(frozen=True)
 class Budget:
-    """When to stop training: any limit reached (``None`` = no limit)."""
+    """When to stop training: any limit reached (``None`` = no limit).
+
+    ``placements`` counts placements *sampled* as the placer's paper counts them
+    (``docs/budgets.md``): one per episode for Placeto (Table 1's "placements sampled", whatever
+    the intermediate rewards simulate within the episode), the RNN placer (one of Mirhoseini's K
+    samples) and DOPPLER (its episodes). Limits are checked after each update, so the last
+    update may overshoot one by less than its episodes.
+    """
 
     episodes: int | None = None
     placements: int | None = None

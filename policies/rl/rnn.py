@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.limits import MAX_NET_WIDTH
 from policies.rl.agent import Advantages, EpisodeStats, PerTask, Rollout
 from policies.rl.registry import LearnedConfig, param, register_learned
 from policies.rl.reinforce import MovingAverageBaseline
@@ -69,15 +70,15 @@ class RNNConfig(LearnedConfig):
     """The RNN placer's hyper-parameters; each field's metadata cites its default's source."""
 
     hidden: int = param(512, "bi-LSTM width, both directions together", "Placeto App. A.7: \"hidden size of 512 "
-                        "units\" for the RNN baseline", low=2)
+                        "units\" for the RNN baseline", low=2, high=MAX_NET_WIDTH)
     type_dim: int = param(32, "op-type embedding size", "ours: Mirhoseini §3.2 \"tunable embedding vector\", size "
-                          "not given", low=1)
+                          "not given", low=1, high=MAX_NET_WIDTH)
     device_dim: int = param(32, "device embedding fed to the next decoder step", "ours: Mirhoseini §3.2, size not "
-                            "given", low=1)
+                            "given", low=1, high=MAX_NET_WIDTH)
     attention: int = param(64, "Bahdanau attention units", "ours: not given; the scores cost K·groups²·units per "
-                           "update, so below the hidden size", low=1)
+                           "update, so below the hidden size", low=1, high=MAX_NET_WIDTH)
     shape_len: int = param(8, "outgoing tensor sizes kept per group", "Mirhoseini §3.2 \"fixed-size zero-padded "
-                           "list\" (length not given)", low=0)
+                           "list\" (length not given)", low=0, high=MAX_NET_WIDTH)
     samples: int = param(8, "K placements per update", "Mirhoseini §3.4: 4 or 8 workers per controller", low=1)
     baseline_decay: float = param(0.95, "decay of the moving-average baseline B", "ours: Mirhoseini §3.1 gives "
                                   "none", low=0.0, high=0.999999)

@@ -23,6 +23,7 @@ failing signal (Mirhoseini §3.1) for the RNN placer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -88,6 +89,7 @@ class Evaluation:
     makespan: float
     peak_gb: float
     oom: bool
+    group_start: np.ndarray | None = None  # (groups,) earliest start of a member op (s), when asked for
 
 
 @dataclass(eq=False)
@@ -137,13 +139,31 @@ class PlacementTask:
     def expand(self, group_devices: np.ndarray) -> np.ndarray:
         return np.asarray(group_devices, dtype=np.int64)[self.op_group]
 
-    def evaluate(self, group_devices: np.ndarray) -> Evaluation:
-        """Simulate a group placement; counts towards ``evaluations``."""
+    def evaluate(self, group_devices: np.ndarray, *, start: bool = False) -> Evaluation:
+        """Simulate a group placement; counts towards ``evaluations``. ``start``: also each group's
+        earliest member start time, when the runtimes come from the simulator (Placeto's authors'
+        start-time feature; None when they are measured)."""
         self.evaluations += 1
-        ms, peak = self.sim.makespan_and_peak(self.expand(group_devices))
+        group_start = None
+        if start and isinstance(self.sim, Simulator):
+            ms, peak, op_start = self.sim.makespan_peak_and_start(self.expand(group_devices))
+            group_start = self._group_minimum(np.nan_to_num(op_start, nan=ms))
+        else:
+            ms, peak = self.sim.makespan_and_peak(self.expand(group_devices))
         memory = self.cluster.memory
         objective = penalized_runtime(ms, peak, memory, c=self.memory_penalty)
-        return Evaluation(objective, ms, float(peak.max()) / GB, bool((peak > memory).any()))
+        return Evaluation(objective, ms, float(peak.max()) / GB, bool((peak > memory).any()), group_start)
+
+    def _group_minimum(self, values: np.ndarray) -> np.ndarray:
+        """The minimum of ``values`` (one per op) over each group's members."""
+        order, firsts = self._members
+        return np.minimum.reduceat(values[order], firsts)
+
+    @cached_property
+    def _members(self) -> tuple[np.ndarray, np.ndarray]:
+        """The ops sorted by group, and where each group's run starts."""
+        order = np.argsort(self.op_group, kind="stable")
+        return order, np.searchsorted(self.op_group[order], np.arange(self.num_groups))
 
     def sqrt_reward(self, ev: Evaluation) -> float:
         """Mirhoseini §3.1: ``sqrt(runtime)``, or the failing signal when a device runs out of memory."""

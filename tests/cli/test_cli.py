@@ -360,10 +360,10 @@ def test_console_script_entry_point(files):
     script = Path(sys.executable).with_name("placelab")
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "placelab.cli"]
     ok = subprocess.run([*cmd, "simulate", files.graph, "-c", files.cluster, "--placement", files.all_gpu0,
-                         "--json"], capture_output=True, text=True, timeout=120, check=False)
+                         "--json"], capture_output=True, text=True, timeout=300, check=False)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["makespan_s"] == pytest.approx(10 * MS)
     bad = subprocess.run([*cmd, "graph", "info", str(files.root / "missing.json")], capture_output=True,
-                         text=True, timeout=120, check=False)
+                         text=True, timeout=300, check=False)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.count("\n") == 1 and "missing.json: no such file" in bad.stderr

@@ -243,10 +243,137 @@ def test_runs_show_run_without_placement(env, capsys):
     assert not (env / "t.json").exists()
 
 
-def test_no_arguments_prints_usage(env, capsys):
-    code, out, err = run_cli(capsys)
-    assert code == 2 and "Usage" in out
-    assert err == ""  # no empty "error:" line after the help
+@pytest.mark.parametrize("argv", [[], ["graph"], ["bench"], ["runs"]])
+def test_a_group_without_a_command_prints_its_help_on_stderr(env, capsys, argv):
+    # before: the help went to stdout with nothing on stderr and exit code 2
+    code, out, err = run_cli(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert "Usage: placelab" in err and "error:" not in err
+
+
+def test_help_asked_for_is_on_stdout(env, capsys):
+    code, out, err = run_cli(capsys, "graph", "--help")
+    assert (code, err) == (0, "") and "Usage: placelab graph" in out
+
+
+# ---- one line: at most MAX_LINE characters, control characters escaped (issue 34) ---------------
+
+def assert_short_safe_line(err: str) -> str:
+    """The one stderr line, within ``MAX_LINE`` characters and free of control characters."""
+    from engine.errors import MAX_LINE
+
+    line = err.removesuffix("\n")
+    assert err.endswith("\n") and "\n" not in line, err[:500]
+    assert len(line) <= MAX_LINE, (len(line), line[:500])
+    assert not any(ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F for ch in line), line
+    return line
+
+
+def test_a_long_cycle_is_one_short_line_keeping_both_ends(env, capsys):
+    n = 20_000  # a 10^5-op cycle printed a 1,088,936-byte line
+    ops = [{"name": f"op{i}", "compute": 1} for i in range(n)]
+    edges = [{"src": f"op{i}", "dst": f"op{(i + 1) % n}"} for i in range(n)]
+    (env / "cycle.json").write_text(graph_text(ops, edges))
+    code, out, err = run_cli(capsys, "graph", "info", "cycle.json")
+    assert_bad_input(code, out, err, "has a cycle")
+    line = assert_short_safe_line(err)
+    assert line.startswith("error: graph 'bad' has a cycle: 'op0' -> 'op1' -> ")
+    assert line.endswith("-> 'op19999' -> 'op0'")  # the end of the message is kept too
+    cut = int(line.split("... [")[1].split(" characters cut]")[0].replace(",", ""))
+    assert cut > 200_000  # says how much was left out
+
+
+def test_a_huge_op_name_is_cut(env, capsys):
+    name = "start" + "x" * 1_000_000 + "end"
+    (env / "long.json").write_text(graph_text([{"name": name, "compute": 1}, {"name": name, "compute": 1}]))
+    code, out, err = run_cli(capsys, "graph", "info", "long.json")
+    assert_bad_input(code, out, err, "duplicate op name 'startxxx", "xxxend' (ops #0 and #1)", "characters cut")
+    assert_short_safe_line(err)
+
+
+ESCAPES = "\x1b]0;owned\x07\x1b[31m\u202e"
+
+
+def test_terminal_escapes_in_names_are_escaped(env, capsys):
+    bad = "a" + ESCAPES
+    (env / "esc.json").write_text(graph_text([{"name": bad, "compute": 1}, {"name": bad, "compute": 1}]))
+    code, out, err = run_cli(capsys, "graph", "info", "esc.json")
+    assert_bad_input(code, out, err, "duplicate op name 'a\\x1b]0;owned\\x07\\x1b[31m\\u202e'")
+    assert_short_safe_line(err)
+    # a usage error echoes what was typed: escaped too
+    code, out, err = run_cli(capsys, "graph", "info", "graph.json", "--x" + ESCAPES)
+    assert_bad_input(code, out, err, "No such option: --x\\x1b]0;owned")
+    assert_short_safe_line(err)
+    # and a graph's name in the text written for people
+    (env / "named.json").write_text(json.dumps({**CHAIN, "name": "n" + ESCAPES}))
+    code, out, err = run_cli(capsys, "graph", "info", "named.json")
+    assert code == 0 and out.startswith("n\\x1b]0;owned\\x07\\x1b[31m\\u202e: 3 ops")
+    assert "\x1b" not in out and "\x07" not in out
+
+
+def test_internal_error_is_one_short_line(env, capsys, monkeypatch):
+    import placelab.cli
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("first\n" + "y" * 500_000 + "\x1b[2J last")
+
+    monkeypatch.setattr(placelab.cli, "load_graph", broken)
+    code, out, err = run_cli(capsys, "graph", "info", "graph.json")
+    assert (code, out) == (1, "")
+    line = assert_short_safe_line(err)
+    assert line.startswith("internal error: RuntimeError: first yyy")
+    assert line.endswith("yyy\\x1b[2J last (set PLACELAB_DEBUG=1 for details)")
+
+
+def test_warnings_are_dropped_on_error_and_one_line_on_success(env, capsys, monkeypatch):
+    import warnings
+
+    import placelab.cli
+    from engine.errors import SpecError
+
+    load = placelab.cli.load_graph
+
+    def warn_then(fail: bool):
+        def loader(spec):
+            warnings.warn("a library's\nmulti-line warning", RuntimeWarning, stacklevel=1)
+            if fail:
+                raise SpecError("the bad input")
+            return load(spec)
+        return loader
+
+    monkeypatch.setattr(placelab.cli, "load_graph", warn_then(True))
+    assert_bad_input(*run_cli(capsys, "graph", "info", "graph.json"), "the bad input")
+    monkeypatch.setattr(placelab.cli, "load_graph", warn_then(False))
+    code, out, err = run_cli(capsys, "graph", "info", "graph.json", "--json")
+    assert code == 0 and json.loads(out)["ops"] == 3
+    assert err == "warning: a library's multi-line warning\n"
+
+
+def test_empty_output_path_is_refused_before_placing(env, capsys):
+    # before: `-o ''` exited 0 and wrote nothing
+    code, out, err = run_cli(capsys, "place", "graph.json", "-c", "cluster.json", "--placer", "round-robin",
+                             "--save", "--runs-dir", str(env / "runs"), "-o", "")
+    assert_bad_input(code, out, err, "the output path is empty")
+    assert not (env / "runs").exists()
+
+
+def test_unknown_reproduction_prints_only_its_error(env, capsys):
+    # before: "reproducing nosuch (quick setting ...)" came first
+    assert_bad_input(*run_cli(capsys, "reproduce", "nosuch", "--quick", "--runs-dir", str(env / "runs")),
+                     "unknown reproduction 'nosuch'")
+    assert not (env / "runs").exists()
+
+
+def test_calibrate_refuses_a_directory_before_starting_workers(env, capsys, monkeypatch):
+    import engine.executor.calibration as calibration
+
+    def started(*args, **kwargs):
+        raise AssertionError("calibration started")
+
+    monkeypatch.setattr(calibration, "calibrate", started)
+    (env / "out").mkdir()
+    assert_bad_input(*run_cli(capsys, "calibrate", "-o", "out", "--devices", "2"),
+                     "cannot write out: it is a directory")
 
 
 

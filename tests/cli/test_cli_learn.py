@@ -4,6 +4,7 @@ their one-line errors, on a six-op graph (two chains, see tests/policies/rl_grap
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from cli_run import run_cli
@@ -66,6 +67,36 @@ def test_train_without_save_stores_nothing(capsys, files):
     assert json.loads(out)["run_id"] is None
 
 
+def test_train_reports_its_learning_health(capsys, files):
+    """``train --json`` holds the learning-health verdict; the stored run keeps it; the text output says it in one
+    line (policies/rl/health.py)."""
+    from policies.rl.health import VERDICTS
+
+    code, out, err = run_cli(capsys, "train", "--placer", "placeto", "--graphs", files["graph"], "--cluster",
+                             files["c2"], "--episodes", "20", "--param", "batch=4", "--runs-dir", files["runs"],
+                             "--json", "--save")
+    assert code == 0, err
+    res = json.loads(out)
+    health = res["learning_health"]
+    assert health["verdict"] in VERDICTS and health["label"] == VERDICTS[health["verdict"]]
+    assert health["episodes"] == 20 and health["window"] == 4
+    (cmp,) = health["random_search"]  # as many random placements as the training evaluated
+    assert cmp["placements"] == cmp["placements_trained"] == res["placements_evaluated"]
+    assert cmp["found_makespan_s"] == pytest.approx(res["best_makespan_s"])
+    assert health["entropy_first"] > 0 and health["runtime_first_s"] > 0
+    run = json.loads((Path(files["runs"]) / res["run_id"] / "run.json").read_text())
+    assert run["metrics"]["learning_health"] == health
+
+    code, out, err = run_cli(capsys, "train", "--placer", "placeto", "--graphs", files["graph"], "--cluster",
+                             files["c2"], "--episodes", "12", "--param", "batch=4", "--health-max-random", "5")
+    assert code == 0, err
+    lines = out.splitlines()
+    line = next(x for x in lines if x.startswith("learning health: "))
+    assert "of uniform" in line and "sampled runtime" in line and "for 5 random placements" in line
+    uniform = "the policy never left uniform: its sampled placements are a random search"
+    assert (uniform in lines) == line.startswith("learning health: never left uniform;")
+
+
 def test_params_take_true_and_false_as_bools():
     """``--param`` turns true/false (any case) into bools, numbers into numbers, anything else stays text."""
     from placelab.cli_common import parse_params
@@ -80,7 +111,7 @@ def test_params_take_true_and_false_as_bools():
     (["train", "--placer", "metis", "--graphs", "G", "--cluster", "C2", "--episodes", "4"], "not a learned placer"),
     (["train", "--placer", "placeto", "--cluster", "C2"], "needs --graphs"),
     (["train", "--placer", "placeto", "--graphs", "G", "--cluster", "C2", "--episodes", "0"], "must be positive"),
-    (["train", "--placer", "placeto", "--graphs", "G", "--cluster", "C2", "--param", "rounds=-1"], "must be >= 0"),
+    (["train", "--placer", "placeto", "--graphs", "G", "--cluster", "C2", "--param", "rounds=-1"], "in [0, 64]"),
     (["train", "--placer", "placeto", "--graphs", "G", "--cluster", "C2", "--param", "batch=abc"], "must be int"),
     (["train", "--placer", "placeto", "--graphs", "G", "--cluster", "C2", "--param", "lr=-1"], "must be > 0"),
     (["train", "--placer", "placeto", "--graphs", "G", "--cluster", "C2", "--param", "normalize_advantages=maybe"],

@@ -5,11 +5,13 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+# Streamlit's default is 3 s, which a busy machine exceeded (issue 34): the limit only catches a hang
+TIMEOUT = 300
 
 
 def test_home_with_no_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("PLACELAB_RUNS_DIR", str(tmp_path))
-    app = AppTest.from_file(str(APP)).run()
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
 
     assert not app.exception
     assert [t.value for t in app.title] == ["placelab"]
@@ -18,7 +20,7 @@ def test_home_with_no_runs(tmp_path, monkeypatch):
 
 def test_home_with_missing_runs_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("PLACELAB_RUNS_DIR", str(tmp_path / "absent"))
-    app = AppTest.from_file(str(APP)).run()
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
 
     assert not app.exception
     assert any(info.value.startswith("No runs yet") for info in app.info)
@@ -33,7 +35,7 @@ def test_home_lists_stored_runs(tmp_path, monkeypatch):
     graph, cluster = random_dag(ops=30, seed=2), PRESETS["k80x2"]()
     res = place_and_simulate(graph, cluster, "round-robin", store=RunStore(tmp_path))
     monkeypatch.setenv("PLACELAB_RUNS_DIR", str(tmp_path))
-    app = AppTest.from_file(str(APP)).run()
+    app = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
 
     assert not app.exception
     assert not app.info

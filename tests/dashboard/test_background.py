@@ -10,7 +10,7 @@ from dashboard.background import JOBS_DIR, job_of_run, launch, list_jobs, made_b
 from engine.runs import RunStore
 
 
-def wait_exit(root, timeout=30):
+def wait_exit(root, timeout=300):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         [job] = list_jobs(root)

@@ -6,7 +6,7 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
-TIMEOUT = 120
+TIMEOUT = 300  # generous: only catches a hang; a busy machine must not fail a test on a clock (issue 34)
 
 
 def test_spec_box_refuses_a_server_path(empty_runs, tmp_path):
@@ -26,3 +26,22 @@ def test_spec_box_refuses_a_server_path(empty_runs, tmp_path):
     app.button(key="graphs_use").click().run()
     assert not app.error
     assert {m.label: m.value for m in app.metric}["Ops"] == "9"
+
+
+def test_a_long_error_is_one_short_alert_with_escapes_shown(empty_runs):
+    """An error holding a megabyte or terminal escapes is shown as the CLI prints it: one line of at most
+    ``MAX_LINE`` characters, start and end kept, control characters escaped (issue 34; before, the app
+    showed a million-character alert)."""
+    from engine.errors import MAX_LINE
+
+    spec = "gen:random?\x1b]0;owned\x07" + "z" * 200_000 + "=1"
+    app = AppTest.from_string("from dashboard.app_pages import graphs\ngraphs.page()\n", default_timeout=TIMEOUT).run()
+    app.radio(key="graphs_source").set_value("Generator spec").run()
+    app.text_input(key="graphs_spec").set_value(spec).run()
+    app.button(key="graphs_use").click().run()
+    assert not app.exception
+    (alert,) = [e.value for e in app.error]
+    assert len(alert) <= MAX_LINE
+    assert alert.startswith("gen:random has no parameter '\\x1b]0;owned\\x07zzz")
+    assert alert.endswith("zzz' (parameters: ops, degree, seed, window, name)")
+    assert "characters cut" in alert and "\x1b" not in alert and "\x07" not in alert

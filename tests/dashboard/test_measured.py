@@ -115,7 +115,7 @@ def test_place_page_executes_and_shows_measured_beside_simulated(empty_runs, loc
     assert not app.exception and not app.error
     assert any(i.value.startswith("Executing on this machine") for i in app.info)
     assert len(list_jobs(empty_runs, kind="execute")) == 1
-    wait_for("the execution", lambda: not list_jobs(empty_runs, kind="execute")[0].alive, timeout=120)
+    wait_for("the execution", lambda: not list_jobs(empty_runs, kind="execute")[0].alive, timeout=600)
     app.run()
     assert not app.exception and not app.error, [e.value for e in app.error]
     [run] = RunStore(empty_runs).list(kind="place")
@@ -202,7 +202,7 @@ def test_a_failed_execution_is_one_error_on_the_page(tmp_path):
     job = launch(tmp_path, [sys.executable, "-c", "import sys; sys.exit('error: the cluster has 2 GPU devices but "
                                                   "torch.cuda reports 0')"], label="x", kind="execute")
     wait_for("the job's exit code", lambda: list_jobs(tmp_path)[0].returncode is not None)
-    app = AppTest.from_function(_panel, args=(str(tmp_path), job.id), default_timeout=60).run()
+    app = AppTest.from_function(_panel, args=(str(tmp_path), job.id), default_timeout=300).run()
     assert not app.exception
     assert [e.value for e in app.error] == ["Execution failed: the cluster has 2 GPU devices but torch.cuda reports 0"]
 

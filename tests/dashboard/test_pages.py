@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
-TIMEOUT = 60
+TIMEOUT = 300  # generous: only catches a hang; a busy machine must not fail a page on a clock (issue 34)
 
 
 def page_app(name: str, graph: str | None = None) -> AppTest:
@@ -283,6 +283,18 @@ def test_compare_experiment_cdf_and_learning_curves(learning_runs):
     # only the experiment in the CDF: its three methods
     app.multiselect(key="compare_cdf_runs").set_value([ids["experiment"]]).run()
     assert [t["name"] for t in figure(app, "CDF over test graphs")["data"]] == ["Zero-Shot", "Optimized", "Random"]
+
+
+def test_compare_learning_curves_show_each_runs_learning_health(learning_runs):
+    _store, ids = learning_runs
+    app = page_app("compare").run()
+    app.multiselect(key="compare_train_runs").set_value([ids["trained"], ids["broken"]]).run()
+    assert not app.exception and not app.error
+    table = next(d.value for d in app.dataframe if "learning health" in d.value.columns)
+    assert list(table["learning health"]) == ["too short to judge", "no curve"]  # the failed run has no curve
+    row = table.iloc[0]
+    assert row["episodes"] == 4 and row["random placements"] > 0 and row["verdict from"] == "the run (stored)"
+    assert row["entropy, of uniform (first → last)"].endswith("%")
 
 
 def test_runs_filter_rename_tag_delete(stored_runs):

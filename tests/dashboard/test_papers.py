@@ -73,7 +73,7 @@ def test_reproduction_figures_by_kind():
 
 
 def papers_app() -> AppTest:
-    return AppTest.from_string("from dashboard.app_pages import papers\npapers.page()\n", default_timeout=60)
+    return AppTest.from_string("from dashboard.app_pages import papers\npapers.page()\n", default_timeout=300)
 
 
 def test_page_without_reproductions(empty_runs):

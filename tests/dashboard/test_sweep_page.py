@@ -11,7 +11,7 @@ def test_compare_page_reads_a_sweep(tmp_path, monkeypatch):
     out = run_sweep(store, SweepSpec.from_specs("gen:random?ops=30&seed=3", "k80x2", "single-device,round-robin",
                                                 seeds=2))
     monkeypatch.setenv("PLACELAB_RUNS_DIR", str(store.root))
-    app = AppTest.from_string("from dashboard.app_pages import compare\ncompare.page()\n", default_timeout=60).run()
+    app = AppTest.from_string("from dashboard.app_pages import compare\ncompare.page()\n", default_timeout=300).run()
     assert not app.exception
     assert app.selectbox(key="compare_sweep").value == out["run_id"]
     (table,) = [d.value for d in app.dataframe if "seed" in d.value.columns]

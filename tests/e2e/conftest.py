@@ -80,7 +80,7 @@ def app_url(tmp_path_factory, fake_perfetto):
         stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300  # generous: a busy machine starts Streamlit slowly
         while True:
             try:
                 with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
@@ -112,7 +112,7 @@ def browser_page(app_url):
             "--no-first-run"])
         context = browser.new_context(viewport={"width": 1500, "height": 1000}, accept_downloads=True)
         page = context.new_page()
-        page.set_default_timeout(60_000)
+        page.set_default_timeout(180_000)
         yield page
         context.close()
         browser.close()

@@ -23,7 +23,8 @@ ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 pytestmark = pytest.mark.e2e
 
-GUARD_MS = 60_000
+# Generous (issue 34): a guard only catches a hang, so a busy machine never fails a test on a clock.
+GUARD_MS = 180_000
 
 
 def wait_idle(page) -> None:
@@ -302,7 +303,7 @@ def open_popover(page, opener, body) -> None:
     for _ in range(2):
         opener.click()
         try:
-            body.first.wait_for(timeout=GUARD_MS // 4)
+            body.first.wait_for(timeout=15_000)  # a retry, not a guard: short
             return
         except PlaywrightTimeout:
             page.keyboard.press("Escape")

@@ -355,7 +355,7 @@ def test_timeline_figure_puts_both_schedules_on_one_axis(validation):
 def test_fidelity_page_shows_the_stored_validation(validation, monkeypatch):
     v, store, _, _ = validation
     monkeypatch.setenv("PLACELAB_RUNS_DIR", str(store.root))
-    app = AppTest.from_string("from dashboard.app_pages import fidelity\nfidelity.page()\n", default_timeout=60).run()
+    app = AppTest.from_string("from dashboard.app_pages import fidelity\nfidelity.page()\n", default_timeout=300).run()
     assert not app.exception and not app.error
     assert [t.value for t in app.title] == ["Fidelity"]
     assert len(app.get("plotly_chart")) == 2
@@ -371,7 +371,7 @@ def test_fidelity_page_shows_the_stored_validation(validation, monkeypatch):
 
 def test_fidelity_page_without_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("PLACELAB_RUNS_DIR", str(tmp_path / "none"))
-    app = AppTest.from_string("from dashboard.app_pages import fidelity\nfidelity.page()\n", default_timeout=60).run()
+    app = AppTest.from_string("from dashboard.app_pages import fidelity\nfidelity.page()\n", default_timeout=300).run()
     assert not app.exception and "placelab validate" in app.info[0].value
 
 
@@ -481,7 +481,7 @@ def test_fidelity_page_shows_a_recalibrated_validation(fake_executor, monkeypatc
     v = validate(g, machine_cluster(2), placements=2, placers=["round-robin"], repeats=2, recalibrate=True,
                  store=RunStore(tmp_path))
     monkeypatch.setenv("PLACELAB_RUNS_DIR", str(tmp_path))
-    app = AppTest.from_string("from dashboard.app_pages import fidelity\nfidelity.page()\n", default_timeout=60).run()
+    app = AppTest.from_string("from dashboard.app_pages import fidelity\nfidelity.page()\n", default_timeout=300).run()
     assert not app.exception and not app.error
     table = app.dataframe[0].value
     row = table[table["mode"] == "recalibrated"].iloc[0]

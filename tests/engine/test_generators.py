@@ -61,7 +61,8 @@ def test_generators_are_listed():
     ("gen:random?degree=inf", "gen:random: degree must be a finite number >= 0 and window >= 1"),
     ("gen:random?window=0", "gen:random: degree must be a finite number >= 0 and window >= 1"),
     ("gen:random?seed=-1", "gen:random: seed must be >= 0"),
-    ("gen:random?ops=3&degree=1e30", "gen:random: degree 1e+30 is too large"),
+    ("gen:random?ops=3&degree=1e30",
+     "gen:random: degree 1e+30 is too large: ops × degree = 3e+30 edges, beyond the limit of 50,000,000"),
 ])
 def test_spec_errors(spec, message):
     msg = spec_error(spec)

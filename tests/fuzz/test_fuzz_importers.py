@@ -24,7 +24,7 @@ MUTATIONS = st.lists(
 
 @pytest.fixture(scope="module")
 def worker():
-    w = Worker(timeout_s=60)
+    w = Worker(timeout_s=300)  # a hang detector: generous, a busy machine is slow, not hung (issue 34)
     yield w
     w.close()
 
@@ -64,4 +64,7 @@ def test_the_judge_catches_every_failure_kind(worker):
     assert judge(2, "", "error: one\nerror: two\n").kind == "failure"
     assert judge(2, "", "Traceback (most recent call last):\n").kind == "failure"
     assert judge(0, '{"ops": 3}\n', "RuntimeWarning: overflow\n").kind == "failure"
+    assert judge(0, '{"ops": 3}\n', "warning: overflow encountered in multiply\n").kind == "failure"
+    glued = "warning: g: line 4: entry '16,6' has no blank after its comma, unlike the line's other entries: ...\n"
+    assert judge(0, '{"ops": 3}\n', glued).kind == "ok"
     assert judge(-11, "", "").kind == "failure"

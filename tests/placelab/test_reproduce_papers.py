@@ -130,7 +130,9 @@ def test_placeto_trains_on_the_nmt_family_with_discount_0_only():
 
 def test_table1_gives_each_learned_placer_the_papers_placements_and_nmt_32_groups():
     """Full setting: each train step's placement budget is the paper's count for its row and placer
-    (Table 1's last two columns); the NMT rows' steps, and only those, group into 32 (both placers)."""
+    (Table 1's last two columns), placements sampled as the paper counts them — one per episode
+    (docs/budgets.md) —, with no episode limit of ours besides the stopping rule and 900 s; the NMT
+    rows' steps, and only those, group into 32 (both placers)."""
     from placelab.cli_common import parse_params
     from placelab.reproduce import core
     from policies.rl.registry import make_config
@@ -145,12 +147,68 @@ def test_table1_gives_each_learned_placer_the_papers_placements_and_nmt_32_group
         placer, row = s.key.split("/", 1)
         col = "Placeto placements" if placer == "placeto" else "RNN-based placements"
         assert arg(s.argv, "--max-placements") == [str(rows[row][col])], s.key
+        assert not arg(s.argv, "--episodes") and arg(s.argv, "--max-seconds") == ["900"], s.key
         assert arg(s.argv, "--param") == (["groups=32"] if row.startswith("NMT") else []), s.key
     assert arg(next(s for s in full if s.key == "placeto/NMT / 2 GPUs").argv, "--max-placements") == ["20400"]
     for s in core.get("placeto-table1").steps(True):
         assert not arg(s.argv, "--max-placements"), s.key
     for placer in ("placeto", "rnn"):
         assert make_config(placer, parse_params(["groups=32"])).groups == 32
+
+
+def test_table1_placement_cells_are_placements_sampled_until_the_best(tmp_path):
+    """A train step's placement cell is the placements sampled (one per episode) when its best was found,
+    not the placements its intermediate rewards simulated; a run stored before they were counted
+    leaves the cell empty and says why."""
+    from engine.runs import RunStore
+    from placelab.reproduce.reading import train_cells
+
+    store = RunStore(tmp_path)
+
+    def stored(best: dict) -> dict:
+        run = store.create("train", graph_name="g", graph_hash="h", cluster="k80x2", placer="placeto",
+                           parameters={}, seed=0)
+        run.finish("done", {"best_by_graph": {"g": {"makespan_s": 0.5, "oom": False, **best}}})
+        return {"run_id": run.id, "episodes": 40, "placements_evaluated": 2600}
+
+    now = stored({"placements_sampled": 37, "placements_evaluated": 2405})
+    runtime, count = train_cells("NMT / 2 GPUs", now, str(tmp_path), "Placeto", "Placeto placements")
+    assert runtime.value == 0.5 and count.value == 37.0
+    assert count.note.startswith("40 episodes, 2600 placements evaluated; placements sampled until the best")
+    old = stored({"placements_evaluated": 2405})
+    _, count = train_cells("NMT / 2 GPUs", old, str(tmp_path), "Placeto", "Placeto placements")
+    assert count.value is None and "not recorded" in count.note
+
+
+def test_mirhoseini_table2_trains_the_rnn_placer_on_the_papers_grouping():
+    """Mirhoseini §3.3 / §4.1 group each LSTM cell, embedding lookup, attention and softmax step (and each
+    Inception branch): every RNN training of mirhoseini-table2, in both settings, groups so
+    (grouping=units), not by the RNN placer's default (Placeto's 128 Merge-and-Colocate groups, which
+    placeto-table1 keeps). Counted by hand on small versions of the generators: RNNLM of 3 steps, per
+    step a lookup, 2 cells and a softmax step, plus the variables' scopes (embedding, 2 layers, softmax)
+    and the loss: 4 × 3 + 5 = 17; NMT of length 3, per step 2 lookups, 4 cells, attention and softmax,
+    plus 10 variable scopes: 8 × 3 + 10 = 34; the default groups both into 128."""
+    from engine.presets import PRESETS
+    from engine.workloads.recurrent import nmt, rnnlm
+    from placelab.cli_common import parse_params
+    from placelab.reproduce import core
+    from policies.rl.jobs import task_for
+    from policies.rl.registry import make_config
+
+    for quick in (True, False):
+        trains = [s for s in core.get("mirhoseini-table2").steps(quick) if s.argv[0] == "train"]
+        assert len(trains) == 6 and all(s.key.startswith("rnn/") for s in trains)
+        for s in trains:
+            params = parse_params([s.argv[i + 1] for i, x in enumerate(s.argv) if x == "--param"])
+            assert params == {"grouping": "units"}, s.key
+    units, default = make_config("rnn", {"grouping": "units"}), make_config("rnn", {})
+    c = PRESETS["cpu+k80x2"]()
+    small = [(rnnlm(steps=3, units=8, batch=2, vocab=10), 17), (nmt(length=3, units=8, batch=2, vocab=10), 34)]
+    for g, groups in small:
+        assert task_for(g, c, units).num_groups == groups
+        assert task_for(g, c, default).num_groups == 128
+    for s in core.get("placeto-table1").steps(False):
+        assert "grouping=units" not in s.argv, s.key
 
 
 def test_fig5_cells_by_hand_and_the_rows_a_partial_run_left_out():

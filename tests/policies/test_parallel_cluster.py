@@ -3,8 +3,10 @@ worker nodes on this machine, and the executor joins it by address as it would a
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+import uuid
 
 import pytest
 
@@ -13,10 +15,15 @@ from policies.parallel import Executor
 from policies.sweep import SweepSpec, run_sweep, sweep_rows
 
 
-def _node_of_task(pause_s: float) -> str:
+def _node_of_task(barrier: str, tasks: int) -> str:
+    """Hold this node's one CPU until all ``tasks`` tasks run (each leaves a file in ``barrier``; at most 300 s):
+    they run at once, so on as many nodes. No clock decides it (a 1 s nap once did)."""
     import ray
 
-    time.sleep(pause_s)  # hold the CPU so the next tasks go to the other nodes
+    open(os.path.join(barrier, uuid.uuid4().hex), "w").close()
+    deadline = time.monotonic() + 300
+    while len(os.listdir(barrier)) < tasks and time.monotonic() < deadline:
+        time.sleep(0.02)
     return ray.get_runtime_context().get_node_id()
 
 
@@ -45,7 +52,8 @@ def test_a_sweep_runs_across_simulated_nodes(three_nodes, tmp_path):
     ex = Executor(address=three_nodes.address)
     with ex:
         assert len([n for n in ray.nodes() if n["Alive"]]) == 3
-        assert len(set(ex.map(_node_of_task, [(1.0,)] * 3))) == 3  # one task per node at a time
+        (tmp_path / "barrier").mkdir()
+        assert len(set(ex.map(_node_of_task, [(str(tmp_path / "barrier"), 3)] * 3))) == 3  # one task per node
         spec = SweepSpec.from_specs("gen:random?ops=30&seed=4,gen:chainmm", "k80x2", "random,m-etf", seeds=2)
         store = RunStore(tmp_path)
         out = run_sweep(store, spec, executor=ex)

@@ -3,6 +3,8 @@ the REINFORCE / imitation losses recomputed by hand, ablations, and Stage I reac
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -10,7 +12,8 @@ from torch_geometric.nn import NNConv
 
 from policies.rl.agent import train_step
 from policies.rl.doppler import DopplerAgent, DopplerConfig, RunningMeanBaseline, teacher_placement
-from policies.rl.doppler_net import EdgeNetworkConv, PlcPolicy
+from policies.rl.doppler_net import EdgeNetworkConv, PlcPolicy, episode_loss
+from policies.rl.registry import make_config
 from policies.rl.reinforce import Budget, StoppingRule
 from policies.rl.task import make_task
 from policies.rl.trainer import Trainer
@@ -153,7 +156,7 @@ def test_epsilon_decays_linearly():
 
 def test_epsilon_decays_over_the_training_budget_unless_given():
     task = _task()
-    agent = DopplerAgent(2, DopplerConfig(**SMALL))
+    agent = DopplerAgent(2, DopplerConfig(lr_final=1e-7, **SMALL))  # §6.1's learning-rate schedule
     assert agent.decay_episodes == 4000  # §6.1's budget until a trainer fits it
     trainer = Trainer(agent, {"hand": task}, budget=Budget(episodes=10), stopping=StoppingRule(0), tensorboard=False)
     assert agent.decay_episodes == 10
@@ -163,12 +166,22 @@ def test_epsilon_decays_over_the_training_budget_unless_given():
         trainer.step()
     assert eps == pytest.approx([0.2 * (1 - k / 10) for k in range(10)]) and agent.epsilon() == 0.0
     assert trainer.schedule()[0] == pytest.approx(1e-7)  # the learning rate has decayed over the same budget
+    flat = Trainer(DopplerAgent(2, DopplerConfig(**SMALL)), {"hand": task}, budget=Budget(episodes=10),
+                   stopping=StoppingRule(0), tensorboard=False)
+    flat.step()
+    assert flat.schedule()[0] == 1e-4  # the default: the constant rate the authors' code trains at
     fixed = DopplerAgent(2, DopplerConfig(decay_episodes=40, **SMALL))
     Trainer(fixed, {"hand": task}, budget=Budget(episodes=10), tensorboard=False)
     assert fixed.decay_episodes == 40
     worker = DopplerAgent(2, DopplerConfig(**SMALL))  # a rollout worker gets it with the learner's state
     worker.load_state_dict(agent.state_dict())
     assert (worker.decay_episodes, worker.episodes) == (10, 10)
+    by_placements = DopplerAgent(2, DopplerConfig(**SMALL))  # one placement per episode (docs/budgets.md)
+    Trainer(by_placements, {"hand": task}, budget=Budget(placements=30), tensorboard=False)
+    assert by_placements.decay_episodes == 30
+    both = DopplerAgent(2, DopplerConfig(**SMALL))
+    Trainer(both, {"hand": task}, budget=Budget(episodes=50, placements=20), tensorboard=False)
+    assert both.decay_episodes == 20  # whichever limit comes first
 
 
 def test_greedy_search_counts_the_greedy_placement_of_each_episode():
@@ -197,6 +210,44 @@ def test_greedy_search_counts_the_greedy_placement_of_each_episode():
     assert st.evaluations == 1 and st.best is st.final
 
 
+def test_defaults_are_what_the_authors_code_runs():
+    """Issue #32: no gradient clipping, edge-network width 128, a constant learning rate 1e-4 (the
+    authors' code; §6.1's text decays it to 1e-7); the other learned placers keep the shared clip."""
+    cfg = DopplerConfig()
+    assert (cfg.clip_grad, cfg.edge_hidden, cfg.lr, cfg.lr_final) == (0.0, 128, 1e-4, 1e-4)
+    assert make_config("doppler", {}).to_dict() == cfg.to_dict()
+    assert make_config("placeto", {}).clip_grad == make_config("rnn", {}).clip_grad == 1.0
+    net = DopplerAgent(2, DopplerConfig(hidden=8, rounds=1, head=4)).model
+    for mpnn in (net.sel.mpnn, net.plc.mpnn):  # Linear(1 → 128), ReLU, Linear(128 → hidden²)
+        assert [m.out_features for m in mpnn.edge_net if isinstance(m, torch.nn.Linear)] == [128, 64]
+
+
+@pytest.mark.parametrize("clip", [0.0, 1.0])
+def test_the_trainer_clips_the_gradient_only_when_clip_grad_is_positive(clip):
+    """The gradient of eq. 10 recomputed on a copy of the weights: with clip_grad = 0 the Adam step
+    (its first moment, (1 − β₁) g) uses it as it is, with a norm far above 1; with 1.0 scaled to norm 1."""
+    task = _task()
+    agent = DopplerAgent(2, DopplerConfig(clip_grad=clip, greedy_search=False, **SMALL), seed=0)
+    trainer = Trainer(agent, {"hand": task}, seed=0, budget=Budget(episodes=10), stopping=StoppingRule(0),
+                      tensorboard=False)
+    agent.baseline.advantage("hand", 100.0)  # one earlier episode of 100 s: a large advantage
+    ref = copy.deepcopy(agent.model)
+    rollout = trainer.collect()
+    ((_, ep, makespan),) = rollout.data
+    g = agent.prepare(task).tensors
+    loss, _ = episode_loss(ref.plc, 2, ep, ref.sel(g), ref.plc.embed(g), (100.0 - makespan) / 1e-3, 1e-2,
+                           imitation=False)
+    loss.backward()
+    want = [p.grad for p in ref.parameters()]
+    norm = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(w) for w in want])))
+    assert norm > 10
+    scale = 1.0 if clip == 0 else min(1.0, clip / (norm + 1e-6))  # torch's clip_grad_norm_
+    trainer.update(rollout)
+    for p, w in zip(agent.model.parameters(), want, strict=True):
+        torch.testing.assert_close(p.grad, w * scale)
+        torch.testing.assert_close(trainer.optimizer.state[p]["exp_avg"], 0.1 * w * scale)
+
+
 def test_bad_config_values_are_refused():
     with pytest.raises(ValueError, match="'stage' must be one of imitation, sim, real"):
         DopplerConfig(stage="warp")
@@ -204,6 +255,8 @@ def test_bad_config_values_are_refused():
         DopplerConfig(variant="both")
     with pytest.raises(ValueError, match="'epsilon' must be in"):
         DopplerConfig(epsilon=1.5)
+    with pytest.raises(ValueError, match=r"'clip_grad' must be >= 0\.0, got -1\.0"):
+        DopplerConfig(clip_grad=-1.0)
 
 
 def test_stage_one_reaches_the_teachers_makespan():
@@ -276,6 +329,31 @@ def test_stages_chain_through_stored_runs(tmp_path):
     with pytest.raises(SpecError, match="networks differ in size"):
         start_training("doppler", spec, "k80x2", params={**params, "hidden": 4}, budget=Budget(episodes=1),
                        init_from=first.run_id, runs_dir=str(tmp_path))
+
+
+def test_a_run_stored_with_the_earlier_defaults_keeps_its_own(tmp_path):
+    """policy.json holds the whole config, so a run trained with the earlier defaults (edge_hidden 32,
+    clip_grad 1, lr 1e-4 → 1e-7) rebuilds its own networks; starting a new stage from it with today's
+    edge width is refused with the setting that matches it."""
+    from engine.errors import SpecError
+    from engine.runs import RunStore
+    from policies.rl.jobs import load_policy, start_training
+
+    store = RunStore(tmp_path)
+    spec, small = "gen:random?ops=8&seed=1", {"hidden": 16, "rounds": 2, "head": 8}
+    earlier = {**small, "edge_hidden": 32, "clip_grad": 1.0, "lr_final": 1e-7}
+    first = start_training("doppler", spec, "k80x2", params=earlier, store=store, budget=Budget(episodes=2),
+                           stopping=StoppingRule(0))
+    agent, doc = load_policy(store.load(first.run_id))
+    assert (agent.config.edge_hidden, agent.config.clip_grad, agent.config.lr_final) == (32, 1.0, 1e-7)
+    assert agent.model.sel.mpnn.edge_net[0].out_features == 32 and doc["config"]["edge_hidden"] == 32
+    with pytest.raises(SpecError, match=r"that run has edge_hidden=32: pass --param edge_hidden=32\)"):
+        start_training("doppler", spec, "k80x2", params=small, budget=Budget(episodes=1), init_from=first.run_id,
+                       runs_dir=str(tmp_path))
+    second = start_training("doppler", spec, "k80x2", params={**small, "edge_hidden": 32}, store=store,
+                            budget=Budget(episodes=1), stopping=StoppingRule(0), init_from=first.run_id,
+                            runs_dir=str(tmp_path))
+    assert store.load(second.run_id).meta["parameters"]["init_from"] == first.run_id
 
 
 @pytest.mark.parametrize("handoff", [True, False])

@@ -16,7 +16,7 @@ torch.set_num_threads(1)
 
 def test_features_flags_and_one_hot():
     t = make_task(diamond(), cluster(), groups=None)
-    agent = PlacetoAgent(2, PlacetoConfig(groups=None, batch=1), seed=0)
+    agent = PlacetoAgent(2, PlacetoConfig(groups=None, batch=1, network="paper"), seed=0)
     ep = agent._start(t, "k", np.random.default_rng(0))
     ep.dev[:] = [0, 1, 1, 0, 1]
     ep.visited[:] = [True, False, False, False, False]
@@ -41,7 +41,7 @@ def test_pooling_sets_are_parents_children_parallel():
 
 def test_batched_sparse_matrices_average_and_carry_their_transposes():
     t = make_task(diamond(), cluster(), groups=None)
-    agent = PlacetoAgent(2, PlacetoConfig(groups=None), seed=0)
+    agent = PlacetoAgent(2, PlacetoConfig(groups=None, network="paper"), seed=0)
     ep = agent._start(t, "k", np.random.default_rng(0))
     gs = agent.structure[t]
     b = state_batch([(gs, t.feasible, agent._features(ep, 1), 1), (gs, t.feasible, agent._features(ep, 3), 3)],

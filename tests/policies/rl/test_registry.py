@@ -17,7 +17,7 @@ from policies.learned import placer_factory
 from policies.rl import registry
 from policies.rl.registry import LearnedConfig, config_fields, learned_placers, make_config, param, register_learned
 
-CITATION = re.compile(r"§|App\. A|Fig\. \d|^ours: \S")
+CITATION = re.compile(r"§|App\. A|Fig\. \d|^ours: \S|\w\.(py|txt):\d")
 
 
 def test_the_papers_placers_are_registered():
@@ -34,9 +34,10 @@ def test_every_config_field_cites_its_source_and_its_default_is_valid(name):
 
 
 @pytest.mark.parametrize(("params", "message"), [
-    ({"rounds": -1}, "parameter 'rounds' must be >= 0, got -1"),
+    ({"rounds": -1}, "parameter 'rounds' must be in [0, 64], got -1"),  # 64: engine.limits.MAX_NET_DEPTH
     ({"reward": "final"}, "parameter 'reward' must be one of intermediate, terminal, got 'final'"),
     ({"lr": 0.0}, "parameter 'lr' must be > 0, got 0.0"),
+    ({"clip_grad": -0.5}, "parameter 'clip_grad' must be >= 0.0, got -0.5"),
     ({"discount": 1.5}, "parameter 'discount' must be in [0.0, 1.0], got 1.5"),
     ({"batch": 2.5}, "parameter 'batch' must be int, got 2.5"),
     ({"normalize_advantages": 1}, "parameter 'normalize_advantages' must be bool, got 1"),
@@ -51,6 +52,7 @@ def test_bad_values_are_one_sentence_errors(params, message):
 
 def test_ints_are_accepted_for_floats_and_stored_as_floats():
     assert make_config("placeto", {"lr": 1}).lr == 1.0 and isinstance(make_config("placeto", {"lr": 1}).lr, float)
+    assert make_config("placeto", {"clip_grad": 0}).clip_grad == 0.0  # 0: no clipping
     with pytest.raises(ValueError, match="parameter 'batch'"):  # the dataclass checks itself too
         registry.learned_placers()["placeto"].config(batch=0)
 

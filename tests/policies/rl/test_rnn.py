@@ -23,12 +23,7 @@ GB = 1e9
 SMALL = {"hidden": 16, "type_dim": 4, "device_dim": 4, "attention": 8, "shape_len": 2}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def cluster(n: int = 2, memory: float = 100 * GB, bandwidth: float = 1 * GB):

@@ -1,0 +1,208 @@
+"""Limits (issue #34, reliability second pass): every count, budget, repeat, size and seed is bounded.
+
+Each case used to hang, exhaust memory, crash a library or print nonsense; now it exits 2 with one
+``error: ...`` line naming the limit (``engine/limits.py``), checked before any work starts — so each
+test is fast: a check that came after the work would make it hang here.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+from cli_run import run_cli
+from test_cli_errors import CLUSTER, assert_bad_input
+
+from engine.errors import SpecError
+from engine.generators import random_dag
+from engine.importers.doppler_text import graph_from_doppler_text
+from engine.limits import MAX_COUNT, MAX_NET_WIDTH, MAX_NOISE, MAX_SEED, MAX_SIM_RUNS
+from engine.presets import PRESETS
+
+SMALL = "gen:random?ops=12&seed=1"
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLACELAB_RUNS_DIR", str(tmp_path / "runs"))
+    return tmp_path
+
+
+def test_limit_values():
+    """The documented values (docs/contracts.md, "Limits")."""
+    assert (MAX_SEED, MAX_COUNT, MAX_SIM_RUNS, MAX_NOISE, MAX_NET_WIDTH) == (2**31 - 1, 10**6, 10**4, 1.0, 4096)
+
+
+# ---- 1. unbounded values used to run until killed -------------------------------------------------
+
+HANGS = {
+    "simulation runs": (["simulate", SMALL, "-c", "k80x2", "--placement", "x.json", "--mode", "work_conserving",
+                         "--sim-param", "runs=1000000000000"],
+                        ["simulation.runs must be <= 10,000", "MAX_SIM_RUNS", "got 1,000,000,000,000"]),
+    "local-search budget": (["place", SMALL, "-c", "k80x2", "--placer", "local-search",
+                             "--budget", "9223372036854775807"],
+                            ["--budget must be <= 1,000,000", "MAX_COUNT"]),
+    "critical-path budget": (["place", SMALL, "-c", "k80x2", "--placer", "critical-path", "--budget", "2000000000"],
+                             ["--budget must be <= 1,000,000", "MAX_COUNT"]),
+    "bench repeat": (["bench", "simulate", SMALL, "-c", "k80x2", "--placement", "x.json", "--repeat", "100000000000"],
+                     ["--repeat must be <= 1,000,000", "MAX_COUNT"]),
+    "placer parameter": (["place", SMALL, "-c", "k80x2", "--placer", "local-search",
+                          "--param", "evaluations=100000000000"], ["--param evaluations must be <= 1,000,000"]),
+    "train episodes": (["train", "--placer", "placeto", "-g", SMALL, "-c", "k80x2", "--episodes", "10000000000"],
+                       ["--episodes must be <= 1,000,000", "MAX_COUNT"]),
+}
+
+
+def test_simulation_runs_in_a_cluster_file(env, capsys):
+    doc = {**CLUSTER, "simulation": {"mode": "work_conserving", "runs": 10**12}}
+    (env / "c.json").write_text(json.dumps(doc))
+    for argv in (["simulate", SMALL, "-c", "c.json", "--placement", "x.json"],
+                 ["place", SMALL, "-c", "c.json", "--placer", "random"]):
+        assert_bad_input(*run_cli(capsys, *argv), "simulation.runs must be <= 10,000", "MAX_SIM_RUNS")
+
+
+# ---- 2. exhaustion: refused up front where it can be foreseen, else exit 2 all the same ---------------
+
+EXHAUSTION = {
+    "degree 1e15": (["graph", "info", "gen:random?ops=10000000&degree=1e15"],
+                    ["gen:random: degree 1e+15 is too large", "beyond the limit of 50,000,000"]),
+    "degree 1000": (["graph", "info", "gen:random?ops=10000000&degree=1000"],
+                    ["ops × degree = 1e+10 edges", "beyond the limit of 50,000,000"]),
+    "rnn hidden 1e10": (["train", "--placer", "rnn", "-g", SMALL, "-c", "k80x2", "--param", "hidden=10000000000"],
+                        ["--param hidden must be <= 1,000,000", "MAX_COUNT"]),
+    "rnn hidden 1e5": (["train", "--placer", "rnn", "-g", SMALL, "-c", "k80x2", "--param", "hidden=100000"],
+                       ["parameter 'hidden' must be in [2, 4096]"]),
+    "doppler edge width": (["train", "--placer", "doppler", "-g", SMALL, "-c", "k80x2", "--param",
+                            "edge_hidden=5000"], ["parameter 'edge_hidden' must be in [1, 4096]"]),
+    "placeto rounds": (["train", "--placer", "placeto", "-g", SMALL, "-c", "k80x2", "--param", "rounds=100000"],
+                       ["parameter 'rounds' must be in [0, 64]"]),
+    "sweep seeds": (["sweep", "-g", SMALL, "-c", "k80x2", "--placers", "random", "--seeds", "1000000000"],
+                    ["--seeds must be <= 1,000,000", "MAX_COUNT"]),
+    "sweep tasks": (["sweep", "-g", SMALL, "-c", "k80x2", "--placers", "random,round-robin", "--seeds", "60000"],
+                    ["the sweep's tasks", "must be <= 100,000", "MAX_SWEEP_TASKS", "got 120,000"]),
+}
+
+
+def test_learned_config_integers_are_bounded_without_a_declared_high():
+    from policies.rl.registry import make_config
+
+    with pytest.raises(SpecError, match=r"'samples' must be <= 1,000,000 \(placelab's limit MAX_COUNT\)"):
+        make_config("rnn", {"samples": MAX_COUNT + 1})
+
+
+@pytest.mark.parametrize("exc, fragment", [
+    (MemoryError("Unable to allocate 74.5 GiB for an array with shape (10000000000,) and data type int64"),
+     "out of memory (Unable to allocate 74.5 GiB"),
+    (RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you "
+                  "tried to allocate 4000000000000 bytes. Error code 12 (Cannot allocate memory)"),
+     "out of memory (torch could not allocate 4,000,000,000,000 bytes)"),
+    (ValueError("array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum possible size."),
+     "out of memory (an array larger than the address space"),
+])
+def test_exhaustion_not_foreseen_is_exit_2_with_one_line(env, capsys, monkeypatch, exc, fragment):
+    import engine.generators as generators
+
+    def exhausted(ops: int = 1, seed: int = 0):
+        raise exc
+
+    monkeypatch.setitem(generators.GENERATORS, "random", generators.Generator("random", exhausted, "test"))
+    assert_bad_input(*run_cli(capsys, "graph", "info", SMALL), fragment, "docs/contracts.md")
+
+
+def test_other_failures_stay_internal_errors(env, capsys, monkeypatch):
+    import engine.generators as generators
+
+    def broken(ops: int = 1, seed: int = 0):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setitem(generators.GENERATORS, "random", generators.Generator("random", broken, "test"))
+    monkeypatch.delenv("PLACELAB_DEBUG", raising=False)
+    code, _, err = run_cli(capsys, "graph", "info", SMALL)
+    assert code == 1 and err.startswith("internal error: RuntimeError: a bug")
+
+
+# ---- 3. seeds: one range, 0 … 2^31 − 1, for every placer ---------------------------------------------
+
+SEEDS = {
+    "kahip 2^32-1": (["place", SMALL, "-c", "k80x2", "--placer", "kahip", "--seed", "4294967295"],
+                     ["--seed must be <= 2,147,483,647", "MAX_SEED"]),
+    "kahip 2^31": (["place", SMALL, "-c", "k80x2", "--placer", "kahip", "--seed", str(2**31)],
+                   ["--seed must be <= 2,147,483,647"]),
+    "sweep first seed": (["sweep", "-g", SMALL, "-c", "k80x2", "--placers", "random", "--seeds", "3",
+                          "--seed", "4294967295"], ["--seed must be <= 2,147,483,647"]),
+    "sweep last seed": (["sweep", "-g", SMALL, "-c", "k80x2", "--placers", "random", "--seeds", "3",
+                         "--seed", str(2**31 - 2)], ["the sweep's last seed", "got 2,147,483,648", "MAX_SEED"]),
+    "simulation seed": (["simulate", SMALL, "-c", "k80x2", "--placement", "x.json", "--mode", "work_conserving",
+                         "--sim-param", "seed=4294967295"], ["simulation.seed must be <= 2,147,483,647"]),
+    "train seed": (["train", "--placer", "placeto", "-g", SMALL, "-c", "k80x2", "--seed", str(2**31)],
+                   ["--seed must be <= 2,147,483,647"]),
+}
+
+
+def test_largest_seed_places_with_kahip(env, capsys):
+    pytest.importorskip("kahip")
+    code, out, err = run_cli(capsys, "place", SMALL, "-c", "k80x2", "--placer", "kahip", "--seed", str(MAX_SEED),
+                             "--json")
+    assert code == 0, err
+    assert json.loads(out)["placer"] == "kahip"
+
+
+def test_seed_range_holds_for_the_python_api_too():
+    from policies.runner import place_and_simulate
+
+    with pytest.raises(SpecError, match="seed must be <= 2,147,483,647"):
+        place_and_simulate(random_dag(ops=12, seed=1), PRESETS["k80x2"](), "kahip", seed=2**31)
+
+
+@pytest.mark.parametrize("case", [*HANGS, *EXHAUSTION, *SEEDS])
+def test_refused_before_any_work_with_one_line_naming_the_limit(env, capsys, case):
+    argv, fragments = {**HANGS, **EXHAUSTION, **SEEDS}[case]
+    assert_bad_input(*run_cli(capsys, *argv), *fragments)
+    assert not (env / "runs").exists()  # nothing started, nothing stored
+
+
+# ---- 4. noise large enough to print nonsense ----------------------------------------------------------
+
+def test_noise_beyond_its_limit_is_refused(env, capsys):
+    assert_bad_input(*run_cli(capsys, "simulate", SMALL, "-c", "k80x2", "--placement", "x.json", "--mode",
+                              "work_conserving", "--sim-param", "noise=1e300"),
+                     "simulation.noise must be <= 1", "MAX_NOISE", "got 1e+300")
+
+
+def test_noise_at_its_limit_still_simulates(env, capsys):
+    code, out, err = run_cli(capsys, "place", SMALL, "-c", "k80x2", "--placer", "round-robin", "--mode",
+                             "work_conserving", "--sim-param", f"noise={MAX_NOISE}", "--sim-param", "runs=20",
+                             "--json")
+    assert code == 0, err
+    assert json.loads(out)["makespan_s"] > 0
+
+
+# ---- 15. DOPPLER text: the corrupted entry of the authors' files -------------------------------------
+
+def _published_layout(dst_line: str) -> str:
+    """A synthetic graph in the published files' layout: entries separated by ', ', trailing separators;
+    14 nodes, 2 of them inputs; edges 0->10, 1->10, 2->10, 3->11 unless ``dst_line`` says otherwise."""
+    return "\n".join(["14", "0, 1, ", "0, 1, 2, 3, ", dst_line, *["100000000,400000000"] * 12]) + "\n"
+
+
+def test_doppler_glued_entry_is_read_as_the_authors_do_with_one_warning(env, capsys):
+    # "10, 10" lost ", 1" and became "10,0", as "16, 16" became "16,6" in the published files
+    (env / "glued.txt").write_text(_published_layout("10,0, 10, 11, "))
+    code, out, err = run_cli(capsys, "graph", "info", "glued.txt", "--json")
+    assert code == 0, err
+    assert json.loads(out)["edges"] == 4
+    assert err.count("\n") == 1 and err.startswith("warning: "), err
+    assert "line 4: entry '10,0' has no blank after its comma" in err
+    assert "#0 0 -> 10, #1 1 -> 0" in err  # the edges the authors' reader makes of it
+
+
+def test_doppler_glued_entry_edges_and_clean_files():
+    with pytest.warns(UserWarning, match=r"line 4: entry '10,0'.*authors' reader"):
+        g = graph_from_doppler_text(_published_layout("10,0, 10, 11, "), name="t")
+    assert list(zip(g.edge_src.tolist(), g.edge_dst.tolist(), strict=True)) == [(0, 10), (1, 0), (2, 10), (3, 11)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning for a clean file, or for one with bare commas throughout
+        graph_from_doppler_text(_published_layout("10, 10, 10, 11, "), name="t")
+        graph_from_doppler_text(_published_layout("10,10,10,11,"), name="t")

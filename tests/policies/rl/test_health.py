@@ -1,0 +1,198 @@
+"""Learning health (policies.rl.health): window statistics on hand-made curves, the random-search best
+checked by an independent computation, the verdicts, and stored runs old and new."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from rl_graphs import cluster, cluster_file, graph, graph_file, two_chains
+
+from engine.objectives import GB, penalized_runtime
+from engine.runs import RunStore
+from engine.simulator import Simulator
+from engine.sources import load_graph
+from policies.rl.health import (
+    NEVER_LEFT_UNIFORM,
+    VERDICTS,
+    GraphComparison,
+    LearningHealth,
+    assess,
+    cli_lines,
+    entropy_reference,
+    learning_health,
+    placements_per_graph,
+    random_search,
+    random_search_seed,
+    stored_health,
+    uniform_entropy,
+    window_size,
+)
+from policies.rl.task import make_task
+
+LN2 = math.log(2)
+
+
+def curve(entropy, runtime, graphs=None, evaluations=None):
+    """A learning curve with the trainer's columns (one row per episode)."""
+    n = len(entropy)
+    graphs = graphs or ["g"] * n
+    evaluations = evaluations or [1] * n
+    return {"episode": list(range(1, n + 1)), "graph": graphs, "sampled_runtime": list(runtime),
+            "best_runtime": list(np.minimum.accumulate(runtime)), "entropy": list(entropy),
+            "placements_evaluated": np.cumsum(evaluations).tolist()}
+
+
+def test_window_size():
+    assert [window_size(n) for n in (0, 1, 4, 5, 20, 499, 500, 10_000)] == [1, 1, 1, 1, 4, 99, 100, 100]
+
+
+def test_window_statistics_of_a_hand_made_curve():
+    # 20 episodes: windows of 4. First window entropy (0.6, 0.6, 0.7, 0.5): mean 0.6; last (0.2, 0.1, 0.3,
+    # 0.2): mean 0.2. Sampled runtime first (4, 2, 3, 5): median 3.5; last (1, 2, 3, 2): median 2.
+    entropy = [0.6, 0.6, 0.7, 0.5] + [0.4] * 12 + [0.2, 0.1, 0.3, 0.2]
+    runtime = [4.0, 2.0, 3.0, 5.0] + [2.5] * 12 + [1.0, 2.0, 3.0, 2.0]
+    h = learning_health(curve(entropy, runtime), uniform=LN2, uniform_basis="ln 2")
+    assert (h.episodes, h.window) == (20, 4)
+    assert h.entropy_first == pytest.approx(0.6) and h.entropy_last == pytest.approx(0.2)
+    assert h.uniform_entropy == pytest.approx(LN2)
+    assert h.entropy_first_ratio == pytest.approx(0.6 / LN2) and h.entropy_last_ratio == pytest.approx(0.2 / LN2)
+    assert (h.runtime_first_s, h.runtime_last_s) == (3.5, 2.0)
+    assert h.runtime_ratio == pytest.approx(2.0 / 3.5)
+    # entropy 29 % of uniform (≤ 75 %), runtime ×0.57 (≤ 0.95), no random comparison given
+    assert h.verdict == "learned" and h.random_ratio is None and h.random_missing == "not compared"
+    assert "random search: not compared" in h.summary and "first vs last 4 episodes" in h.summary
+
+
+def test_several_graphs_each_against_its_own_reference_and_runtime():
+    # 10 episodes (windows of 2), graphs alternate a, b. Reference: a ln 2, b ln 4.
+    graphs = ["a", "b"] * 5
+    entropy = [LN2, math.log(4), 0, 0, 0, 0, 0, 0, LN2 / 2, math.log(4) / 4]
+    runtime = [2.0, 10.0, 1, 1, 1, 1, 1, 1, 1.0, 8.0]
+    h = learning_health(curve(entropy, runtime, graphs, [3, 5] * 5), uniform={"a": LN2, "b": math.log(4)})
+    assert h.entropy_first_ratio == pytest.approx(1.0)  # both rows exactly uniform for their graph
+    assert h.entropy_last_ratio == pytest.approx((0.5 + 0.25) / 2)
+    assert h.uniform_entropy == pytest.approx((LN2 + math.log(4)) / 2)
+    assert h.runtime_ratio == pytest.approx(np.median([1.0 / 2.0, 8.0 / 10.0]))  # per graph, then the median
+    assert placements_per_graph(curve(entropy, runtime, graphs, [3, 5] * 5)) == {"a": 15, "b": 25}
+
+
+def test_a_policy_whose_entropy_stays_at_ln2_never_left_uniform():
+    rng = np.random.default_rng(0)
+    h = learning_health(curve([LN2] * 50, rng.uniform(1, 2, 50)), uniform=LN2)
+    assert h.verdict == "never_left_uniform" and h.never_left_uniform
+    assert h.message == NEVER_LEFT_UNIFORM
+    assert NEVER_LEFT_UNIFORM == "the policy never left uniform: its sampled placements are a random search"
+    lines = cli_lines(h)
+    assert lines[0].startswith("learning health: never left uniform; ") and lines[1] == NEVER_LEFT_UNIFORM
+    # 98 % of uniform is still uniform; 97 % is not
+    assert learning_health(curve([0.98 * LN2] * 50, [1.0] * 50), uniform=LN2).never_left_uniform
+    assert not learning_health(curve([0.97 * LN2] * 50, [1.0] * 50), uniform=LN2).never_left_uniform
+
+
+def _comparison(found, rand):
+    return GraphComparison("g", 10, 10, [0, 0], found, found, False, rand, rand, False)
+
+
+def test_verdicts():
+    settles = [LN2] * 10 + [0.1] * 10
+    improves = [2.0] * 10 + [1.0] * 10
+    flat_h, flat_rt = [0.8 * LN2] * 20, [1.0] * 20
+    assert learning_health(curve(settles[:9], improves[:9]), uniform=LN2).verdict == "too_short"
+    assert learning_health(curve(settles, improves), uniform=LN2).verdict == "learned"
+    # learned, but the best found is not 1 % better than random search's best
+    h = learning_health(curve(settles, improves), uniform=LN2, random_search=[_comparison(1.0, 1.0)])
+    assert h.verdict == "no_better_than_random" and h.random_ratio == pytest.approx(1.0)
+    assert "the best of 10 uniformly random placements" in h.message
+    h = learning_health(curve(settles, improves), uniform=LN2, random_search=[_comparison(0.5, 1.0)])
+    assert h.verdict == "learned" and "0.500× random search's" in h.message
+    assert learning_health(curve(settles, flat_rt), uniform=LN2).verdict == "settled_without_improving"
+    assert learning_health(curve(flat_h, improves), uniform=LN2).verdict == "still_exploring"
+    assert learning_health(curve(flat_h, flat_rt), uniform=LN2).verdict == "no_progress"
+    # no uniform reference (DOPPLER): the entropy is compared with its first window only
+    h = learning_health(curve([2.0] * 10 + [1.4] * 10, improves), uniform=None)
+    assert h.entropy_last_ratio is None and h.verdict == "learned"  # 1.4 / 2.0 = 0.70 ≤ 0.75
+    assert learning_health(curve([2.0] * 10 + [1.6] * 10, improves)).verdict == "still_exploring"  # 0.80
+    assert set(VERDICTS) == {"too_short", "never_left_uniform", "no_better_than_random", "learned",
+                             "settled_without_improving", "still_exploring", "no_progress"}
+
+
+def test_entropy_reference_uses_feasible_devices():
+    ops = [{"name": f"o{i}", "compute": 1.0} for i in range(4)]
+    ops[0]["device"] = "gpu:1"  # pinned: one feasible device, entropy 0
+    task = make_task(graph(ops, [("o0", "o1"), ("o1", "o2")]), cluster(3), groups=None)
+    assert uniform_entropy(task) == pytest.approx(3 * math.log(3) / 4)
+    ref, basis = entropy_reference("placeto", 3, {"k": task})
+    assert ref == {"k": pytest.approx(3 * math.log(3) / 4)} and "feasible" in basis
+    assert entropy_reference("rnn", 3)[0] == pytest.approx(math.log(3))  # without tasks: ln(devices)
+    assert entropy_reference("doppler", 3)[0] is None
+
+
+def test_random_search_best_matches_an_independent_computation():
+    g, c = load_graph("gen:random?ops=20&seed=3"), cluster(3, memory=0.002 * GB)  # tight memory: some OOM
+    task = make_task(g, c, groups=None, memory_penalty=2.0)
+    n, seed = 57, random_search_seed(7, 1)
+    best = random_search(task, n, seed=seed, chunk=10)  # chunks do not change the placements drawn
+    assert task.evaluations == 0
+
+    rng, sim, expected = np.random.default_rng(seed), Simulator(g, c), None
+    for _ in range(n):
+        devices = task.random_placement(rng)
+        ms, peak = sim.makespan_and_peak(devices[task.op_group])
+        ev = (bool((peak > c.memory).any()), penalized_runtime(ms, peak, c.memory, c=2.0), ms)
+        expected = ev if expected is None or ev[:2] < expected[:2] else expected
+    assert (best.oom, best.objective, best.makespan) == pytest.approx(expected)
+    assert random_search(task, n, seed=seed) == best and random_search(task, 0, seed=seed) is None
+
+
+def test_assess_evaluates_as_many_random_placements_as_the_training(tmp_path):
+    g = load_graph("gen:random?ops=20&seed=3")
+    tasks = {"x": make_task(g, cluster(2), groups=None), "y": make_task(two_chains(0.1e9), cluster(2), groups=None)}
+    c = curve([LN2] * 12, [1.0] * 12, ["x", "y", "y"] * 4, [2, 1, 3] * 4)
+    best = {"x": {"objective": 1e-3, "makespan_s": 1e-3, "oom": False},
+            "y": {"objective": 3.0, "makespan_s": 3.0, "oom": False}}
+    h = assess(c, tasks, placer="placeto", num_devices=2, seed=5, best=best)
+    assert [(r.graph, r.placements_trained, r.placements, r.seed) for r in h.random_search] == [
+        ("x", 8, 8, [5, 0]), ("y", 16, 16, [5, 1])]
+    expected = random_search(tasks["y"], 16, seed=[5, 1])
+    assert h.random_search[1].random_objective == expected.objective
+    assert h.random_ratio == pytest.approx(math.sqrt(h.random_search[0].ratio * h.random_search[1].ratio))
+    capped = assess(c, tasks, placer="placeto", num_devices=2, best=best, max_random=5)
+    assert [r.placements for r in capped.random_search] == [5, 5] and capped.random_placements == 10
+    assert "(capped: the training evaluated 24)" in capped.summary and "capped" not in h.summary
+    measured = assess(c, tasks, placer="placeto", num_devices=2, best=best, reward="measured")
+    assert measured.random_search == [] and "measured" in measured.random_missing
+    # the record survives JSON and reads back
+    doc = json.loads(json.dumps(h.to_dict()))
+    assert doc["verdict"] == h.verdict and doc["random_placements"] == 24 and doc["message"] == h.message
+    assert LearningHealth.from_dict(doc) == h
+
+
+def test_stored_runs_new_and_old(tmp_path):
+    from policies.rl.jobs import start_training
+    from policies.rl.reinforce import Budget
+
+    store = RunStore(tmp_path / "runs")
+    out = start_training("placeto", graph_file(tmp_path), cluster_file(tmp_path), params={"groups": None, "batch": 4},
+                         budget=Budget(episodes=12), store=store)
+    run = store.load(out.run_id)
+    stored = run.meta["metrics"]["learning_health"]
+    assert stored == out.learning_health and stored["episodes"] == 12
+    (cmp,) = stored["random_search"]
+    assert cmp["placements"] == cmp["placements_trained"] == run.meta["metrics"]["placements_evaluated"]
+    assert stored_health(run).to_dict() == stored
+
+    # a run stored before verdicts: computed from its curve, with the random search on its rebuilt graph
+    metrics = {k: v for k, v in run.meta["metrics"].items() if k != "learning_health"}
+    run.update(metrics=metrics)
+    old = store.load(out.run_id)
+    assert stored_health(old).to_dict() == stored
+    # ... and when its graph cannot be rebuilt, the entropy and runtime parts only, saying why
+    doc = old.read_json("policy.json")
+    old.write_json("policy.json", {**doc, "graphs": [str(tmp_path / "gone.json")]})
+    h = stored_health(store.load(out.run_id))
+    assert h.random_search == [] and "could not be rebuilt" in h.random_missing
+    assert h.entropy_first == stored["entropy_first"] and "random search: the training's graphs" in h.summary
+

@@ -31,7 +31,7 @@ from policies.rl.placeto_net import SparsePair, StateBatch
 from policies.rl.placeto_sweep_net import Sweep, SweepBatch, SweepGroup
 from policies.rl.task import PlacementTask
 
-__all__ = ["GraphStructure", "csr_tensor", "graph_structure", "node_features", "selection", "state_batch",
+__all__ = ["GraphStructure", "graph_structure", "node_features", "selection", "state_batch",
            "sweep_batch", "sweep_features", "sweep_plan"]
 
 
@@ -90,21 +90,40 @@ def node_features(structure: GraphStructure, devices: np.ndarray, visited: np.nd
 
 def state_batch(items: list[tuple[GraphStructure, np.ndarray, np.ndarray, int]], grad: bool = False) -> StateBatch:
     """The states ``(structure, feasible (groups, devices), features, current node)`` as one :class:`StateBatch`."""
+    xs, current, masks = [], [], []
     graph_ptr: dict[str, list[np.ndarray]] = {"down": [], "up": []}
     graph_col: dict[str, list[np.ndarray]] = {"down": [], "up": []}
     nnz = {"down": 0, "up": 0}
+    pool_ptr: list[list[int]] = [[], [], []]
+    pool_col: list[list[np.ndarray]] = [[], [], []]
+    member_col = []
     off = 0
-    for gs, _, x, _ in items:
+    for gs, feasible, x, v in items:
+        n = len(x)
+        xs.append(x)
         for name in ("down", "up"):
             ptr, col = getattr(gs, name)
             graph_ptr[name].append(ptr[1:] + nnz[name])
             graph_col[name].append(col + off)
             nnz[name] += len(col)
-        off += len(x)
-    x, current, pools, members, mask = _common(items, grad, mean=True)
+        current.append(off + v)
+        masks.append(feasible[v])
+        for i in range(3):
+            idx = gs.sets[i][v]
+            pool_col[i].append(idx + off)
+            pool_ptr[i].append((pool_ptr[i][-1] if pool_ptr[i] else 0) + len(idx))
+        member_col.append(np.arange(off, off + n))
+        off += n
+    s = len(items)
+    pools = [selection(np.concatenate([[0], pool_ptr[i]]).astype(np.int64), np.concatenate(pool_col[i]), (s, off),
+                       grad) for i in range(3)]
+    members = selection(np.concatenate([[0], np.cumsum([len(m) for m in member_col])]).astype(np.int64),
+                        np.concatenate(member_col), (s, off), grad)
     down = (np.concatenate([[0], *graph_ptr["down"]]).astype(np.int64), np.concatenate(graph_col["down"]))
     up = (np.concatenate([[0], *graph_ptr["up"]]).astype(np.int64), np.concatenate(graph_col["up"]))
-    return StateBatch(x, _mean_adjacency(down, up, off), _mean_adjacency(up, down, off), current, pools, members, mask)
+    return StateBatch(torch.from_numpy(np.concatenate(xs)), _mean_adjacency(down, up, off),
+                      _mean_adjacency(up, down, off), torch.tensor(current, dtype=torch.long), pools, members,
+                      torch.from_numpy(np.stack(masks)))
 
 
 def sweep_features(structure: GraphStructure, devices: np.ndarray, visits: np.ndarray, current: int,
@@ -164,32 +183,6 @@ def sweep_plan(level: np.ndarray, src: np.ndarray, dst: np.ndarray) -> Sweep:
     return Sweep(torch.from_numpy(perm), torch.from_numpy(pos), bounds.tolist(), steps)
 
 
-def _common(items: list[tuple[GraphStructure, np.ndarray, np.ndarray, int]], grad: bool, mean: bool):
-    """Features, current nodes, the three pooling matrices, the members matrix and the device masks of a batch."""
-    current, masks = [], []
-    pool_ptr: list[list[int]] = [[], [], []]
-    pool_col: list[list[np.ndarray]] = [[], [], []]
-    member_col = []
-    off = 0
-    for gs, feasible, x, v in items:
-        n = len(x)
-        current.append(off + v)
-        masks.append(feasible[v])
-        for i in range(3):
-            idx = gs.sets[i][v]
-            pool_col[i].append(idx + off)
-            pool_ptr[i].append((pool_ptr[i][-1] if pool_ptr[i] else 0) + len(idx))
-        member_col.append(np.arange(off, off + n))
-        off += n
-    s = len(items)
-    pools = [selection(np.concatenate([[0], pool_ptr[i]]).astype(np.int64), np.concatenate(pool_col[i]), (s, off),
-                       grad, mean) for i in range(3)]
-    members = selection(np.concatenate([[0], np.cumsum([len(m) for m in member_col])]).astype(np.int64),
-                        np.concatenate(member_col), (s, off), grad, mean)
-    return (torch.from_numpy(np.concatenate([it[2] for it in items])), torch.tensor(current, dtype=torch.long),
-            pools, members, torch.from_numpy(np.stack(masks)))
-
-
 def _csr_of(n: int, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     order = np.lexsort((cols, rows))
     ptr = np.zeros(n + 1, dtype=np.int64)
@@ -197,7 +190,7 @@ def _csr_of(n: int, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.
     return ptr, cols[order].astype(np.int64)
 
 
-def csr_tensor(crow: np.ndarray, col: np.ndarray, shape: tuple[int, int],
+def _csr_tensor(crow: np.ndarray, col: np.ndarray, shape: tuple[int, int],
                 values: np.ndarray | None = None) -> torch.Tensor:
     vals = torch.ones(len(col), dtype=torch.float32) if values is None else torch.from_numpy(values)
     return torch.sparse_csr_tensor(torch.from_numpy(crow), torch.from_numpy(col), vals, size=shape,
@@ -209,7 +202,7 @@ def _mean_adjacency(a: tuple[np.ndarray, np.ndarray], a_t: tuple[np.ndarray, np.
     (ptr, col), (t_ptr, t_col) = a, a_t
     inv = (1.0 / np.maximum(np.diff(ptr), 1)).astype(np.float32)
     vals = np.repeat(inv, np.diff(ptr))
-    return SparsePair(csr_tensor(ptr, col, (n, n), vals), csr_tensor(t_ptr, t_col, (n, n), inv[t_col]))
+    return SparsePair(_csr_tensor(ptr, col, (n, n), vals), _csr_tensor(t_ptr, t_col, (n, n), inv[t_col]))
 
 
 def selection(ptr: np.ndarray, col: np.ndarray, shape: tuple[int, int], grad: bool, mean: bool = True) -> SparsePair:
@@ -217,11 +210,11 @@ def selection(ptr: np.ndarray, col: np.ndarray, shape: tuple[int, int], grad: bo
     when gradients are needed, its transpose."""
     counts = np.diff(ptr)
     vals = np.repeat((1.0 / np.maximum(counts, 1) if mean else np.ones(len(counts))).astype(np.float32), counts)
-    a = csr_tensor(ptr, col, shape, vals)
+    a = _csr_tensor(ptr, col, shape, vals)
     if not grad:
         return SparsePair(a, None)
     rows = np.repeat(np.arange(shape[0]), counts)
     order = np.lexsort((rows, col))
     t_ptr = np.zeros(shape[1] + 1, dtype=np.int64)
     np.cumsum(np.bincount(col, minlength=shape[1]), out=t_ptr[1:])
-    return SparsePair(a, csr_tensor(t_ptr, rows[order].astype(np.int64), (shape[1], shape[0]), vals[order]))
+    return SparsePair(a, _csr_tensor(t_ptr, rows[order].astype(np.int64), (shape[1], shape[0]), vals[order]))

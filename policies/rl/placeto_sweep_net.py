@@ -124,10 +124,6 @@ class SweepBatch:
     groups: list[SweepGroup]
     size: int
 
-    @property
-    def num_states(self) -> int:
-        return self.size
-
 
 class _Messenger(nn.Module):
     """One direction of the authors' ``Messenger`` (see the module docstring, item 2), over the S

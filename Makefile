@@ -10,16 +10,17 @@ REQ_STAMP := $(VENV)/.requirements.sha256
 PKG_STAMP := $(VENV)/.package.sha256
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: help setup browser-deps app test lint bench clean bundled-runs
+.PHONY: help setup browser-deps app test lint bench clean bundled-runs docs-results
 
 help:
 	@echo "make app    - set up .venv and serve the app on http://localhost:$${PORT:-8501}"
 	@echo "make test   - set up .venv, lint, and run the whole test suite (what CI runs)"
-	@echo "make lint   - ruff check"
+	@echo "make lint   - ruff check and the import layers (import-linter)"
 	@echo "make bench  - run the benchmarks (each prints its figures)"
 	@echo "make setup  - create/update .venv (quick when nothing changed)"
 	@echo "make clean  - remove caches and build output (keeps .venv and runs/)"
 	@echo "make bundled-runs - regenerate the example runs shipped in runs/"
+	@echo "make docs-results - regenerate docs/results.md from the runs in runs/"
 
 # Idempotent: requirements are reinstalled only when requirements.txt changed since the
 # last successful install, the editable package only when pyproject.toml or the set of
@@ -66,9 +67,14 @@ test: setup browser-deps
 
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-cache
 
 bench: setup
 	$(PY) benchmarks/run_all.py
+
+# docs/results.md: each reproduction's current table, from the stored runs in runs/ (CONTRIBUTING.md, "Documentation")
+docs-results: setup
+	$(PY) -m placelab.reproduce.results_doc --runs-dir runs -o docs/results.md
 
 clean:
 	find . -path ./$(VENV) -prune -o -type d \

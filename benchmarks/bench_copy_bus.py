@@ -5,7 +5,7 @@ that carries ``copy_bus_capacity`` copies at full speed (``engine.executor.calib
 the 2-core development VM that capacity is not a constant of the machine: it sits near 1.15
 or near 2 and jumps between the two, which is what keeps copy-bound graphs (``gen:ffnn`` in
 ``bench_executor.py`` spends about 85 % of its time in copies) from a stable median error
-(README, "Why gen:ffnn misses the median-error goal").
+(docs/lab/2026-11-24-noise-ceiling-and-copy-bus.md).
 
 This benchmark reads the bus every ``--interval`` seconds for ``--minutes`` minutes with 2
 calibrated-style workers (:func:`engine.executor.calibration.probe_bus`: ``--hops`` copies of

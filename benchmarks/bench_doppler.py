@@ -36,13 +36,15 @@ import torch
 
 from engine.cluster import Cluster
 from engine.presets import PRESETS
-from engine.sources import load_graph
+from engine.specs import load_graph
+from placelab.cli import run_command
 from placelab.reproduce.doppler import GRAPHS as ROWS
 from placelab.reproduce.runner import reproduce
-from policies.rl.doppler import DopplerAgent, DopplerConfig
-from policies.rl.reinforce import Budget, StoppingRule
-from policies.rl.task import make_task
-from policies.rl.trainer import Trainer
+from policies.rl.core.reinforce import Budget, StoppingRule
+from policies.rl.core.task import make_task
+from policies.rl.core.trainer import Trainer
+from policies.rl.doppler.agent import DopplerAgent
+from policies.rl.doppler.config import DopplerConfig
 
 GRAPHS = tuple(ROWS.values())
 
@@ -71,7 +73,8 @@ def reproduction(name: str, graphs: list[str], paper: bool) -> dict[str, Any]:
     """Run reproduction ``name`` into a temporary store; its table rows (ms) and wall time."""
     rows = [row for row, spec in ROWS.items() if spec in graphs]
     with tempfile.TemporaryDirectory(prefix="bench-doppler-") as tmp:
-        res = reproduce(name, quick=not paper, runs_dir=tmp, keep_step_runs=False, only=",".join(rows) or None)
+        res = reproduce(name, command=run_command, quick=not paper, runs_dir=tmp, keep_step_runs=False,
+                        only=",".join(rows) or None)
     table = [{"row": r["row"], "column": r["column"], "mean_ms": r["ours"], "std_ms": r["ours_std"],
               "paper_ms": r["paper"], "paper_std_ms": r["paper_std"], "note": r["note"]}
              for r in res["table"] if r["ours"] is not None]

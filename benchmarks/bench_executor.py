@@ -68,7 +68,7 @@ from engine.executor.calibration import calibrate, mode_cluster
 from engine.executor.fidelity import fidelity_stats, refine_cluster, replay_makespan
 from engine.graph import CompGraph
 from engine.simulator import Simulator
-from engine.sources import load_graph
+from engine.specs import load_graph
 from policies import make_placer
 from policies.fidelity import SAMPLES, Validation, validate
 

@@ -40,7 +40,7 @@ from dashboard.figures.graph_view import _positions
 from dashboard.figures.scope_tree import hierarchy_scopes, initial_expanded
 from engine.dag import levels
 from engine.graph import CompGraph
-from engine.sources import load_graph
+from engine.specs import load_graph
 
 SPECS = ("gen:random?ops=1000&seed=1", "gen:nmt", "gen:nasnet", "gen:random?ops=30000&seed=1")
 BUDGET = 150
@@ -73,7 +73,7 @@ LIMIT = 120.0
 
 def cytoscape_args(elements: dict, layout: dict) -> dict:
     """The component's render arguments, as ``streamlit_cytoscape`` sends them."""
-    from dashboard.app_pages.explorer_view import STYLES
+    from dashboard.widgets.explorer import STYLES
 
     return {"elements": elements, "style": [s.dump() for s in STYLES], "layout": layout, "height": "740px",
             "nodeActions": [], "edgeActions": [], "collapseParallelEdges": False, "priorityEdgeLabel": None,
@@ -93,7 +93,7 @@ def all_ops_elements(g: CompGraph) -> dict:
 
 def explorer_view(g: CompGraph, dagre: bool = False) -> tuple[dict, dict]:
     """The explorer's first view: elements of the scope-collapsed graph and its layout."""
-    from dashboard.app_pages.explorer_view import layout_for
+    from dashboard.widgets.explorer import layout_for
 
     hierarchy, _ = hierarchy_scopes(g.scope, levels(g))
     expanded = initial_expanded(hierarchy, BUDGET)

@@ -8,12 +8,12 @@ after pruning, the largest of the papers' models we import). Stages, each the me
 * ``trace + import``: :func:`engine.importers.tensorflow_graph.graph_from_keras` — tracing the
   step as a ``tf.function`` and walking it into a CompGraph with static shapes and roofline costs;
 * ``GraphDef file``: the same traced step saved as a GraphDef ``.pb`` and read back with
-  :func:`engine.sources.load_graph` (content detection, pruning, shapes, costs) — the path a
+  :func:`engine.specs.load_graph` (content detection, pruning, shapes, costs) — the path a
   user's own TF graph takes;
 * ``placelab.graph/1 JSON``: reading the imported graph back from our own format (the cache);
 * groupings on the imported graph: TF colocation sets, Mirhoseini §3.3's rule, Mirhoseini §4.1's
   layer units, and Placeto's §3.3 rule + Merge-and-Colocate to 128 groups with the colocation
-  sets united afterwards (the learned placers' default, :func:`policies.rl.task.learning_groups`).
+  sets united afterwards (the learned placers' default, :func:`policies.rl.core.task.learning_groups`).
 
 The issue's goal: import plus grouping of a 10,000-op TF graph in under a minute.
 
@@ -61,12 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     import keras
 
     from engine.graph_io import load_graph_json, save_graph
-    from engine.groupers import mirhoseini_groups, unit_groups
-    from engine.grouping import colocation_groups
+    from engine.grouping.contract import colocation_groups
+    from engine.grouping.rules import mirhoseini_groups, unit_groups
     from engine.importers._tf_keras import _trace_keras_step
     from engine.importers.tensorflow_graph import graph_from_keras
-    from engine.sources import load_graph
-    from policies.rl.task import learning_groups
+    from engine.specs import load_graph
+    from policies.rl.core.task import learning_groups
 
     def build_model():
         keras.backend.clear_session()

@@ -49,17 +49,17 @@ from typing import Any
 
 import numpy as np
 
-from engine.cluster import Cluster, cluster_from_dict, cluster_to_dict, load_cluster
+from engine.cluster import Cluster, cluster_from_dict, cluster_to_dict
 from engine.graph import CompGraph
 from engine.graph_io import load_graph_json
 from engine.objectives import lower_bound
 from engine.placement import load_placement
 from engine.runs import Run, RunStore
 from engine.simulator import simulate
-from engine.sources import expand_graph_specs
+from engine.specs import expand_graph_specs, load_cluster
 from learning_runs import window_medians
 from policies import make_placer
-from policies.rl.jobs import evaluate_policy, load_policy, load_tasks, policy_place
+from policies.rl.core.jobs import evaluate_policy, load_policy, load_tasks, policy_place
 
 LIST_SCHEDULERS = ("m-etf", "heft", "critical-path")
 
@@ -180,10 +180,12 @@ def main() -> None:
     stream = sys.stderr if args.json else sys.stdout
     if args.runs_dir is None:
         with tempfile.TemporaryDirectory(prefix="bench-learned-gaps-") as tmp:
+            from placelab.cli import run_command
             from placelab.reproduce.runner import reproduce
 
             print("running placelab reproduce placeto-table1 --quick into a temporary store", file=stream, flush=True)
-            reproduce("placeto-table1", quick=True, runs_dir=tmp, progress=lambda m: print(m, file=sys.stderr))
+            reproduce("placeto-table1", command=run_command, quick=True, runs_dir=tmp,
+                      progress=lambda m: print(m, file=sys.stderr))
             report(tmp, args.window, args.json, stream)
         return
     if not Path(args.runs_dir).is_dir():

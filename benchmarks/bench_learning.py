@@ -1,7 +1,7 @@
 """How fast do the learned placers train? Episodes per minute on 128-group graphs.
 
 For each graph (Placeto family graphs grouped to 128 groups on ``k80x2``) and each learned
-placer, the training loop (:class:`policies.rl.trainer.Trainer`) runs one untimed update,
+placer, the training loop (:class:`policies.rl.core.trainer.Trainer`) runs one untimed update,
 then ``--updates`` timed updates, ``--repeat`` times; the figure is the median episodes per
 minute. Placeto uses intermediate rewards (every step's placement simulated on the op graph)
 and ``batch`` episodes (8 by default) rolled out together through one GNN call per step; the
@@ -28,11 +28,11 @@ import time
 import torch
 
 from engine.presets import PRESETS
-from engine.sources import load_graph
-from policies.rl.registry import make_agent, make_config
-from policies.rl.reinforce import Budget, StoppingRule
-from policies.rl.task import make_task
-from policies.rl.trainer import Trainer
+from engine.specs import load_graph
+from policies.rl.core.registry import make_agent, make_config
+from policies.rl.core.reinforce import Budget, StoppingRule
+from policies.rl.core.task import make_task
+from policies.rl.core.trainer import Trainer
 
 GRAPHS = ("gen:family-cifar10?index=0&seed=0", "gen:family-nmt?index=0&seed=0", "gen:family-ptb?index=0&seed=0")
 SETUPS = (("placeto", {"batch": 8}), ("placeto", {"batch": 16}), ("placeto", {"batch": 1}), ("rnn", {}))

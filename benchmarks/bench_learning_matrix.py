@@ -2,7 +2,7 @@
 
 For each cell (graph × cluster) and learned placer, a fresh policy with the registered default
 hyper-parameters (plus ``--param`` overrides) trains on the graph alone for ``--episodes``
-episodes (:class:`policies.rl.trainer.Trainer`, stopping rule off). Reported per cell:
+episodes (:class:`policies.rl.core.trainer.Trainer`, stopping rule off). Reported per cell:
 
 * ``first``, ``last`` — the median sampled runtime (the makespan of the episode's final
   placement, the learning curve's ``sampled_runtime``) over the first and the last ``--window``
@@ -32,10 +32,10 @@ import torch
 
 from engine.presets import PRESETS
 from engine.simulator import Simulator
-from engine.sources import load_graph
+from engine.specs import load_graph
 from learning_runs import train_alone, window_medians
 from policies import make_placer
-from policies.rl.reinforce import Budget
+from policies.rl.core.reinforce import Budget
 
 GRAPHS = ("gen:random?ops=200&seed=1", "gen:family-cifar10?index=0&seed=0",
           "gen:rnnlm?steps=4&units=64&batch=4&vocab=100")

@@ -15,7 +15,7 @@ Three figures, each against the in-process (sequential) path in the same run:
 
 * **Training** (``--training``) — Placeto training episodes per minute on a 128-group graph
   (cifar10 family graph 0, ``batch`` = ``--batch``, default 8, ``k80x2``) in this process and
-  with 1 and 2 rollout workers (:mod:`policies.rl.workers`), after one untimed update. Goal:
+  with 1 and 2 rollout workers (:mod:`policies.rl.core.workers`), after one untimed update. Goal:
   ≥ 1.6× with 2 workers over 1.
 
 Timings are medians of ``--repeat`` runs. Usage::
@@ -38,8 +38,8 @@ import tempfile
 import time
 
 from engine.runs import RunStore
-from engine.sources import expand_graph_specs
-from policies.parallel import Executor
+from engine.specs import expand_graph_specs
+from policies.parallel import ParallelMap
 from policies.sweep import SweepSpec, run_sweep
 
 PLACERS = "single-device,random,m-etf,heft,critical-path,metis"
@@ -56,14 +56,14 @@ def _strip(rows: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in ("run_id", "seconds_to_place")} for r in rows]
 
 
-def _sweep_seconds(spec: SweepSpec, ex: Executor) -> tuple[float, list[dict]]:
+def _sweep_seconds(spec: SweepSpec, ex: ParallelMap) -> tuple[float, list[dict]]:
     with tempfile.TemporaryDirectory(prefix="bench-parallel-") as tmp:
         t0 = time.perf_counter()
         out = run_sweep(RunStore(tmp), spec, executor=ex)
         return time.perf_counter() - t0, out["results"]
 
 
-def _per_task(ex: Executor, tasks: int) -> tuple[float, float]:
+def _per_task(ex: ParallelMap, tasks: int) -> tuple[float, float]:
     """Seconds per no-op task and per trivial stored placement task."""
     t0 = time.perf_counter()
     ex.map(_noop, [(i,) for i in range(tasks)])
@@ -75,13 +75,13 @@ def _per_task(ex: Executor, tasks: int) -> tuple[float, float]:
 
 def measure(workers: int, repeat: int, tasks: int) -> dict:
     spec = SweepSpec.from_specs(GRAPHS, "k80x2", PLACERS, seeds=2)
-    seq_ex = Executor()
+    seq_ex = ParallelMap()
     _sweep_seconds(WARM_UP, seq_ex)  # this process's own imports and kernels, not timed
     seq = [_sweep_seconds(spec, seq_ex) for _ in range(repeat)]
     seq_task = [_per_task(seq_ex, tasks) for _ in range(repeat)]
 
     t0 = time.perf_counter()
-    ray_ex = Executor(workers=workers)
+    ray_ex = ParallelMap(workers=workers)
     ray_ex.start()
     start_s = time.perf_counter() - t0
     try:
@@ -118,10 +118,10 @@ def measure(workers: int, repeat: int, tasks: int) -> dict:
 
 def _training_rate(task, workers: int | None, updates: int, batch: int) -> float:
     """Placeto episodes per minute over ``updates`` updates (rollouts in-process, or on ``workers``)."""
-    from policies.rl.registry import make_agent, make_config
-    from policies.rl.reinforce import Budget, StoppingRule
-    from policies.rl.trainer import Trainer
-    from policies.rl.workers import RolloutWorkers
+    from policies.rl.core.registry import make_agent, make_config
+    from policies.rl.core.reinforce import Budget, StoppingRule
+    from policies.rl.core.trainer import Trainer
+    from policies.rl.core.workers import RolloutWorkers
 
     config = make_config("placeto", {"groups": 128, "batch": batch})
     agent = make_agent("placeto", task.num_devices, config.to_dict(), seed=0, tasks=[task])
@@ -142,8 +142,8 @@ def measure_training(updates: int, repeat: int, batch: int = 8) -> dict:
     import torch
 
     from engine.presets import PRESETS
-    from engine.sources import load_graph
-    from policies.rl.task import make_task
+    from engine.specs import load_graph
+    from policies.rl.core.task import make_task
 
     torch.set_num_threads(1)  # the learner, like each worker, on one CPU
     task = make_task(load_graph("gen:family-cifar10?index=0&seed=0"), PRESETS["k80x2"](), groups=128)

@@ -85,9 +85,9 @@ def parse_setting(text: str) -> tuple[str, dict[str, Any]]:
 def placeto_task(graph_spec: str, cluster_name: str):
     """The graph grouped as Placeto's defaults group it, on the preset ``cluster_name``."""
     from engine.presets import PRESETS
-    from engine.sources import load_graph
-    from policies.rl.jobs import task_for
-    from policies.rl.registry import make_config
+    from engine.specs import load_graph
+    from policies.rl.core.registry import make_config
+    from policies.rl.core.task import task_for
 
     return task_for(load_graph(graph_spec), PRESETS[cluster_name](), make_config("placeto", {}))
 
@@ -155,9 +155,9 @@ def train_run(job: tuple[str, str, str, dict[str, Any], int, int, int, int]) -> 
     import torch
 
     from engine.presets import PRESETS
-    from engine.sources import load_graph
+    from engine.specs import load_graph
     from learning_runs import train_alone, window_medians
-    from policies.rl.reinforce import Budget
+    from policies.rl.core.reinforce import Budget
 
     graph_spec, cluster_name, name, params, seed, placements, episodes, window = job
     torch.set_num_threads(1)

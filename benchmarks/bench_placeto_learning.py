@@ -2,7 +2,7 @@
 
 For each setting (a graph, a cluster, Placeto parameters) one fresh policy trains for
 ``--episodes`` episodes (seed 0, one thread, no stopping rule) and the script prints the
-learning-health figures of :mod:`policies.rl.health`:
+learning-health figures of :mod:`policies.rl.core.health`:
 
 * mean per-decision entropy over the first and the last ``--window`` episodes, and the last
   over ln(#devices) (the goal: at most 0.75);
@@ -28,11 +28,10 @@ import time
 
 import torch
 
-from engine.cluster import load_cluster
-from engine.sources import load_graph
+from engine.specs import load_cluster, load_graph
 from learning_runs import train_alone
-from policies.rl.health import random_search
-from policies.rl.reinforce import Budget
+from policies.rl.core.health import random_search
+from policies.rl.core.reinforce import Budget
 
 #: name → (graph spec, cluster, simulation mode or None for the cluster's own)
 SETTINGS = {

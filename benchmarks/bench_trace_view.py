@@ -46,7 +46,7 @@ def schedule_for(ops: int):
     """The benchmark's schedule of ``ops`` ops: graph, cluster and round-robin schedule."""
     from engine.presets import PRESETS
     from engine.simulator import Simulator
-    from engine.sources import load_graph
+    from engine.specs import load_graph
 
     graph, cluster = load_graph(f"gen:random?ops={ops}&seed=1"), PRESETS[CLUSTER]()
     return graph, cluster, Simulator(graph, cluster).run(np.arange(graph.num_ops) % len(cluster.devices))

@@ -5,17 +5,28 @@ Each case mutates a valid file of one importer format (formats taken in turn) an
 traceback, more than one stderr line, a crash (signal) or no answer within the timeout. The
 failing inputs are kept under ``--keep DIR`` (default: not kept) for reproduction.
 
+``--kill-rounds N`` adds N rounds of ``kill -9`` (issue #34, item 9), alternately in-process and
+on a local Ray runtime (``--workers 2``): a sweep driver SIGKILLs itself at a random result, either
+before that result's row is appended or while its run is being stored; then ``placelab sweep --resume``
+must leave exactly one run and one row per combination, and (on Ray) no state file and no process of the
+killed driver's Ray session (its agents ignore SIGTERM and used to survive). A Ray round takes about a
+minute on 2 cores.
+
 Usage::
 
     .venv/bin/python benchmarks/fuzz_soak.py --minutes 5
     .venv/bin/python benchmarks/fuzz_soak.py --minutes 1 --formats graphml,tf-graphdef --json
+    .venv/bin/python benchmarks/fuzz_soak.py --minutes 0.1 --kill-rounds 4
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,6 +44,91 @@ def random_ops(rng: random.Random) -> list[tuple]:
             for _ in range(rng.randint(1, 4))]
 
 
+ROOT = Path(__file__).resolve().parents[1]
+KILL_SWEEP = ("gen:random?ops=20&seed=1,gen:random?ops=30&seed=2", "k80x2", "single-device,random,critical-path", 2)
+#: A sweep driver that SIGKILLs itself: ``row``: at its N-th append to sweep.csv (the result's run stored, its row
+#: not); ``finish``: while its N-th result's run is stored (its run.json still says running).
+KILL_DRIVER = """
+import os, signal, sys
+from engine.run_dir import Run
+from engine.runs import RunStore
+from policies.parallel import ParallelMap
+from policies.sweep import SweepSpec, run_sweep
+where, nth, runs, workers = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+graphs, clusters, placers, seeds = sys.argv[5:8] + [int(sys.argv[8])]
+calls = [0]
+def hit():
+    calls[0] += 1
+    if calls[0] == nth:
+        os.kill(os.getpid(), signal.SIGKILL)
+append_row, finish = Run.append_row, Run.finish
+def killing_append_row(self, name, row):
+    if where == "row" and name == "sweep.csv":
+        hit()
+    return append_row(self, name, row)
+def killing_finish(self, status="done", metrics=None):
+    if where == "finish" and self._stored.get("kind") == "compare":
+        hit()
+    return finish(self, status, metrics)
+Run.append_row, Run.finish = killing_append_row, killing_finish
+with ParallelMap(workers=workers or None) as ex:
+    run_sweep(RunStore(runs), SweepSpec.from_specs(graphs, clusters, placers, seeds=seeds), executor=ex)
+"""
+
+
+def kill_round(rng: random.Random, workers: int, timeout: float) -> dict:
+    """One kill -9 and resume (see the module docstring); ``problem`` is None when every check held."""
+    import psutil
+
+    from engine.runs import RunStore
+    from policies.sweep import SweepSpec, sweep_rows
+
+    graphs, clusters, placers, seeds = KILL_SWEEP
+    plan = SweepSpec.from_specs(graphs, clusters, placers, seeds=seeds).plan()
+    where, nth = rng.choice(["row", "finish"]), rng.randint(1, len(plan))
+    case = {"workers": workers, "where": where, "nth": nth, "problem": None}
+    with tempfile.TemporaryDirectory(prefix="placelab-kill-") as tmp:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PLACELAB_CACHE_DIR": str(Path(tmp) / "cache")}
+        runs = str(Path(tmp) / "runs")
+        t = time.perf_counter()
+        driver = subprocess.run([sys.executable, "-c", KILL_DRIVER, where, str(nth), runs, str(workers), graphs,
+                                 clusters, placers, str(seeds)], env=env, capture_output=True, text=True,
+                                timeout=timeout, check=False)
+        if driver.returncode != -signal.SIGKILL:
+            case["problem"] = f"the driver ended with {driver.returncode}, not SIGKILL: {driver.stderr[-300:]}"
+            return case
+        store = RunStore(runs)
+        (sweep,) = store.list(kind="sweep")
+        state_file = Path(tmp) / "cache" / "ray-local" / f"{sweep.meta.get('pid')}.json"
+        state = json.loads(state_file.read_text()) if state_file.is_file() else {"processes": []}
+        resume = [sys.executable, "-m", "placelab.cli", "sweep", "--resume", sweep.id, "--runs-dir", runs, "--json"]
+        resumed = subprocess.run(resume + (["--workers", str(workers)] if workers else []), env=env,
+                                 capture_output=True, text=True, timeout=timeout, check=False)
+        case["seconds"] = time.perf_counter() - t
+        rows = sweep_rows(store.load(sweep.id))
+        tagged = store.list(tag=f"sweep:{sweep.id}")
+        alive = []
+        for rec in state["processes"]:
+            try:
+                p = psutil.Process(rec["pid"])
+                if abs(p.create_time() - rec["create_time"]) < 0.01 and p.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(rec["name"])
+            except psutil.Error:
+                continue
+        left = sorted(f.name for f in (Path(tmp) / "cache" / "ray-local").glob("*.json"))
+        if resumed.returncode != 0:
+            case["problem"] = f"resume exited {resumed.returncode}: {resumed.stderr.strip()[-300:]}"
+        elif [r["task"] for r in rows] != list(range(len(plan))):
+            case["problem"] = f"the table's tasks are {[r['task'] for r in rows]}"
+        elif sorted(r.id for r in tagged) != sorted(r["run_id"] for r in rows if r["run_id"]):
+            case["problem"] = f"{len(tagged)} runs tagged with the sweep for {len(rows)} rows"
+        elif {r.status for r in tagged} != {"done"}:
+            case["problem"] = f"run statuses {sorted({r.status for r in tagged})}"
+        elif alive or left:
+            case["problem"] = f"left behind: processes {alive}, state files {left}"
+    return case
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=5.0, help="how long to run (default 5)")
@@ -41,9 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds before a case counts as a hang")
     ap.add_argument("--keep", type=Path, default=None, help="folder for the failing inputs")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--kill-rounds", type=int, default=0,
+                    help="kill -9 rounds of a sweep driver, then --resume, alternately in-process and on Ray")
     args = ap.parse_args(argv)
-    if not args.minutes > 0 or not args.timeout > 0:
-        ap.error("--minutes and --timeout must be positive")
+    if not args.minutes > 0 or not args.timeout > 0 or args.kill_rounds < 0:
+        ap.error("--minutes and --timeout must be positive, --kill-rounds at least 0")
 
     seeds = dict(TEXT_SEEDS)
     with tempfile.TemporaryDirectory(prefix="placelab-soak-") as tmp:
@@ -87,11 +185,17 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         worker.close()
     minutes = (time.perf_counter() - t0) / 60
+    kills = [kill_round(rng, 2 if k % 2 else 0, 10 * args.timeout) for k in range(args.kill_rounds)]
+    for k in kills:
+        if k["problem"]:
+            failures.append({"format": "kill -9", "mutations": repr(k), "detail": k["problem"]})
+            print(f"FAILURE kill -9 ({k['where']} #{k['nth']}, workers {k['workers']}): {k['problem']}",
+                  file=sys.stderr, flush=True)
     total = sum(cases.values())
     rows = [{"format": f, "cases": cases[f], "ok": verdicts[(f, "ok")], "bad_input": verdicts[(f, "bad input")],
              "failures": verdicts[(f, "failure")], "ms_per_case": 1e3 * busy[f] / max(cases[f], 1)} for f in formats]
     result = {"minutes": minutes, "cases": total, "cases_per_minute": total / minutes, "failures": len(failures),
-              "per_format": rows, "failure_details": failures[:50]}
+              "per_format": rows, "kill_rounds": kills, "failure_details": failures[:50]}
     if args.json:
         print(json.dumps(result))
     else:
@@ -100,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
         for r in rows:
             print(f"{r['format']:18} {r['cases']:>7} {r['ok']:>6} {r['bad_input']:>7} {r['failures']:>5} "
                   f"{r['ms_per_case']:>8.1f}")
+        if kills:
+            bad = sum(1 for k in kills if k["problem"])
+            print(f"kill -9 rounds: {len(kills)} ({sum(1 for k in kills if k['workers'])} on Ray), {bad} failures")
     return 1 if failures else 0
 
 

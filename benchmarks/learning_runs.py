@@ -13,11 +13,10 @@ from typing import Any
 
 from engine.cluster import Cluster
 from engine.graph import CompGraph
-from policies.rl.jobs import task_for
-from policies.rl.registry import make_agent, make_config
-from policies.rl.reinforce import Budget, StoppingRule
-from policies.rl.task import PlacementTask
-from policies.rl.trainer import Trainer
+from policies.rl.core.registry import make_agent, make_config
+from policies.rl.core.reinforce import Budget, StoppingRule
+from policies.rl.core.task import PlacementTask, task_for
+from policies.rl.core.trainer import Trainer
 
 __all__ = ["train_alone", "window_medians"]
 

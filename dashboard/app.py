@@ -7,14 +7,18 @@ and shows a blank page.) Stored runs are read from ``runs/`` at the repository r
 the directory named by the environment variable ``PLACELAB_RUNS_DIR``. The sidebar's
 presentation toggle makes text, headline numbers and figures larger, for lab meetings.
 The sidebar also holds the current graph and cluster that every page works on (``dashboard/context.py``).
+The link holds the view (``dashboard/widgets/link.py``): a reload or a shared link opens the same graph,
+cluster and page state; every session-state key is named in ``dashboard/state.py``.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
+from dashboard import state as keys
 from dashboard.app_pages import compare, fidelity, graphs, home, papers, place, runs, train
 from dashboard.context import retain_widgets, sidebar
+from dashboard.widgets.link import read_link, show_link_warnings, write_link
 
 # Everything larger, nothing recoloured: the app's light or dark theme stays, so text stays readable.
 # Metric values hold a markdown container with a <p>, so their rule must be more specific than the general
@@ -39,12 +43,14 @@ h2, h3 { font-size: 2.3rem !important; line-height: 1.25 !important; }
 """
 
 st.set_page_config(page_title="placelab", layout="wide")
+read_link()
 retain_widgets()
 sidebar()
-st.sidebar.toggle("Presentation mode", key="presentation",
+st.sidebar.toggle("Presentation mode", key=keys.PRESENTATION,
                   help="Large fonts and figures, for showing results in a meeting (light or dark theme alike)")
-if st.session_state.get("presentation"):
+if st.session_state.get(keys.PRESENTATION):
     st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)
+show_link_warnings()
 st.navigation([
     st.Page(home.page, title="Home", default=True),
     st.Page(graphs.page, title="Graphs", url_path="graphs"),
@@ -55,3 +61,4 @@ st.navigation([
     st.Page(papers.page, title="Papers", url_path="papers"),
     st.Page(fidelity.page, title="Fidelity", url_path="fidelity"),
 ]).run()
+write_link()

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import ClusterError
-from engine.jsonio import atomic_write_text, dumps, read_json_file
+from engine.jsonio import atomic_write_text, dumps
 from engine.limits import MAX_DEVICES, MAX_NOISE, MAX_SIM_RUNS, check_at_most, check_seed, check_total
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
     "SimulationSettings",
     "cluster_from_dict",
     "cluster_to_dict",
-    "load_cluster",
     "parse_simulation_options",
     "save_cluster",
 ]
@@ -117,7 +116,7 @@ class SimulationSettings:
 
     ``op_overhead_s`` is Placeto's δ1 (device busy after each non-zero op), and
     ``transfer_gap_s`` its δ2 (channel busy after each transfer), Placeto App. A.5. The
-    others are options of the ``work_conserving`` mode (``docs/simulation.md``): ChooseTask
+    others are options of the ``work_conserving`` mode (``docs/reference/simulation.md``): ChooseTask
     strategy, link contention, stochastic durations (``noise``, ``seed``, ``runs``) and
     memory-aware waiting.
     """
@@ -449,26 +448,6 @@ def parse_simulation_options(pairs: Sequence[str]) -> dict[str, Any]:
         except ValueError:
             raise ClusterError(f"simulation setting '{key}' must be {kind.__name__}, got '{value}'") from None
     return out
-
-
-def load_cluster(spec: str | os.PathLike | Cluster) -> Cluster:
-    """A cluster by preset name (see :mod:`engine.presets`), from a ``placelab.cluster/1`` file, or
-    ``bench:NAME``: the machine of a bundled published workload (:mod:`engine.workloads.published`).
-    A :class:`Cluster` is returned as it is, so callers may pass one wherever a spec goes."""
-    from engine.presets import PRESETS
-
-    if isinstance(spec, Cluster):
-        return spec
-    s = os.fspath(spec)
-    if s.startswith("bench:"):
-        from engine.workloads.published import bench_cluster
-
-        return bench_cluster(s)
-    if s in PRESETS:
-        return PRESETS[s]()
-    if not os.path.exists(s):
-        raise ClusterError(f"unknown cluster '{s}': not a preset ({', '.join(PRESETS)}) nor a file")
-    return cluster_from_dict(read_json_file(s, error=ClusterError), source=os.path.basename(s))
 
 
 def save_cluster(c: Cluster, path: str | os.PathLike) -> None:

@@ -2,7 +2,7 @@
 
 One place for every bound, so that a value that would hang a command, exhaust memory or break
 a library is refused *before any work starts*, in one sentence that names the limit (exit 2 on
-the command line). The values, and why each is what it is, are listed in ``docs/contracts.md``
+the command line). The values, and why each is what it is, are listed in ``docs/reference/contracts.md``
 ("Limits").
 
 Every number in a graph or cluster file must be finite, but finite numbers can still add up
@@ -112,7 +112,7 @@ def exhaustion(exc: BaseException) -> ExhaustionError | None:
     else:
         return None
     return ExhaustionError(f"out of memory ({detail}): the input asks for more than this machine has; "
-                           "placelab's limits are in docs/contracts.md")
+                           "placelab's limits are in docs/reference/contracts.md")
 
 
 def _fmt(x: float) -> str:

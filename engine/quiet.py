@@ -2,7 +2,7 @@
 
 TensorFlow logs from C++ when it is imported (CPU-feature and oneDNN notices), past Python's
 ``sys.stderr``; a CLI command must print only its own progress and one-line errors on stderr
-(docs/contracts.md §5). Both the TensorFlow importers and the TensorBoard writer of the learned
+(docs/reference/contracts.md §5). Both the TensorFlow importers and the TensorBoard writer of the learned
 placers (``torch.utils.tensorboard`` imports tensorflow) go through :func:`quiet_tensorflow_start`.
 """
 

@@ -18,12 +18,9 @@ Assumptions
 - ``run.json`` changes are read-modify-writes under the run's ``.run.json.lock``, so
   concurrent changes (a rename while a trainer records progress) are never lost. A running
   run cannot be started a second time (``--resume``) nor deleted.
-- A ``run.json`` that is not what placelab writes — not JSON, a field of the wrong type, a
-  number that is not finite (``NaN``, ``Infinity``, ``1e999``: placelab never writes one), or a
-  metric that listings show (``makespan_s``, ``oom``, ...) that is not a number (a boolean for
-  ``oom``) — makes its run unreadable: :meth:`RunStore.list` skips it with one line in
-  ``problems``, :meth:`RunStore.load` raises one :class:`RunError` naming the run, and the run
-  can still be deleted.
+- A ``run.json`` that is not what placelab writes (:mod:`engine.run_meta`) makes its run
+  unreadable: :meth:`RunStore.list` skips it with one line in ``problems``, :meth:`RunStore.load`
+  raises one :class:`RunError` naming the run, and the run can still be deleted.
 - Tables are CSV with a header row and CRLF line ends (RFC 4180; with them the csv module
   also quotes a lone carriage return). Cells read back as ``int``, else ``float``, else
   ``str``, and the empty cell as ``None`` (so a string such as ``"12"`` reads back as 12).
@@ -31,16 +28,11 @@ Assumptions
 
 from __future__ import annotations
 
-import functools
-import importlib.metadata
-import json
-import math
 import os
 import re
 import secrets
 import shutil
 import socket
-import subprocess
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -49,289 +41,25 @@ from typing import Any
 
 from engine.errors import RunError
 from engine.jsonio import atomic_write_json
-from engine.run_locks import LIVE_LOCK, META_LOCK, hold_live_lock, live_lock_held, meta_lock, release_live_lock
-from engine.tables import append_csv_rows, read_csv, write_csv
+from engine.run_dir import Run
+from engine.run_locks import LIVE_LOCK, META_LOCK, hold_live_lock, live_lock_held, release_live_lock
+from engine.run_meta import RUN_JSON, RUN_SCHEMA, code_version, iso_timestamp, read_meta
 
-__all__ = [
-    "RUN_SCHEMA",
-    "STATUSES",
-    "Run",
-    "RunStore",
-    "code_version",
-]
+__all__ = ["RUNS_DIR_ENV", "Run", "RunStore", "resolve_run", "user_runs_dir"]
 
-RUN_SCHEMA = "placelab.run/1"
-STATUSES = ("running", "done", "failed", "interrupted")
-_RUN_JSON = "run.json"
+_RUN_JSON = RUN_JSON
 _STALE_AFTER = timedelta(hours=24)
 _LOCK_FILES = frozenset({LIVE_LOCK, META_LOCK})
-#: Fields of ``run.json`` that readers rely on, and the JSON types they must have when present.
-_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
-    "id": str, "name": str, "created": str, "updated": str, "status": str, "kind": str,
-    "graph": dict, "cluster": (str, type(None)), "placer": (str, type(None)), "parameters": dict,
-    "metrics": dict, "tags": list,
-}
-#: Metrics that listings and the app show or compute with: a finite number (``oom``: a boolean) or null.
-_NUMBER_METRICS = ("makespan_s", "lower_bound_s", "ratio_to_lower_bound", "best_makespan_s", "measured_makespan_s",
-                   "seconds_to_place", "communication_bytes", "wall_s", "episodes", "placements_evaluated")
-_BOOL_METRICS = ("oom",)
+#: The one environment variable naming the user's run store (CLI ``--runs-dir`` reads it too).
+RUNS_DIR_ENV = "PLACELAB_RUNS_DIR"
 
 
-@functools.lru_cache(maxsize=1)
-def _code_version() -> tuple[str, str | None]:
-    try:
-        version = importlib.metadata.version("placelab")
-    except (importlib.metadata.PackageNotFoundError, ValueError):
-        version = "0+unknown"
-    commit = None
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=2,
-            check=False,
-        )
-        if out.returncode == 0:
-            commit = out.stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return version, commit
-
-
-def code_version() -> dict[str, str | None]:
-    """The placelab version and, when git can tell cheaply, the short commit hash.
-
-    Returns
-    -------
-    dict
-        ``{"placelab": "0.1.0", "git": "abc1234"}``; ``git`` is ``None`` when unknown.
-    """
-    version, commit = _code_version()
-    return {"placelab": version, "git": commit}
-
-
-class Run:
-    """One stored run: its directory and its ``run.json``.
-
-    Attributes
-    ----------
-    id : str
-        The run id (the directory name).
-    path : Path
-        The run directory.
-    """
-
-    def __init__(self, path: Path, meta: dict[str, Any]) -> None:
-        self.path = Path(path)
-        self.id = self.path.name
-        self._stored = meta
-
-    def __repr__(self) -> str:
-        return f"Run({self.id!r}, status={self.status!r})"
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        """A copy of ``run.json`` whose ``status`` is the effective one (see :attr:`status`)."""
-        return {**self._stored, "status": self.status}
-
-    @property
-    def status(self) -> str:
-        """``running``, ``done``, ``failed`` or ``interrupted``.
-
-        A run stored as ``running`` reads as ``interrupted`` when no process holds its live
-        lock; without a lock file, on its own host at once, on another host when ``updated``
-        is over 24 h old.
-        """
-        stored = self._stored.get("status")
-        if stored != "running":
-            return stored if stored in STATUSES else "failed"
-        held = live_lock_held(self.path)
-        if held is not None:
-            return "running" if held else "interrupted"
-        if self._stored.get("host") == socket.gethostname():
-            return "interrupted"
-        try:
-            updated = datetime.fromisoformat(self._stored["updated"])
-        except (KeyError, TypeError, ValueError):
-            return "interrupted"
-        return "running" if datetime.now(UTC) - updated < _STALE_AFTER else "interrupted"
-
-    def files(self) -> list[str]:
-        """Relative POSIX paths of the run's files, sorted (temp files left out)."""
-        return sorted(
-            p.relative_to(self.path).as_posix()
-            for p in self.path.rglob("*")
-            if p.is_file() and p.name not in _LOCK_FILES and not (p.name.startswith(".") and p.name.endswith(".tmp"))
-        )
-
-    def write_json(self, name: str, obj: Any) -> Path:
-        """Atomically write ``obj`` as JSON to the run file ``name``; returns its path."""
-        if name == _RUN_JSON:
-            raise ValueError("run.json is managed by the run; use Run.update()")
-        path = self._file(name, create=True)
-        atomic_write_json(path, obj)
-        return path
-
-    def read_json(self, name: str) -> Any:
-        """Read the run's JSON file ``name``.
-
-        Raises
-        ------
-        RunError
-            The file is missing or not valid JSON.
-        """
-        path = self._existing(name)
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError):
-            raise RunError(f"run {self.id}: {name} is not valid JSON") from None
-
-    def write_table(self, name: str, columns: Mapping[str, Sequence]) -> Path:
-        """Atomically write ``columns`` as a CSV table (header = the keys); returns its path.
-
-        Floats are written with ``repr`` so they read back exactly; ``None`` becomes an
-        empty cell; strings are quoted as needed (commas, quotes, newlines).
-
-        Raises
-        ------
-        ValueError
-            The columns do not all have the same length.
-        """
-        path = self._file(name, create=True)
-        write_csv(path, columns)
-        return path
-
-    def append_row(self, name: str, row: Mapping[str, Any]) -> None:
-        """Append one row to the CSV table ``name`` and ``fsync`` it (for learning curves).
-
-        The header is written with the first row. A torn last line left by a crash is
-        dropped before appending.
-
-        Raises
-        ------
-        ValueError
-            ``row``'s keys differ from the existing header.
-        """
-        append_csv_rows(self._file(name, create=True), [row])
-
-    def append_rows(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Append several rows to the CSV table ``name`` with one ``fsync`` (see :meth:`append_row`)."""
-        append_csv_rows(self._file(name, create=True), rows)
-
-    def read_table(self, name: str) -> dict[str, list]:
-        """Read a CSV table as ``{column: values}``, ignoring a torn last line.
-
-        Raises
-        ------
-        RunError
-            The file is missing, or a row other than the last has the wrong field count.
-        """
-        try:
-            return read_csv(self._existing(name))
-        except ValueError as exc:
-            raise RunError(f"run {self.id}: {name} {exc}") from None
-
-    def update(self, **fields: Any) -> None:
-        """Merge ``fields`` into ``run.json`` atomically and bump ``updated``.
-
-        Setting ``status="running"`` takes the run's live lock for this process; ending the
-        run (any other status) drops it.
-
-        Raises
-        ------
-        RunError
-            The run was deleted, or ``status="running"`` while another process runs it.
-        """
-        for key in ("schema", "id", "created"):
-            if key in fields:
-                raise ValueError(f"run field {key!r} cannot be changed")
-        if "status" in fields and fields["status"] not in STATUSES:
-            raise ValueError(f"unknown run status {fields['status']!r}; expected {STATUSES}")
-        self._require_dir()
-        try:
-            with meta_lock(self.path):
-                if fields.get("status") == "running" and not hold_live_lock(self.path):
-                    raise RunError(f"run {self.id} is running in another process; it cannot run twice at once")
-                meta = {**_read_meta(self.path), **fields, "updated": _iso()}
-                atomic_write_json(self.path / _RUN_JSON, meta)
-        except FileNotFoundError:  # the folder went away under the lock files (a concurrent delete)
-            raise RunError(f"run {self.id} was deleted") from None
-        self._stored = meta
-        if meta.get("status") != "running":
-            release_live_lock(self.path)
-
-    def set_metrics(self, metrics: Mapping[str, Any]) -> None:
-        """Merge ``metrics`` into the run's ``metrics``."""
-        self.update(metrics={**_read_meta(self.path).get("metrics", {}), **metrics})
-
-    def finish(self, status: str = "done", metrics: Mapping[str, Any] | None = None) -> None:
-        """End the run with ``status`` (``done``, ``failed`` or ``interrupted``)."""
-        if status not in STATUSES or status == "running":
-            raise ValueError(f"a run cannot finish as {status!r}")
-        merged = {**_read_meta(self.path).get("metrics", {}), **(metrics or {})}
-        self.update(status=status, metrics=merged)
-
-    def fail(self, message: str) -> None:
-        """End the run as ``failed`` and record ``message`` in its ``error`` field."""
-        self.update(status="failed", error=message)
-
-    def cut_table(self, name: str, column: str, last: float) -> int:
-        """Drop the rows of table ``name`` whose ``column`` is beyond ``last``; returns how many.
-
-        A resumed training run calls it with the checkpoint's episode count: the episodes
-        logged after the last checkpoint are trained again, so their rows must go (a learning
-        curve holds each episode number once). No table: nothing to do.
-
-        Raises
-        ------
-        RunError
-            The table has no column ``column`` or is unreadable.
-        """
-        if not self._file(name).is_file():
-            return 0
-        table = self.read_table(name)
-        if column not in table:
-            raise RunError(f"run {self.id}: {name} has no column {column!r}")
-        keep = [i for i, v in enumerate(table[column]) if isinstance(v, int | float) and v <= last]
-        dropped = len(table[column]) - len(keep)
-        if dropped:
-            write_csv(self._file(name), {k: [vals[i] for i in keep] for k, vals in table.items()})
-        return dropped
-
-    def _require_dir(self) -> None:
-        if not self.path.is_dir():
-            raise RunError(f"run {self.id} was deleted")
-
-    def __enter__(self) -> Run:
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> bool:
-        if _read_meta(self.path).get("status") != "running":
-            return False
-        if exc is None:
-            self.finish("done")
-        elif isinstance(exc, Exception):
-            self.fail(str(exc) or type(exc).__name__)
-        else:  # KeyboardInterrupt, SystemExit: stopped, not broken
-            self.finish("interrupted")
-        return False
-
-    def _file(self, name: str, *, create: bool = False) -> Path:
-        rel = Path(name)
-        if not name or rel.is_absolute() or ".." in rel.parts:
-            raise RunError(f"run {self.id}: {name!r} is not a file name inside the run")
-        if create:
-            self._require_dir()  # never recreate a deleted run's folder
-            (self.path / rel).parent.mkdir(parents=True, exist_ok=True)
-        return self.path / rel
-
-    def _existing(self, name: str) -> Path:
-        path = self._file(name)
-        if not path.is_file():
-            raise RunError(f"run {self.id} has no file {name!r}")
-        return path
+def user_runs_dir() -> str:
+    """The user's run store: ``$PLACELAB_RUNS_DIR``, else ``$XDG_DATA_HOME/placelab/runs``, else
+    ``~/.local/share/placelab/runs``. Never the repository's ``runs/``: those are read-only examples.
+    The CLI, the app and the library (a :class:`RunStore` made without a folder) all default to it."""
+    data = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return os.environ.get(RUNS_DIR_ENV) or str(Path(data) / "placelab" / "runs")
 
 
 class RunStore:
@@ -348,8 +76,8 @@ class RunStore:
         One line per directory the last :meth:`list` skipped because it is not a readable run.
     """
 
-    def __init__(self, root: str | os.PathLike = "runs") -> None:
-        self.root = Path(root)
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        self.root = Path(user_runs_dir() if root is None else root)
         self.problems: list[str] = []
         if self.root.exists() and not self.root.is_dir():
             raise RunError(f"the run store {self.root} is not a folder")
@@ -395,7 +123,7 @@ class RunStore:
         else:
             raise RunError(f"could not find a free run id for {stem} in {self.root}")
         path = self.root / run_id
-        stamp = _iso(now)
+        stamp = iso_timestamp(now)
         meta = {
             "schema": RUN_SCHEMA,
             "id": run_id,
@@ -434,7 +162,7 @@ class RunStore:
             of another schema.
         """
         path = self._run_dir(ref)
-        return Run(path, _read_meta(path))
+        return Run(path, read_meta(path))
 
     def _run_dir(self, ref: str) -> Path:
         """The folder of the run ``ref`` (an id or a unique prefix), its run.json unread."""
@@ -508,7 +236,7 @@ class RunStore:
         self.problems, runs = [], []
         for path in self._dirs():
             try:
-                run = Run(path, _read_meta(path))
+                run = Run(path, read_meta(path))
             except RunError as err:
                 self.problems.append(str(err))
                 continue
@@ -528,12 +256,21 @@ class RunStore:
         return [p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")]
 
 
+def resolve_run(ref: str, runs_dir: str | os.PathLike | None = None) -> Run:
+    """A run given by id (or unique prefix) in ``runs_dir`` (default: the user's store), or by the path of
+    its directory."""
+    p = Path(ref)
+    if p.is_dir() and (p / "run.json").is_file():
+        return RunStore(p.parent).load(p.name)
+    return RunStore(runs_dir).load(ref)
+
+
 def _being_deleted(path: Path, wait_s: float = 1.0) -> bool:
     """Whether the run folder ``path``, whose live lock another process holds, is going away: a run that
     ``run.json`` says is running is taken as running; otherwise the holder is a delete of the same run
     (or a resume about to start it), and the folder is watched for ``wait_s`` seconds."""
     try:
-        if _read_meta(path).get("status") == "running":
+        if read_meta(path).get("status") == "running":
             return False
     except RunError:
         pass
@@ -545,77 +282,9 @@ def _being_deleted(path: Path, wait_s: float = 1.0) -> bool:
     return True
 
 
-def _read_meta(path: Path) -> dict[str, Any]:
-    run_id, file = path.name, path / _RUN_JSON
-    if not file.is_file():
-        raise RunError(f"run {run_id}: run.json is missing")
-    try:
-        meta = json.loads(file.read_text(encoding="utf-8"), parse_constant=_not_finite, parse_float=_finite_float)
-    except _NotFinite as exc:
-        raise RunError(f"run {run_id}: run.json holds {exc}, which is not a finite number") from None
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise RunError(f"run {run_id}: run.json is not valid JSON") from None
-    except FileNotFoundError:  # deleted between the check and the read
-        raise RunError(f"run {run_id}: run.json is missing") from None
-    except OSError as exc:
-        raise RunError(f"run {run_id}: cannot read run.json ({exc.strerror or type(exc).__name__})") from None
-    if not isinstance(meta, dict):
-        raise RunError(f"run {run_id}: run.json is not a JSON object")
-    if meta.get("schema") != RUN_SCHEMA:
-        raise RunError(
-            f"run {run_id} has schema {meta.get('schema')!r}; this placelab reads {RUN_SCHEMA!r}"
-        )
-    for key, kind in _FIELD_TYPES.items():
-        if key in meta and not isinstance(meta[key], kind):
-            raise RunError(f"run {run_id}: run.json field {key!r} has the wrong type ({type(meta[key]).__name__})")
-    metrics = meta.get("metrics") or {}
-    for key in _NUMBER_METRICS:
-        value = metrics.get(key)
-        if value is not None and not _is_finite_number(value):
-            raise RunError(f"run {run_id}: run.json metric {key!r} is not a number ({_short(value)})")
-    for key in _BOOL_METRICS:
-        value = metrics.get(key)
-        if value is not None and not isinstance(value, bool):
-            raise RunError(f"run {run_id}: run.json metric {key!r} is not true or false ({_short(value)})")
-    return meta
-
-
-class _NotFinite(ValueError):
-    """A JSON number that is not finite (``NaN``, ``Infinity``, ``1e999``)."""
-
-
-def _not_finite(token: str) -> float:
-    raise _NotFinite(token)
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _NotFinite(text if len(text) <= 24 else f"{text[:20]}...")
-    return value
-
-
-def _is_finite_number(value: Any) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an integer too large for a float
-        return False
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value) if isinstance(value, str | int | float | bool) else type(value).__name__
-    return text if len(text) <= 40 else f"{text[:37]}..."
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:32] or "none"
 
 
 def _clean_tags(tags: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(t.strip() for t in tags if t.strip()))
-
-
-def _iso(moment: datetime | None = None) -> str:
-    return (moment or datetime.now(UTC)).isoformat(timespec="microseconds")

@@ -9,8 +9,8 @@ import numpy as np
 from engine.cluster import Cluster
 from engine.dag import critical_path, parallelism_profile
 from engine.graph import CompGraph
-from engine.groupers import mirhoseini_groups, unit_groups
-from engine.grouping import colocation_groups
+from engine.grouping.contract import colocation_groups
+from engine.grouping.rules import mirhoseini_groups, unit_groups
 from engine.objectives import lower_bound
 from engine.runs import Run
 
@@ -21,8 +21,8 @@ def graph_summary(g: CompGraph, cluster: Cluster | None = None, unit_depth: int 
     """``placelab graph info``: size, compute (s), critical path (s), memory (bytes), parallelism.
 
     Group counts: ``groups`` — TF colocation sets (every other op alone); ``rule_groups`` —
-    Mirhoseini §3.3's rule on top of them (:func:`engine.groupers.mirhoseini_groups`);
-    ``unit_groups`` — Mirhoseini §4.1's layer units (:func:`engine.groupers.unit_groups` with
+    Mirhoseini §3.3's rule on top of them (:func:`engine.grouping.rules.mirhoseini_groups`);
+    ``unit_groups`` — Mirhoseini §4.1's layer units (:func:`engine.grouping.rules.unit_groups` with
     ``unit_depth``), the groups the papers' Table 1 counts.
 
     ``total_compute_s`` and ``critical_path_s`` use each op's fastest device kind; with a

@@ -19,7 +19,9 @@ Layout
 * Every channel transfer is one complete event on the source device's memcpy thread, for
   as long as the channel copies (``bytes / bandwidth``; in ``default`` mode the link
   latency is pipelined and does not hold the channel, CONTRACTS §4, so it is not drawn —
-  two sends on one channel would overlap otherwise). A placeto-mode transfer that serves
+  two sends on one channel would overlap otherwise; in the other modes a transfer row's
+  time is drawn whole: it holds its channel, or its sender, or nothing, for all of it).
+  A placeto-mode transfer that serves
   several devices is drawn once, its ``args.dst`` listing every destination.
 * One flow arrow per transfer row (per destination device): a flow start (``"s"``) on the
   memcpy thread at the transfer start, and a flow end (``"f"``, ``"bp": "e"``) on the
@@ -112,7 +114,7 @@ def _transfer_events(schedule: Schedule, graph: CompGraph,
                      cluster: Cluster) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Send slices (one per channel transfer) and flow start/end pairs (one per row)."""
     names = [d.name for d in cluster.devices]
-    placeto = schedule.mode == "placeto"
+    pipelined = schedule.mode == "default"  # the latency does not hold the channel (CONTRACTS §4)
     op, src, dst = (schedule.transfer_op.tolist(), schedule.transfer_src.tolist(),
                     schedule.transfer_dst.tolist())
     size, start, end = (schedule.transfer_bytes.tolist(), schedule.transfer_start.tolist(),
@@ -126,7 +128,7 @@ def _transfer_events(schedule: Schedule, graph: CompGraph,
 
     sends, flows = [], []
     for r in range(len(op)):
-        latency = 0.0 if placeto else float(cluster.latency[src[r], dst[r]])
+        latency = float(cluster.latency[src[r], dst[r]]) if pipelined else 0.0
         label = f"send {graph.op_names[op[r]]} → {', '.join(dests[int(group[r])])}"
         if primary[r]:
             sends.append({

@@ -19,7 +19,6 @@ import typer
 import typer.main
 from typer.exceptions import TyperException
 
-from engine.cluster import load_cluster
 from engine.errors import MAX_LINE, PlacelabError, SpecError, one_line
 from engine.jsonio import atomic_write_json, check_write_target
 from engine.objectives import lower_bound
@@ -27,11 +26,11 @@ from engine.placement import load_placement
 from engine.run_records import export_trace, placement_metrics
 from engine.runs import RunStore
 from engine.simulator import Simulator
-from engine.sources import load_graph
+from engine.specs import load_cluster, load_graph
 from engine.summary import graph_summary, run_summary
-from placelab import cli_exec, cli_learn, cli_reproduce, cli_sweep
+from placelab import cli_exec, cli_learn, cli_ray, cli_reproduce, cli_sweep
 from placelab.cli_common import (
-    DEFAULT_RUNS,
+    USER_RUNS_DIR,
     ClusterOpt,
     GraphArg,
     JsonOpt,
@@ -54,13 +53,31 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 graph_app = typer.Typer(no_args_is_help=True, help="Inspect computation graphs.")
 bench_app = typer.Typer(no_args_is_help=True, help="Measure speed.")
 runs_app = typer.Typer(no_args_is_help=True, help="Stored runs under runs/.")
+
+
+def run_command(argv: list[str] | None) -> int:
+    """Run ``placelab ARGV`` in this process; its exit code (0 when it returns). Errors propagate as raised.
+
+    Outside standalone mode typer answers Ctrl-C (and an explicit Exit) by *returning* the exit code,
+    130 for Ctrl-C (our commands themselves return None): a Ctrl-C is raised again here as
+    ``KeyboardInterrupt``, so every caller stops as the user asked.
+    """
+    command = typer.main.get_command(app)
+    guard_numbers(command)
+    code = command(args=argv, standalone_mode=False, prog_name="placelab")
+    if code == 130:
+        raise KeyboardInterrupt
+    return code if isinstance(code, int) else 0
+
+
 app.add_typer(graph_app, name="graph")
 app.add_typer(bench_app, name="bench")
 app.add_typer(runs_app, name="runs")
 cli_learn.register(app)
 cli_exec.register(app)
 cli_sweep.register(app)
-cli_reproduce.register(app)
+cli_ray.register(app)
+cli_reproduce.register(app, run_command)
 
 # ---------------------------------------------------------------------------------- graph
 @graph_app.command("info")
@@ -129,7 +146,7 @@ def place(graph: GraphArg, cluster: ClusterOpt,
           mode: ModeOpt = None, sim_param: SimParamOpt = None,
           execute: cli_exec.ExecuteOpt = False, repeats: cli_exec.RepeatsOpt = 3,
           time_scale: cli_exec.TimeScaleOpt = None,
-          runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+          runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Run a placer, simulate its placement, optionally save it as a run (and execute it: --execute)."""
     if output is not None:  # `-o ''` is refused, not ignored
         check_write_target(output)
@@ -161,7 +178,7 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
             execute: cli_exec.ExecuteOpt = False, repeats: cli_exec.RepeatsOpt = 3,
             time_scale: cli_exec.TimeScaleOpt = None,
             workers: cli_sweep.WorkersOpt = None, address: cli_sweep.AddressOpt = None,
-            runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+            runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Run several placers on one graph and cluster; a table like Placeto Table 1 (measured too: --execute)."""
     names = [p.strip() for p in placers.split(",") if p.strip()] if placers is not None else None
     if names == []:
@@ -233,7 +250,7 @@ def clusters(as_json: JsonOpt = False) -> None:
 
 
 @runs_app.command("list")
-def runs_list(runs_dir: RunsDirOpt = DEFAULT_RUNS, kind: str | None = None, tag: str | None = None,
+def runs_list(runs_dir: RunsDirOpt = USER_RUNS_DIR, kind: str | None = None, tag: str | None = None,
               as_json: JsonOpt = False) -> None:
     """Stored runs, newest first."""
     store = RunStore(runs_dir)
@@ -248,7 +265,7 @@ def runs_list(runs_dir: RunsDirOpt = DEFAULT_RUNS, kind: str | None = None, tag:
 
 
 @runs_app.command("show")
-def runs_show(run: str, runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+def runs_show(run: str, runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """One run's metadata and metrics."""
     r = RunStore(runs_dir).load(run)
     meta = {**r.meta, "files": r.files()}
@@ -257,7 +274,7 @@ def runs_show(run: str, runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = 
 
 @runs_app.command("export-trace")
 def runs_export_trace(run: str, output: Annotated[str, typer.Option("--output", "-o")],
-                      runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+                      runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Write the run's timeline as Chrome Trace Event JSON (open it in ui.perfetto.dev)."""
     check_write_target(output)
     info = export_trace(RunStore(runs_dir).load(run), output)
@@ -265,7 +282,7 @@ def runs_export_trace(run: str, output: Annotated[str, typer.Option("--output", 
 
 
 @runs_app.command("delete")
-def runs_delete(run: str, runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+def runs_delete(run: str, runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Delete a stored run."""
     rid = RunStore(runs_dir).delete(run)
     emit({"deleted": rid}, as_json, f"deleted {rid}")
@@ -289,21 +306,6 @@ def _needs_subcommand(argv: list[str]) -> bool:
         if group is None:  # a command, an option or a typo: typer handles it
             return False
     return True
-
-
-def run_command(argv: list[str] | None) -> int:
-    """Run ``placelab ARGV`` in this process; its exit code (0 when it returns). Errors propagate as raised.
-
-    Outside standalone mode typer answers Ctrl-C (and an explicit Exit) by *returning* the exit code,
-    130 for Ctrl-C (our commands themselves return None): a Ctrl-C is raised again here as
-    ``KeyboardInterrupt``, so every caller stops as the user asked.
-    """
-    command = typer.main.get_command(app)
-    guard_numbers(command)
-    code = command(args=argv, standalone_mode=False, prog_name="placelab")
-    if code == 130:
-        raise KeyboardInterrupt
-    return code if isinstance(code, int) else 0
 
 
 def main(argv: list[str] | None = None) -> None:

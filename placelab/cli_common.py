@@ -4,31 +4,30 @@ from __future__ import annotations
 
 import functools
 import math
-import os
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from engine.cluster import SIMULATION_MODES, Cluster, load_cluster, parse_simulation_options
+from engine.cluster import SIMULATION_MODES, Cluster, parse_simulation_options
 from engine.errors import SpecError, printable
 from engine.jsonio import dumps
 from engine.limits import MAX_COUNT, MAX_SEED, check_at_most, exhaustion
+from engine.runs import RUNS_DIR_ENV, user_runs_dir
+from engine.specs import load_cluster
 
 GraphArg = Annotated[str, typer.Argument(help="graph file (any supported format), gen:NAME?k=v, or bench:NAME "
                                                  "(a bundled published workload: `placelab graph list`)")]
 ClusterOpt = Annotated[str, typer.Option("--cluster", "-c", help="preset name or cluster file")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object")]
-RunsDirOpt = Annotated[str, typer.Option("--runs-dir", envvar="PLACELAB_RUNS_DIR", help="run store folder")]
+RunsDirOpt = Annotated[str, typer.Option("--runs-dir", envvar=RUNS_DIR_ENV, help="run store folder")]
 ModeOpt = Annotated[str | None, typer.Option(
     "--mode", help=f"simulation mode: {' | '.join(SIMULATION_MODES)} (default: the cluster's)")]
 SimParamOpt = Annotated[list[str] | None, typer.Option(
-    "--sim-param", help="simulation setting key=value, e.g. choose=b_level, noise=0.1, runs=10 (docs/simulation.md)")]
-#: Where runs are saved unless ``--runs-dir`` / ``PLACELAB_RUNS_DIR`` says otherwise: the user's own store,
-#: apart from the read-only examples shipped in ``runs/`` (``$PLACELAB_USER_RUNS``, else
-#: ``$XDG_DATA_HOME/placelab/runs``, else ``~/.local/share/placelab/runs``). The app reads it from here.
-DEFAULT_RUNS = os.environ.get("PLACELAB_USER_RUNS") or str(
-    Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "placelab" / "runs")
+    "--sim-param", help="simulation setting key=value, e.g. choose=b_level, noise=0.1, runs=10 "
+                        "(docs/reference/simulation.md)")]
+#: Where runs are saved unless ``--runs-dir`` says otherwise: the user's own store, apart from the read-only
+#: examples shipped in ``runs/`` (:func:`engine.runs.user_runs_dir`).
+USER_RUNS_DIR = user_runs_dir()
 
 
 def simulation_cluster(cluster: str | Cluster, mode: str | None, sim_params: list[str] | None) -> Cluster:

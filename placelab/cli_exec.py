@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-from engine.cluster import Cluster, load_cluster
+from engine.cluster import Cluster
 from engine.errors import SpecError
 from engine.executor import Executor, scale_graph
 from engine.graph import CompGraph
@@ -25,8 +25,8 @@ from engine.jsonio import atomic_write_text, check_write_target, dumps
 from engine.placement import Placement
 from engine.runs import RunStore
 from engine.schedule import Schedule
-from engine.sources import load_graph
-from placelab.cli_common import DEFAULT_RUNS, ClusterOpt, GraphArg, JsonOpt, RunsDirOpt, emit, fmt_s, text_table
+from engine.specs import load_cluster, load_graph
+from placelab.cli_common import USER_RUNS_DIR, ClusterOpt, GraphArg, JsonOpt, RunsDirOpt, emit, fmt_s, text_table
 
 __all__ = ["ExecuteOpt", "RepeatsOpt", "TimeScaleOpt", "executable_graph", "execution_scale", "measuring",
            "register"]
@@ -145,7 +145,7 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                      "--refine-out", help="write CLUSTER refined on these runs (device speeds and copy link fitted "
                                           "to the measured durations) to this cluster file; validate it with "
                                           "another --seed")] = None,
-                 runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+                 runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Execute N placements and simulate them in every mode: Pearson, Spearman, relative errors."""
     from engine.executor.calibration import describe_bus, shared_bus_capacity
     from policies.fidelity import validate
@@ -222,7 +222,7 @@ def execute_cmd(graph: GraphArg, cluster: ClusterOpt,
                 name: Annotated[str | None, typer.Option(help="name of the stored run")] = None,
                 tag: Annotated[list[str] | None, typer.Option(help="tag of the stored run (repeatable)")] = None,
                 save: Annotated[bool, typer.Option(help="store a run (kind 'place') with both schedules")] = False,
-                runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+                runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Execute a placement file on this machine's devices and simulate it: measured beside simulated makespan."""
     from engine.placement import load_placement
     from engine.run_records import placement_metrics, save_placement_run

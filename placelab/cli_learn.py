@@ -11,7 +11,7 @@ import typer
 from engine.errors import SpecError
 from engine.runs import RunStore
 from placelab.cli_common import (
-    DEFAULT_RUNS,
+    USER_RUNS_DIR,
     JsonOpt,
     ModeOpt,
     RunsDirOpt,
@@ -83,7 +83,7 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
           stop_window: Annotated[int, typer.Option(help="stopping rule window in episodes (0: off)")] = 1000,
           stop_tolerance: Annotated[float, typer.Option(help="stopping rule relative change")] = 0.02,
           param: Annotated[list[str] | None, typer.Option(
-              help="hyper-parameter key=value: a field of the placer's config (policies/rl/<placer>.py)")] = None,
+              help="hyper-parameter key=value: a field of the placer's config (rl/<placer>/config.py)")] = None,
           seed: int = 0, save: Annotated[bool, typer.Option(help="store the run (policy, curve, checkpoint)")] = False,
           resume: Annotated[str | None, typer.Option(help="continue the stored training run RUN")] = None,
           name: Annotated[str | None, typer.Option(help="run name")] = None,
@@ -101,13 +101,13 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
           health_max_random: Annotated[int | None, typer.Option(
               help="learning health: compare with at most this many random placements per graph (default: as many "
                    "as the training evaluated)")] = None,
-          runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+          runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Train a learned placer (Placeto, the RNN placer or DOPPLER) on one or many graphs.
 
-    Every training ends with its learning-health verdict (policies/rl/health.py): entropy and sampled runtime,
+    Every training ends with its learning-health verdict (policies/rl/core/health.py): entropy and sampled runtime,
     first vs last window, and the best found vs the best of as many uniformly random placements."""
-    from policies.rl.jobs import resume_training, start_training
-    from policies.rl.reinforce import Budget, StoppingRule
+    from policies.rl.core.jobs import resume_training, start_training
+    from policies.rl.core.reinforce import Budget, StoppingRule
 
     _threads(threads)
     if health_max_random is not None and health_max_random < 0:
@@ -146,7 +146,7 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
     text = (f"trained {out.episodes} episodes ({out.placements_evaluated} placements evaluated) in "
             f"{out.wall_s:.1f} s, stopped by {out.stop_reason}; best makespan {fmt_s(out.best_makespan_s)}")
     if out.learning_health is not None:
-        from policies.rl.health import cli_lines
+        from policies.rl.core.health import cli_lines
 
         text += "\n" + "\n".join(cli_lines(out.learning_health))
     if out.run_id:
@@ -160,9 +160,9 @@ def evaluate(run: Annotated[str, typer.Argument(help="a stored training run")], 
              seed: int = 0, save: Annotated[bool, typer.Option(help="store the results as an eval run")] = False,
              threads: Annotated[int | None, typer.Option(help="torch CPU threads")] = None,
              mode: ModeOpt = None, sim_param: SimParamOpt = None,
-             runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+             runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Apply a trained policy to graphs without retraining (zero-shot)."""
-    from policies.rl.jobs import evaluate_policy
+    from policies.rl.core.jobs import evaluate_policy
 
     _threads(threads)
     if (mode or sim_param) and not cluster:
@@ -188,11 +188,11 @@ def experiment(family: Annotated[str, typer.Option(help="graph family: nmt, ptb 
                param: Annotated[list[str] | None, typer.Option(help="hyper-parameter key=value")] = None,
                seed: int = 0, threads: Annotated[int | None, typer.Option(help="torch CPU threads")] = None,
                workers: WorkersOpt = None, address: AddressOpt = None,
-               runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+               runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Placeto §4.2 generalization: Zero-Shot vs Optimized vs Random on a family's test graphs."""
-    from policies.parallel import Executor
-    from policies.rl.experiment import generalization
-    from policies.rl.registry import make_config
+    from policies.parallel import ParallelMap
+    from policies.rl.core.experiment import generalization
+    from policies.rl.core.registry import make_config
 
     make_config(placer, parse_params(param or []))  # a wrong placer or parameter fails before any training
     _threads(threads)
@@ -202,7 +202,7 @@ def experiment(family: Annotated[str, typer.Option(help="graph family: nmt, ptb 
             raise SpecError(f"{what} must be positive")
     bar = ProgressLine("steps")
     try:
-        with Executor(workers=workers, address=address) as ex:
+        with ParallelMap(workers=workers, address=address) as ex:
             res = generalization(RunStore(runs_dir), family, cluster, placer=placer, episodes=episodes,
                                  optimized_episodes=optimized_episodes, random_samples=random_samples,
                                  test_graphs=test_graphs, params=parse_params(param or []), seed=seed,

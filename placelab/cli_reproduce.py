@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 from engine.errors import SpecError
-from placelab.cli_common import DEFAULT_RUNS, JsonOpt, RunsDirOpt, emit, text_table
+from placelab.cli_common import USER_RUNS_DIR, JsonOpt, RunsDirOpt, emit, text_table
+from placelab.reproduce.runner import CommandRunner
 
 __all__ = ["register"]
 
@@ -20,7 +21,8 @@ def _cell(x: object, digits: int = 3) -> str:
     return f"{x:.{digits}g}" if isinstance(x, float) else str(x)
 
 
-def reproduce(name: Annotated[str | None, typer.Argument(help="reproduction (see --list)")] = None,
+def reproduce(ctx: typer.Context,
+              name: Annotated[str | None, typer.Argument(help="reproduction (see --list)")] = None,
               list_: Annotated[bool, typer.Option("--list", help="list the reproductions")] = False,
               quick: Annotated[bool, typer.Option(help="small budgets: minutes on a 2-core machine")] = False,
               workers: Annotated[int | None, typer.Option(help="run the steps on N parallel workers (Ray)")] = None,
@@ -29,7 +31,7 @@ def reproduce(name: Annotated[str | None, typer.Argument(help="reproduction (see
               only: Annotated[str | None, typer.Option(
                   help="run only the steps whose key contains one of these comma-separated texts, "
                        "e.g. 'NMT / 2 GPUs,cpu/NMT'")] = None,
-              runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+              runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Run a paper's table or figure in simulation and store it beside the paper's numbers."""
     from placelab.reproduce.core import all_reproductions
     from placelab.reproduce.runner import describe
@@ -48,8 +50,8 @@ def reproduce(name: Annotated[str | None, typer.Argument(help="reproduction (see
     if workers is not None and workers < 1:
         raise SpecError(f"--workers must be at least 1, got {workers}")
     # the runner says "reproducing NAME (...)" once its checks pass: a refused NAME prints its error only
-    res = run_reproduction(name, quick=quick, runs_dir=runs_dir, workers=workers, keep_step_runs=keep_step_runs,
-                           only=only, progress=lambda msg: typer.echo(msg, err=True))
+    res = run_reproduction(name, command=ctx.obj, quick=quick, runs_dir=runs_dir, workers=workers,
+                           keep_step_runs=keep_step_runs, only=only, progress=lambda msg: typer.echo(msg, err=True))
     rows = [[r["row"], r["column"], _cell(r["ours"]), _cell(r["paper"]), _cell(r["ratio"], 2),
              _cell(r["rel_ratio"], 2), r["note"][:60]] for r in res["table"]]
     text = (text_table(rows, ["row", "column", "ours", "paper", "ours/paper", "normalised", "note"])
@@ -58,6 +60,7 @@ def reproduce(name: Annotated[str | None, typer.Argument(help="reproduction (see
     emit(res, as_json, text)
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``reproduce`` to the ``placelab`` app."""
-    app.command()(reproduce)
+def register(app: typer.Typer, run_command: CommandRunner) -> None:
+    """Add ``reproduce`` to the ``placelab`` app; its steps run through ``run_command`` (``placelab ARGV``
+    in this process), handed to the command as its context object: the whole CLI sits above this module."""
+    app.command(context_settings={"obj": run_command})(reproduce)

@@ -12,9 +12,9 @@ import typer
 
 from engine.errors import SpecError
 from engine.runs import RunStore
-from placelab.cli_common import DEFAULT_RUNS, JsonOpt, ModeOpt, RunsDirOpt, SimParamOpt, emit, fmt_s, text_table
+from placelab.cli_common import USER_RUNS_DIR, JsonOpt, ModeOpt, RunsDirOpt, SimParamOpt, emit, fmt_s, text_table
 from placelab.cli_learn import ProgressLine
-from policies.parallel import Executor
+from policies.parallel import ParallelMap
 
 __all__ = ["AddressOpt", "WorkersOpt", "executor", "register"]
 
@@ -24,9 +24,9 @@ AddressOpt = Annotated[str | None, typer.Option(
     help="run the tasks on the Ray cluster at this address (auto, HOST:PORT or ray://HOST:10001)")]
 
 
-def executor(workers: int | None, address: str | None) -> Executor:
+def executor(workers: int | None, address: str | None) -> ParallelMap:
     """The executor the ``--workers`` / ``--address`` options ask for (in-process without either)."""
-    return Executor(workers=workers, address=address)
+    return ParallelMap(workers=workers, address=address)
 
 
 def sweep(graphs: Annotated[str | None, typer.Option(
@@ -42,7 +42,7 @@ def sweep(graphs: Annotated[str | None, typer.Option(
           workers: WorkersOpt = None, address: AddressOpt = None,
           name: Annotated[str | None, typer.Option(help="run name")] = None,
           tag: Annotated[list[str] | None, typer.Option(help="run tag")] = None,
-          runs_dir: RunsDirOpt = DEFAULT_RUNS, as_json: JsonOpt = False) -> None:
+          runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Every graph × cluster × placer × seed as a task; one run per result and a sweep run indexing them."""
     from policies.sweep import SweepSpec, resume_sweep, run_sweep, sweep_pivot
 
@@ -74,6 +74,9 @@ def sweep(graphs: Annotated[str | None, typer.Option(
     text = (text_table(rows, ["graph", "cluster", "seed", *placer_names])
             + f"\n{out['tasks']} tasks ({out['ran']} run now, {errors} not applicable) in {out['wall_s']:.1f} s "
               f"({ex.describe()}); saved as sweep run {out['run_id']}")
+    if out.get("orphans_deleted"):
+        text += (f"\n{len(out['orphans_deleted'])} run(s) stored by the killed driver but missing from the "
+                 "table were deleted and run again")
     emit(out, as_json, text)
 
 

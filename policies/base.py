@@ -19,7 +19,7 @@ import numpy as np
 from engine.cluster import Cluster
 from engine.errors import PlacementError, SpecError
 from engine.graph import CompGraph
-from engine.grouping import colocation_groups
+from engine.grouping.contract import colocation_groups
 from engine.placement import Placement, compute_matrix
 from engine.simulator import Simulator
 
@@ -51,20 +51,28 @@ class Placer(Protocol):
 
 @dataclass(frozen=True)
 class PlacerInfo:
+    """A registered placer: ``factory(**params)`` builds it; ``parameters`` maps each keyword it
+    takes to its default (``inspect.Parameter.empty`` where it has none)."""
+
     name: str
     description: str
     factory: Callable[..., Placer]
     family: str
+    parameters: dict[str, Any]
 
 
 PLACERS: dict[str, PlacerInfo] = {}
 
 
-def register(name: str, description: str, family: str) -> Callable[[Callable[..., Placer]], Callable[..., Placer]]:
-    """Class decorator: register a placer factory (its keyword arguments are its parameters)."""
+def register(name: str, description: str, family: str, parameters: dict[str, Any] | None = None,
+             ) -> Callable[[Callable[..., Placer]], Callable[..., Placer]]:
+    """Class decorator: register a placer factory. Its parameters are its keyword arguments with their
+    defaults, or ``parameters`` for a factory that takes ``**params`` (the learned placers' configs)."""
 
     def deco(factory: Callable[..., Placer]) -> Callable[..., Placer]:
-        PLACERS[name] = PlacerInfo(name, description, factory, family)
+        given = parameters if parameters is not None else {
+            k: p.default for k, p in inspect.signature(factory).parameters.items()}
+        PLACERS[name] = PlacerInfo(name, description, factory, family, dict(given))
         return factory
 
     return deco
@@ -79,7 +87,7 @@ def make_placer(name: str, **params: Any) -> Placer:
     info = PLACERS.get(name)
     if info is None:
         raise SpecError(f"unknown placer '{name}' (available: {', '.join(sorted(PLACERS))})")
-    accepted = inspect.signature(info.factory).parameters
+    accepted = info.parameters
     for key in params:
         if key not in accepted:
             raise SpecError(f"placer '{name}' has no parameter '{key}'"
@@ -139,8 +147,7 @@ class PlacementUnits:
 
 def placer_parameters(name: str) -> dict[str, Any]:
     """A registered placer's parameters and their defaults (for the CLI and the app)."""
-    sig = inspect.signature(PLACERS[name].factory)
-    return {k: (None if p.default is inspect.Parameter.empty else p.default) for k, p in sig.parameters.items()}
+    return {k: (None if d is inspect.Parameter.empty else d) for k, d in PLACERS[name].parameters.items()}
 
 
 def unit_footprint(graph: CompGraph, units: PlacementUnits) -> np.ndarray:

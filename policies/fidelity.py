@@ -50,7 +50,7 @@ of the shared copy bus, which on the 2-core development VM switches between two 
 the 2-core development machine the calibrated copy
 bandwidth moved between 15.7 and 18.5 GB/s from one benchmark run to the next, and a calibration
 made minutes before the measurements predicted ``gen:ffnn`` 1.17× too slow; recalibrated, that
-kind of error shrinks, the ranking does not change (README, "Calibrated in rounds").
+kind of error shrinks, the ranking does not change (docs/lab/2026-11-24-executor-against-itself-and-rounds.md).
 """
 
 from __future__ import annotations

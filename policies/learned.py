@@ -1,4 +1,4 @@
-"""Every learned placer of :mod:`policies.rl.registry` as a placer (``placelab place``, the Place page).
+"""Every learned placer of :mod:`policies.rl.core.registry` as a placer (``placelab place``, the Place page).
 
 Its parameters are ``policy``, ``episodes`` and ``runs_dir`` followed by the fields of its
 registered config, with the config's defaults. As placers they work two ways:
@@ -15,33 +15,26 @@ torch is imported only when a learned placer places.
 from __future__ import annotations
 
 import dataclasses
-import inspect
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from engine.cluster import Cluster
 from engine.errors import SpecError
 from engine.graph import CompGraph
 from engine.placement import Placement
-from engine.runs import Run, RunStore
+from engine.runs import resolve_run
 from policies.base import Progress, register
-from policies.rl.registry import LearnedPlacerInfo, learned_placers
+from policies.rl.core.config import LearnedPlacerInfo
+from policies.rl.core.registry import learned_placers
 
-__all__ = ["LearnedPlacer", "placer_factory", "resolve_run"]
-
-
-def resolve_run(ref: str, runs_dir: str = "runs") -> Run:
-    """A run given by id (or unique prefix) in ``runs_dir``, or by the path of its directory."""
-    p = Path(ref)
-    if p.is_dir() and (p / "run.json").is_file():
-        return RunStore(p.parent).load(p.name)
-    return RunStore(runs_dir).load(ref)
+__all__ = ["LearnedPlacer", "placer_factory"]
 
 
 class LearnedPlacer:
     """A learned placer used as a placer: zero-shot with a trained policy, or trained on the graph."""
 
-    def __init__(self, name: str, policy: str | None, episodes: int, runs_dir: str, params: dict[str, Any]) -> None:
+    def __init__(self, name: str, policy: str | None, episodes: int, runs_dir: str | None,
+                 params: dict[str, Any]) -> None:
         if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
             raise SpecError(f"placer '{name}': episodes must be a whole number >= 1, got {episodes!r}")
         self.name = name
@@ -52,10 +45,11 @@ class LearnedPlacer:
 
     def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
               progress: Progress | None = None) -> Placement:
-        from policies.rl.jobs import load_policy, policy_place, task_for
-        from policies.rl.registry import make_agent, make_config
-        from policies.rl.reinforce import Budget
-        from policies.rl.trainer import Trainer
+        from policies.rl.core.jobs import load_policy, policy_place
+        from policies.rl.core.registry import make_agent, make_config
+        from policies.rl.core.reinforce import Budget
+        from policies.rl.core.task import task_for
+        from policies.rl.core.trainer import Trainer
 
         if self.policy:
             agent, doc = load_policy(resolve_run(self.policy, self.runs_dir))
@@ -72,22 +66,19 @@ class LearnedPlacer:
         return Placement(task.expand(trainer.best["graph"].devices))
 
 
-def placer_factory(info: LearnedPlacerInfo):
-    """The placer factory of learned placer ``info``: keyword parameters ``policy``, ``episodes``,
-    ``runs_dir`` and the config's fields (its signature is what ``make_placer`` validates against)."""
+def placer_factory(info: LearnedPlacerInfo) -> tuple[Callable[..., LearnedPlacer], dict[str, Any]]:
+    """The placer factory of learned placer ``info`` and its parameters with their defaults: ``policy``,
+    ``episodes``, ``runs_dir`` and the config's fields (what ``make_placer`` validates against)."""
 
-    def factory(policy: str | None = None, episodes: int = info.episodes, runs_dir: str = "runs",
+    def factory(policy: str | None = None, episodes: int = info.episodes, runs_dir: str | None = None,
                 **params: Any) -> LearnedPlacer:
         return LearnedPlacer(info.name, policy, episodes, runs_dir, params)
 
-    fixed = list(inspect.signature(factory).parameters.values())[:3]
-    config = [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY,
-                                default=f.default_factory() if f.default is dataclasses.MISSING else f.default)
-              for f in dataclasses.fields(info.config)]
-    factory.__signature__ = inspect.Signature([*fixed, *config])  # type: ignore[attr-defined]
-    factory.__name__ = info.name
-    return factory
+    config = {f.name: f.default_factory() if f.default is dataclasses.MISSING else f.default
+              for f in dataclasses.fields(info.config)}
+    return factory, {"policy": None, "episodes": info.episodes, "runs_dir": None, **config}
 
 
 for _info in learned_placers().values():
-    register(_info.name, _info.description, family="learned")(placer_factory(_info))
+    _factory, _parameters = placer_factory(_info)
+    register(_info.name, _info.description, family="learned", parameters=_parameters)(_factory)

@@ -1,16 +1,16 @@
 """One way to run independent tasks: in this process (the default) or on Ray.
 
 A *task* is a call ``fn(*args)`` of a module-level function whose result the caller wants
-back in the driver. :class:`Executor` runs a list of them and hands each result to the
+back in the driver. :class:`ParallelMap` runs a list of them and hands each result to the
 caller as it finishes (``on_result``), so the caller stores results one by one in the run
 store, in the driver process: workers never write runs, and a task whose worker dies has
 written nothing.
 
-In-process (``Executor()``) the tasks run one after another in the calling process, in
+In-process (``ParallelMap()``) the tasks run one after another in the calling process, in
 order, through the same code path the caller uses with Ray.
 
-On Ray (``Executor(workers=N)`` starts a local Ray runtime with N CPUs, one task per CPU;
-``Executor(address=...)`` joins an existing cluster, ``"auto"`` or ``ray://host:10001``):
+On Ray (``ParallelMap(workers=N)`` starts a local Ray runtime with N CPUs, one task per CPU;
+``ParallelMap(address=...)`` joins an existing cluster, ``"auto"`` or ``ray://host:10001``):
 
 * a task whose worker process dies is retried up to ``max_retries`` times (Ray's task
   retries; exceptions the task raises are *not* retried, they are the task's answer);
@@ -27,6 +27,19 @@ On Ray (``Executor(workers=N)`` starts a local Ray runtime with N CPUs, one task
   An executor that joined a runtime started by another in the same process leaves the
   remaining tasks running; their results are dropped.
 
+A driver killed hard (``kill -9``) cannot shut its runtime down, and two of Ray's processes outlive
+it: raylet's ``ray::DashboardAgent`` and ``ray::RuntimeEnvAgent`` (Ray 2.60; its other daemons and the
+workers end with the driver), which ignore SIGTERM. So a local runtime is recorded while it runs: a
+state file ``<cache>/ray-local/<driver pid>.json`` (``$PLACELAB_CACHE_DIR``, else
+``$XDG_CACHE_HOME/placelab``, else ``~/.cache/placelab``) names the driver (pid and start time) and
+every process of its Ray session (pid and start time: the head processes and their descendants,
+the agents included), and each of those processes carries the environment variable
+``PLACELAB_RAY_DRIVER=<pid>-<start time>``. A clean shutdown removes the file. The next start of a
+local runtime (and ``placelab ray stop``; :mod:`policies.ray_runtimes`) stops, for every state file
+whose driver is gone, the processes recorded in it, or carrying its driver's mark, that still run:
+SIGTERM, then SIGKILL after a few seconds. A process is matched by pid *and* start time, so a
+reused pid is never killed; a driver that still runs (pid and start time match) keeps its runtime.
+
 Ray is imported only here and only when a Ray executor is used: importing ``engine``,
 ``policies``, ``placelab`` or opening the app never imports or starts Ray.
 """
@@ -38,12 +51,14 @@ import os
 import signal
 import socket
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from engine.errors import SpecError
+from policies.ray_runtimes import LocalRuntimeRecord, stop_orphaned_runtimes, stopped_line
 
-__all__ = ["Executor", "TaskLost"]
+__all__ = ["ParallelMap", "TaskLost"]
 
 _PLAIN = (str, int, float, bool, bytes, type(None))
 _POLL_S = 0.2  # ray.wait timeout: keeps the driver responsive to Ctrl-C
@@ -54,7 +69,7 @@ class TaskLost(RuntimeError):
     """A task's worker died more often than the executor retries."""
 
 
-class Executor:
+class ParallelMap:
     """Runs independent tasks in-process or on Ray (see the module docstring).
 
     Parameters
@@ -74,7 +89,7 @@ class Executor:
 
     Examples
     --------
-    >>> with Executor() as ex:
+    >>> with ParallelMap() as ex:
     ...     ex.map(pow, [(2, 3), (3, 2)])
     [8, 9]
     """
@@ -90,6 +105,7 @@ class Executor:
         self.address = address
         self.max_retries = max_retries
         self._started = False
+        self._state: LocalRuntimeRecord | None = None  # the record of the local runtime this executor started
 
     @property
     def in_process(self) -> bool:
@@ -102,7 +118,7 @@ class Executor:
             return "in-process"
         return f"ray local, {self.workers} CPUs" if self.workers else f"ray cluster at {self.address}"
 
-    def __enter__(self) -> Executor:
+    def __enter__(self) -> ParallelMap:
         self.start()
         return self
 
@@ -122,7 +138,18 @@ class Executor:
         quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": "error",
                  "configure_logging": True}
         if self.workers is not None:
-            ray.init(num_cpus=self.workers, runtime_env=env, **quiet)
+            stopped = stop_orphaned_runtimes()
+            if stopped["stopped"]:
+                warnings.warn(stopped_line(stopped), stacklevel=2)
+            self._state = LocalRuntimeRecord()
+            try:
+                with self._state.marking():
+                    ray.init(num_cpus=self.workers, runtime_env=env, **quiet)
+            except BaseException:
+                self._state.remove()
+                self._state = None
+                raise
+            self._state.record()
         else:
             _check_reachable(self.address)
             try:
@@ -138,6 +165,9 @@ class Executor:
 
             ray.shutdown()
             self._started = False
+        if self._state is not None:
+            self._state.remove()
+            self._state = None
 
     def map(self, fn: Callable[..., Any], tasks: Sequence[tuple], *,
             on_start: Callable[[int], None] | None = None,
@@ -175,6 +205,8 @@ class Executor:
                 queue += self._finished(i, results[-1], on_result, more)
             return results
         self.start()
+        if self._state is not None:
+            self._state.record()  # the workers started since, and any agent Ray restarted
         return self._ray_map(fn, tasks, on_start, on_result, more)
 
     def _ray_map(self, fn, tasks, on_start, on_result, more) -> list[Any]:
@@ -219,6 +251,7 @@ class Executor:
             if on_result:
                 on_result(i, result)
             return more(i, result) if more else ()
+
 
 
 @contextlib.contextmanager

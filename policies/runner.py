@@ -21,7 +21,7 @@ from engine.runs import RunStore
 from engine.schedule import Schedule
 from engine.simulator import Simulator
 from policies.base import PLACERS, make_placer
-from policies.parallel import Executor
+from policies.parallel import ParallelMap
 
 __all__ = ["PlaceFailed", "PlaceResult", "compare", "place_and_simulate", "place_task", "result_row", "store_result",
            "with_measurement"]
@@ -170,7 +170,7 @@ def _place(graph, cluster, placer, seed, budget, params, progress) -> PlaceResul
 
 def compare(graph: CompGraph, cluster: Cluster, placers: list[str] | None = None, *, seed: int = 0,
             store: RunStore | None = None, progress: Callable[[str], None] | None = None,
-            measure: Measure | None = None, executor: Executor | None = None) -> list[dict[str, Any]]:
+            measure: Measure | None = None, executor: ParallelMap | None = None) -> list[dict[str, Any]]:
     """Run each placer (default: every registered one) and report a row per placer.
 
     A placer that does not apply to this graph or cluster (it raises a placelab error)
@@ -200,7 +200,7 @@ def compare(graph: CompGraph, cluster: Cluster, placers: list[str] | None = None
         rows[i] = result_row(res)
 
     encode = store is not None and measure is None  # a measured run is stored with its measured tables
-    (executor or Executor()).map(place_task, [(graph, cluster, n, seed, None, None, encode) for n in names],
+    (executor or ParallelMap()).map(place_task, [(graph, cluster, n, seed, None, None, encode) for n in names],
                                  on_start=started, on_result=finished)
     return rows
 

@@ -18,6 +18,12 @@ far; :func:`resume_sweep` runs only the combinations its table does not hold yet
 the sweep run stores each graph's content hash (``parameters.graph_hashes``; older sweeps: only the
 digest of them all, ``graph.hash``), and a graph that changed since (a file edited) is refused with
 one line, since the table would mix two versions of it.
+
+A driver killed hard (``kill -9``) between storing a combination's run and appending its row leaves a
+run tagged ``sweep:<id>`` that the table does not index (an *orphan*, its ``run.json`` possibly still
+saying ``running``). :func:`resume_sweep` deletes every such run before it runs the combinations the
+table lacks (the orphan's combination among them, with the same seed), so after a resume each
+combination has exactly one run and one row.
 """
 
 from __future__ import annotations
@@ -30,18 +36,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.cluster import Cluster, load_cluster, parse_simulation_options
+from engine.cluster import Cluster, parse_simulation_options
 from engine.errors import RunError, SpecError
 from engine.graph import CompGraph
 from engine.limits import MAX_SEED, MAX_SWEEP_TASKS, check_at_most, check_seed
 from engine.runs import Run, RunStore
 from engine.simulator import Simulator
-from engine.sources import expand_graph_specs, load_graph
+from engine.specs import expand_graph_specs, load_cluster, load_graph
 from policies.base import PLACERS, make_placer
-from policies.parallel import Executor
+from policies.parallel import ParallelMap
 from policies.runner import PlaceFailed, PlaceResult, place_task, store_result
 
-__all__ = ["SWEEP_COLUMNS", "SweepSpec", "resume_sweep", "run_sweep", "sweep_pivot", "sweep_rows"]
+__all__ = ["SWEEP_COLUMNS", "SweepSpec", "drop_orphans", "resume_sweep", "run_sweep", "sweep_pivot", "sweep_rows"]
 
 SWEEP_TABLE = "sweep.csv"
 SWEEP_COLUMNS = ("task", "graph", "graph_name", "cluster", "placer", "seed", "run_id", "makespan_s",
@@ -110,7 +116,7 @@ class SweepSpec:
             raise RunError("the run's parameters do not describe a sweep") from None
 
 
-def run_sweep(store: RunStore, spec: SweepSpec, *, executor: Executor | None = None,
+def run_sweep(store: RunStore, spec: SweepSpec, *, executor: ParallelMap | None = None,
               progress: Callable[[int, int, str], None] | None = None, name: str | None = None,
               tags: list[str] | None = None) -> dict[str, Any]:
     """Run a sweep and store it (see the module docstring); returns its summary.
@@ -127,7 +133,7 @@ def run_sweep(store: RunStore, spec: SweepSpec, *, executor: Executor | None = N
     return _execute(store, run, spec, graphs, clusters, set(), executor, progress)
 
 
-def resume_sweep(store: RunStore, ref: str, *, executor: Executor | None = None,
+def resume_sweep(store: RunStore, ref: str, *, executor: ParallelMap | None = None,
                  progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
     """Finish an interrupted (or failed) sweep run: only the combinations its table lacks run.
 
@@ -145,8 +151,23 @@ def resume_sweep(store: RunStore, ref: str, *, executor: Executor | None = None,
     graphs, clusters = _load_inputs(spec)
     _check_same_graphs(run, graphs)
     done = {int(r["task"]) for r in sweep_rows(run)}
-    run.update(status="running", pid=os.getpid(), error=None)
-    return _execute(store, run, spec, graphs, clusters, done, executor, progress)
+    run.update(status="running", pid=os.getpid(), error=None)  # the sweep's lock first: one resume at a time
+    return _execute(store, run, spec, graphs, clusters, done, executor, progress, resuming=True)
+
+
+def drop_orphans(store: RunStore, run: Run) -> list[str]:
+    """Delete the runs tagged with the sweep ``run`` that its table does not index; their ids.
+
+    A driver killed between storing a combination's run and appending its row leaves such a run;
+    the combination is not in the table, so a resume runs it again (see the module docstring).
+
+    Raises
+    ------
+    RunError
+        An orphan is running in another process (it cannot be: only the sweep's driver stores them).
+    """
+    indexed = {r["run_id"] for r in sweep_rows(run) if r.get("run_id")}
+    return [store.delete(r.id) for r in store.list(tag=f"sweep:{run.id}") if r.id not in indexed]
 
 
 def _digest(graphs: dict[str, CompGraph]) -> str:
@@ -191,7 +212,7 @@ def sweep_pivot(rows: list[dict[str, Any]], value: str = "makespan_s") -> list[d
 
 
 def _execute(store: RunStore, run: Run, spec: SweepSpec, graphs: dict[str, CompGraph], clusters: dict[str, Cluster],
-             done: set[int], executor: Executor | None, progress) -> dict[str, Any]:
+             done: set[int], executor: ParallelMap | None, progress, *, resuming: bool = False) -> dict[str, Any]:
     plan = spec.plan()
     todo = [i for i in range(len(plan)) if i not in done]
     t0 = time.perf_counter()
@@ -208,8 +229,9 @@ def _execute(store: RunStore, run: Run, spec: SweepSpec, graphs: dict[str, CompG
         if progress:
             progress(count[0], len(plan), f"{placer} on {graphs[g].name} / {c} / seed {seed}")
 
-    ex = executor or Executor()
+    ex = executor or ParallelMap()
     with run:
+        orphans = drop_orphans(store, run) if resuming else []
         if progress:
             progress(count[0], len(plan), f"{len(todo)} tasks, {ex.describe()}")
         ex.map(place_task, [(graphs[plan[i][0]], clusters[plan[i][1]], plan[i][2], plan[i][3], spec.budget, None,
@@ -219,7 +241,7 @@ def _execute(store: RunStore, run: Run, spec: SweepSpec, graphs: dict[str, CompG
         run.finish("done", {"tasks": len(plan), "errors": sum(1 for r in rows if r["error"]),
                             "wall_s": time.perf_counter() - t0, "executor": ex.describe()})
     return {"run_id": run.id, "tasks": len(plan), "ran": len(todo), "wall_s": time.perf_counter() - t0,
-            "results": rows}
+            "results": rows, "orphans_deleted": orphans}
 
 
 def _row(task: int, combo: tuple[str, str, str, int], graph_name: str, res: PlaceResult | PlaceFailed) -> dict:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard.app_pages.views import show_graph_view
-from dashboard.common import fmt_bytes, fmt_ms, graph_picker, guard, show_figure
+from dashboard import state as keys
 from dashboard.context import cluster_label, current_cluster, current_graph, graph_label
+from dashboard.data.format import fmt_bytes, fmt_ms
+from dashboard.widgets.graph_picker import graph_picker
+from dashboard.widgets.schedule import show_graph_view
+from dashboard.widgets.ui import guard, show_figure
 from engine.cluster import Cluster
 from engine.summary import graph_summary
 
@@ -21,7 +24,7 @@ def page() -> None:
     st.title("Graphs")
     with st.container(border=True):
         st.markdown("**Choose the current graph** — every page works on it until you choose another")
-        ok = graph_picker("graphs")
+        ok = graph_picker()
     g = current_graph()
     if g is None:
         st.info("Choose an example, type a generator spec or upload a graph file, then *Use this graph*.")
@@ -58,6 +61,6 @@ def page() -> None:
                                hovertemplate="level %{x}: %{y} ops<extra></extra>"))
         fig.update_layout(title="Parallelism profile (ops per topological level)", xaxis_title="level",
                           yaxis_title="ops", height=300, margin={"l": 10, "r": 10, "t": 50, "b": 40})
-        show_figure(fig, key="graphs_profile")
+        show_figure(fig, key=keys.GRAPHS_PROFILE)
     st.subheader("Structure")
-    show_graph_view(g, None, None, key="graphs_gv")
+    show_graph_view(g, None, None, key=keys.GRAPHS_VIEW)

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
 
-from dashboard.common import example_runs_dir, runs_dir
-from engine.runs import RunStore
-from engine.summary import run_summary
+from dashboard.data.run_tables import MISSING, runs_table
+from dashboard.figures.numbers import plain_number
+from dashboard.stores import example_runs_dir, runs_dir
 
 
-def runs_table(root: Path) -> pd.DataFrame:
-    """One row per stored run under ``root``; empty when there are none (or no such folder)."""
-    if not root.is_dir():
-        return pd.DataFrame()
-    rows = [run_summary(r) for r in RunStore(root).list()]
-    columns = ["id", "name", "kind", "status", "placer", "cluster", "graph", "makespan_s"]
-    return pd.DataFrame(rows, columns=columns) if rows else pd.DataFrame()
+def _show_runs(table: pd.DataFrame) -> None:
+    """The table with missing values as a dash (not "None") and makespans to 4 significant digits."""
+    st.dataframe(table.style.format(na_rep=MISSING, formatter={"makespan (ms)": lambda v: plain_number(v, 4)}),
+                 hide_index=True)
 
 
 def page() -> None:
@@ -35,14 +30,15 @@ def page() -> None:
                 "**Compare** puts stored runs side by side · **Runs** browses, renames and exports them.")
     st.subheader("Your runs")
     st.caption(f"Stored in `{runs_dir()}` (set `PLACELAB_RUNS_DIR` to use another folder).")
-    table = runs_table(runs_dir())
+    tz = st.context.timezone
+    table = runs_table(runs_dir(), tz)
     if table.empty:
         st.info("No runs yet — create one on the Place page (Save as run) or with `placelab place … --save`.")
     else:
-        st.dataframe(table, hide_index=True)
-    examples = runs_table(example_runs_dir())
+        _show_runs(table)
+    examples = runs_table(example_runs_dir(), tz)
     if not examples.empty:
         st.subheader("Bundled examples (read-only)")
         st.caption("Shipped with placelab so every page has something to show; Compare and Runs list them too, "
                    "marked *example*.")
-        st.dataframe(examples, hide_index=True)
+        _show_runs(examples)

@@ -7,16 +7,20 @@ import json
 import pandas as pd
 import streamlit as st
 
-from dashboard.common import guard, list_runs, show_figure
-from dashboard.figures import figure_html, figure_image
+from dashboard import state as keys
+from dashboard.context import keep
+from dashboard.data.runs import list_runs
 from dashboard.figures.papers import (
-    AGREEMENT_COLORS,
+    cell_styles,
     ratio_figure,
     reproduction_figure,
     side_by_side,
     table_csv,
     table_latex,
+    text_width_px,
 )
+from dashboard.figures.theme import EXPORT_DEFAULTS, EXPORT_FORMATS, export_bytes
+from dashboard.widgets.ui import guard, show_figure
 from engine.errors import PlacelabError
 
 
@@ -31,11 +35,28 @@ def _reproductions() -> dict[str, object]:
 
 
 def _figure_downloads(fig, name: str, key: str) -> None:
+    """One-click HTML/PNG/SVG downloads: :func:`export_bytes` at the *Export figure* popover's default size,
+    fonts and layout (the popover under the figure picks others)."""
+    size = f"{EXPORT_DEFAULTS['width']}×{EXPORT_DEFAULTS['height']} px"
     cols = st.columns([1, 1, 1, 3])
-    cols[0].download_button("HTML", figure_html(fig), file_name=f"{name}.html", mime="text/html", key=f"{key}_html")
-    for col, fmt in ((cols[1], "png"), (cols[2], "svg")):
-        col.download_button(fmt.upper(), lambda f=fmt: figure_image(fig, f) or b"", file_name=f"{name}.{fmt}",
-                            mime="image/png" if fmt == "png" else "image/svg+xml", key=f"{key}_{fmt}")
+    for col, fmt in zip(cols, ("html", "png", "svg"), strict=False):
+        col.download_button(fmt.upper(), lambda f=fmt: export_bytes(fig, f) or b"", file_name=f"{name}.{fmt}",
+                            mime=EXPORT_FORMATS[fmt], key=keys.part(key, fmt), on_click="ignore",
+                            help=f"{size}, as *Export figure* exports by default")
+
+
+def _theme() -> str:
+    """The theme the viewer's browser shows the app in (``light`` or ``dark``). The browser reports it from the
+    second run of the page on; until then ``light``, whose cells set their text colour too (dark on pastel),
+    so they stay readable on a dark page."""
+    return getattr(st.context.theme, "type", None) or "light"
+
+
+def _show_table(shown: pd.DataFrame) -> None:
+    """The side-by-side table, its agreement cells readable in the viewer's theme and its labels whole."""
+    widths = {c: st.column_config.TextColumn(width=text_width_px(shown[c], c)) for c in ("row", "column")}
+    st.dataframe(shown.style.apply(cell_styles, theme=_theme(), axis=None), width="stretch", hide_index=True,
+                 column_config=widths)
 
 
 def page() -> None:
@@ -45,7 +66,7 @@ def page() -> None:
         st.info("No reproductions stored yet. Run one with `placelab reproduce NAME --quick` "
                 "(`placelab reproduce --list` shows them), or `make bundled-runs`.")
         return
-    label = st.selectbox("Reproduction", list(reps), key="papers_pick")
+    label = st.selectbox("Reproduction", list(reps), key=keep(keys.PAPERS_PICK, options=list(reps)))
     run = reps[label]
     meta = run.meta
     params = meta.get("parameters", {})
@@ -61,13 +82,12 @@ def page() -> None:
         cols[2].metric("Cells within 10 %", f"{m.get('cells_within_10pct', 0)} / {m.get('cells_compared', 0)}")
         cols[3].metric("Code version", str((meta.get("code_version") or {}).get("git") or "?"))
         normalised = st.toggle("Judge by row-normalised ratios", value=any(r.get("rel_ratio") not in (None, "")
-                                                                          for r in table), key="papers_norm",
+                                                                          for r in table), key=keys.PAPERS_NORM,
                                help="Each value divided by its row's reference column, ours and the paper's alike: "
                                     "compares the shape of a row when the machines differ")
         shown = pd.DataFrame(side_by_side(table, normalised))
         if not shown.empty:
-            st.dataframe(shown.style.apply(lambda s: [f"background-color: {AGREEMENT_COLORS[v]}" for v in s],
-                                           subset=["agreement"]), width="stretch", hide_index=True)
+            _show_table(shown)
         st.caption("Agreement: green within 10 %, amber within 25 %, red beyond; OOM on both sides agrees.")
         if params.get("setting") == "quick":
             st.caption(f"Quick setting: budgets far below the paper's (each command under *Rerun* gives its own); "
@@ -76,12 +96,12 @@ def page() -> None:
             st.caption(note)
         cols = st.columns([1, 1, 4])
         cols[0].download_button("Table (CSV)", table_csv(table), file_name=f"{run.id}-table.csv", mime="text/csv",
-                                key="papers_csv")
+                                key=keys.PAPERS_CSV)
         cols[1].download_button("Table (LaTeX)", table_latex(table, params.get("citation", ""), normalised),
-                                file_name=f"{run.id}-table.tex", mime="text/x-tex", key="papers_tex")
+                                file_name=f"{run.id}-table.tex", mime="text/x-tex", key=keys.PAPERS_TEX)
         fig = ratio_figure(table, normalised=normalised)
-        show_figure(fig, key="papers_ratio")
-        _figure_downloads(fig, f"{run.id}-ratios", "papers_ratio_dl")
+        show_figure(fig, key=keys.PAPERS_RATIO)
+        _figure_downloads(fig, f"{run.id}-ratios", keys.PAPERS_RATIO_DOWNLOADS)
     st.subheader("Figures")
     figs = [f for f in run.files() if f.startswith("figures/") and f.endswith(".json")]
     if not figs:
@@ -92,8 +112,8 @@ def page() -> None:
                 fig = reproduction_figure(run.read_json(name))
             except ValueError as exc:
                 raise PlacelabError(str(exc)) from None
-            show_figure(fig, key=f"papers_fig_{i}")
-            _figure_downloads(fig, f"{run.id}-{name.split('/')[-1][:-5]}", f"papers_fig_dl_{i}")
+            show_figure(fig, key=keys.papers_figure(i))
+            _figure_downloads(fig, f"{run.id}-{name.split('/')[-1][:-5]}", keys.papers_figure(i, downloads=True))
     st.subheader("Rerun")
     st.code(f"placelab reproduce {meta.get('placer')}" + (" --quick" if params.get("setting") == "quick" else ""),
             language="bash")

@@ -2,47 +2,49 @@
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Callable
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
 
-from dashboard.app_pages.measured import has_measurement, show_measured_run
-from dashboard.app_pages.stored import has_placement, replay, run_label
-from dashboard.common import (
-    example_runs_dir,
-    figure_export_controls,
-    guard,
-    is_example,
-    list_runs,
-    run_store,
-    runs_dir,
-    table_downloads,
-)
-from dashboard.figures import load_profile, memory_over_time, timeline
-from dashboard.perfetto import open_in_perfetto
-from engine.run_records import export_trace
-from engine.runs import STATUSES, Run, RunStore
+from dashboard import state as keys
+from dashboard.context import keep
+from dashboard.data import link
+from dashboard.data.measured import has_measurement
+from dashboard.data.runs import is_example, list_runs, run_label
+from dashboard.stores import example_runs_dir, run_store, runs_dir
+from dashboard.widgets.link import linked_runs, set_page_params
+from dashboard.widgets.measured import show_measured_run
+from dashboard.widgets.run_panel import downloads, edit
+from dashboard.widgets.ui import table_downloads
+from engine.run_meta import STATUSES
+from engine.runs import Run
 from engine.summary import run_summary
 
 ALL = "(all)"
-FIGURES: dict[str, Callable] = {
-    "timeline": lambda s, pr: timeline(s, pr.graph, pr.cluster),
-    "load profile": lambda s, pr: load_profile(s, pr.graph, pr.cluster),
-    "memory over time": lambda s, pr: memory_over_time(s, pr.cluster),
-}
 
 
 def _filters(runs: list[Run]) -> tuple[str | None, str | None, str | None]:
-    kinds = sorted({str(r.meta.get("kind")) for r in runs})
-    tags = sorted({t for r in runs for t in r.meta.get("tags", [])})
+    kinds = [ALL, *sorted({str(r.meta.get("kind")) for r in runs})]
+    tags = [ALL, *sorted({t for r in runs for t in r.meta.get("tags", [])})]
+    statuses = [ALL, *STATUSES]
     cols = st.columns(3)
-    kind = cols[0].selectbox("Kind", [ALL, *kinds], key="runs_kind")
-    status = cols[1].selectbox("Status", [ALL, *STATUSES], key="runs_status")
-    tag = cols[2].selectbox("Tag", [ALL, *tags], key="runs_tag")
+    kind = cols[0].selectbox("Kind", kinds, key=keep(keys.RUNS_KIND, options=kinds))
+    status = cols[1].selectbox("Status", statuses, key=keep(keys.RUNS_STATUS, options=statuses))
+    tag = cols[2].selectbox("Tag", tags, key=keep(keys.RUNS_TAG, options=tags))
     return (None if kind == ALL else kind, None if status == ALL else status, None if tag == ALL else tag)
+
+
+def _select(by_id: dict[str, Run]) -> Run:
+    """The run shown: the one a link names (once), the one just renamed or tagged, else the visitor's choice."""
+    linked = linked_runs(link.RUN)
+    chosen = st.session_state.pop(keys.RUNS_KEEP_SELECTED, None)  # after a rename or tag edit: the same run
+    if linked and linked[0].id in by_id:
+        chosen = linked[0].id
+    if chosen in by_id:
+        st.session_state[keys.RUNS_SELECTED] = chosen
+    run_id = st.selectbox("Run", list(by_id), key=keep(keys.RUNS_SELECTED, options=list(by_id)),
+                          format_func=lambda i: run_label(by_id[i]))
+    set_page_params({link.RUN: run_id})
+    return by_id[run_id]
 
 
 def page() -> None:
@@ -65,91 +67,16 @@ def page() -> None:
     table = pd.DataFrame([{"source": "example" if is_example(r) else "yours", **run_summary(r)} for r in runs])
     table["tags"] = table["tags"].map(", ".join)
     st.dataframe(table, hide_index=True)
-    table_downloads(table, "runs_table", "runs")
-    by_id = {r.id: r for r in runs}
-    keep_selected = st.session_state.pop("runs_keep_selected", None)
-    if keep_selected in by_id:  # after a rename or tag edit the same run stays selected
-        st.session_state["runs_selected"] = keep_selected
-    run_id = st.selectbox("Run", list(by_id), key="runs_selected", format_func=lambda i: run_label(by_id[i]))
-    run = by_id[run_id]
+    table_downloads(table, keys.RUNS_TABLE, "runs")
+    run = _select({r.id: r for r in runs})
     with st.expander("Metadata (run.json)"):
         st.json(run.meta, expanded=1)
-    _edit(store, run)
-    _downloads(run)
+    edit(store, run)
+    downloads(run)
     if has_measurement(run):
         st.subheader("Measured on real devices")
         cols = st.columns(4)
         for col, fname in zip(cols, ("measured_ops.csv", "measured_transfers.csv"), strict=False):
             col.download_button(f"Measured CSV ({fname[9:-4]})", (run.path / fname).read_bytes(),
-                                file_name=f"{run.id}-{fname}", mime="text/csv", key=f"runs_dl_{fname}")
-        show_measured_run(run, key="runs_measured")
-
-
-def _edit(store: RunStore, run: Run) -> None:
-    st.subheader("Edit")
-    if is_example(run):
-        st.caption("A bundled example: read-only (the app never changes the examples). Re-run it on the Place "
-                   "page to get an editable copy in your own store.")
-        return
-    cols = st.columns(3)
-    with cols[0]:
-        name = st.text_input("Name", value=run.meta.get("name") or run.id, key=f"runs_name_{run.id}")
-        if st.button("Rename", key="runs_rename"):
-            with guard("Rename"):
-                store.rename(run.id, name)
-                st.session_state["runs_keep_selected"] = run.id
-                st.rerun()
-    with cols[1]:
-        tags = st.text_input("Tags (comma separated)", value=", ".join(run.meta.get("tags", [])),
-                             key=f"runs_tags_{run.id}")
-        if st.button("Save tags", key="runs_save_tags"):
-            with guard("Tags"):
-                store.set_tags(run.id, [t.strip() for t in tags.split(",")])
-                st.session_state["runs_keep_selected"] = run.id
-                st.rerun()
-    with cols[2]:
-        sure = st.checkbox(f"Yes, delete {run.id} and all its files", key=f"runs_confirm_{run.id}")
-        if st.button("Delete run", disabled=not sure, key="runs_delete", type="primary"):
-            with guard("Delete"):
-                store.delete(run.id)
-                st.session_state.pop("runs_selected", None)
-                st.rerun()
-
-
-@st.cache_data(max_entries=4, show_spinner=False)
-def _trace(run_dir: str, updated: str) -> bytes:
-    """The Chrome trace of the run in ``run_dir`` (``updated``: its last change, so an edit refreshes it)."""
-    run_path = Path(run_dir)
-    with tempfile.TemporaryDirectory(prefix="placelab-trace-") as tmp:
-        path = Path(tmp) / "trace.json"
-        export_trace(RunStore(run_path.parent).load(run_path.name), str(path))
-        return path.read_bytes()
-
-
-def _downloads(run: Run) -> None:
-    st.subheader("Downloads")
-    files = set(run.files())
-    cols = st.columns(4)
-    for col, (fname, label, mime) in zip(cols, (
-            ("schedule_ops.csv", "Schedule CSV (ops)", "text/csv"),
-            ("schedule_transfers.csv", "Schedule CSV (transfers)", "text/csv"),
-            ("placement.json", "Placement JSON", "application/json")), strict=False):
-        if fname in files:
-            col.download_button(label, (run.path / fname).read_bytes(), file_name=f"{run.id}-{fname}", mime=mime,
-                                key=f"runs_dl_{fname}")
-    if not has_placement(run):
-        st.caption("This run stores no placement, so there is no trace or figure to export.")
-        return
-    with guard("Chrome trace"):
-        # the bytes themselves, not a callable: the Perfetto hand-off needs them on every render
-        # anyway (cached), and a deferred download's click could be lost to a rerun of the page
-        trace = _trace(str(run.path), str(run.meta.get("updated")))
-        cols[3].download_button("Chrome trace (Perfetto)", trace, file_name=f"{run.id}-trace.json",
-                                mime="application/json", key="runs_dl_trace")
-        open_in_perfetto(trace, title=run_label(run), file_name=f"{run.id}-trace.json", key="runs_perfetto")
-    which = st.selectbox("Figure", list(FIGURES), key="runs_figure")
-    with guard("Figure"):
-        pr, schedule = replay(run)
-        fig = FIGURES[which](schedule, pr)
-        fig.update_layout(title=f"{fig.layout.title.text} — {run_label(run)}")
-        figure_export_controls(fig, f"runs_fig_{which.replace(' ', '_')}")
+                                file_name=f"{run.id}-{fname}", mime="text/csv", key=keys.runs_download(fname))
+        show_measured_run(run, key=keys.RUNS_MEASURED)

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from dashboard.figures.theme import PALETTE, device_color, run_color
+from dashboard.figures.numbers import plain_number
+from dashboard.figures.theme import device_color, run_colors
 from engine.cluster import Cluster
 from engine.graph import CompGraph
 from engine.schedule import Schedule
@@ -77,54 +78,65 @@ def memory_over_time(schedule: Schedule, cluster: Cluster) -> go.Figure:
 
 
 def makespan_bars(rows: Sequence[Mapping[str, Any]], *, title: str = "Makespan") -> go.Figure:
-    """Bars of makespan (ms) per row with each row's lower bound as a line.
+    """Bars of makespan (ms) per row with each row's lower bound, and a legend naming both.
 
     ``rows``: dicts with ``label`` (or ``placer``), ``makespan_s``, optional ``lower_bound_s``,
-    ``oom`` and ``hover`` (e.g. the run id, shown on hover). Each label keeps its colour
-    (:func:`run_color`); out-of-memory bars are hatched and say so. One shared lower bound is
-    drawn as a horizontal line; different lower bounds (different graphs) as a short mark on
-    each bar. The axis starts at 0 and leaves room for the value labels.
+    ``oom`` and ``hover`` (e.g. the run id, shown on hover). One bar (trace) per row, in its
+    label's colour (:func:`run_colors`: two labels never share one); out-of-memory bars are
+    hatched and say so. One shared lower bound is a dashed horizontal line, different lower
+    bounds (different graphs) a short mark on each bar; either is named in the legend, never
+    written over the bars. The axis starts at 0 and leaves room for the value labels.
     """
     labels = [str(r.get("label") or r.get("placer") or f"run {i}") for i, r in enumerate(rows)]
-    ms = [float(r["makespan_s"]) * 1e3 for r in rows]
-    hover = [str(r.get("hover") or "") for r in rows]
-    oom = [bool(r.get("oom")) for r in rows]
-    fig = go.Figure(go.Bar(x=labels, y=ms, marker={"color": [run_color(lb) for lb in labels],
-                                                   "pattern": {"shape": ["x" if o else "" for o in oom]}},
-                           name="makespan", text=[f"{v:.4g}" + (" (OOM)" if o else "") for v, o in zip(ms, oom,
-                                                                                                   strict=True)],
-                           textposition="outside", cliponaxis=False, customdata=hover,
-                           hovertemplate="%{x}: %{y:.4f} ms<br>%{customdata}<extra>makespan</extra>"))
-    lbs = [r.get("lower_bound_s") for r in rows]
-    known = {float(v) for v in lbs if v is not None}
-    top = max([*ms, *(v * 1e3 for v in known)], default=1.0)
-    if len(known) == 1:
-        lb = known.pop() * 1e3
-        fig.add_hline(y=lb, line_dash="dash", line_color="#009E73",
-                      annotation_text=f"lower bound {lb:.4g} ms", annotation_position="bottom right")
-    elif known:
-        fig.add_trace(go.Scatter(x=labels, y=[None if v is None else v * 1e3 for v in lbs], mode="markers",
-                                 marker={"symbol": "line-ew-open", "size": 40, "color": "#009E73",
-                                         "line": {"width": 3}}, name="lower bound"))
+    colors = run_colors(labels)
+    fig = go.Figure()
+    for label, r in zip(labels, rows, strict=True):
+        ms, oom = float(r["makespan_s"]) * 1e3, bool(r.get("oom"))
+        fig.add_trace(go.Bar(x=[label], y=[ms], name=label, marker={"color": colors[label],
+                                                                  "pattern": {"shape": "x" if oom else ""}},
+                             text=[plain_number(ms, 4) + (" (OOM)" if oom else "")], textposition="outside",
+                             cliponaxis=False, customdata=[str(r.get("hover") or "")],
+                             hovertemplate="%{x}: %{y:.4f} ms<br>%{customdata}<extra>makespan</extra>"))
+    top = max([float(r["makespan_s"]) * 1e3 for r in rows], default=1.0)
+    top = max(top, _lower_bounds(fig, labels, [r.get("lower_bound_s") for r in rows]))
     fig.update_layout(title=title, yaxis_title="makespan (ms)", height=420, yaxis_range=[0, top * 1.18],
-                      margin={"l": 10, "r": 10, "t": 60, "b": 40}, showlegend=len(known) > 1)
+                      barmode="overlay", showlegend=True, margin={"l": 10, "r": 10, "t": 60, "b": 40})
     fig.update_yaxes(automargin=True, rangemode="tozero")
     fig.update_xaxes(automargin=True)
     return fig
 
 
+def _lower_bounds(fig: go.Figure, labels: list[str], bounds: list[float | None]) -> float:
+    """Draw the rows' lower bounds (s) on ``fig``, named in the legend; returns the largest in ms (0: none)."""
+    known = {float(v) for v in bounds if v is not None}
+    style = {"color": "#009E73", "width": 3}
+    if len(known) == 1:
+        lb = next(iter(known)) * 1e3
+        fig.add_hline(y=lb, line_dash="dash", line_color=style["color"])
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line={**style, "dash": "dash"},
+                                 name=f"lower bound ({plain_number(lb, 4)} ms)", hoverinfo="skip"))
+    elif known:
+        fig.add_trace(go.Scatter(x=labels, y=[None if v is None else v * 1e3 for v in bounds], mode="markers",
+                                 marker={"symbol": "line-ew-open", "size": 40, "color": style["color"],
+                                         "line": {"width": style["width"]}}, name="lower bound",
+                                 hovertemplate="%{x}: %{y:.4f} ms<extra>lower bound</extra>"))
+    return max(known, default=0.0) * 1e3
+
+
 def cdf_figure(series: Mapping[str, Sequence[float]], *, x_title: str = "makespan / lower bound",
                title: str = "CDF over test graphs") -> go.Figure:
-    """Empirical CDFs, one step line per series (Placeto Fig. 5 style); NaN values are dropped."""
+    """Empirical CDFs, one step line per series (Placeto Fig. 5 style) in the series' colour
+    (:func:`run_colors`); NaN values are dropped."""
     fig = go.Figure()
-    for i, (name, values) in enumerate(series.items()):
+    colors = run_colors(series)
+    for name, values in series.items():
         v = np.sort(np.asarray([x for x in values if x is not None], dtype=float))
         v = v[np.isfinite(v)]
         if not len(v):
             continue
         y = np.arange(1, len(v) + 1) / len(v)
         fig.add_trace(go.Scatter(x=np.r_[v[0], v], y=np.r_[0.0, y], mode="lines", line={"shape": "hv",
-                                 "color": PALETTE[i % len(PALETTE)]}, name=name))
+                                 "color": colors[name]}, name=name))
     fig.update_layout(title=title, xaxis_title=x_title, yaxis_title="fraction of graphs", yaxis_range=[0, 1.02],
                       height=380, margin={"l": 10, "r": 10, "t": 50, "b": 40})
     return fig

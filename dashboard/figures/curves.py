@@ -10,11 +10,12 @@ over seeds is a percentile bootstrap of the mean (Efron & Tibshirani 1993, ch. 1
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 
-from dashboard.figures.theme import run_color
+from dashboard.figures.theme import run_colors
 
 __all__ = ["CURVE_X", "bootstrap_band", "ema", "learning_curves", "rolling_median", "thin_rows"]
 
@@ -122,6 +123,10 @@ def learning_curves(curves: Mapping[str, Mapping[str, Sequence] | Sequence[Mappi
     median dotted, and the best runtime so far. A curve over several graphs plots the sampled
     runtime relative to the best seen on the same graph (a "best" across graphs would jump).
     Panels without data for any curve stay empty. ``max_points`` thins long curves for display.
+
+    Each name has one colour (:func:`run_colors`: the same as in any other figure of the same
+    runs, never another name's), and every kind of line of a name has its legend entry (one
+    entry toggles that line in all four panels). Axes print numbers plainly (``0.0001``, not ``100µ``).
     """
     from plotly.subplots import make_subplots
 
@@ -131,58 +136,77 @@ def learning_curves(curves: Mapping[str, Mapping[str, Sequence] | Sequence[Mappi
     runtime_title = "runtime (relative to each graph's best)" if any_multi else "runtime (ms)"
     fig = make_subplots(rows=2, cols=2, subplot_titles=(runtime_title, "reward", "entropy", "learning rate"),
                         horizontal_spacing=0.08, vertical_spacing=0.14)
+    colors = run_colors(curves)
+    legend: set[str] = set()
     for name, item in curves.items():
         seeds = item if isinstance(item, list) else [item]
-        color = run_color(name)
         xs = _column(seeds[0], CURVE_X[x])
         if xs is None:
             xs = np.arange(1, len(seeds[0].get("episode", [])) + 1, dtype=float)
         for panel, (_label, column) in enumerate(_PANELS):
-            row, col = divmod(panel, 2)
-            per_seed = []
-            for c in seeds:
-                if column == "sampled_runtime":
-                    v = _relative_runtime(c) if any_multi else _column(c, column)
-                    v = None if v is None else (v if any_multi else v * 1e3)
-                else:
-                    v = _column(c, column)
-                if v is not None:
-                    per_seed.append(v)
+            per_seed = [v for v in (_panel_values(c, column, any_multi) for c in seeds) if v is not None]
             if not per_seed:
                 continue
-            show = {"legendgroup": name, "showlegend": False}
             length = min(len(v) for v in per_seed)
             keep = thin_rows(min(length, len(xs)), max_points)
-            xk = xs[keep]
+            line = _Line(fig, legend, name, colors[name], xs[keep], keep, *divmod(panel, 2))
             if len(per_seed) > 1:
-                smoothed = [ema(v, smoothing) if column != "learning_rate" else v for v in per_seed]
-                mean, lo, hi = bootstrap_band(smoothed)
-                fig.add_trace(go.Scatter(x=np.r_[xk, xk[::-1]], y=np.r_[hi[keep], lo[keep][::-1]], fill="toself",
-                                         line={"width": 0}, fillcolor=color, opacity=0.2, hoverinfo="skip",
-                                         name=f"{name} 95% CI", **show), row=row + 1, col=col + 1)
-                fig.add_trace(go.Scatter(x=xk, y=mean[keep], mode="lines", line={"color": color, "width": 2.5},
-                                         name=f"{name} mean of {len(per_seed)} seeds",
-                                         **{**show, "showlegend": panel == 0}), row=row + 1, col=col + 1)
+                line.seeds(per_seed, column, smoothing)
                 continue
             v = per_seed[0][:length]
             if column == "sampled_runtime":
-                fig.add_trace(go.Scatter(x=xk, y=v[keep], mode="lines", line={"color": color, "width": 1},
-                                         opacity=0.3, name=f"{name} sampled", **show), row=1, col=1)
-                fig.add_trace(go.Scatter(x=xk, y=rolling_median(v, median_window)[keep], mode="lines",
-                                         line={"color": color, "width": 1.5, "dash": "dot"},
-                                         name=f"{name} rolling median ({median_window})", **show), row=1, col=1)
                 best = None if any_multi else _column(seeds[0], "best_runtime")
-                if best is not None:
-                    fig.add_trace(go.Scatter(x=xk, y=best[:length][keep] * 1e3, mode="lines",
-                                             line={"color": color, "width": 1.5, "dash": "dash"},
-                                             name=f"{name} best", **show), row=1, col=1)
-            y = v if column == "learning_rate" else ema(v, smoothing)
-            fig.add_trace(go.Scatter(x=xk, y=y[keep], mode="lines", line={"color": color, "width": 2.5},
-                                     name=name if panel == 0 else f"{name} {column}",
-                                     **{**show, "showlegend": panel == 0}), row=row + 1, col=col + 1)
+                line.runtime_extras(v, None if best is None else best[:length] * 1e3, median_window)
+            line.add(v if column == "learning_rate" else ema(v, smoothing), name if panel == 0 else f"{name} {column}",
+                     name)
     fig.update_xaxes(title_text=x, row=2)
     fig.update_xaxes(automargin=True)
-    fig.update_yaxes(automargin=True)
+    fig.update_yaxes(automargin=True, tickformat="~g")  # plain numbers: 0.0001, never 100µ
     fig.update_layout(title=title + (f" (smoothing {smoothing:g})" if smoothing else ""), height=640,
                       margin={"l": 10, "r": 10, "t": 80, "b": 40}, legend={"orientation": "h", "y": -0.12})
     return fig
+
+
+def _panel_values(curve: Mapping[str, Sequence], column: str, any_multi: bool) -> np.ndarray | None:
+    """One curve's values for a panel: runtimes in ms (relative to each graph's best over several graphs)."""
+    if column != "sampled_runtime":
+        return _column(curve, column)
+    if any_multi:
+        return _relative_runtime(curve)
+    v = _column(curve, column)
+    return None if v is None else v * 1e3
+
+
+class _Line:
+    """Adds one name's lines to one panel; the first line of each legend group gets the legend entry."""
+
+    def __init__(self, fig: go.Figure, legend: set[str], name: str, color: str, xk: np.ndarray, keep: np.ndarray,
+                 row: int, col: int) -> None:
+        self.fig, self.legend, self.name, self.color = fig, legend, name, color
+        self.xk, self.keep, self.row, self.col = xk, keep, row + 1, col + 1
+
+    def add(self, y: np.ndarray, label: str, group: str, *, x: np.ndarray | None = None, **style: Any) -> None:
+        """A line of ``y`` (all rows; thinned here unless ``x`` is given with ``y`` to match)."""
+        line = {"color": self.color, "width": 2.5, **style.pop("line", {})}
+        self.fig.add_trace(go.Scatter(x=self.xk if x is None else x, y=y[self.keep] if x is None else y, mode="lines",
+                                      line=line, name=label, legendgroup=group, showlegend=group not in self.legend,
+                                      **style), row=self.row, col=self.col)
+        self.legend.add(group)
+
+    def seeds(self, per_seed: list[np.ndarray], column: str, smoothing: float) -> None:
+        """The mean over seeds and its 95 % bootstrap band."""
+        smoothed = [ema(v, smoothing) if column != "learning_rate" else v for v in per_seed]
+        mean, lo, hi = bootstrap_band(smoothed)
+        band = f"{self.name} 95% CI"
+        self.add(np.r_[hi[self.keep], lo[self.keep][::-1]], band, band, x=np.r_[self.xk, self.xk[::-1]],
+                 fill="toself", line={"width": 0}, fillcolor=self.color, opacity=0.2, hoverinfo="skip")
+        label = f"{self.name} mean of {len(per_seed)} seeds"
+        self.add(mean, label if self.row == self.col == 1 else f"{label} {column}", self.name)
+
+    def runtime_extras(self, v: np.ndarray, best: np.ndarray | None, median_window: int) -> None:
+        """The sampled runtime (faint), its rolling median (dotted) and the best so far (dashed)."""
+        self.add(v, f"{self.name} sampled", f"{self.name} sampled", line={"width": 1}, opacity=0.3)
+        self.add(rolling_median(v, median_window), f"{self.name} rolling median ({median_window})",
+                 f"{self.name} rolling median", line={"width": 1.5, "dash": "dot"})
+        if best is not None:
+            self.add(best, f"{self.name} best", f"{self.name} best", line={"width": 1.5, "dash": "dash"})

@@ -10,7 +10,7 @@ paints them: dagre in the browser took 5–23 s on the collapsed views of 1k-op 
 graphs (their edges are dense), against about 2 s for this preset layout — measured with
 ``benchmarks/bench_graph_view.py``.
 
-Pure functions of data; :mod:`dashboard.app_pages.explorer_view` shows the result with the
+Pure functions of data; :mod:`dashboard.widgets.explorer` shows the result with the
 ``streamlit-cytoscape`` component and turns its clicks into expand / collapse / select.
 """
 

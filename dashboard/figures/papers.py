@@ -14,17 +14,28 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.figures.charts import cdf_figure
+from dashboard.figures.numbers import plain_number
 from dashboard.figures.theme import PALETTE
 from placelab.reproduce.papers import agreement
 
-__all__ = ["AGREEMENT_COLORS", "agreement_label", "ratio_figure", "reproduction_figure", "side_by_side",
-           "table_csv", "table_latex"]
+__all__ = ["AGREEMENT_STYLES", "agreement_label", "cell_styles", "ratio_figure", "reproduction_figure", "side_by_side",
+           "table_csv", "table_latex", "text_width_px"]
 
-#: Background colours of the ratio cells by agreement (within 10 %, within 25 %, beyond, not comparable).
-AGREEMENT_COLORS = {"agree": "#c7e9c0", "close": "#fdd49e", "differ": "#fcae91", "n/a": "#f0f0f0"}
+#: Background and text colour of the agreement cells (within 10 %, within 25 %, beyond, not comparable) in the
+#: app's light and dark theme: dark text on pastel fills, light text on deep ones; every pair has a WCAG
+#: contrast ratio of at least 4.5, and the cells name their colour in words too.
+AGREEMENT_STYLES = {
+    "light": {"agree": ("#C7E9C0", "#31333F"), "close": ("#FDD49E", "#31333F"), "differ": ("#FCAE91", "#31333F"),
+              "n/a": ("#F0F0F0", "#31333F")},
+    "dark": {"agree": ("#1E4D2B", "#FAFAFA"), "close": ("#5C3D00", "#FAFAFA"), "differ": ("#6E1F1F", "#FAFAFA"),
+             "n/a": ("#262730", "#FAFAFA")},
+}
+#: Roughly the width (px) of one character of a table cell, and a cell's padding.
+_CHAR_PX, _CELL_PAD_PX = 8, 24
 _PHASES = ("forward", "backward", "update", "other")
 
 
@@ -47,11 +58,11 @@ def agreement_label(row: Mapping[str, Any], normalised: bool = False) -> str:
                      row.get("paper") == "OOM", _num(row.get("ours")) is not None)
 
 
-def _fmt(x: Any, digits: int = 4) -> str:
+def _fmt(x: Any, digits: int = 4, *, trim: bool = True) -> str:
     v = _num(x)
     if v is None:
         return "" if x is None else str(x)
-    return f"{v:.{digits}g}"
+    return plain_number(v, digits, trim=trim)
 
 
 def side_by_side(rows: Sequence[Mapping[str, Any]], normalised: bool = False) -> list[dict[str, str]]:
@@ -69,6 +80,24 @@ def side_by_side(rows: Sequence[Mapping[str, Any]], normalised: bool = False) ->
                     "normalised": _fmt(r.get("rel_ratio"), 3), "agreement": agreement_label(r, normalised),
                     "unit": str(r.get("unit") or ""), "note": str(r.get("note") or "")})
     return out
+
+
+def cell_styles(table: pd.DataFrame, theme: str) -> pd.DataFrame:
+    """CSS per cell of the :func:`side_by_side` table for the app's ``theme`` (``light``/``dark``): the
+    agreement cells get their :data:`AGREEMENT_STYLES` fill and text colour, the others none (the
+    theme's own). For ``DataFrame.style.apply(..., axis=None)``."""
+    styles = AGREEMENT_STYLES.get(theme, AGREEMENT_STYLES["light"])
+    css = pd.DataFrame("", index=table.index, columns=table.columns)
+    if "agreement" in table.columns:
+        css["agreement"] = [f"background-color: {styles[v][0]}; color: {styles[v][1]}" if v in styles else ""
+                            for v in table["agreement"]]
+    return css
+
+
+def text_width_px(values: Sequence[Any], header: str = "") -> int:
+    """About the width (px) a table column needs to show its longest value (or header) whole."""
+    longest = max((len(str(v)) for v in [header, *values]), default=0)
+    return longest * _CHAR_PX + _CELL_PAD_PX
 
 
 def table_csv(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -91,7 +120,8 @@ def _tex(s: str) -> str:
 
 
 def table_latex(rows: Sequence[Mapping[str, Any]], caption: str = "", normalised: bool = False) -> str:
-    """A booktabs LaTeX table: one line per row of the paper's table, ``ours / paper`` per column."""
+    """A booktabs LaTeX table: one line per row of the paper's table, ``ours / paper`` per column, every
+    number to 3 significant digits in plain notation (:func:`plain_number`)."""
     row_names = list(dict.fromkeys(str(r["row"]) for r in rows))
     cols = list(dict.fromkeys(str(r["column"]) for r in rows))
     cell = {(str(r["row"]), str(r["column"])): r for r in rows}
@@ -104,8 +134,8 @@ def table_latex(rows: Sequence[Mapping[str, Any]], caption: str = "", normalised
             if r is None:
                 parts.append("")
                 continue
-            ours = "OOM" if "OOM" in str(r.get("note") or "") else _fmt(r.get("ours"), 3) or "--"
-            paper = _fmt(r.get("paper"), 3) or "--"
+            ours = "OOM" if "OOM" in str(r.get("note") or "") else _fmt(r.get("ours"), 3, trim=False) or "--"
+            paper = _fmt(r.get("paper"), 3, trim=False) or "--"
             parts.append(f"{ours} / {paper}")
         lines.append(" & ".join(parts) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}",
@@ -122,7 +152,7 @@ def ratio_figure(rows: Sequence[Mapping[str, Any]], *, normalised: bool = False,
         sel = [r for r in rows if str(r["column"]) == c and _num(r.get(key)) is not None]
         fig.add_trace(go.Bar(name=c, x=[str(r["row"]) for r in sel], y=[_num(r[key]) for r in sel],
                              marker_color=PALETTE[i % len(PALETTE)]))
-    fig.add_hrect(y0=0.9, y1=1.1, fillcolor="#c7e9c0", opacity=0.4, line_width=0)
+    fig.add_hrect(y0=0.9, y1=1.1, fillcolor=AGREEMENT_STYLES["light"]["agree"][0], opacity=0.4, line_width=0)
     fig.add_hline(y=1.0, line_dash="dash", line_color="#333333")
     fig.update_layout(title=title or ("ours / paper, normalised by the reference column" if normalised
                                       else "ours / paper"), barmode="group", yaxis_title="ratio",

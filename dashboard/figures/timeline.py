@@ -1,4 +1,7 @@
-"""Per-device timeline (Gantt): one compute lane and one memcpy lane per device."""
+"""Per-device timeline (Gantt): one compute lane and one memcpy lane per device.
+
+A device's compute lane holds its ops; its memcpy lane the transfers it sends, from start to
+arrival, as ``schedule_transfers.csv`` lists them (:func:`lane_intervals`)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,8 @@ from engine.cluster import Cluster
 from engine.graph import CompGraph
 from engine.schedule import Schedule
 
-__all__ = ["TIMELINE_MAX_OPS", "bin_at_points", "busy_per_bin", "lane_names", "match_ops", "ops_in_window", "timeline"]
+__all__ = ["TIMELINE_MAX_OPS", "bin_at_points", "busy_per_bin", "lane_intervals", "lane_names", "match_ops",
+           "ops_in_window", "timeline", "union_intervals"]
 
 #: Above this many ops the timeline draws binned utilization bars instead of one bar per op.
 TIMELINE_MAX_OPS = 5000
@@ -79,40 +83,68 @@ def _op_bars(schedule: Schedule, graph: CompGraph, cluster: Cluster, fig: go.Fig
         ))
 
 
+def union_intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of the intervals ``[start, end)`` as disjoint sorted intervals; intervals with a NaN
+    end point (ops that never ran) are left out."""
+    ok = np.isfinite(start) & np.isfinite(end)
+    order = np.argsort(start[ok], kind="stable")
+    s, e = start[ok][order], end[ok][order]
+    if not len(s):
+        return s, e
+    reach = np.maximum.accumulate(e)
+    first = np.flatnonzero(np.r_[True, s[1:] > reach[:-1]])  # each begins a new disjoint interval
+    return s[first], reach[np.r_[first[1:] - 1, len(s) - 1]]
+
+
+def lane_intervals(schedule: Schedule, device: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The intervals each of ``device``'s two lanes is busy with, by lane kind (``compute``, ``memcpy``).
+
+    compute: its ops, start to end. memcpy: the transfers it sends, start to arrival, as
+    ``schedule_transfers.csv`` lists them (every row: a placeto transfer's rows share their times).
+    """
+    ops = schedule.op_device == device
+    rows = schedule.transfer_src == device
+    return {"compute": (schedule.op_start[ops], schedule.op_end[ops]),
+            "memcpy": (schedule.transfer_start[rows], schedule.transfer_end[rows])}
+
+
 def _binned_bars(schedule: Schedule, cluster: Cluster, fig: go.Figure,
                  window_ms: tuple[float, float] | None = None) -> None:
-    """200 busy bins per lane over the makespan, or over ``window_ms`` (a zoom still holding too many ops
-    bins its own window, so each click on a bin goes one level deeper). The traces carry
-    ``meta="bins"``: :func:`bin_at_points` tells a click on a bin from a click on an op."""
+    """200 bins per lane over the makespan, or over ``window_ms`` (a zoom still holding too many ops
+    bins its own window, so each click on a bin goes one level deeper). A bin's bar starts at the
+    bin and is as long as the lane was busy in it (several transfers in flight at once count once),
+    so the bars of a lane add up to its busy time. ``customdata`` holds the busy percentage, the
+    bin's end (ms) and the summed time (ms) of the lane's intervals in the bin (more than the busy
+    time where transfers overlap); the traces carry ``meta="bins"``: :func:`bin_at_points` tells a click on a bin from a
+    click on an op."""
     lo, hi = (0.0, schedule.makespan) if window_ms is None else (window_ms[0] / 1e3, window_ms[1] / 1e3)
     edges = np.linspace(lo, max(hi, lo + 1e-12), _BINS + 1)
     width = edges[1] - edges[0]
-    tsel = np.flatnonzero(schedule.transfer_primary)
     for d, dev in enumerate(cluster.devices):
-        ops = schedule.op_device == d
-        rows = tsel[schedule.transfer_src[tsel] == d]
-        lanes = ((dev.name, schedule.op_start[ops], schedule.op_end[ops], 1.0),
-                 (f"{dev.name} memcpy", schedule.transfer_start[rows], schedule.transfer_end[rows], 0.45))
-        for lane, s, e, opacity in lanes:
-            util = busy_per_bin(s, e, edges) / width
-            keep = util > 0
+        for kind, (s, e) in lane_intervals(schedule, d).items():
+            lane = dev.name if kind == "compute" else f"{dev.name} memcpy"
+            busy = busy_per_bin(*union_intervals(s, e), edges)
+            keep = busy > 0
+            summed = " · %{customdata[2]:.4g} ms of transfers in flight" if kind == "memcpy" else ""
             fig.add_trace(go.Bar(
                 name=lane, legendgroup=dev.name, orientation="h", y=[lane] * int(keep.sum()),
-                base=edges[:-1][keep] * 1e3, x=np.full(int(keep.sum()), width * 1e3),
-                marker={"color": device_color(d), "opacity": opacity, "line": {"width": 0}},
-                customdata=np.round(util[keep] * 100, 1), meta="bins",
-                hovertemplate="%{base:.3f} ms: busy %{customdata}% (click: zoom in)<extra>" + lane + "</extra>",
+                base=edges[:-1][keep] * 1e3, x=busy[keep] * 1e3,
+                marker={"color": device_color(d), "opacity": 1.0 if kind == "compute" else 0.45, "line": {"width": 0}},
+                customdata=np.c_[np.round(busy[keep] / width * 100, 1), edges[1:][keep] * 1e3,
+                                 busy_per_bin(s, e, edges)[keep] * 1e3], meta="bins",
+                hovertemplate="%{base:.4g}–%{customdata[1]:.4g} ms: busy %{x:.4g} ms (%{customdata[0]}%)" + summed
+                              + " (click: zoom in)<extra>" + lane + "</extra>",
             ))
 
 
 def bin_at_points(fig: go.Figure, points: list[dict]) -> tuple[float, float] | None:
-    """The time span (ms) of the first clicked busy bin of a binned timeline, or None when no bin was clicked;
+    """The time span (ms) of the first clicked bin of a binned timeline, or None when no bin was clicked;
     ``points`` as Streamlit's plotly selection gives them."""
     for p in points:
         trace = fig.data[p["curve_number"]]
         if trace.meta == "bins":
-            start = float(trace.base[p["point_index"]])
-            return start, start + float(trace.x[p["point_index"]])
+            i = p["point_index"]
+            return float(trace.base[i]), float(trace.customdata[i][1])
     return None
 
 
@@ -157,12 +189,13 @@ def timeline(schedule: Schedule, graph: CompGraph, cluster: Cluster, *, title: s
     """Gantt chart of a schedule: a compute lane and a memcpy lane per device (times in ms).
 
     Up to :data:`TIMELINE_MAX_OPS` ops every op and transfer is a bar with a hover card (op,
-    type, start, duration, bytes). Beyond that each lane is cut into 200 time bins and a bin
-    shows as a bar when the lane was busy in it (hover: the busy percentage), so very large
-    graphs stay fast — unless ``window_ms`` zooms in far enough that the ops overlapping the
-    window are at most :data:`TIMELINE_MAX_OPS`: then those ops are drawn one by one, with their
-    names written on the bars when at most 200 are shown (like a trace viewer zoomed in); a
-    window still holding more ops is binned again, 200 bins across the window.
+    type, start, duration, bytes). Beyond that each lane is cut into 200 time bins and a bin's
+    bar is as long as the lane was busy in it (hover: busy time and percentage), so the bars of
+    a lane add up to its busy time and very large graphs stay fast — unless ``window_ms`` zooms
+    in far enough that the ops overlapping the window are at most :data:`TIMELINE_MAX_OPS`: then
+    those ops are drawn one by one, with their names written on the bars when at most 200 are
+    shown (like a trace viewer zoomed in); a window still holding more ops is binned again, 200
+    bins across the window.
     ``time_range_ms`` fixes the x axis (to compare two timelines); ``window_ms`` sets it too.
     ``highlight`` (bool per op, e.g. a search) marks ops with a red outline marker;
     ``arrows`` draws dependencies between the shown ops (dashed: across devices, a transfer).

@@ -153,7 +153,7 @@ def bus_states(capacities: list[float], split: float = 1.5) -> dict[str, Any]:
 
     On the 2-core development VM the capacity sits near 1.15 (the two workers share the memory
     bandwidth) or near 2 (each copies at full speed) and jumps between the two every few seconds
-    to minutes, whatever the executor does (README, "Why gen:ffnn misses"). Returns the
+    to minutes, whatever the executor does (docs/lab/2026-11-24-noise-ceiling-and-copy-bus.md). Returns the
     share of readings in the *full* state (capacity >= ``split``), the median capacity in each
     state (None where a state never occurred), the number of switches between consecutive readings
     and the longest stretch of readings in one state."""
@@ -189,7 +189,7 @@ def describe_bus(capacities: list[float], calibrated: float | None = None, split
         text += (f"; it switched {n} time{'s' if n > 1 else ''} between the shared (~{states['shared_median']:.2f}) "
                  f"and the full (~{states['full_median']:.2f}) state during the measurement, so copy-bound "
                  "placements were measured on two different machines: the recalibrated per run row predicts "
-                 "each run from the probes around it (README, 'Why gen:ffnn misses the median-error goal')")
+                 "each run from the probes around it (docs/lab/2026-11-24-noise-ceiling-and-copy-bus.md)")
     elif calibrated is not None and (calibrated >= split) != (capacities[0] >= split):
         text += (f"; the cluster was calibrated at {calibrated:.2f}, in the other state, so its copies are "
                  "predicted for another machine: the recalibrated row is the one to read")

@@ -3,7 +3,7 @@
 Two workers on SMT siblings (two hardware threads of one physical core) share its execution
 units: a matmul on one runs slower while the other computes, by how much depends on how the
 two devices' ops overlap in that run. On an idle 16-vCPU VM, repeat noise of one placement
-was 29 % with the workers on cpus 0–1 and 7 % on cpus 4 and 6 (README, "Real execution");
+was 29 % with the workers on cpus 0–1 and 7 % on cpus 4 and 6 (docs/lab/2026-11-23-executor-fidelity-idle.md);
 cpus 0–1 being SMT siblings there is the likely cause but was not checked (the VM's topology
 was not recorded). Core 0 also takes most housekeeping interrupts, so it is used last.
 """

@@ -1,7 +1,7 @@
 """Workloads of Tarnawski et al. 2020 (*Efficient Algorithms for Device Placement of DNN Graph
 Operators*, NeurIPS): graphs, the matching cluster, and the human-expert splits.
 
-Unit mapping (evidence in ``docs/formats.md``)
+Unit mapping (evidence in ``docs/reference/formats.md``)
 ----------------------------------------------
 * ``fpgaLatency`` / ``cpuLatency`` are **milliseconds**: times × :data:`LATENCY_UNIT_S`
   (1e-3) are the op's compute seconds on kind ``gpu`` ("FPGA" is any accelerator; the layer
@@ -45,10 +45,10 @@ import numpy as np
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.errors import ClusterError, GraphError, PlacementError
+from engine.formats import register_format
 from engine.graph import CompGraph
 from engine.jsonio import read_json_file
 from engine.placement import Placement, check_placement
-from engine.sources import register_format
 
 __all__ = [
     "CPU_MEMORY_BYTES",

@@ -58,9 +58,9 @@ import warnings
 import numpy as np
 
 from engine.errors import GraphError
+from engine.formats import register_format
 from engine.graph import CompGraph
 from engine.jsonio import read_file_bytes
-from engine.sources import register_format
 
 __all__ = [
     "AUTHORS_DIVISOR",
@@ -214,7 +214,7 @@ def load_doppler_text(path: str | os.PathLike, *, reading: str = "authors", unit
     """Load a DOPPLER text graph file; the graph is named after the file.
 
     The options are those of :func:`graph_from_doppler_text`; from the CLI they follow the
-    path as a query, ``FILE?unit_s=1e-3`` or ``FILE?reading=app_e`` (:func:`engine.sources.load_graph`).
+    path as a query, ``FILE?unit_s=1e-3`` or ``FILE?reading=app_e`` (:func:`engine.specs.load_graph`).
     """
     p = os.fspath(path)
     base = os.path.basename(p)

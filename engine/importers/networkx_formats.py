@@ -18,7 +18,7 @@ GraphML is first scanned with the standard library's expat parser, which refuses
 (so no entity can expand: no "billion laughs", no external entities), a node id declared
 twice, and an edge whose end is not a declared node (networkx would silently merge the
 former and invent ops for the latter); then it is parsed by :func:`networkx.read_graphml`.
-Field mapping and units: ``docs/formats.md``.
+Field mapping and units: ``docs/reference/formats.md``.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 
 from engine.errors import GraphError
+from engine.formats import register_format
 from engine.graph import CompGraph
 from engine.graph_io import GRAPH_SCHEMA
 from engine.jsonio import MAX_FILE_BYTES, read_json_file
-from engine.sources import register_format
 
 __all__ = ["graph_from_node_link", "graph_to_node_link", "load_graphml", "load_node_link"]
 

@@ -186,47 +186,77 @@ def graph_from_tf_graph(
     if fetches is not None:
         ops = _live_ops(ops, fetches)
     variables = dict(variables or {})
-    kept: dict[str, int] = {}
-    kept_ops: list[Any] = []
-    for op in ops:
-        if op.type in _DROPPED or op.type in _PASS_THROUGH:
-            continue
-        kept[op.name] = len(kept_ops)
-        kept_ops.append(op)
+    kept_ops = [op for op in ops if op.type not in _DROPPED and op.type not in _PASS_THROUGH]
     if not kept_ops:
         raise GraphError(f"TF graph '{name}' has no ops left after pruning constants and identities")
+    src = _Sources({op.name: i for i, op in enumerate(kept_ops)})
+    n = len(kept_ops)
+    is_var = np.array([_is_variable(op) for op in kept_ops])
+    var_bytes, names = _variable_bytes(ops, kept_ops, src, variables, batch_size)
+    uf = _UnionFind(n)
+    edges, out_bytes, flops, touched = _edges_and_work(kept_ops, src, is_var, var_bytes, uf, batch_size)
+    _colocate_as_tf(graph, kept_ops, src, uf)
+    times = (cost or roofline_cost)(flops, touched)
+    kinds = tuple(times)
+    phase_fn = phase_of or (lambda op: phase_from_name(op.name, op.type))
+    return CompGraph(
+        name, names, compute_any=np.full(n, np.nan),
+        compute_by_kind=np.column_stack([np.asarray(times[k], dtype=np.float64) for k in kinds]), kinds=kinds,
+        output_bytes=out_bytes, persistent_bytes=var_bytes,
+        edge_src=np.asarray(edges[0], dtype=np.int64), edge_dst=np.asarray(edges[1], dtype=np.int64),
+        edge_bytes=np.asarray(edges[2], dtype=np.float64),
+        op_types=["Variable" if is_var[i] else op.type for i, op in enumerate(kept_ops)],
+        colocate=_colocation_names(uf, is_var, names),
+        phase=[None if is_var[i] else phase_fn(op) for i, op in enumerate(kept_ops)],
+        scope=[nm.rsplit("/", 1)[0] if "/" in nm else "" for nm in names],
+    )
 
-    memo: dict[tuple[str, int], tuple[int, ...]] = {}
 
-    def sources_of_op(op: Any) -> tuple[int, ...]:
+class _Sources:
+    """The kept producers behind a tensor or an op of the TF graph, looking through pruned ops
+    (constants, identities), memoised; ``kept`` maps a kept op's name to its index."""
+
+    def __init__(self, kept: dict[str, int]) -> None:
+        self.kept = kept
+        self._memo: dict[tuple[str, int], tuple[int, ...]] = {}
+
+    def of_op(self, op: Any) -> tuple[int, ...]:
         """Kept producers behind every input and control input of a pruned op."""
         key = (op.name, -1)
-        if key not in memo:
-            memo[key] = ()  # guards against (invalid) cycles through pruned ops
+        if key not in self._memo:
+            self._memo[key] = ()  # guards against (invalid) cycles through pruned ops
             out: set[int] = set()
             for t in op.inputs:
-                out.update(sources_of_tensor(t))
+                out.update(self.of_tensor(t))
             for c in op.control_inputs:
-                out.update((kept[c.name],) if c.name in kept else sources_of_op(c))
-            memo[key] = tuple(sorted(out))
-        return memo[key]
+                out.update(self.of_control(c))
+            self._memo[key] = tuple(sorted(out))
+        return self._memo[key]
 
-    def sources_of_tensor(t: Any) -> tuple[int, ...]:
+    def of_control(self, op: Any) -> tuple[int, ...]:
+        """A control input: the op itself when kept, else the kept ops behind it."""
+        return (self.kept[op.name],) if op.name in self.kept else self.of_op(op)
+
+    def of_tensor(self, t: Any) -> tuple[int, ...]:
         op = t.op
-        if op.name in kept:
-            return (kept[op.name],)
+        if op.name in self.kept:
+            return (self.kept[op.name],)
         key = (op.name, t.value_index)
-        if key not in memo:
-            memo[key] = ()
+        if key not in self._memo:
+            self._memo[key] = ()
             if op.type == "IdentityN":
-                out = set(sources_of_tensor(op.inputs[t.value_index]))
+                out = set(self.of_tensor(op.inputs[t.value_index]))
                 for c in op.control_inputs:
-                    out.update((kept[c.name],) if c.name in kept else sources_of_op(c))
-                memo[key] = tuple(sorted(out))
+                    out.update(self.of_control(c))
+                self._memo[key] = tuple(sorted(out))
             else:
-                memo[key] = sources_of_op(op)
-        return memo[key]
+                self._memo[key] = self.of_op(op)
+        return self._memo[key]
 
+
+def _variable_bytes(ops: Sequence[Any], kept_ops: list[Any], src: _Sources,
+                    variables: Mapping[str, tuple[str, int]], batch_size: int) -> tuple[np.ndarray, list[str]]:
+    """Each kept op's persistent bytes (variables only) and display names (a captured variable's label)."""
     n = len(kept_ops)
     var_bytes = np.zeros(n)
     names = [op.name for op in kept_ops]
@@ -234,9 +264,7 @@ def graph_from_tf_graph(
         if not _is_variable(op):
             continue
         if op.name in variables:
-            label, nbytes = variables[op.name]
-            var_bytes[i] = nbytes
-            names[i] = label
+            names[i], var_bytes[i] = variables[op.name]
             continue
         shape, dtype = _attr(op, "shape"), _attr(op, "dtype")
         if op.type == "VarHandleOp" and shape is not None and dtype is not None and shape.rank is not None:
@@ -246,20 +274,22 @@ def graph_from_tf_graph(
     if var_bytes.any() or any(_is_variable(op) for op in kept_ops):  # fall back to the reads' sizes
         for op in ops:
             if op.type == "ReadVariableOp":
-                for s in sources_of_tensor(op.inputs[0]):
+                for s in src.of_tensor(op.inputs[0]):
                     if _is_variable(kept_ops[s]) and kept_ops[s].name not in variables:
                         var_bytes[s] = max(var_bytes[s], _tensor_bytes(op.outputs[0], batch_size))
     if len(set(names)) != n:  # a display name clashes: keep TF's unique op names
         names = [op.name for op in kept_ops]
+    return var_bytes, names
 
-    src_l: list[int] = []
-    dst_l: list[int] = []
-    bytes_l: list[float] = []
-    out_bytes = np.zeros(n)
-    flops = np.zeros(n)
-    touched = np.zeros(n)
-    uf = _UnionFind(n)
-    is_var = np.array([_is_variable(op) for op in kept_ops])
+
+def _edges_and_work(kept_ops: list[Any], src: _Sources, is_var: np.ndarray, var_bytes: np.ndarray,
+                    uf: _UnionFind, batch_size: int) -> tuple[tuple[list[int], list[int], list[float]],
+                                                              np.ndarray, np.ndarray, np.ndarray]:
+    """The edges ``(src, dst, bytes)`` (control edges carry 0 bytes), each op's output bytes, FLOPs and
+    bytes touched; a resource's consumers join its colocation group in ``uf``."""
+    n = len(kept_ops)
+    edges: tuple[list[int], list[int], list[float]] = ([], [], [])
+    out_bytes, flops, touched = np.zeros(n), np.zeros(n), np.zeros(n)
     for i, op in enumerate(kept_ops):
         if is_var[i]:
             out_bytes[i] = var_bytes[i]
@@ -268,63 +298,60 @@ def graph_from_tf_graph(
         in_bytes = 0.0
         for t in op.inputs:
             b = _tensor_bytes(t, batch_size)
-            for s in sources_of_tensor(t):
-                src_l.append(s)
-                dst_l.append(i)
-                bytes_l.append(b)
+            for s in src.of_tensor(t):
+                _add_edge(edges, s, i, b)
                 if t.dtype.name == "resource" and is_var[s]:
                     uf.union(s, i)  # TF runs a resource's consumers on the resource's device
                     b = var_bytes[s]  # an update reads and writes the variable
             in_bytes += b
         for c in op.control_inputs:
-            for s in (kept[c.name],) if c.name in kept else sources_of_op(c):
-                src_l.append(s)
-                dst_l.append(i)
-                bytes_l.append(0.0)
+            for s in src.of_control(c):
+                _add_edge(edges, s, i, 0.0)
         if op.type not in _METADATA and op.type != "Placeholder":
             flops[i] = op_flops(op, batch_size)
             touched[i] = in_bytes + out_bytes[i]
+    return edges, out_bytes, flops, touched
+
+
+def _add_edge(edges: tuple[list[int], list[int], list[float]], src: int, dst: int, nbytes: float) -> None:
+    edges[0].append(src)
+    edges[1].append(dst)
+    edges[2].append(nbytes)
+
+
+def _colocate_as_tf(graph: Any, kept_ops: list[Any], src: _Sources, uf: _UnionFind) -> None:
+    """Join the ops TF's ``_class = loc:@NAME`` attributes colocate (a pruned target: its first kept source)."""
     for i, op in enumerate(kept_ops):
         for loc in _attr(op, "_class") or []:
             target = loc.decode() if isinstance(loc, bytes) else str(loc)
             if not target.startswith("loc:@"):
                 continue
             target = target[5:]
-            if target in kept:
-                uf.union(i, kept[target])
-            else:
-                try:
-                    srcs = sources_of_op(graph.get_operation_by_name(target))
-                except (KeyError, ValueError):
-                    continue
-                for s in srcs[:1]:
-                    uf.union(i, s)
+            if target in src.kept:
+                uf.union(i, src.kept[target])
+                continue
+            try:
+                srcs = src.of_op(graph.get_operation_by_name(target))
+            except (KeyError, ValueError):
+                continue
+            for s in srcs[:1]:
+                uf.union(i, s)
 
+
+def _colocation_names(uf: _UnionFind, is_var: np.ndarray, names: list[str]) -> list[str | None]:
+    """Each op's colocation group name (None alone): a group is named after its first variable, else its
+    first op."""
+    n = len(names)
     roots = [uf.find(i) for i in range(n)]
     size = np.bincount(roots, minlength=n)
     group_name: dict[int, str] = {}
-    for i in range(n):  # a group is named after its first variable, else its first op
+    for i in range(n):
         if size[roots[i]] > 1 and is_var[i]:
             group_name.setdefault(roots[i], names[i])
     for i in range(n):
         if size[roots[i]] > 1:
             group_name.setdefault(roots[i], names[i])
-    colocate = [group_name.get(roots[i]) if size[roots[i]] > 1 else None for i in range(n)]
-
-    times = (cost or roofline_cost)(flops, touched)
-    kinds = tuple(times)
-    compute_by_kind = np.column_stack([np.asarray(times[k], dtype=np.float64) for k in kinds])
-    phase_fn = phase_of or (lambda op: phase_from_name(op.name, op.type))
-    phases = [None if is_var[i] else phase_fn(op) for i, op in enumerate(kept_ops)]
-    scopes = [nm.rsplit("/", 1)[0] if "/" in nm else "" for nm in names]
-    types = ["Variable" if is_var[i] else op.type for i, op in enumerate(kept_ops)]
-    return CompGraph(
-        name, names, compute_any=np.full(n, np.nan), compute_by_kind=compute_by_kind, kinds=kinds,
-        output_bytes=out_bytes, persistent_bytes=var_bytes,
-        edge_src=np.asarray(src_l, dtype=np.int64), edge_dst=np.asarray(dst_l, dtype=np.int64),
-        edge_bytes=np.asarray(bytes_l, dtype=np.float64),
-        op_types=types, colocate=colocate, phase=phases, scope=scopes,
-    )
+    return [group_name.get(roots[i]) if size[roots[i]] > 1 else None for i in range(n)]
 
 
 # ------------------------------------------------------------------ Keras training step

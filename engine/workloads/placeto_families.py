@@ -45,7 +45,7 @@ from engine.costmodel import FP32
 from engine.errors import SpecError
 from engine.generators import register
 from engine.graph import CompGraph
-from engine.groupers import merge_and_colocate, mirhoseini_groups
+from engine.grouping.rules import merge_and_colocate, mirhoseini_groups
 from engine.workloads.recurrent import TrainGraph, build_nmt, embed, softmax_loss, total_loss
 
 __all__ = ["FAMILY_SIZE", "FamilySpec", "family", "family_cifar10", "family_grouping", "family_nmt", "family_ptb"]

@@ -5,7 +5,7 @@ Graph Operators*, NeurIPS; MIT license, ``data/dnn_partitioning/LICENSE.txt`` ne
 module) are package data under ``engine/workloads/data/dnn_partitioning/``: BERT-24, GNMT,
 Inception-v3 and ResNet-50 layer graphs for inference (``latency-inputs``) and training
 (``throughput-inputs``), and BERT's three-layer operator graph. Field mapping and units:
-:mod:`engine.importers.dnn_partitioning` and ``docs/formats.md``.
+:mod:`engine.importers.dnn_partitioning` and ``docs/reference/formats.md``.
 
 * ``load_graph("bench:bert24_training")`` is the workload's graph (named after the file);
 * ``load_cluster("bench:bert24_training")`` is the machine the file describes, with as many

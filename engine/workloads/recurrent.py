@@ -20,11 +20,11 @@ live in ``encoder/layer1`` etc., so a human-expert placer can place by layer.
 Sizes. *Units* are Mirhoseini §4.1's manual groups (each LSTM cell, embedding lookup, attention
 step and softmax step, plus the few variable / loss scopes), counting a unit's forward and
 backward once as TF's colocation of gradients with their ops does:
-:func:`engine.groupers.unit_groups`, ``placelab graph info``'s "layer units", and the learned
+:func:`engine.grouping.rules.unit_groups`, ``placelab graph info``'s "layer units", and the learned
 placers' ``grouping=units``. Per step RNNLM has 4 units (lookup, 2 cells, softmax) plus 5
 variable / loss units; NMT 8 (2 lookups, 2 + 2 cells, attention, softmax) plus 10. An acyclic
 contraction cannot hold a cell's forward and backward together (the forward cell feeds later
-cells whose gradients come back to it), so :func:`engine.groupers.scope_groups` at depth 3 keeps
+cells whose gradients come back to it), so :func:`engine.grouping.rules.scope_groups` at depth 3 keeps
 them apart, about twice as many groups. The §3.3 rule alone ("X consumed only by Y") merges far
 less here because every forward op also feeds its gradient:
 

@@ -102,7 +102,7 @@ class Reproduction:
         against paper/paper-reference): absolute times of a simulated K80 and a measured one
         differ by the cost model, their ratios should not.
     requires : tuple of str
-        Placers (registered names), modules (``module:policies.rl.doppler``) or cluster presets
+        Placers (registered names), modules (``module:policies.rl.doppler.agent``) or cluster presets
         (``cluster:p100x4-8gb``) the reproduction needs; when one is missing the reproduction is
         listed as not ready and refuses to run.
     exclusive : bool

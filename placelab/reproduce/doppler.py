@@ -23,12 +23,21 @@ training (zero-shot, ``place --placer doppler --param policy=RUN``), then fine-t
 every DOPPLER training ε decays linearly over that training's own episodes (§6.1: 0.2 → 0;
 Stage I from 1).
 
+GDP (Zhou et al. 2019, ``policies/rl/gdp``) is trained as the DOPPLER authors ran it (§6.1;
+github.com/xinyuyao/Doppler at 87dda0d, ``config_files/run_gdp/``): an imitation stage
+(``--stage imitation``, the same critical-path teacher, at the constant learning rate
+``GDP_IMITATION_LR`` of their GDP imitation config) then a simulation stage (``--init-from`` it,
+ε 0.2 → 0, learning rate 1e-4), with DOPPLER's Stage I and Stage II budgets (§6.1 gives every
+RL method the same 4k / 8k episodes). The paper's Tables 8 and 9 have no GDP column, and ours have
+none either.
+
 Deviations: the paper's numbers are real-engine executions; ours are the simulator's, and the
-noise model is ours (docs/simulation.md). DOPPLER-SYS (Stage III, training on the real engine)
+noise model is ours (docs/reference/simulation.md). DOPPLER-SYS (Stage III, training on the real engine)
 needs an executor, so our DOPPLER-SYS column is the simulation-trained policy (the same as our
 DOPPLER-SIM). The three variants start Stage II from one shared Stage I (its teacher is the same
-for all three; the variant replaces a policy by its rule in Stage II). GDP is not implemented
-(its cells read "not reproduced"); Table 4's Placeto and DOPPLER-SYS columns are Table 2's
+for all three; the variant replaces a policy by its rule in Stage II). GDP's imitation stage is
+ours: the authors' GDP code ignores its imitation weight and starts its simulation stage afresh
+(``policies/rl/gdp/agent.py``, deviation 10). Table 4's Placeto and DOPPLER-SYS columns are Table 2's
 (run ``doppler-table2``).
 """
 
@@ -49,7 +58,7 @@ GRAPHS = {"CHAINMM": "gen:chainmm", "FFNN": "gen:ffnn", "LLAMA-BLOCK": "gen:llam
 #: Table 4's rows, (source, target); the quick setting runs the first two.
 TRANSFER_PAIRS = (("FFNN", "LLAMA-BLOCK"), ("CHAINMM", "LLAMA-LAYER"), ("CHAINMM", "LLAMA-BLOCK"),
                   ("FFNN", "LLAMA-LAYER"))
-NOISE = 0.05  #: σ of the log-normal duration noise of the repeated executions (ours; docs/simulation.md)
+NOISE = 0.05  #: σ of the log-normal duration noise of the repeated executions (ours; docs/reference/simulation.md)
 EXECUTIONS = 10  #: executions per placement (DOPPLER §6.1)
 SEED = 0
 _MS = 1e3  # DOPPLER's tables are in ms
@@ -57,7 +66,8 @@ _MS = 1e3  # DOPPLER's tables are in ms
 
 @dataclass(frozen=True)
 class Budgets:
-    """Episode budgets of one setting: Stage II (per graph), Stage I, Placeto, one k-shot segment."""
+    """Episode budgets of one setting: Stage II (per graph; GDP's simulation stage too), Stage I (GDP's
+    imitation stage too), Placeto, one k-shot segment."""
 
     stage2: Mapping[str, int]
     imitation: Mapping[str, int]
@@ -72,12 +82,15 @@ QUICK = Budgets(dict.fromkeys(_PAPER, 200), dict.fromkeys(_PAPER, 200), dict.fro
 #: Stage I's learning rate, constant (ours: §5 gives none; at §6.1's RL rate, 1e-4 → 1e-7, 100
 #: imitation episodes left llama-layer's greedy placement at 1.15× the teacher's makespan, at 1e-3 it reaches it)
 IMITATION_LR = 1e-3
+#: GDP's imitation learning rate, constant: the DOPPLER authors' GDP imitation config (xinyuyao/Doppler@87dda0d
+#: config_files/run_gdp/imitation_learning.json:4, learning_rate 0.001)
+GDP_IMITATION_LR = 1e-3
 
 #: method → how its placement is found: ("place", placer) or ("train", placer, variant)
 METHODS = {"critical-path": ("place", "critical-path"), "enumerative": ("place", "enumerative"),
            "single-device": ("place", "single-device"), "placeto": ("train", "placeto", ""),
            "doppler": ("train", "doppler", "full"), "doppler-sel": ("train", "doppler", "sel-only"),
-           "doppler-plc": ("train", "doppler", "plc-only")}
+           "doppler-plc": ("train", "doppler", "plc-only"), "gdp": ("train", "gdp", "")}
 
 
 def _budget(quick: bool) -> Budgets:
@@ -85,8 +98,8 @@ def _budget(quick: bool) -> Budgets:
 
 
 def _train_argv(placer: str, g: str, cluster: str, episodes: int, *extra: str) -> tuple[str, ...]:
-    """``train`` for exactly ``episodes`` episodes (no stopping rule); DOPPLER's ε decays over them (§6.1)."""
-    decay = ("--param", f"decay_episodes={episodes}") if placer == "doppler" else ()
+    """``train`` for exactly ``episodes`` episodes (no stopping rule); DOPPLER's and GDP's ε decays over them (§6.1)."""
+    decay = ("--param", f"decay_episodes={episodes}") if placer in ("doppler", "gdp") else ()
     return ("train", "--placer", placer, "-g", g, "-c", cluster, "--episodes", str(episodes), "--stop-window", "0",
             "--threads", "1", *extra, *decay, "--save", "--seed", str(SEED))
 
@@ -101,7 +114,8 @@ def method_steps(method: str, row: str, cluster: str, quick: bool) -> list[Step]
     """The steps that find ``method``'s placement of graph ``row`` and execute it (keys ``find/…``, ``exec/…``).
 
     DOPPLER's Stage II starts from the graph's Stage I run (key ``stage1/ROW``), which the caller
-    adds once per graph with :func:`stage1_step`.
+    adds once per graph with :func:`stage1_step`; GDP's simulation stage from its imitation run (key
+    ``gdp-stage1/ROW``, :func:`gdp_stage1_step`).
     """
     g, b = GRAPHS[row], _budget(quick)
     find = f"find/{method}/{row}"
@@ -110,6 +124,8 @@ def method_steps(method: str, row: str, cluster: str, quick: bool) -> list[Step]
         argv: tuple[str, ...] = ("place", g, "-c", cluster, "--placer", how[1], "--save", "--seed", str(SEED))
     elif how[1] == "placeto":
         argv = _train_argv("placeto", g, cluster, b.placeto[row])
+    elif how[1] == "gdp":
+        argv = _train_argv("gdp", g, cluster, b.stage2[row], "--init-from", f"{{run:gdp-stage1/{row}}}")
     else:
         argv = _train_argv("doppler", g, cluster, b.stage2[row], "--init-from", f"{{run:stage1/{row}}}",
                            "--param", f"variant={how[2]}")
@@ -121,6 +137,14 @@ def stage1_step(row: str, cluster: str, quick: bool) -> Step:
     return Step(f"stage1/{row}", _train_argv("doppler", GRAPHS[row], cluster, _budget(quick).imitation[row],
                                              "--stage", "imitation", "--param", f"lr={IMITATION_LR}",
                                              "--param", f"lr_final={IMITATION_LR}"), SEED)
+
+
+def gdp_stage1_step(row: str, cluster: str, quick: bool) -> Step:
+    """GDP's imitation stage (the critical-path teacher's device per op) on graph ``row``, as the DOPPLER
+    authors' ``config_files/run_gdp/imitation_learning.json`` sets it up (ours: its loss, deviation 10)."""
+    return Step(f"gdp-stage1/{row}", _train_argv("gdp", GRAPHS[row], cluster, _budget(quick).imitation[row],
+                                                 "--stage", "imitation", "--param", f"lr={GDP_IMITATION_LR}",
+                                                 "--param", f"lr_final={GDP_IMITATION_LR}"), SEED)
 
 
 def _method_cell(out: Mapping[str, dict[str, Any]], runs_dir: str, method: str, row: str, column: str,
@@ -139,6 +163,8 @@ def _table(cluster: str, columns: Mapping[str, str]):
         for row in GRAPHS:
             if any(METHODS[m][1] == "doppler" for m in methods):
                 out.append(stage1_step(row, cluster, quick))
+            if "gdp" in methods:
+                out.append(gdp_stage1_step(row, cluster, quick))
             for m in methods:
                 out += method_steps(m, row, cluster, quick)
         return out
@@ -164,18 +190,21 @@ def _per_graph(budget: Mapping[str, int]) -> str:
 def _setting_note(quick: bool) -> str:
     b = _budget(quick)
     return (f"{'Quick' if quick else 'Full'} setting: DOPPLER Stage I {_per_graph(b.imitation)} then Stage II "
-            f"{_per_graph(b.stage2)} episodes per graph; Placeto {_per_graph(b.placeto)}"
+            f"{_per_graph(b.stage2)} episodes per graph (GDP: imitation, then simulation, the same); "
+            f"Placeto {_per_graph(b.placeto)}"
             + (" (paper §6.1: 4k for CHAINMM/FFNN, 8k for the Llama graphs)." if quick else " (§6.1)."))
 
 
 # quick minutes: the CPU time of two quick runs each, the larger rounded up to half a minute (table2 305 / 268 s,
-# table3 298 / 244 s, table4 88 / 85 s, table8 182 / 169 s, table9 180 / 174 s; the second ones are bundled)
+# table3 298 / 244 s, table4 88 / 85 s, table8 182 / 169 s, table9 180 / 174 s; the second ones are bundled),
+# plus a minute for GDP's column in table 2 (its eight trainings took 161 s of wall time in a table2
+# run on a loaded machine, 2026-11-26; docs/lab/2026-11-26-gdp.md)
 _CP = {"Critical path": "critical-path", "EnumOpt": "enumerative"}
 _ONE = {"1 GPU": "single-device"}
 for _name, _tab, _cluster, _columns, _minutes in (
         ("doppler-table2", "table2", "p100x4",
-         {**_CP, "Placeto": "placeto", "DOPPLER-SIM": "doppler", "DOPPLER-SYS": "doppler",
-          "DOPPLER-SEL": "doppler-sel", "DOPPLER-PLC": "doppler-plc"}, 5.5),
+         {**_CP, "Placeto": "placeto", "GDP": "gdp", "DOPPLER-SIM": "doppler", "DOPPLER-SYS": "doppler",
+          "DOPPLER-SEL": "doppler-sel", "DOPPLER-PLC": "doppler-plc"}, 6.5),
         ("doppler-table8", "table8", "p100x4-8gb",
          {**_ONE, **_CP, "Placeto": "placeto", "DOPPLER-SYS": "doppler"}, 3.5),
         ("doppler-table9", "table9", "v100x8", {**_ONE, **_CP, "DOPPLER-SYS": "doppler"}, 3.0)):
@@ -183,7 +212,7 @@ for _name, _tab, _cluster, _columns, _minutes in (
     register(Reproduction(_name, f"DOPPLER {_tab.replace('table', 'Table ')}: the App. D graphs on {_cluster}, "
                           "mean ± std of 10 noisy executions", "doppler", _tab, _steps, _build,
                           quick_minutes=_minutes, reference="Critical path",
-                          requires=("doppler", f"cluster:{_cluster}")))
+                          requires=("doppler", *(("gdp",) if "GDP" in _columns else ()), f"cluster:{_cluster}")))
 
 _t3_steps, _t3_build = _table("p100x4", {"SYS": "doppler", "SEL": "doppler-sel", "PLC": "doppler-plc"})
 register(Reproduction("doppler-table3", "DOPPLER Table 3: DOPPLER vs its SEL-only / PLC-only ablations on p100x4",

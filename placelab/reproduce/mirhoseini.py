@@ -32,7 +32,7 @@ BASELINES = {"Single-CPU": "cpu-only", "Single-GPU": "single-device", "Scotch": 
 #: Mirhoseini's grouping: TF's co-location groups and "if the output of an operation X is consumed only by
 #: another operation Y, then operations X and Y are co-located" (§3.3), with §4.1's manual groups — "for RNNLM
 #: and NMT, we treat each LSTM cell, each embedding lookup, each attention step and each softmax prediction
-#: step as a group; for Inception-V3, we treat each branch as a group" — as :func:`engine.groupers.unit_groups`
+#: step as a group; for Inception-V3, we treat each branch as a group" — as :func:`engine.grouping.rules.unit_groups`
 #: forms them (gen:rnnlm 165 groups, gen:nmt 330, gen:inception-v3 67; the paper's Table 1: 188, 280, 83).
 GROUPING = ("--param", "grouping=units")
 PROFILES = {"fig8": ("NMT / 4 GPUs", "Fig. 8: NMT computational load per device (RL-based vs expert)"),

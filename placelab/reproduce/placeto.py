@@ -4,7 +4,7 @@ Deviations from the paper's setup, common to all three: runtimes are simulated (
 App. A.5 simulator, ``k80x2`` / ``k80x4`` presets, roofline K80 costs from
 :mod:`engine.costmodel`) where the paper measured TensorFlow r1.9 on a p2.8xlarge; our
 Inception-V3, NMT and NASNet are the op-level training steps of ``gen:inception-v3``,
-``gen:nmt`` and ``gen:nasnet`` (fewer ops than the TF1 graphs, see the README's generator
+``gen:nmt`` and ``gen:nasnet`` (fewer ops than the TF1 graphs, see docs/guide/graph-sources.md's generator
 table); the "CPU only" column runs on the CPU of ``cpu+k80x2`` (the p2.8xlarge's Xeon; the
 ``k80x*`` presets have no CPU). In the full setting Table 1's training budgets are the paper's
 placements sampled, one per episode as the paper counts them (``docs/budgets.md``), within a
@@ -47,7 +47,7 @@ def _rows():
 # (Merge-and-Colocate's target N, which App. A.6 leaves per graph; Placeto §4 hands the same
 # grouped graph to Placeto and the RNN placer, so both get it). On ``gen:nmt`` (2 layers,
 # ``k80x2``) Placeto's policy did not leave the uniform one within 20,400 placements *evaluated*
-# (README "Learned placers", ``benchmarks/bench_placeto_budget.py``; about 320 episodes at 128
+# (docs/lab/2026-11-24-placeto-table1-full.md, ``benchmarks/bench_placeto_budget.py``; about 320 episodes at 128
 # groups — Table 1 counts 20.4 K episodes, ``docs/budgets.md``), so its best was the best of its
 # random re-placements, and over 32 groups those found 400.9–406.7 ms on seeds 0–2 where 128
 # groups found 441.4–461.2 ms.

@@ -27,18 +27,20 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.errors import PlacelabError, SpecError, one_line
-from engine.runs import Run, RunStore
+from engine.runs import Run, RunStore, user_runs_dir
 from placelab.reproduce.core import REF, Reproduction, Step, get
 from placelab.reproduce.papers import TABLE_COLUMNS, agreement, join, paper_table
-from policies.parallel import Executor
+from policies.parallel import ParallelMap
 
-__all__ = ["reproduce", "run_step"]
+__all__ = ["CommandRunner", "reproduce", "run_step"]
+
+#: Runs ``placelab ARGV`` in this process and returns its exit code (``placelab.cli.run_command``). The
+#: runner is handed one, never imports the CLI: the CLI sits above the reproductions.
+CommandRunner = Callable[[list[str]], int]
 
 
-def run_step(argv: tuple[str, ...]) -> dict[str, Any]:
+def run_step(run_command: CommandRunner, argv: tuple[str, ...]) -> dict[str, Any]:
     """Run ``placelab ARGV --json`` in this process; its JSON output, or ``{"error": message}``."""
-    from placelab.cli import run_command
-
     buf = io.StringIO()
     t0 = time.perf_counter()
     try:
@@ -54,9 +56,9 @@ def run_step(argv: tuple[str, ...]) -> dict[str, Any]:
     return {**out, "wall_s": time.perf_counter() - t0}
 
 
-def _executor(workers: int | None) -> Executor:
+def _executor(workers: int | None) -> ParallelMap:
     """Ray with ``workers`` CPUs, or in this process (one worker or none asked for)."""
-    return Executor(workers=workers) if workers is not None and workers > 1 else Executor()
+    return ParallelMap(workers=workers) if workers is not None and workers > 1 else ParallelMap()
 
 
 def _with_store(step: Step, runs_dir: str) -> tuple[str, ...]:
@@ -65,10 +67,12 @@ def _with_store(step: Step, runs_dir: str) -> tuple[str, ...]:
     return (*step.argv, "--runs-dir", runs_dir) if stores else step.argv
 
 
-def reproduce(name: str, *, quick: bool = False, runs_dir: str = "runs", workers: int | None = None,
-              keep_step_runs: bool = True, only: str | None = None,
+def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_dir: str | None = None,
+              workers: int | None = None, keep_step_runs: bool = True, only: str | None = None,
               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run reproduction ``name`` and store it; returns ``{run_id, name, table, wall_s, setting}``.
+
+    Each step is ``placelab ARGV`` run through ``command`` (``placelab.cli.run_command``).
 
     The commands' own runs (placements, trainings) go to the same store, tagged
     ``reproduce:<run_id>``, or with ``keep_step_runs=False`` to a scratch store that is removed
@@ -83,6 +87,7 @@ def reproduce(name: str, *, quick: bool = False, runs_dir: str = "runs", workers
         An unknown name, a reproduction whose requirements are missing, ``workers`` without
         the parallel runner, or ``workers`` for an exclusive reproduction (one that measures).
     """
+    runs_dir = runs_dir or user_runs_dir()
     rep = get(name)
     missing = rep.missing()
     if missing:
@@ -114,8 +119,8 @@ def reproduce(name: str, *, quick: bool = False, runs_dir: str = "runs", workers
     step_dir = scratch or runs_dir
     try:
         with run:
-            wall, rows, built = _run(rep, steps, run, store if scratch is None else None, step_dir, executor,
-                                     quick, setting, progress, (t0, cpu0))
+            wall, rows, built = _run(rep, steps, run, store if scratch is None else None, step_dir,
+                                     (executor, command), quick, setting, progress, (t0, cpu0))
     finally:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -143,10 +148,12 @@ def _resolve(step: Step, outputs: dict[str, dict[str, Any]], step_dir: str) -> t
     return "; ".join(why) if why else argv
 
 
-def _run_steps(steps: list[Step], step_dir: str, executor: Executor, tag: tuple[RunStore, str] | None,
-               progress: Callable[[str], None] | None) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+def _run_steps(steps: list[Step], step_dir: str, runner: tuple[ParallelMap, CommandRunner],
+               tag: tuple[RunStore, str] | None, progress: Callable[[str], None] | None,
+               ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
     """Run every step, each as soon as the steps it references have run (on Ray: without waiting for
-    other running steps); outputs by key and the log."""
+    other running steps), each through ``runner``'s command runner on its executor; outputs by key and the log."""
+    executor, command = runner
     outputs: dict[str, dict[str, Any]] = {}
     log: list[dict[str, Any]] = []
 
@@ -183,7 +190,7 @@ def _run_steps(steps: list[Step], step_dir: str, executor: Executor, tag: tuple[
                 else:
                     handed.append((s, argv))
                     running.add(s.key)
-                    out.append((argv,))
+                    out.append((command, argv))
 
     def finished(i: int, out: dict[str, Any]) -> None:
         running.discard(handed[i][0].key)
@@ -195,10 +202,11 @@ def _run_steps(steps: list[Step], step_dir: str, executor: Executor, tag: tuple[
     return outputs, log
 
 
-def _run(rep: Reproduction, steps: list[Step], run: Run, tag_store: RunStore | None, step_dir: str, executor,
+def _run(rep: Reproduction, steps: list[Step], run: Run, tag_store: RunStore | None, step_dir: str,
+         runner: tuple[ParallelMap, CommandRunner],
          quick: bool, setting: str, progress: Callable[[str], None] | None, start: tuple[float, float]):
     """Run the steps, build and store the table, figures and commands; ``(wall_s, rows, build)``."""
-    outputs, log = _run_steps(steps, step_dir, executor, (tag_store, run.id) if tag_store else None, progress)
+    outputs, log = _run_steps(steps, step_dir, runner, (tag_store, run.id) if tag_store else None, progress)
     built = rep.build(outputs, step_dir, quick)
     rows = join(built.cells, rep.paper, rep.table, rep.reference)
     run.write_table("table.csv", {c: [r[c] for r in rows] for c in TABLE_COLUMNS})

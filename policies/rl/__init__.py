@@ -1,20 +1,20 @@
-"""Learned placers: the REINFORCE framework, the registry, and one module per paper.
+"""Learned placers: the shared REINFORCE kit in ``core/``, then one package per placer.
 
-Layout (torch is imported only by the modules that need it, never by this package; a learned
-placer's module imports it inside its functions):
+Layout (torch is imported only inside the functions that need it, never by a package):
 
-* :mod:`policies.rl.registry` — the registry: a learned placer is one module that registers its
-  config and its agent (what such a module must provide is in that module's docstring);
-* :mod:`policies.rl.placeto` (+ :mod:`~policies.rl.placeto_net`, :mod:`~policies.rl.placeto_state`)
-  — Placeto; :mod:`policies.rl.rnn` (+ :mod:`~policies.rl.rnn_net`) — the RNN placer of Mirhoseini et al.;
-* :mod:`policies.rl.task` — a graph prepared for learning: op groups, group features,
-  reachability, feasible devices, and the objective (from :mod:`engine.objectives`);
-* :mod:`policies.rl.agent` — the agent protocol (rollout, then advantages and gradient), the per-task cache;
-* :mod:`policies.rl.reinforce` — returns, baselines, schedules, stopping rule and budgets (numpy);
-* :mod:`policies.rl.trainer` — the training loop (collect → update; logging, checkpoints, resume);
-* :mod:`policies.rl.jobs` — training, resuming and evaluating stored runs;
-  :mod:`policies.rl.run_files` — those runs' file names (torch-free, for the app);
-* :mod:`policies.rl.experiment` — Placeto §4.2 generalization experiment.
+* ``core/`` — what every learned placer shares:
+  :mod:`~policies.rl.core.agent` (the :class:`~policies.rl.core.agent.Agent` base class: what a placer
+  writes, and hooks with do-nothing defaults), :mod:`~policies.rl.core.config` (config fields that cite
+  their sources; a placer's card), :mod:`~policies.rl.core.registry` (the explicit list of placers),
+  :mod:`~policies.rl.core.task` (a graph grouped and featurised for learning), :mod:`~policies.rl.core.reinforce`
+  (returns, baselines, schedules, budgets), :mod:`~policies.rl.core.trainer` (collect → update; checkpoints,
+  resume), :mod:`~policies.rl.core.workers` (rollouts on Ray), :mod:`~policies.rl.core.jobs` (stored
+  trainings and evaluations), :mod:`~policies.rl.core.health` (the learning-health verdict),
+  :mod:`~policies.rl.core.measured` (rewards from the executor), :mod:`~policies.rl.core.experiment`
+  (Placeto §4.2's generalization experiment);
+* ``placeto/``, ``rnn/``, ``doppler/`` — the three papers' placers, each ``config.py``, ``agent.py`` and its
+  networks and inputs;
+* ``template/`` — a complete toy placer to copy when adding a fourth (not registered).
 
 :mod:`policies.learned` makes every registered learned placer a placer (``placelab place``).
 """

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from cli_run import run_cli
 
-from engine.cluster import SIMULATION_MODES, cluster_to_dict, load_cluster
+from engine.cluster import SIMULATION_MODES, cluster_to_dict
 from engine.executor import calibration
 from engine.executor.calibration import machine_cluster
 from engine.runs import RunStore
+from engine.specs import load_cluster
 
 pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the executor needs 2 CPU cores")
 
@@ -149,7 +150,7 @@ def test_execute_a_placement_file_stores_measured_beside_simulated(capsys, tmp_p
     from engine.executor import scale_graph
     from engine.placement import load_placement
     from engine.simulator import Simulator
-    from engine.sources import load_graph
+    from engine.specs import load_graph
 
     placement = tmp_path / "p.json"
     code, _, _ = run_cli(capsys, "place", GRAPH, "-c", two, "--placer", "round-robin", "-o", str(placement))

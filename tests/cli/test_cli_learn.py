@@ -69,8 +69,8 @@ def test_train_without_save_stores_nothing(capsys, files):
 
 def test_train_reports_its_learning_health(capsys, files):
     """``train --json`` holds the learning-health verdict; the stored run keeps it; the text output says it in one
-    line (policies/rl/health.py)."""
-    from policies.rl.health import VERDICTS
+    line (policies/rl/core/health.py)."""
+    from policies.rl.core.health import VERDICTS
 
     code, out, err = run_cli(capsys, "train", "--placer", "placeto", "--graphs", files["graph"], "--cluster",
                              files["c2"], "--episodes", "20", "--param", "batch=4", "--runs-dir", files["runs"],
@@ -100,7 +100,7 @@ def test_train_reports_its_learning_health(capsys, files):
 def test_params_take_true_and_false_as_bools():
     """``--param`` turns true/false (any case) into bools, numbers into numbers, anything else stays text."""
     from placelab.cli_common import parse_params
-    from policies.rl.registry import make_config
+    from policies.rl.core.registry import make_config
 
     assert parse_params(["a=true", "b=FALSE", "c=False", "d=1", "e=0.5", "f=full", "g=yes"]) == {
         "a": True, "b": False, "c": False, "d": 1, "e": 0.5, "f": "full", "g": "yes"}
@@ -147,10 +147,10 @@ def test_eval_on_sixteen_graphs_of_different_sizes(capsys, files):
     # depends on the allocator; tests/policies/rl/test_agent.py forces the reuse.)
     import numpy as np
 
-    from engine.cluster import load_cluster
     from engine.runs import RunStore
-    from engine.sources import load_graph
-    from policies.rl.jobs import load_policy, policy_place, task_for
+    from engine.specs import load_cluster, load_graph
+    from policies.rl.core.jobs import load_policy, policy_place
+    from policies.rl.core.task import task_for
 
     code, out, err = _train(capsys, files, "--save", "--param", "groups=6")
     assert code == 0, err

@@ -31,7 +31,7 @@ def env(tmp_path, monkeypatch):
 
 
 def test_limit_values():
-    """The documented values (docs/contracts.md, "Limits")."""
+    """The documented values (docs/reference/contracts.md, "Limits")."""
     assert (MAX_SEED, MAX_COUNT, MAX_SIM_RUNS, MAX_NOISE, MAX_NET_WIDTH) == (2**31 - 1, 10**6, 10**4, 1.0, 4096)
 
 
@@ -86,7 +86,7 @@ EXHAUSTION = {
 
 
 def test_learned_config_integers_are_bounded_without_a_declared_high():
-    from policies.rl.registry import make_config
+    from policies.rl.core.registry import make_config
 
     with pytest.raises(SpecError, match=r"'samples' must be <= 1,000,000 \(placelab's limit MAX_COUNT\)"):
         make_config("rnn", {"samples": MAX_COUNT + 1})
@@ -108,7 +108,7 @@ def test_exhaustion_not_foreseen_is_exit_2_with_one_line(env, capsys, monkeypatc
         raise exc
 
     monkeypatch.setitem(generators.GENERATORS, "random", generators.Generator("random", exhausted, "test"))
-    assert_bad_input(*run_cli(capsys, "graph", "info", SMALL), fragment, "docs/contracts.md")
+    assert_bad_input(*run_cli(capsys, "graph", "info", SMALL), fragment, "docs/reference/contracts.md")
 
 
 def test_other_failures_stay_internal_errors(env, capsys, monkeypatch):

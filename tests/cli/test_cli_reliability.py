@@ -18,7 +18,7 @@ import pytest
 from cli_run import run_cli
 from test_cli_errors import CHAIN, CLUSTER, assert_bad_input
 
-from engine.errors import GraphError, SpecError
+from engine.errors import GraphError
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = "gen:random?ops=12&seed=1"
@@ -246,20 +246,8 @@ def test_graphml_with_declared_nodes_still_imports(env, capsys):
 
 # ---- the app's graph sources --------------------------------------------------------------
 
-def test_visitor_spec_accepts_generators_and_listed_examples_only(tmp_path):
-    from engine.sources import visitor_spec
-
-    assert visitor_spec(" gen:random?ops=5 ") == "gen:random?ops=5"
-    listed = str(tmp_path / "example.json")
-    assert visitor_spec(listed, [listed]) == listed
-    for probe in ("/etc/passwd", str(tmp_path), "graph.json", "../runs/x/graph.json", "family:nmt"):
-        with pytest.raises(SpecError) as err:
-            visitor_spec(probe, [listed])
-        assert probe not in str(err.value)  # says nothing about the path
-
-
 def test_upload_errors_name_the_visitors_file():
-    from engine.sources import load_uploaded_graph
+    from engine.specs import load_uploaded_graph
 
     with pytest.raises(GraphError) as err:
         load_uploaded_graph("my model.json", b'{"schema": "placelab.graph/1", "ops": [')

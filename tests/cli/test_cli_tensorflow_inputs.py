@@ -67,7 +67,7 @@ model.export(sys.argv[1], verbose=False)
 LOAD = """
 import sys, json
 from collections import Counter
-from engine.sources import load_graph
+from engine.specs import load_graph
 g = load_graph(sys.argv[1])
 print(json.dumps(Counter(g.op_types)))
 """

@@ -24,7 +24,7 @@ from test_cli_errors import CHAIN, assert_bad_input
 from engine.errors import RunError, WriteError
 from engine.runs import RunStore
 from engine.tables import write_csv
-from policies.rl.trainer import Trainer
+from policies.rl.core.trainer import Trainer
 
 torch.set_num_threads(1)
 
@@ -149,8 +149,8 @@ def test_bundled_example_runs_all_read(capsys):
 @pytest.fixture(scope="module")
 def trained_template(tmp_path_factory):
     """One 4-episode Placeto training run, built once (copied by each test that damages it)."""
-    from policies.rl.jobs import start_training
-    from policies.rl.reinforce import Budget
+    from policies.rl.core.jobs import start_training
+    from policies.rl.core.reinforce import Budget
 
     root = tmp_path_factory.mktemp("trained") / "runs"
     with pytest.MonkeyPatch.context() as mp:
@@ -274,7 +274,7 @@ def test_disk_full_writing_the_checkpoint(store, capsys, monkeypatch):
         Path(path).with_name(f".{Path(path).name}.tmp").write_bytes(data[:100])
         raise WriteError(f"cannot write {path}: {os.strerror(errno.ENOSPC)}") from enospc()
 
-    monkeypatch.setattr("policies.rl.trainer.atomic_write_bytes", full)
+    monkeypatch.setattr("policies.rl.core.trainer.atomic_write_bytes", full)
     code, err = train_saved(capsys)
     run_dir = assert_failed_for_space(store, code, err)
     assert "checkpoint.pt" in json.loads((run_dir / "run.json").read_text())["error"]
@@ -299,9 +299,9 @@ def test_disk_full_in_tensorboard(store, capsys, monkeypatch):
 
 
 def test_disk_full_appending_the_learning_curve(store, capsys, monkeypatch):
-    import engine.runs
+    import engine.run_dir
 
-    real, calls = engine.runs.append_csv_rows, []
+    real, calls = engine.run_dir.append_csv_rows, []
 
     def append(path, rows):
         calls.append(path)
@@ -309,13 +309,14 @@ def test_disk_full_appending_the_learning_curve(store, capsys, monkeypatch):
             raise enospc()
         real(path, rows)
 
-    monkeypatch.setattr(engine.runs, "append_csv_rows", append)
+    monkeypatch.setattr(engine.run_dir, "append_csv_rows", append)
     code, err = train_saved(capsys)
     assert_failed_for_space(store, code, err)
 
 
 def test_disk_full_for_run_json_too(store, capsys, monkeypatch):
     """When even run.json cannot be written, the line says so, and the run reads interrupted (not running)."""
+    import engine.run_dir
     import engine.runs
 
     real, calls = engine.runs.atomic_write_json, []
@@ -326,7 +327,8 @@ def test_disk_full_for_run_json_too(store, capsys, monkeypatch):
             raise WriteError(f"cannot write {path}: {os.strerror(errno.ENOSPC)}")
         real(path, obj, **kwargs)
 
-    monkeypatch.setattr(engine.runs, "atomic_write_json", write)
+    monkeypatch.setattr(engine.runs, "atomic_write_json", write)  # the store creates run.json
+    monkeypatch.setattr(engine.run_dir, "atomic_write_json", write)  # the run updates it
     code, err = train_saved(capsys)
     (run,) = store.list()
     assert_one_error(code, err, f"training run {run.id} stopped: no space left on device",

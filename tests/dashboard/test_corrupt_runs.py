@@ -5,7 +5,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.common import list_runs
+from dashboard.data.runs import list_runs
 
 TIMEOUT = 300  # only catches a hang
 

@@ -1,8 +1,10 @@
 """The app's plotly figures, checked against hand-built schedules and the Schedule's own totals."""
 
+import importlib
 import itertools
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 
 from dashboard.figures import (
@@ -73,9 +75,7 @@ def test_large_timeline_is_binned_and_keeps_busy_time():
     assert sum(len(t.x) for t in bars) <= 4 * 200  # at most one bar per bin per lane
     for d, dev in enumerate(c.devices):
         t = next(t for t in bars if t.name == dev.name)
-        busy = float(np.sum(np.asarray(t.customdata) / 100 * np.asarray(t.x))) / 1e3
-        # the utilization per bin is rounded to 0.1 %, so compare loosely
-        assert busy == pytest.approx(s.compute_time[d], rel=2e-3)
+        assert float(np.sum(t.x)) / 1e3 == pytest.approx(s.compute_time[d], rel=1e-9)  # bars as long as the busy time
 
 
 def test_busy_per_bin_matches_brute_force():
@@ -126,18 +126,68 @@ def test_memory_over_time_peaks_at_peak_memory(diamond):
     assert [sh.y0 for sh in capacity] == pytest.approx([11.0])
 
 
+def _bar_traces(fig):
+    return {t.name: t for t in fig.data if t.type == "bar"}
+
+
 def test_makespan_bars_with_shared_and_separate_lower_bounds():
     rows = [{"label": "a", "makespan_s": 2e-3, "lower_bound_s": 1e-3},
             {"label": "b", "makespan_s": 3e-3, "lower_bound_s": 1e-3, "oom": True}]
     fig = makespan_bars(rows)
-    assert list(fig.data[0].y) == pytest.approx([2.0, 3.0])
-    assert fig.data[0].marker.color[1] != fig.data[0].marker.color[0]
+    bars = _bar_traces(fig)
+    assert [list(t.y) for t in bars.values()] == [pytest.approx([2.0]), pytest.approx([3.0])]
+    assert bars["a"].marker.color != bars["b"].marker.color
     assert [sh.y0 for sh in fig.layout.shapes] == pytest.approx([1.0])
+    [lb] = [t for t in fig.data if t.type == "scatter"]
+    assert lb.name == "lower bound (1 ms)" and lb.showlegend is not False and lb.line.dash == "dash"
     rows[1]["lower_bound_s"] = 2e-3
     fig = makespan_bars(rows)
-    assert list(fig.data[1].y) == pytest.approx([1.0, 2.0])
+    [marks] = [t for t in fig.data if t.type == "scatter"]
+    assert marks.name == "lower bound" and list(marks.y) == pytest.approx([1.0, 2.0])
 
 
+def _annotations_over_bars(fig, width_px=1000, height_px=420, char_px=7.0, line_px=16.0):
+    """The annotations whose text box (estimated from its length, anchor and a 12 px font) overlaps a bar,
+    in a plot of about ``width_px`` × ``height_px``; x in category units, y in data units."""
+    bars = [t for t in fig.data if t.type == "bar"]
+    categories = list(dict.fromkeys(x for t in bars for x in t.x))
+    n, top = len(categories), fig.layout.yaxis.range[1]
+    hits = []
+    for a in fig.layout.annotations:
+        w = char_px * len(a.text or "") / width_px * n  # in categories
+        h = line_px / height_px * top
+        x = a.x * n - 0.5 if a.xref == "x domain" else categories.index(a.x)
+        x0 = {"right": x - w, "center": x - w / 2}.get(a.xanchor, x)
+        y0 = {"top": a.y - h, "middle": a.y - h / 2}.get(a.yanchor, a.y)
+        for t in bars:
+            c = categories.index(t.x[0])
+            if x0 < c + 0.4 and x0 + w > c - 0.4 and y0 < t.y[0] and y0 + h > 0:
+                hits.append((a.text, t.x[0]))
+    return hits
+
+
+def test_makespan_bars_keep_the_lower_bound_label_off_the_bars():
+    """Issue 33: "lower bound 1 ms" was written at the bottom right of its line, inside the last (taller)
+    bar. It is named in the legend now, and no annotation sits inside a bar's extent."""
+    rows = [{"label": p, "makespan_s": m, "lower_bound_s": 1e-3} for p, m in (("metis", 2e-3), ("heft", 1.5e-3))]
+    fig = makespan_bars(rows)
+    assert any(t.name == "lower bound (1 ms)" for t in fig.data if t.showlegend is not False)
+    assert _annotations_over_bars(fig) == []
+    # the check sees the old label: the same line annotated as it used to be
+    old = makespan_bars(rows)
+    old.add_hline(y=1.0, annotation_text="lower bound 1 ms", annotation_position="bottom right")
+    assert _annotations_over_bars(old) == [("lower bound 1 ms", "heft")]
+
+
+def test_makespan_bars_one_colour_and_legend_entry_per_placer():
+    placers = ["metis", "heft", "m-etf", "scotch", "single-device", "round-robin", "critical-path", "local-search",
+               "random", "placeto", "rnn", "doppler"]
+    fig = makespan_bars([{"label": p, "makespan_s": 1e-3 * (i + 1)} for i, p in enumerate(placers)])
+    bars = _bar_traces(fig)
+    assert list(bars) == placers and fig.layout.showlegend is True
+    colors = [t.marker.color for t in bars.values()]
+    assert len(set(colors)) == len(placers)  # twelve placers, twelve colours
+    assert fig.layout.barmode == "overlay"  # one bar per category, not shrunk into groups
 def test_cdf_steps_to_one():
     fig = cdf_figure({"x": [3.0, 1.0, 2.0], "empty": [], "y": [1.0, float("nan")]})
     assert [t.name for t in fig.data] == ["x", "y"]
@@ -245,10 +295,12 @@ def test_makespan_bars_start_at_zero_and_keep_colours():
     assert fig.layout.title.text == "Makespan on g · k80x2"
     assert fig.layout.yaxis.range[0] == 0 and fig.layout.yaxis.range[1] == pytest.approx(2.0 * 1.18)
     again = makespan_bars(list(reversed(rows)))
-    colors = dict(zip(fig.data[0].x, fig.data[0].marker.color, strict=True))
-    assert dict(zip(again.data[0].x, again.data[0].marker.color, strict=True)) == colors  # colour follows the label
-    assert list(fig.data[0].customdata) == ["run-1", ""]
-    assert list(fig.data[0].marker.pattern.shape) == ["", "x"]
+    colors = {n: t.marker.color for n, t in _bar_traces(fig).items()}
+    assert {n: t.marker.color for n, t in _bar_traces(again).items()} == colors  # colour follows the label
+    bars = _bar_traces(fig)
+    assert list(bars["metis"].customdata) == ["run-1"] and list(bars["heft"].customdata) == [""]
+    assert [bars[n].marker.pattern.shape for n in ("metis", "heft")] == ["", "x"]
+    assert list(bars["heft"].text) == ["1 (OOM)"] and list(bars["metis"].text) == ["2"]
 
 
 def test_timeline_window_shows_single_named_ops_of_a_large_graph():
@@ -292,10 +344,10 @@ def test_a_click_on_a_busy_bin_names_its_span_and_a_window_still_too_full_is_bin
     s = simulate(g, c, np.arange(g.num_ops) % 2)
     fig = timeline(s, g, c)
     lane = next(i for i, t in enumerate(fig.data) if t.meta == "bins" and t.name == "gpu:0")
-    base, width = np.asarray(fig.data[lane].base), np.asarray(fig.data[lane].x)
+    base, ends = np.asarray(fig.data[lane].base), np.asarray(fig.data[lane].customdata)[:, 1]
     clicked = bin_at_points(fig, [{"curve_number": lane, "point_index": 3}])
-    assert clicked == pytest.approx((base[3], base[3] + width[3]))
-    assert width[3] == pytest.approx(s.makespan * 1e3 / 200)  # 200 bins over the makespan
+    assert clicked == pytest.approx((base[3], ends[3]))
+    assert ends[3] - base[3] == pytest.approx(s.makespan * 1e3 / 200)  # 200 bins over the makespan
     # an op's bar or the invisible lane markers are no bin
     lanes = next(i for i, t in enumerate(fig.data) if t.name == "lanes")
     assert bin_at_points(fig, [{"curve_number": lanes, "point_index": 0}]) is None
@@ -304,10 +356,189 @@ def test_a_click_on_a_busy_bin_names_its_span_and_a_window_still_too_full_is_bin
     assert ops_in_window(s, window).sum() > TIMELINE_MAX_OPS
     zoomed = timeline(s, g, c, window_ms=window)
     bins = [t for t in zoomed.data if t.meta == "bins"]
-    assert bins and all(np.asarray(t.x) == pytest.approx(window[1] / 200) for t in bins)
-    busy = sum(float(np.sum(np.asarray(t.customdata) / 100 * np.asarray(t.x))) for t in bins if t.name == "gpu:0")
+    assert bins and all(np.asarray(t.customdata)[:, 1] - np.asarray(t.base) == pytest.approx(window[1] / 200)
+                        for t in bins)
+    busy = sum(float(np.sum(t.x)) for t in bins if t.name == "gpu:0")
     inside = np.minimum(s.op_end, window[1] / 1e3) - np.minimum(s.op_start, window[1] / 1e3)
-    assert busy / 1e3 == pytest.approx(float(inside[s.op_device == 0].sum()), rel=2e-3)
+    assert busy / 1e3 == pytest.approx(float(inside[s.op_device == 0].sum()), rel=1e-9)
     # one bin of it holds few ops: the timeline zoomed into a bin draws them one by one
     span = bin_at_points(zoomed, [{"curve_number": zoomed.data.index(bins[0]), "point_index": 0}])
     assert "binned" not in timeline(s, g, c, window_ms=span).layout.title.text
+
+
+# -- issue 33: the binned timeline draws each lane as busy as the schedule's tables say -------------------
+
+
+def _union_in(intervals, lo, hi):
+    """Seconds of [lo, hi] covered by at least one of ``intervals`` (plain Python, a sweep over sorted starts)."""
+    covered, reach = 0.0, lo
+    for s, e in sorted((max(s, lo), min(e, hi)) for s, e in intervals if np.isfinite(s) and e > lo and s < hi):
+        if e > reach:
+            covered += e - max(s, reach)
+            reach = e
+    return covered
+
+
+def _tables(tmp_path, g, c, s):
+    """``schedule_ops.csv`` and ``schedule_transfers.csv`` as a stored run writes them (the CSV export)."""
+    from engine.run_records import write_schedule_tables
+    from engine.runs import RunStore
+
+    run = RunStore(tmp_path / "runs").create("place", graph_name=g.name, graph_hash="0", cluster=c.name, placer="x",
+                                             parameters={}, seed=0)
+    write_schedule_tables(run, g, c, s)
+    return run.read_table("schedule_ops.csv"), run.read_table("schedule_transfers.csv")
+
+
+def _lane_records(ops, transfers, device):
+    """Busy intervals of a device's compute lane (its ops) and memcpy lane (the transfers it sends)."""
+    compute = [(float(a), float(b)) for d, a, b in zip(ops["device"], ops["start_s"], ops["end_s"], strict=True)
+               if d == device]
+    memcpy = [(float(a), float(b)) for d, a, b in
+              zip(transfers["src"], transfers["start_s"], transfers["end_s"], strict=True) if d == device]
+    return {device: compute, f"{device} memcpy": memcpy}
+
+
+SETTINGS = {  # preset, simulation settings: channels, latency in flight, overlapping sends, copies on the sender
+    "placeto": ("k80x2", {}),
+    "default": ("k80x4", {"mode": "default"}),
+    "work_conserving": ("p100x4", {}),
+    "work_conserving per_device": ("p100x4", {"contention": "per_device"}),
+    "copies on the sender": ("p100x4", {"copy_occupies_sender": True}),
+}
+
+
+@pytest.mark.parametrize("setting", sorted(SETTINGS))
+def test_binned_lanes_are_as_busy_as_the_schedule_tables_say(setting, tmp_path, monkeypatch):
+    """Issue 33: on gen:nmt gpu:0's memcpy lane was drawn solid across 850–1020 ms, busy 5.6 ms there by the
+    transfers CSV: any bin with a transfer in it was drawn full. Now each lane's bars add up to the time the
+    lane is busy (at least one op or transfer running) by the exported tables, over the whole schedule and
+    over a zoomed window."""
+    monkeypatch.setattr(importlib.import_module("dashboard.figures.timeline"), "TIMELINE_MAX_OPS", 0)  # bin 300 ops
+    preset, sim = SETTINGS[setting]
+    c = PRESETS[preset]().with_simulation(**sim) if sim else PRESETS[preset]()
+    g = random_dag(ops=300, seed=5)
+    s = simulate(g, c, np.random.default_rng(1).integers(0, c.num_devices, g.num_ops))
+    ops, transfers = _tables(tmp_path, g, c, s)
+    assert len(transfers["op"]) > 10
+    end = s.makespan * 1e3
+    for window in (None, (0.3 * end, 0.55 * end)):
+        fig = timeline(s, g, c, window_ms=window)
+        lo, hi = (0.0, s.makespan) if window is None else (window[0] / 1e3, window[1] / 1e3)
+        for dev in c.devices:
+            for lane, intervals in _lane_records(ops, transfers, dev.name).items():
+                drawn = sum(float(np.sum(t.x)) for t in fig.data if t.meta == "bins" and t.name == lane) / 1e3
+                assert drawn == pytest.approx(_union_in(intervals, lo, hi), rel=1e-9, abs=1e-12), (lane, window)
+        busy = {t.name: t for t in fig.data if t.meta == "bins"}
+        for t in busy.values():  # no bar longer than its bin, the percentage its share of the bin
+            bins = np.asarray(t.customdata)[:, 1] - np.asarray(t.base)
+            assert np.all(np.asarray(t.x) <= bins * (1 + 1e-9))
+            assert np.asarray(t.customdata)[:, 0] == pytest.approx(np.asarray(t.x) / bins * 100, abs=0.051)
+
+
+def test_binned_memcpy_lane_of_serial_sends_adds_up_to_the_copy_time(monkeypatch):
+    """Placeto mode: one channel per device and no latency, so a memcpy lane is busy exactly the schedule's
+    ``memcpy_time`` (the load profile's memcpy bar): the two figures agree."""
+    monkeypatch.setattr(importlib.import_module("dashboard.figures.timeline"), "TIMELINE_MAX_OPS", 0)
+    g, c = random_dag(ops=300, seed=5), PRESETS["k80x2"]()
+    s = simulate(g, c, np.arange(g.num_ops) % 2)
+    fig = timeline(s, g, c)
+    for d, dev in enumerate(c.devices):
+        drawn = sum(float(np.sum(t.x)) for t in fig.data if t.meta == "bins" and t.name == f"{dev.name} memcpy")
+        assert drawn / 1e3 == pytest.approx(s.memcpy_time[d], rel=1e-9)
+        assert s.memcpy_time[d] > 0
+
+
+def test_union_intervals_merges_overlaps_and_drops_ops_that_never_ran():
+    from dashboard.figures.timeline import union_intervals
+
+    s, e = union_intervals(np.array([5.0, 0.0, 1.0, 2.0, np.nan, 7.0]), np.array([6.0, 2.0, 1.5, 3.0, np.nan, 7.0]))
+    assert list(s) == [0.0, 5.0, 7.0] and list(e) == [3.0, 6.0, 7.0]
+    assert [len(x) for x in union_intervals(np.array([]), np.array([]))] == [0, 0]
+
+
+def test_a_click_on_a_bin_selects_no_op():
+    """A bin's customdata holds numbers; an op named like one of them is not picked by a click on the bin."""
+    from dashboard.widgets.schedule import op_at_points
+
+    fig = go.Figure(go.Bar(x=[1.0], base=[0.0], customdata=[[50.0, 2.0, 1.0]], meta="bins", y=["gpu:0"]))
+    assert op_at_points(fig, [{"curve_number": 0, "point_index": 0}], {"50.0": 0}) is None
+
+
+# -- issue 33: one colour per run or placer, the same in every figure, and a legend for every line ---------
+
+
+def _colliding_names(count):
+    """``count`` run names that all hash to one home colour (as two Compare runs once did: #56B4E9 twice)."""
+    from dashboard.figures.theme import run_color
+
+    names = [f"run {i}" for i in range(500)]
+    home = run_color(names[0])
+    return [n for n in names if run_color(n) == home][:count]
+
+
+@pytest.mark.parametrize("count", [2, 3, 10, 14])
+def test_runs_shown_together_never_share_a_colour(count):
+    from dashboard.figures.theme import run_color, run_colors
+
+    names = _colliding_names(3)[:min(count, 3)] + [f"placer-{i}" for i in range(count - min(count, 3))]
+    colors = run_colors(names)
+    assert sorted(colors) == sorted(names) and len(set(colors.values())) == count
+    assert run_colors(list(reversed(names))) == colors  # the set decides, not the order
+    assert colors[min(_colliding_names(3)[:min(count, 3)])] == run_color(min(_colliding_names(3)[:min(count, 3)]))
+
+
+def test_a_run_keeps_its_home_colour_unless_another_claims_it_first():
+    from dashboard.figures.theme import run_color, run_colors
+
+    a, b = _colliding_names(2)
+    assert run_colors([a])[a] == run_color(a) == run_color(b)
+    assert run_colors([a, b])[min(a, b)] == run_color(a) and run_colors([a, b])[max(a, b)] != run_color(a)
+
+
+def test_learning_curves_give_each_run_its_colour_and_every_line_a_legend_entry():
+    """Compare drew two runs in one colour (#56B4E9) and named only the smoothed line in the legend."""
+    a, b = _colliding_names(2)
+    curve = _curve(4, [0.004, 0.006, 0.005, 0.007], reward=[-1.0, -2.0, -1.0, -3.0], entropy=[0.7, 0.6, 0.5, 0.4],
+                   learning_rate=[0.01, 0.008, 0.006, 0.004])
+    seeds = [_curve(4, [0.004, 0.005, 0.005, 0.006]), _curve(4, [0.005, 0.006, 0.004, 0.005])]
+    fig = learning_curves({a: curve, b: curve, "seeded": seeds})
+    colors = {name: _traces(fig, name)[name].line.color for name in (a, b)}
+    colors["seeded"] = _traces(fig, "seeded")["seeded mean of 2 seeds"].line.color
+    assert len(set(colors.values())) == 3
+    for t in fig.data:  # every trace named, every line drawn in its run's colour
+        run = next(n for n in (a, b, "seeded") if t.name == n or t.name.startswith(n + " "))
+        assert t.name and (t.line.color or t.fillcolor) == colors[run]
+    shown = {t.legendgroup: t.name for t in fig.data if t.showlegend is not False}
+    assert {t.legendgroup for t in fig.data} == set(shown)  # every kind of line of every run in the legend
+    assert {shown[g] for g in shown if g.startswith(a)} == {a, f"{a} sampled", f"{a} rolling median (25)", f"{a} best"}
+    assert {shown[g] for g in shown if g.startswith("seeded")} == {"seeded mean of 2 seeds", "seeded 95% CI"}
+    # one entry per kind of line: a run's smoothed line is one entry for its four panels
+    assert sum(t.showlegend is not False for t in fig.data if t.legendgroup == a) == 1
+    assert len([t for t in fig.data if t.legendgroup == a]) == 4
+
+
+def test_the_same_run_has_the_same_colour_in_every_figure():
+    a, b = _colliding_names(2)
+    curves = learning_curves({a: _curve(3, [1.0, 2.0, 3.0]), b: _curve(3, [2.0, 2.0, 1.0])})
+    bars = makespan_bars([{"label": b, "makespan_s": 1.0}, {"label": a, "makespan_s": 2.0}])
+    cdf = cdf_figure({a: [1.0, 2.0], b: [1.5]})
+    for name in (a, b):
+        color = _traces(curves, name)[name].line.color
+        assert _bar_traces(bars)[name].marker.color == color
+        assert next(t for t in cdf.data if t.name == name).line.color == color
+
+
+def test_learning_rate_axis_prints_plain_numbers():
+    """A learning rate of 1e-4 read "100µ" on the axis (plotly's SI prefixes)."""
+    from dashboard.figures.theme import SYSTEM_CHROMIUM, figure_image
+
+    fig = learning_curves({"a": _curve(3, [1.0, 2.0, 3.0], learning_rate=[1e-4, 1e-4, 5e-5])})
+    axes = [name for name in fig.layout.to_plotly_json() if name.startswith("yaxis")]
+    assert len(axes) == 4 and {fig.layout[name].tickformat for name in axes} == {"~g"}
+    if SYSTEM_CHROMIUM.exists():  # as drawn: kaleido's SVG
+        import re
+
+        svg = figure_image(fig, "svg", width=1000, height=640).decode()
+        labels = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+        assert "0.0001" in labels and not any("µ" in t or "μ" in t for t in labels)

@@ -12,22 +12,22 @@ import pytest
 from test_pages import figure, page_app
 from test_train import wait_for
 
-from dashboard.app_pages.measured import (
+from dashboard.background import launch, list_jobs
+from dashboard.data.format import fmt_ms
+from dashboard.data.measured import (
     execute_command,
     execution_job,
     execution_problem,
     failure_message,
     measured_summary,
 )
-from dashboard.background import launch, list_jobs
-from dashboard.common import fmt_ms
 from engine.cluster import cluster_to_dict
 from engine.executor import scale_graph
 from engine.executor.calibration import local_cache_path, machine_cluster
 from engine.presets import PRESETS
 from engine.runs import RunStore
 from engine.simulator import Simulator
-from engine.sources import load_graph
+from engine.specs import load_graph
 
 GRAPH = "gen:random?ops=12&seed=3"
 TWO_CORES = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the executor needs 2 CPU cores")
@@ -190,7 +190,7 @@ def test_compare_shows_measured_numbers_of_executed_runs(executed_runs):
 
 
 def _panel(root: str, job_id: str) -> None:
-    from dashboard.app_pages.measured import execution_panel
+    from dashboard.widgets.measured import execution_panel
     from engine.runs import RunStore
 
     execution_panel(RunStore(root), job_id, key="x")

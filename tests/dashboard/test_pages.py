@@ -15,7 +15,7 @@ TIMEOUT = 300  # generous: only catches a hang; a busy machine must not fail a p
 def page_app(name: str, graph: str | None = None) -> AppTest:
     """The page ``name`` alone; ``graph``: a spec made the current graph before the first run."""
     preset = ("import streamlit as st\nfrom dashboard.context import set_graph, current_graph\n"
-              "from engine.sources import load_graph\n"
+              "from engine.specs import load_graph\n"
               f"if current_graph() is None:\n    set_graph(load_graph({graph!r}), {graph!r}, {graph!r})\n"
               if graph else "")
     return AppTest.from_string(f"{preset}from dashboard.app_pages import {name}\n{name}.page()\n",
@@ -57,13 +57,13 @@ def explorers(app: AppTest) -> list[dict]:
 def explorer_app(page: str, graph: str) -> AppTest:
     """``page`` on ``graph`` where ``st.session_state["event"]`` / ``["pick"]`` (set by a test) are applied to the
     explorer ``st.session_state["explorer"]`` before the page runs, as a click in the graph / timeline would."""
-    hook = ("from dashboard.app_pages.explorer_view import apply_event, pick_op\n"
+    hook = ("from dashboard.widgets.explorer import apply_event, pick_op\n"
             "if st.session_state.get('event'):\n"
             "    apply_event(st.session_state['explorer'], current_graph(), st.session_state.pop('event'))\n"
             "if st.session_state.get('pick') is not None:\n"
             "    pick_op(st.session_state['explorer'], current_graph(), st.session_state.pop('pick'))\n")
     preset = ("import streamlit as st\nfrom dashboard.context import set_graph, current_graph\n"
-              "from engine.sources import load_graph\n"
+              "from engine.specs import load_graph\n"
               f"if current_graph() is None:\n    set_graph(load_graph({graph!r}), {graph!r}, {graph!r})\n")
     return AppTest.from_string(f"{preset}{hook}from dashboard.app_pages import {page}\n{page}.page()\n",
                                default_timeout=TIMEOUT)
@@ -124,7 +124,7 @@ def _shown(app: AppTest) -> dict[str, str]:
 
 
 def test_graphs_page_explorer_opens_and_closes_scopes_on_click(empty_runs):
-    from engine.sources import load_graph
+    from engine.specs import load_graph
 
     g = load_graph("gen:chainmm")
     in_meta0 = [s for s in g.scope if s.split("/")[0] == "meta0"]
@@ -158,8 +158,8 @@ def test_graphs_page_explorer_opens_and_closes_scopes_on_click(empty_runs):
 
 
 def test_place_timeline_and_explorer_are_linked(empty_runs):
-    from dashboard.app_pages.views import op_at_points
     from dashboard.figures import timeline
+    from dashboard.widgets.schedule import op_at_points
 
     app = explorer_app("place", "gen:chainmm")
     app.session_state["explorer"] = "place_0_gv"
@@ -184,7 +184,7 @@ def test_place_timeline_and_explorer_are_linked(empty_runs):
     # a click on a bar of the timeline names its op: trace 0 is device 0's op bars
     from engine.presets import PRESETS
     from engine.simulator import Simulator
-    from engine.sources import load_graph
+    from engine.specs import load_graph
     from policies.runner import place_and_simulate
 
     g, c = load_graph("gen:chainmm"), PRESETS["k80x2"]()
@@ -339,7 +339,7 @@ def test_place_every_registered_placer_with_its_parameter_widgets(empty_runs):
     app = page_app("place", "gen:random?ops=200&seed=1").run()
     app.multiselect(key="place_placers").set_value(list(PLACERS)).run()
     assert not app.exception
-    from policies.rl.registry import learned_placers, make_config
+    from policies.rl.core.registry import learned_placers, make_config
 
     for name in learned_placers():  # the learned placers train on the graph: a few episodes (on 8 groups)
         app.number_input(key=f"place_budget_{name}").set_value(2)
@@ -428,8 +428,8 @@ def test_a_click_on_a_timeline_bin_or_a_dragged_range_zooms_the_window_and_a_cli
         monkeypatch):
     import streamlit as st
 
-    from dashboard.app_pages import views
     from dashboard.figures import timeline
+    from dashboard.widgets import schedule as views
     from engine.generators import random_dag
     from engine.presets import PRESETS
     from engine.simulator import Simulator

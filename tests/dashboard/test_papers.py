@@ -13,7 +13,9 @@ from dashboard.figures.papers import (
     side_by_side,
     table_csv,
     table_latex,
+    text_width_px,
 )
+from placelab.cli import run_command
 from placelab.reproduce.core import all_reproductions
 from placelab.reproduce.runner import reproduce
 from tests.placelab.tiny import tiny_reproduction  # noqa: F401
@@ -46,7 +48,7 @@ def test_csv_round_trips_every_cell():
 def test_latex_table_escapes_and_lays_out_rows():
     tex = table_latex(ROWS, "Paper, Table 1 & more")
     assert r"\begin{tabular}{lrr}" in tex and r"& x\_1 & 50\% \\" in tex
-    assert r"A / 2 GPUs & 1.05 / 1 & 3 / 2 \\" in tex
+    assert r"A / 2 GPUs & 1.05 / 1.00 & 3.00 / 2.00 \\" in tex  # 3 significant digits everywhere
     assert r"B & OOM / OOM &  \\" in tex  # B has no 50% cell
     assert r"Paper, Table 1 \& more" in tex
 
@@ -85,7 +87,7 @@ def test_page_without_reproductions(empty_runs):
 @pytest.mark.usefixtures("tiny_reproduction")
 def test_page_shows_a_stored_reproduction(tmp_path, monkeypatch):
     root = tmp_path / "runs"
-    res = reproduce("tiny-table", quick=True, runs_dir=str(root), keep_step_runs=False)
+    res = reproduce("tiny-table", command=run_command, quick=True, runs_dir=str(root), keep_step_runs=False)
     monkeypatch.setenv("PLACELAB_RUNS_DIR", str(root))
     app = papers_app().run()
     assert not app.exception and not app.error
@@ -170,3 +172,142 @@ def test_every_reproduction_ships_a_quick_run_that_renders(name, tmp_path, monke
     stored = json.loads((run_dir / "commands.json").read_text())["steps"]
     assert {s["key"]: tuple(s["argv"][1:]) for s in stored} == {s.key: s.argv for s in core.get(name).steps(True)}
     assert all(s["command"] in app.code[1].value for s in stored)
+
+
+# -- issue 33 -------------------------------------------------------------------------------------------
+
+
+def test_latex_prints_plain_numbers_with_one_precision():
+    """The LaTeX export printed "81 / 1.6e+03"; every number now has 3 significant digits in plain notation."""
+    from dashboard.figures.numbers import plain_number
+
+    rows = [{"row": "Inception-V3 / 2 GPUs", "column": "Placeto placements", "ours": 81, "paper": 1600, "note": ""},
+            {"row": "Inception-V3 / 2 GPUs", "column": "tiny", "ours": 0.000256, "paper": 12345.6, "note": ""}]
+    tex = table_latex(rows)
+    assert r"Inception-V3 / 2 GPUs & 81.0 / 1600 & 0.000256 / 12346 \\" in tex and "e+" not in tex
+    assert [plain_number(v, 3, trim=False) for v in (1.0, 2.853, 9.996, 99.96, 0.0)] == [
+        "1.00", "2.85", "10.0", "100", "0.00"]
+    assert [plain_number(v, 4) for v in (1600.0, 1.5, 0.1234567, -12345.6)] == ["1600", "1.5", "0.1235", "-12346"]
+
+
+def test_bundled_latex_tables_print_no_exponents():
+    import re
+    from pathlib import Path
+
+    from engine.runs import RunStore
+
+    runs = RunStore(Path(__file__).resolve().parents[2] / "runs").list(kind="reproduce")
+    assert runs
+    for run in runs:
+        t = run.read_table("table.csv")
+        rows = [dict(zip(t, v, strict=True)) for v in zip(*t.values(), strict=True)]
+        assert not re.search(r"\d[eE][+-]?\d", table_latex(rows)), run.id
+
+
+#: Streamlit's own light and dark themes: (background, text) of a table cell no style recolours.
+THEME_DEFAULTS = {"light": ("#FFFFFF", "#31333F"), "dark": ("#0E1117", "#FAFAFA")}
+
+
+def _luminance(color: str) -> float:
+    """WCAG 2.x relative luminance of a ``#RRGGBB`` colour."""
+    channels = [int(color.lstrip("#")[i:i + 2], 16) / 255 for i in (0, 2, 4)]
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _contrast(a: str, b: str) -> float:
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def _cell_colors(css: str, theme: str) -> tuple[str, str]:
+    """(background, text) of a cell styled with ``css``, the theme's own where it sets none."""
+    props = dict(p.split(":", 1) for p in css.replace(" ", "").split(";") if ":" in p)
+    bg, fg = THEME_DEFAULTS[theme]
+    return props.get("background-color", bg), props.get("color", fg)
+
+
+def test_contrast_of_wcag_reference_colours():
+    assert _contrast("#000000", "#FFFFFF") == pytest.approx(21.0)
+    assert _contrast("#777777", "#FFFFFF") == pytest.approx(4.48, abs=0.01)  # the classic just-failing grey
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_every_table_cell_is_readable_in_both_themes(theme):
+    """Papers in dark mode showed light text on pastel fills ("close", "differ"): every cell now has a WCAG
+    contrast ratio of at least 4.5, styled (agreement) or not."""
+    import pandas as pd
+
+    from dashboard.figures.papers import AGREEMENT_STYLES, cell_styles
+
+    labels = [*AGREEMENT_STYLES[theme], "close", "differ"]
+    table = pd.DataFrame(side_by_side(ROWS) + [{"row": "x", "agreement": label} for label in labels]).fillna("")
+    css = cell_styles(table, theme)
+    assert css.shape == table.shape and (css["agreement"] != "").all()
+    for value in css.to_numpy().ravel():
+        bg, fg = _cell_colors(value, theme)
+        assert _contrast(bg, fg) >= 4.5, (theme, value)
+
+
+def _page_cell_css(app) -> dict[tuple[int, int], str]:
+    """(row, column) → CSS of the cells the page's table styles, from the Styler Streamlit received."""
+    import re
+
+    styles = app.dataframe[0].proto.arrow_data.styler.styles
+    cells = {}
+    for selectors, css in re.findall(r"([^{}]+)\{([^}]*)\}", styles):
+        for row, col in re.findall(r"_row(\d+)_col(\d+)", selectors):
+            cells[int(row), int(col)] = css.strip()
+    return cells
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_page_styles_its_table_for_the_viewers_theme(theme, tmp_path, monkeypatch):
+    """The bundled placeto-table1 table as the page sends it, in the light and the dark theme: every cell
+    readable, and the row labels ("Inception-V3 / 2 GPUs") wide enough to show whole."""
+    import json
+
+    from dashboard.app_pages import papers
+    from dashboard.figures.papers import text_width_px
+
+    monkeypatch.setattr(papers, "_theme", lambda: theme)
+    app = bundled_papers_app("placeto-table1", tmp_path, monkeypatch)
+    df = app.dataframe[0].value
+    cells = _page_cell_css(app)
+    agreement = list(df.columns).index("agreement")
+    assert {col for _, col in cells} == {agreement} and len(cells) == len(df)
+    for r in range(len(df)):
+        for c in range(len(df.columns)):
+            bg, fg = _cell_colors(cells.get((r, c), ""), theme)
+            assert _contrast(bg, fg) >= 4.5, (theme, r, c)
+    config = json.loads(app.dataframe[0].proto.columns)
+    assert "Inception-V3 / 2 GPUs" in set(df["row"])
+    assert config["row"]["width"] >= text_width_px(["Inception-V3 / 2 GPUs"])
+    assert config["column"]["width"] >= text_width_px(df["column"])
+
+
+def test_text_width_grows_with_the_longest_value():
+    assert text_width_px(["ab", "abcd"]) < text_width_px(["Inception-V3 / 2 GPUs"]) == text_width_px([], "x" * 21)
+
+
+def test_papers_buttons_export_at_the_popovers_size(monkeypatch):
+    """The PNG/SVG/HTML buttons exported 700×420 with clipped tick labels; they now go through the export
+    popover's path (export_bytes) at its default size."""
+    from streamlit.delta_generator import DeltaGenerator
+
+    from dashboard.app_pages import papers
+    from dashboard.figures.theme import EXPORT_DEFAULTS, SYSTEM_CHROMIUM
+
+    made = {}
+    monkeypatch.setattr(DeltaGenerator, "download_button",
+                        lambda self, label, data, **kw: made.__setitem__(label, (data, kw)))
+    papers._figure_downloads(ratio_figure(ROWS), "ratios", "k")
+    assert sorted(made) == ["HTML", "PNG", "SVG"]
+    assert made["PNG"][1]["file_name"] == "ratios.png" and made["SVG"][1]["mime"] == "image/svg+xml"
+    width, height = EXPORT_DEFAULTS["width"], EXPORT_DEFAULTS["height"]
+    page = made["HTML"][0]().decode()
+    assert f'"width":{width}' in page.replace(" ", "") and f'"height":{height}' in page.replace(" ", "")
+    if SYSTEM_CHROMIUM.exists():
+        png = made["PNG"][0]()
+        assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (width, height)
+        assert made["SVG"][0]().startswith(b"<svg")

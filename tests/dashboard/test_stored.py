@@ -2,14 +2,9 @@
 
 import pytest
 
-from dashboard.app_pages.stored import (
-    cdf_series,
-    eval_series,
-    experiment_series,
-    learning_curve,
-    seed_groups,
-    setting_of,
-)
+from dashboard.data.learning import learning_curve, seed_groups
+from dashboard.data.runs import setting_of
+from dashboard.data.series import cdf_series, eval_series, experiment_series
 from engine.runs import RunStore
 
 

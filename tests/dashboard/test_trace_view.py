@@ -13,7 +13,7 @@ from dashboard.trace_view import clicked_op, trace_payload
 from dashboard.trace_view.payload import MEMCPY_OPACITY, unb64
 from engine.presets import PRESETS
 from engine.simulator import Simulator
-from engine.sources import load_graph
+from engine.specs import load_graph
 
 TIMEOUT = 300  # generous: only catches a hang; a busy machine must not fail a test on a clock (issue 34)
 #: Just above the plotly timeline's limit, so the Place page shows the trace view.

@@ -54,13 +54,14 @@ def test_train_page_without_runs(empty_runs):
     assert [i.value for i in app.info] == ["No training runs yet — start one above, or run `placelab train --placer "
                                            "placeto --graphs SPEC --cluster C --save`."]
     assert app.selectbox(key="train_placer").options == ["DOPPLER dual policy (Yao et al. 2025)",
+                                                        "GDP (Zhou et al. 2019)",
                                                         "Placeto GNN policy (Addanki et al. 2019)",
                                                         "RNN seq2seq placer (Mirhoseini et al. 2017)"]
     app.selectbox(key="train_placer").set_value("rnn").run()
     assert not app.exception
     assert app.number_input(key="train_rnn_samples").value == 8  # RNNConfig's default K
     # the form is the registered config: one widget per field, keyed by it, with the config's defaults
-    from policies.rl.registry import config_fields, make_config
+    from policies.rl.core.registry import config_fields, make_config
 
     defaults = make_config("rnn", {}).to_dict()
     shown = {w.key: w.value for kind in ("number_input", "selectbox", "checkbox", "text_input")
@@ -99,8 +100,8 @@ def _old_uniform_run(store: RunStore) -> str:
 
     from engine.cluster import cluster_to_dict
     from engine.presets import PRESETS
-    from policies.rl.registry import make_config
-    from policies.rl.run_files import CURVE, POLICY
+    from policies.rl.core.registry import make_config
+    from policies.rl.core.run_files import CURVE, POLICY
 
     run = store.create("train", graph_name="random-60-s1", graph_hash="0", cluster="k80x2", placer="placeto",
                        parameters={"graphs": TINY_GRAPH}, seed=0, name="old uniform")
@@ -250,8 +251,8 @@ def test_cancel_a_starting_job(empty_runs, kill_jobs_after):
 
 
 def test_status_phrases_and_shell_quoted_command(tmp_path):
-    from dashboard.app_pages.train import command_text, stop_phrase
     from dashboard.background import train_command
+    from dashboard.data.training import command_text, stop_phrase
 
     assert stop_phrase("stopped") == "stopped on request"  # not "stopped by stopped"
     assert stop_phrase("episodes") == "ended: episode budget reached"

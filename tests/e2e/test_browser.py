@@ -621,3 +621,69 @@ def test_dark_theme_is_readable_in_and_out_of_presentation_mode(browser_page, ap
         wait_idle(page)
     finally:
         page.emulate_media(color_scheme="light")
+
+
+def add_option(page, label: str, option: str) -> None:
+    """Add ``option`` to the multiselect labelled ``label``."""
+    box = page.locator('[data-testid="stMultiSelect"]', has_text=label).first
+    box.get_by_role("combobox").click()
+    page.keyboard.type(option)
+    page.locator('[role="option"]', has_text=option).first.click()
+    page.keyboard.press("Escape")
+    wait_idle(page)
+
+
+def first_makespan(page) -> str:
+    """The headline makespan of the first result tab."""
+    return " ".join(page.locator('[data-testid="stMetric"]', has_text="Makespan").first.inner_text().split()[-2:])
+
+
+def result_tabs(page) -> list[str]:
+    """The Place page's result tabs (one per placer), without the tabs inside them."""
+    inner = {"Timeline", "Load and memcpy", "Memory over time", "Measured timeline", "Measured and simulated"}
+    return [t for t in page.get_by_role("tab").all_inner_texts() if t not in inner]
+
+
+def test_a_reload_keeps_the_view_and_leaving_a_page_keeps_its_choices(browser_page, app_url):
+    """Issue #33: the graph, the cluster and the Place results survive ``page.reload()`` (the link holds the view
+    and names the results, kept as runs); the placers chosen, the Graphs source and the Train form survive a
+    visit to another page."""
+    page = browser_page
+    page.goto(app_url)
+    page.locator("h1", has_text="placelab").wait_for()
+    use_graph(page, "gen:random?ops=300&seed=4")
+    choose(page, "Cluster", "p100x4")
+    goto(page, "Place")
+    add_option(page, "Placers", "critical-path")
+    page.get_by_role("button", name="Run placers").click()
+    page.get_by_text("Results:").first.wait_for(timeout=GUARD_MS)
+    page.wait_for_function("location.search.includes('results=')", timeout=GUARD_MS)  # written as the run ends
+    wait_idle(page)
+    assert "cluster=p100x4" in page.url
+    before = first_makespan(page)
+    assert result_tabs(page) == ["single-device", "round-robin", "critical-path"]
+
+    page.reload()
+    page.locator("h1", has_text="Place").wait_for()
+    page.get_by_text("Results: random-300-s4 on p100x4").first.wait_for(timeout=GUARD_MS)
+    page.locator('[data-testid="stPlotlyChart"]').nth(3).wait_for(state="attached", timeout=GUARD_MS)
+    assert_clean(page, "reload-01-place-after-reload")
+    assert "random-300-s4" in sidebar_text(page)
+    assert "(300 ops) and p100x4" in page.locator('[data-testid="stMain"]').inner_text()
+    assert "4 × P100" in sidebar_text(page)  # the sidebar's cluster is p100x4 (its description)
+    assert first_makespan(page) == before
+    assert result_tabs(page) == ["single-device", "round-robin", "critical-path"]
+    assert page.locator('[data-testid="stAlert"]', has_text="Ignored the link").count() == 0
+
+    goto(page, "Train")  # the Train form, left and found again
+    fill(page, "episodes", "77")
+    fill(page, "run name (optional)", "kept across pages")
+    goto(page, "Graphs")  # the source the link set after the reload: the generator spec, typed
+    assert page.get_by_role("textbox", name="Generator spec").input_value() == "gen:random?ops=300&seed=4"
+    goto(page, "Place")
+    page.get_by_text("Results:").first.wait_for(timeout=GUARD_MS)
+    assert "critical-path" in page.locator('[data-testid="stMultiSelect"]').first.inner_text()
+    goto(page, "Train")
+    assert page.get_by_label("episodes", exact=True).input_value() == "77"
+    assert page.get_by_label("run name (optional)", exact=True).input_value() == "kept across pages"
+    assert_clean(page, "reload-02-train-kept")

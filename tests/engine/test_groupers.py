@@ -1,4 +1,4 @@
-"""Tests for engine.groupers on hand-worked graphs, plus properties on random DAGs.
+"""Tests for engine.grouping.rules on hand-worked graphs, plus properties on random DAGs.
 
 Hand-worked cases (ops in index order, output bytes in brackets):
 
@@ -19,7 +19,8 @@ import pytest
 from engine.generators import random_dag
 from engine.graph import CompGraph
 from engine.graph_io import graph_from_dict
-from engine.groupers import (
+from engine.grouping.contract import contract
+from engine.grouping.rules import (
     forward_scope,
     layer_scopes,
     merge_and_colocate,
@@ -28,7 +29,6 @@ from engine.groupers import (
     scope_groups,
     unit_groups,
 )
-from engine.grouping import contract
 
 
 def graph(n: int, edges, out=None, colocate=None, scope=None, phase=None) -> CompGraph:

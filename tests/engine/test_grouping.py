@@ -1,4 +1,4 @@
-"""Tests for engine.grouping: colocation groups, contraction and expansion.
+"""Tests for engine.grouping.contract: colocation groups, contraction and expansion.
 
 The contraction example, worked out by hand (bytes; compute in seconds):
 
@@ -26,7 +26,7 @@ import pytest
 from engine.errors import GraphError
 from engine.graph import CompGraph
 from engine.graph_io import graph_from_dict
-from engine.grouping import colocation_groups, contract
+from engine.grouping.contract import colocation_groups, contract
 
 
 def make(ops: list[dict], edges: list[tuple] = ()) -> CompGraph:

@@ -23,7 +23,7 @@ from engine.importers.dnn_partitioning import (
     load_expert_placement,
 )
 from engine.simulator import simulate
-from engine.sources import detect_format, load_graph
+from engine.specs import detect_format, load_graph
 
 # the copy shipped in the repository (engine/workloads/published.py), found relative to this file
 DATA = Path(__file__).resolve().parents[2] / "engine" / "workloads" / "data" / "dnn_partitioning"

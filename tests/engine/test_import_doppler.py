@@ -17,7 +17,7 @@ from engine.importers.doppler_text import (
     graph_from_doppler_text,
     load_doppler_text,
 )
-from engine.sources import detect_format, load_graph
+from engine.specs import detect_format, load_graph
 
 # 6 nodes in total, 2 of them inputs: the graph has nodes 0..3.
 # Edges 0->1, 0->2, 1->3, 2->3; separators mixed, trailing commas as in the published files.

@@ -21,7 +21,7 @@ from engine.importers.networkx_formats import (
     graph_to_node_link,
     load_graphml,
 )
-from engine.sources import detect_format, load_graph
+from engine.specs import detect_format, load_graph
 
 
 def doc() -> dict:

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from engine.errors import GraphError, SpecError
-from engine.sources import load_graph
+from engine.specs import load_graph
 
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
@@ -200,6 +200,6 @@ def test_inception_v3_training_step_import(tmp_path, monkeypatch, capsys):
     # the 3×3-dbl chain, its two splits and their concat, the pool branch and the block concat
     # (11); mixed10: the same less its block concat, which chains into the head (avg pool →
     # predictions → loss) (10 + 1); the optimizer's iteration counter 1 → 67 (paper: 83, TF-slim)
-    from engine.groupers import unit_groups
+    from engine.grouping.rules import unit_groups
 
     assert int(unit_groups(g).max()) + 1 == 1 + 15 + 4 + 20 + 4 + 11 + 11 + 1

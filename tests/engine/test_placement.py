@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.cluster import Device, load_cluster, uniform_cluster
+from engine.cluster import Device, uniform_cluster
 from engine.errors import PlacementError
 from engine.graph_io import GRAPH_SCHEMA, graph_from_dict
 from engine.placement import (
@@ -22,6 +22,7 @@ from engine.placement import (
     placement_from_dict,
     save_placement,
 )
+from engine.specs import load_cluster
 
 NAN = float("nan")
 

@@ -355,8 +355,8 @@ def test_reused_simulator_does_not_leak_state(case, data):
 def test_identical_devices_are_interchangeable(case, rnd):
     """On identical devices sharing one link, renaming the devices changes no time (``placeto`` mode
     on any number of devices, ``default`` on two: with three or more its sends of one output go in
-    destination-device order, ``docs/simulation.md``). Placeto's known limit on two K80s rests on
-    this symmetry (``policies/rl/placeto.py``)."""
+    destination-device order, ``docs/reference/simulation.md``). Placeto's known limit on two K80s rests on
+    this symmetry (``policies/rl/placeto/agent.py``)."""
     g, c, p = case
     c = dataclasses.replace(c, links=())
     if c.simulation.mode == "default":

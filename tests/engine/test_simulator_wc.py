@@ -335,7 +335,7 @@ def test_memory_timeline_agrees_with_peak(case):
 def test_identical_devices_are_interchangeable(case, rnd):
     """On identical devices sharing one link, renaming the devices changes no time: the mode breaks
     ties by op and edge order, never by device index (a placement and its relabelling are one point
-    of the search space; Placeto's known limit on two K80s rests on it, ``policies/rl/placeto.py``)."""
+    of the search space; Placeto's known limit on two K80s rests on it, ``policies/rl/placeto/agent.py``)."""
     g, c, p, run = case
     perm = np.array(rnd.sample(range(c.num_devices), c.num_devices))
     note(f"{c.simulation}\nplacement {p.tolist()}, relabelled by {perm.tolist()}")

@@ -308,3 +308,24 @@ def test_mismatched_schedule_is_rejected():
     other = random_dag(ops=7)
     with pytest.raises(ValueError, match="7 ops"):
         schedule_to_chrome_trace(schedule, other, cluster)
+
+
+# ---- work_conserving: a transfer's whole time is drawn ----------------------------------------
+
+
+def test_work_conserving_sends_are_drawn_for_their_whole_time():
+    """No channel pipelines the latency here (CONTRACTS §4 is about default mode): a send lasts latency +
+    bytes / bandwidth, as the schedule's transfer rows and schedule_transfers.csv say."""
+    graph = tiny_graph()
+    cluster = Cluster("tiny-wc", tuple(Device(f"gpu:{i}", "gpu", 1e9) for i in range(3)), Link(1e9, 1 * US), (),
+                      SimulationSettings("work_conserving"))
+    schedule = simulate(graph, cluster, PLACEMENT)
+    doc = schedule_to_chrome_trace(schedule, graph, cluster)
+    sends = sorted((e["name"], e["ts"], e["dur"]) for e in by_ph(doc, "X") if e["cat"] == "transfer")
+    # a (0-10 us on gpu:0) sends 4000 B to gpu:1 and gpu:2: 1 + 4 us each, both at 10; c (on gpu:2 from 15 to
+    # 18) sends 2000 B to gpu:1 at 18: 1 + 2 us
+    assert sends == [("send a → gpu:1", pytest.approx(10), pytest.approx(5)),
+                     ("send a → gpu:2", pytest.approx(10), pytest.approx(5)),
+                     ("send c → gpu:1", pytest.approx(18), pytest.approx(3))]
+    rows = schedule.transfer_end - schedule.transfer_start
+    assert sorted(e[2] for e in sends) == pytest.approx(sorted(rows / US))

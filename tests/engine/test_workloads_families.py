@@ -9,7 +9,7 @@ import pytest
 
 from engine.errors import SpecError
 from engine.generators import from_spec
-from engine.grouping import contract
+from engine.grouping.contract import contract
 from engine.workloads.placeto_families import FAMILY_SIZE, _draws, family, family_grouping
 
 RANGES = {"nmt": ((16, 32), (64, 128)), "ptb": ((25, 40), (1536, 3072)), "cifar10": (None, (240, 360))}

@@ -8,10 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from engine.cluster import load_cluster
 from engine.errors import SpecError
 from engine.simulator import simulate
-from engine.sources import load_graph
+from engine.specs import load_cluster, load_graph
 from engine.workloads.published import (
     DATA_DIR,
     WORKLOADS,

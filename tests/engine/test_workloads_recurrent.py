@@ -7,8 +7,8 @@ import pytest
 
 from engine.costmodel import FP32, K80, op_time
 from engine.generators import from_spec
-from engine.groupers import mirhoseini_groups, scope_groups, unit_groups
-from engine.grouping import contract
+from engine.grouping.contract import contract
+from engine.grouping.rules import mirhoseini_groups, scope_groups, unit_groups
 from engine.workloads.recurrent import TrainGraph, nmt, rnnlm
 
 
@@ -23,7 +23,7 @@ def mt():
 
 
 def _units(g) -> int:
-    """Mirhoseini §4.1's groups as :func:`engine.groupers.unit_groups` forms them."""
+    """Mirhoseini §4.1's groups as :func:`engine.grouping.rules.unit_groups` forms them."""
     return int(unit_groups(g).max()) + 1
 
 

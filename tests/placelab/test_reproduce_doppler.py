@@ -11,8 +11,8 @@ from engine.placement import load_placement
 from engine.presets import PRESETS
 from engine.runs import RunStore
 from engine.simulator import Simulator
-from engine.sources import load_graph
-from placelab.cli import app
+from engine.specs import load_graph
+from placelab.cli import app, run_command
 from placelab.reproduce import core, doppler
 from placelab.reproduce.core import Build, Reproduction, Step
 from placelab.reproduce.papers import paper_table
@@ -57,6 +57,16 @@ def test_full_setting_uses_the_papers_budgets():
     # DOPPLER §6.1: 4k episodes for CHAINMM and FFNN, 8k for the Llama graphs
     assert [episodes(f"find/doppler/{r}") for r in doppler.GRAPHS] == [4000, 4000, 8000, 8000]
     assert episodes("stage1/CHAINMM") == 1000 and episodes("find/placeto/LLAMA-LAYER") == 8000
+    # GDP as the DOPPLER authors ran it: an imitation stage, then the simulation stage from it, §6.1's episodes
+    assert [episodes(f"find/gdp/{r}") for r in doppler.GRAPHS] == [4000, 4000, 8000, 8000]
+    assert episodes("gdp-stage1/LLAMA-BLOCK") == 2000
+    assert steps["gdp-stage1/FFNN"][-11:-5] == ("--stage", "imitation", "--param", "lr=0.001", "--param",
+                                               "lr_final=0.001")
+    assert steps["find/gdp/FFNN"][-7:-3] == ("--init-from", "{run:gdp-stage1/FFNN}", "--param", "decay_episodes=4000")
+    for table in ("doppler-table8", "doppler-table9"):  # the paper's Tables 8-9 have no GDP column, nor do ours
+        assert not any(s.key.startswith(("find/gdp/", "gdp-stage1/")) for s in core.get(table).steps(False))
+        assert "GDP" not in {c.column for c in core.get(table).build({}, "/nonexistent", False).cells}
+    assert not any(n.startswith("GDP:") for n in core.get("doppler-table2").build({}, "/nonexistent", False).notes)
     assert steps["find/doppler-sel/FFNN"][-9:-3] == ("--init-from", "{run:stage1/FFNN}", "--param", "variant=sel-only",
                                                      "--param", "decay_episodes=4000")  # ε: 0.2 → 0 over training
     t4 = {s.key: s.argv for s in core.get("doppler-table4").steps(False)}
@@ -93,7 +103,7 @@ def chain_reproduction(tiny_reproduction, monkeypatch):
 
 def test_a_step_runs_the_placement_an_earlier_step_stored(chain_reproduction, tmp_path):
     root = tmp_path / "runs"
-    res = reproduce("tiny-table", quick=True, runs_dir=str(root))
+    res = reproduce("tiny-table", command=run_command, quick=True, runs_dir=str(root))
     store = RunStore(root)
     log = store.load(res["run_id"]).read_json("commands.json")["steps"]
     keys = [e["key"] for e in log]
@@ -118,27 +128,29 @@ def test_quick_table_on_a_tiny_budget_has_the_tables_shape(monkeypatch, tmp_path
     monkeypatch.setattr(doppler, "QUICK", doppler.Budgets(tiny, tiny, tiny, kshot=2, pairs=1))
     before = sorted(p.name for p in REPO_RUNS.iterdir())
     root = tmp_path / "runs"
-    res = reproduce("doppler-table2", quick=True, runs_dir=str(root), only="CHAINMM", keep_step_runs=False)
+    res = reproduce("doppler-table2", command=run_command, quick=True, runs_dir=str(root), only="CHAINMM",
+                    keep_step_runs=False)
     assert sorted(p.name for p in REPO_RUNS.iterdir()) == before  # nothing written to the repository's runs/
     assert [r.id for r in RunStore(root).list()] == [res["run_id"]]  # the step runs went to a scratch store
     table = {(r["row"], r["column"]): r for r in res["table"]}
     paper = paper_table("doppler", "table2")["rows"]
     extra = {(row, c) for row in doppler.GRAPHS for c in ("DOPPLER-SEL", "DOPPLER-PLC")}
+    assert ("CHAINMM", "GDP") in {(r, c) for r, cols in paper.items() for c in cols}
     assert set(table) == {(r, c) for r, cols in paper.items() for c in cols} | extra
     measured = {k for k, r in table.items() if r["ours"] is not None}
-    assert measured == {("CHAINMM", c) for c in ("Critical path", "Placeto", "EnumOpt", "DOPPLER-SIM", "DOPPLER-SYS",
-                                                 "DOPPLER-SEL", "DOPPLER-PLC")}
+    assert measured == {("CHAINMM", c) for c in ("Critical path", "Placeto", "GDP", "EnumOpt", "DOPPLER-SIM",
+                                                 "DOPPLER-SYS", "DOPPLER-SEL", "DOPPLER-PLC")}
     for k in measured:
         assert table[k]["ours_std"] >= 0 and table[k]["unit"] in ("ms", "")
     assert table[("CHAINMM", "DOPPLER-SIM")]["ours"] == table[("CHAINMM", "DOPPLER-SYS")]["ours"]
     # a trained cell says how many placements its training evaluated, and after how many it found its best
-    for col in ("Placeto", "DOPPLER-SIM", "DOPPLER-SEL"):
+    for col in ("Placeto", "GDP", "DOPPLER-SIM", "DOPPLER-SEL"):
         note = table[("CHAINMM", col)]["note"]
         m = re.search(r"(\d+) episodes, (\d+) placements evaluated, the best after (\d+)$", note)
         assert m and int(m[1]) >= 2 and 1 <= int(m[3]) <= int(m[2]), note  # Placeto: whole batches of 8
     assert "the best after" not in table[("CHAINMM", "Critical path")]["note"]
     assert table[("FFNN", "Placeto")]["note"] == "error: step did not run"
-    assert table[("CHAINMM", "GDP")]["note"] == "not reproduced"
+    assert table[("FFNN", "GDP")]["note"] == "error: step did not run"
     # ms: the critical-path placement executed 10 times, computed directly (critical-path is deterministic)
     g, c = load_graph("gen:chainmm"), PRESETS["p100x4"]()
     from policies.base import make_placer
@@ -175,5 +187,5 @@ def test_g1_cells_are_the_work_conserving_correlations_of_validate():
 
 def test_g1_measures_so_it_refuses_workers(tmp_path):
     with pytest.raises(SpecError, match="must not run side by side"):
-        reproduce("doppler-g1", quick=True, runs_dir=str(tmp_path), workers=2)
+        reproduce("doppler-g1", command=run_command, quick=True, runs_dir=str(tmp_path), workers=2)
     assert not (tmp_path / "runs").exists() and not list(tmp_path.iterdir())

@@ -111,7 +111,7 @@ def test_placeto_trains_on_the_nmt_family_with_discount_0_only():
     parameter is one Placeto's config takes."""
     from placelab.cli_common import parse_params
     from placelab.reproduce import core
-    from policies.rl.registry import make_config
+    from policies.rl.core.registry import make_config
 
     for quick in (True, False):
         steps = {s.key: list(s.argv) for name in ("placeto-fig5", "placeto-ablations")
@@ -135,7 +135,7 @@ def test_table1_gives_each_learned_placer_the_papers_placements_and_nmt_32_group
     rows' steps, and only those, group into 32 (both placers)."""
     from placelab.cli_common import parse_params
     from placelab.reproduce import core
-    from policies.rl.registry import make_config
+    from policies.rl.core.registry import make_config
 
     def arg(argv, flag):
         return [argv[i + 1] for i, x in enumerate(argv) if x == flag]
@@ -192,8 +192,8 @@ def test_mirhoseini_table2_trains_the_rnn_placer_on_the_papers_grouping():
     from engine.workloads.recurrent import nmt, rnnlm
     from placelab.cli_common import parse_params
     from placelab.reproduce import core
-    from policies.rl.jobs import task_for
-    from policies.rl.registry import make_config
+    from policies.rl.core.registry import make_config
+    from policies.rl.core.task import task_for
 
     for quick in (True, False):
         trains = [s for s in core.get("mirhoseini-table2").steps(quick) if s.argv[0] == "train"]

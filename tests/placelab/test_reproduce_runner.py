@@ -6,16 +6,17 @@ import pytest
 from engine.errors import SpecError
 from engine.presets import PRESETS
 from engine.runs import RunStore
-from engine.sources import load_graph
+from engine.specs import load_graph
+from placelab.cli import run_command
 from placelab.reproduce.runner import reproduce, run_step
 from policies.runner import place_and_simulate
 from tests.placelab.tiny import TINY_GRAPH
 
 
 def test_run_step_returns_the_commands_json_or_its_error():
-    out = run_step(("graph", "info", TINY_GRAPH))
+    out = run_step(run_command, ("graph", "info", TINY_GRAPH))
     assert out["ops"] == 30 and out["wall_s"] >= 0
-    bad = run_step(("graph", "info", "gen:nope"))
+    bad = run_step(run_command, ("graph", "info", "gen:nope"))
     assert "unknown generator 'nope'" in bad["error"]
 
 
@@ -29,11 +30,11 @@ def test_ctrl_c_in_a_step_stops_the_reproduction(monkeypatch):
 
     monkeypatch.setattr(placelab.cli, "load_graph", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        run_step(("graph", "info", TINY_GRAPH))
+        run_step(run_command, ("graph", "info", TINY_GRAPH))
 
 def test_reproduction_stores_table_figures_and_commands(tiny_reproduction, tmp_path):
     root = tmp_path / "runs"
-    res = reproduce("tiny-table", quick=True, runs_dir=str(root))
+    res = reproduce("tiny-table", command=run_command, quick=True, runs_dir=str(root))
     store = RunStore(root)
     run = store.load(res["run_id"])
     assert run.status == "done" and run.meta["kind"] == "reproduce" and run.meta["placer"] == "tiny-table"
@@ -65,7 +66,7 @@ def test_reproduction_stores_table_figures_and_commands(tiny_reproduction, tmp_p
 
 def test_scratch_step_runs_leave_only_the_reproduction(tiny_reproduction, tmp_path):
     root = tmp_path / "runs"
-    res = reproduce("tiny-table", quick=True, runs_dir=str(root), keep_step_runs=False)
+    res = reproduce("tiny-table", command=run_command, quick=True, runs_dir=str(root), keep_step_runs=False)
     assert [r.id for r in RunStore(root).list()] == [res["run_id"]]
     assert res["table"][0]["ours"] is not None
 
@@ -74,7 +75,7 @@ def test_a_step_runs_once_its_references_have_run_and_not_when_they_failed(tmp_p
     """A step that names another's run gets it filled in; naming a failed step, or a cycle, records why."""
     from placelab.reproduce.core import Step
     from placelab.reproduce.runner import _run_steps
-    from policies.parallel import Executor
+    from policies.parallel import ParallelMap
 
     place = ("place", TINY_GRAPH, "-c", "k80x2", "--save", "--placer")
     steps = [Step("again", ("simulate", TINY_GRAPH, "-c", "k80x2", "--placement", "{placement:single}")),
@@ -83,7 +84,7 @@ def test_a_step_runs_once_its_references_have_run_and_not_when_they_failed(tmp_p
              Step("after-broken", ("simulate", TINY_GRAPH, "-c", "k80x2", "--placement", "{placement:broken}")),
              Step("egg", (*place, "round-robin", "--name", "{run:hen}")),
              Step("hen", (*place, "round-robin", "--name", "{run:egg}"))]
-    out, log = _run_steps(steps, str(tmp_path), Executor(), None, None)
+    out, log = _run_steps(steps, str(tmp_path), (ParallelMap(), run_command), None, None)
     assert out["again"]["makespan_s"] == pytest.approx(out["single"]["makespan_s"], rel=1e-12)
     order = [e["key"] for e in log]
     assert order.index("single") < order.index("again")
@@ -96,7 +97,7 @@ def test_a_step_runs_once_its_references_have_run_and_not_when_they_failed(tmp_p
 
 def test_unknown_and_unready_reproductions(tiny_reproduction, tmp_path, monkeypatch):
     with pytest.raises(SpecError, match="unknown reproduction 'nope'"):
-        reproduce("nope", runs_dir=str(tmp_path))
+        reproduce("nope", command=run_command, runs_dir=str(tmp_path))
     from dataclasses import replace
 
     from placelab.reproduce import core
@@ -104,16 +105,17 @@ def test_unknown_and_unready_reproductions(tiny_reproduction, tmp_path, monkeypa
     monkeypatch.setitem(core.REPRODUCTIONS, "tiny-table",
                         replace(tiny_reproduction, requires=("no-such-placer", "module:no_such_module")))
     with pytest.raises(SpecError, match="needs placer no-such-placer, module:no_such_module"):
-        reproduce("tiny-table", runs_dir=str(tmp_path))
+        reproduce("tiny-table", command=run_command, runs_dir=str(tmp_path))
     assert not (tmp_path / "runs").exists()
 
 
 def test_only_runs_the_matching_steps(tiny_reproduction, tmp_path):
-    res = reproduce("tiny-table", quick=True, runs_dir=str(tmp_path), only="base", keep_step_runs=False)
+    res = reproduce("tiny-table", command=run_command, quick=True, runs_dir=str(tmp_path), only="base",
+                    keep_step_runs=False)
     run = RunStore(tmp_path).load(res["run_id"])
     assert [s["key"] for s in run.read_json("commands.json")["steps"]] == ["base"]
     assert run.meta["parameters"]["only"] == "base"
     notes = {r["column"]: r["note"] for r in res["table"]}
     assert notes["Learned"] == "error: step did not run" and res["table"][0]["ours"] is not None
     with pytest.raises(SpecError, match="matches no step"):
-        reproduce("tiny-table", runs_dir=str(tmp_path), only="nothing-like-this")
+        reproduce("tiny-table", command=run_command, runs_dir=str(tmp_path), only="nothing-like-this")

@@ -40,10 +40,10 @@ def test_learned_placers_place_mirhoseini_units(placer, params):
     """grouping=units: 4 × 3 + 5 units on a 3-step RNNLM (see test_workloads_recurrent); each unit —
     a cell's forward and backward ops, which no acyclic grouping can hold — lands on one device."""
     from engine.generators import from_spec
-    from engine.groupers import unit_groups
+    from engine.grouping.rules import unit_groups
     from engine.presets import PRESETS
-    from policies.rl.jobs import task_for
-    from policies.rl.registry import make_config
+    from policies.rl.core.registry import make_config
+    from policies.rl.core.task import task_for
 
     g = from_spec("gen:rnnlm?steps=3&units=64&batch=4&vocab=100")
     c = PRESETS["k80x2"]()

@@ -24,7 +24,7 @@ import pytest
 
 from engine.errors import SpecError
 from engine.runs import RunStore
-from policies.parallel import Executor, TaskLost
+from policies.parallel import ParallelMap, TaskLost
 from policies.runner import compare
 from policies.sweep import SweepSpec, resume_sweep, run_sweep, sweep_rows
 
@@ -48,7 +48,7 @@ def _square_plus(x: int, offset: np.ndarray) -> int:
 
 def test_in_process_map_runs_in_order_with_callbacks():
     events = []
-    out = Executor().map(_square_plus, [(i, np.array([1, 2])) for i in range(4)],
+    out = ParallelMap().map(_square_plus, [(i, np.array([1, 2])) for i in range(4)],
                          on_start=lambda i: events.append(("start", i)),
                          on_result=lambda i, r: events.append(("done", i, r)))
     assert out == [3, 4, 7, 12]
@@ -58,7 +58,7 @@ def test_in_process_map_runs_in_order_with_callbacks():
 def test_in_process_more_queues_the_tasks_a_result_lets_run():
     """``more`` adds tasks after those already queued; they get the next indices and results."""
     zero, seen = np.array([0]), []
-    out = Executor().map(_square_plus, [(1, zero), (2, zero)], on_result=lambda i, r: seen.append(i),
+    out = ParallelMap().map(_square_plus, [(1, zero), (2, zero)], on_result=lambda i, r: seen.append(i),
                          more=lambda i, r: [(i + 10, zero)] if i < 2 else [])
     assert out == [1, 4, 100, 121] and seen == [0, 1, 2, 3]
 
@@ -67,7 +67,7 @@ def test_in_process_more_queues_the_tasks_a_result_lets_run():
                                                ({"workers": 2, "address": "auto"}, "not both")])
 def test_bad_executor_options_are_one_sentence(kwargs, words):
     with pytest.raises(SpecError, match=words):
-        Executor(**kwargs)
+        ParallelMap(**kwargs)
 
 
 def test_importing_placelab_and_the_app_pages_does_not_import_ray():
@@ -84,7 +84,7 @@ def ray_executor():
     if ray.is_initialized():
         ray.shutdown()
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import test modules
-    with Executor(workers=2) as ex:
+    with ParallelMap(workers=2) as ex:
         yield ex
     assert not ray.is_initialized()
 
@@ -142,8 +142,7 @@ def test_sweep_and_compare_on_ray_equal_the_sequential_path(ray_executor, sequen
 
 
 def _graph_and_cluster():
-    from engine.cluster import load_cluster
-    from engine.sources import load_graph
+    from engine.specs import load_cluster, load_graph
 
     return load_graph(SPEC.graphs[1]), load_cluster("cpu+k80x2")
 
@@ -199,7 +198,7 @@ def test_a_task_lost_beyond_its_retries_fails_the_sweep_which_resumes(ray_execut
     killer = _kill_one_worker(killed)
     store = RunStore(tmp_path)
     with pytest.raises(TaskLost, match="its worker died in each of its 1 attempt"):
-        run_sweep(store, spec, executor=Executor(workers=2, max_retries=0))  # joins the running runtime
+        run_sweep(store, spec, executor=ParallelMap(workers=2, max_retries=0))  # joins the running runtime
     killer.join()
     (sweep,) = store.list(kind="sweep")
     assert sweep.meta["status"] == "failed" and "worker died" in sweep.meta["error"]
@@ -288,6 +287,6 @@ def test_ctrl_c_while_a_result_is_stored_waits_until_it_is_stored():
         stored.append(result)
 
     with pytest.raises(KeyboardInterrupt):
-        Executor().map(_square_plus, [(i, np.array([0])) for i in range(4)], on_result=store)
+        ParallelMap().map(_square_plus, [(i, np.array([0])) for i in range(4)], on_result=store)
     assert stored == [0, 1]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

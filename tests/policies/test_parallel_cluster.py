@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from engine.runs import RunStore
-from policies.parallel import Executor
+from policies.parallel import ParallelMap
 from policies.sweep import SweepSpec, run_sweep, sweep_rows
 
 
@@ -49,7 +49,7 @@ def three_nodes():
 def test_a_sweep_runs_across_simulated_nodes(three_nodes, tmp_path):
     import ray
 
-    ex = Executor(address=three_nodes.address)
+    ex = ParallelMap(address=three_nodes.address)
     with ex:
         assert len([n for n in ray.nodes() if n["Alive"]]) == 3
         (tmp_path / "barrier").mkdir()

@@ -1,4 +1,4 @@
-"""policies.rl.agent: the per-task cache both agents use (PerTask) and the rollout/backward split."""
+"""policies.rl.core.agent: the per-task cache both agents use (PerTask) and the rollout/backward split."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from rl_graphs import cluster
 
-from engine.sources import load_graph
-from policies.rl.agent import PerTask
-from policies.rl.registry import make_agent
-from policies.rl.task import PlacementTask, make_task
+from engine.specs import load_graph
+from policies.rl.core.agent import PerTask
+from policies.rl.core.registry import make_agent
+from policies.rl.core.task import PlacementTask, make_task
 
 
 def test_per_task_builds_once_per_task_and_forgets_freed_tasks():
@@ -60,7 +60,7 @@ def test_a_rollout_travels_between_processes_and_gives_the_same_gradient(placer)
     import torch
     from rl_graphs import two_chains
 
-    from policies.rl.agent import backward, train_step
+    from policies.rl.core.agent import backward, train_step
 
     task = make_task(two_chains(0.1e9), cluster(2), groups=None)
     params: dict = {"groups": None, "batch": 4} if placer == "placeto" else \

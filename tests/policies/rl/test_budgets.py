@@ -11,12 +11,14 @@ import pytest
 import torch
 from rl_graphs import cluster, cluster_file, graph_file, two_chains
 
-from policies.rl.agent import EpisodeStats
-from policies.rl.placeto import PlacetoAgent, PlacetoConfig
-from policies.rl.reinforce import Budget, StoppingRule
-from policies.rl.rnn import RNNAgent, RNNConfig
-from policies.rl.task import Evaluation, make_task
-from policies.rl.trainer import Trainer
+from policies.rl.core.agent import EpisodeStats
+from policies.rl.core.reinforce import Budget, StoppingRule
+from policies.rl.core.task import Evaluation, make_task
+from policies.rl.core.trainer import Trainer
+from policies.rl.placeto.agent import PlacetoAgent
+from policies.rl.placeto.config import PlacetoConfig
+from policies.rl.rnn.agent import RNNAgent
+from policies.rl.rnn.config import RNNConfig
 
 RNN_SMALL = {"hidden": 16, "type_dim": 4, "device_dim": 4, "attention": 8, "shape_len": 2, "groups": None}
 

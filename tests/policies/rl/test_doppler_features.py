@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.generators import random_dag
 from engine.graph_io import graph_from_dict
-from policies.rl.doppler_features import DopplerGraph, EstimatedSchedule, zscore
-from policies.rl.doppler_rollout import assign
+from policies.rl.doppler.features import DopplerGraph, EstimatedSchedule, zscore
+from policies.rl.doppler.rollout import assign
 
 GB = 1e9
 S, L, R, T, U = range(5)

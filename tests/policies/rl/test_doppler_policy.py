@@ -10,13 +10,14 @@ import pytest
 import torch
 from torch_geometric.nn import NNConv
 
-from policies.rl.agent import train_step
-from policies.rl.doppler import DopplerAgent, DopplerConfig, RunningMeanBaseline, teacher_placement
-from policies.rl.doppler_net import EdgeNetworkConv, PlcPolicy, episode_loss
-from policies.rl.registry import make_config
-from policies.rl.reinforce import Budget, StoppingRule
-from policies.rl.task import make_task
-from policies.rl.trainer import Trainer
+from policies.rl.core.agent import train_step
+from policies.rl.core.registry import make_config
+from policies.rl.core.reinforce import Budget, StoppingRule
+from policies.rl.core.task import make_task
+from policies.rl.core.trainer import Trainer
+from policies.rl.doppler.agent import DopplerAgent, RunningMeanBaseline, teacher_placement
+from policies.rl.doppler.config import DopplerConfig
+from policies.rl.doppler.net import EdgeNetworkConv, PlcPolicy, episode_loss
 
 from .test_doppler_features import hand_graph, two_gpus
 
@@ -281,14 +282,14 @@ def test_stage_one_reaches_the_teachers_makespan():
 def test_weights_move_to_another_cluster_and_sizes_must_match():
     src = DopplerAgent(2, DopplerConfig(**SMALL), seed=1)
     dst = DopplerAgent(4, DopplerConfig(**SMALL), seed=2)
-    dst.load_weights(src.model.state_dict(), "run x")
+    dst.load_weights(src.model.state_dict())
     for a, b in zip(src.model.parameters(), dst.model.parameters(), strict=True):
         assert torch.equal(a, b)
     task4 = make_task(hand_graph(), two_gpus(4), groups=None)
     assert dst.place(task4, np.random.default_rng(0)).max() < 4  # the same networks place on 4 devices
     other = DopplerAgent(2, DopplerConfig(**{**SMALL, "hidden": 8}))
-    with pytest.raises(ValueError, match="cannot start from run x"):
-        other.load_weights(src.model.state_dict(), "run x")
+    with pytest.raises(ValueError, match="networks differ in size"):
+        other.load_weights(src.model.state_dict())
 
 
 @pytest.mark.parametrize("variant", ["full", "sel-only", "plc-only"])
@@ -309,7 +310,7 @@ def test_an_update_reaches_exactly_the_policies_in_use(variant):
 def test_stages_chain_through_stored_runs(tmp_path):
     from engine.errors import SpecError
     from engine.runs import RunStore
-    from policies.rl.jobs import start_training
+    from policies.rl.core.jobs import start_training
 
     store = RunStore(tmp_path)
     spec, params = "gen:random?ops=8&seed=1", {k: v for k, v in SMALL.items()}
@@ -337,7 +338,7 @@ def test_a_run_stored_with_the_earlier_defaults_keeps_its_own(tmp_path):
     edge width is refused with the setting that matches it."""
     from engine.errors import SpecError
     from engine.runs import RunStore
-    from policies.rl.jobs import load_policy, start_training
+    from policies.rl.core.jobs import load_policy, start_training
 
     store = RunStore(tmp_path)
     spec, small = "gen:random?ops=8&seed=1", {"hidden": 16, "rounds": 2, "head": 8}

@@ -1,4 +1,4 @@
-"""Placeto §4.2 generalization experiment (policies.rl.experiment)."""
+"""Placeto §4.2 generalization experiment (policies.rl.core.experiment)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ CONFIG = {"groups": None, "batch": 4}
 
 
 def test_generalization_experiment_stores_three_methods_per_test_graph(tmp_path):
-    from policies.rl.experiment import generalization
+    from policies.rl.core.experiment import generalization
 
     store = RunStore(tmp_path / "runs")
     res = generalization(store, "cifar10", "k80x2", episodes=8, optimized_episodes=8, random_samples=2,

@@ -1,4 +1,4 @@
-"""Learning health (policies.rl.health): window statistics on hand-made curves, the random-search best
+"""Learning health (policies.rl.core.health): window statistics on hand-made curves, the random-search best
 checked by an independent computation, the verdicts, and stored runs old and new."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from rl_graphs import cluster, cluster_file, graph, graph_file, two_chains
 from engine.objectives import GB, penalized_runtime
 from engine.runs import RunStore
 from engine.simulator import Simulator
-from engine.sources import load_graph
-from policies.rl.health import (
+from engine.specs import load_graph
+from policies.rl.core.health import (
     NEVER_LEFT_UNIFORM,
     VERDICTS,
     GraphComparison,
@@ -26,11 +26,11 @@ from policies.rl.health import (
     placements_per_graph,
     random_search,
     random_search_seed,
-    stored_health,
     uniform_entropy,
     window_size,
 )
-from policies.rl.task import make_task
+from policies.rl.core.stored_health import stored_health
+from policies.rl.core.task import make_task
 
 LN2 = math.log(2)
 
@@ -171,8 +171,8 @@ def test_assess_evaluates_as_many_random_placements_as_the_training(tmp_path):
 
 
 def test_stored_runs_new_and_old(tmp_path):
-    from policies.rl.jobs import start_training
-    from policies.rl.reinforce import Budget
+    from policies.rl.core.jobs import start_training
+    from policies.rl.core.reinforce import Budget
 
     store = RunStore(tmp_path / "runs")
     out = start_training("placeto", graph_file(tmp_path), cluster_file(tmp_path), params={"groups": None, "batch": 4},

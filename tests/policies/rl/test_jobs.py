@@ -1,4 +1,4 @@
-"""Training runs (policies.rl.jobs): run files, resume, stop requests, zero-shot eval, errors."""
+"""Training runs (policies.rl.core.jobs): run files, resume, stop requests, zero-shot eval, errors."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from rl_graphs import cluster, cluster_file, diamond, graph_file, two_chains
 from engine.errors import PlacelabError, RunError, SpecError
 from engine.runs import RunStore
 from policies import make_placer
-from policies.rl.jobs import evaluate_policy, load_policy, resume_training, start_training
-from policies.rl.placeto import PlacetoAgent
-from policies.rl.reinforce import Budget
-from policies.rl.run_files import CURVE, request_stop
+from policies.rl.core.jobs import evaluate_policy, load_policy, resume_training, start_training
+from policies.rl.core.reinforce import Budget
+from policies.rl.core.run_files import CURVE, request_stop
+from policies.rl.placeto.agent import PlacetoAgent
 
 torch.set_num_threads(1)
 

@@ -1,4 +1,4 @@
-"""Learned placers rewarded by measured runtimes (policies.rl.measured; DOPPLER Stage III):
+"""Learned placers rewarded by measured runtimes (policies.rl.core.measured; DOPPLER Stage III):
 every evaluated placement is executed, and its measured makespan is what the trainer sees."""
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from engine.graph import CompGraph
 from engine.graph_io import save_graph
 from engine.runs import RunStore
 from engine.simulator import Simulator
-from policies.rl.jobs import start_training
-from policies.rl.measured import measured_rewards, rewards_for
-from policies.rl.placeto import PlacetoAgent, PlacetoConfig
-from policies.rl.reinforce import Budget, StoppingRule
-from policies.rl.task import make_task
-from policies.rl.trainer import Trainer
+from policies.rl.core.jobs import start_training
+from policies.rl.core.measured import measured_rewards, rewards_for
+from policies.rl.core.reinforce import Budget, StoppingRule
+from policies.rl.core.task import make_task
+from policies.rl.core.trainer import Trainer
+from policies.rl.placeto.agent import PlacetoAgent
+from policies.rl.placeto.config import PlacetoConfig
 
 torch.set_num_threads(1)
 

@@ -1,4 +1,4 @@
-"""Placeto (policies.rl.placeto): masking, rewards worked out by hand, evaluations, and a policy that
+"""Placeto (policies.rl.placeto.agent): masking, rewards worked out by hand, evaluations, and a policy that
 learns a 6-op graph's optimum."""
 
 from __future__ import annotations
@@ -9,12 +9,13 @@ import torch
 from rl_graphs import GB, cluster, graph, two_chains
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
-from policies.rl.placeto import PlacetoAgent, PlacetoConfig
-from policies.rl.placeto_net import PlacetoNet
-from policies.rl.placeto_sweep_net import SweepNet
-from policies.rl.reinforce import Budget, StoppingRule
-from policies.rl.task import make_task
-from policies.rl.trainer import Trainer
+from policies.rl.core.reinforce import Budget, StoppingRule
+from policies.rl.core.task import make_task
+from policies.rl.core.trainer import Trainer
+from policies.rl.placeto.agent import PlacetoAgent
+from policies.rl.placeto.config import PlacetoConfig
+from policies.rl.placeto.net import PlacetoNet
+from policies.rl.placeto.sweep_net import SweepNet
 
 torch.set_num_threads(1)
 

@@ -1,11 +1,11 @@
-"""Placeto's network (policies.rl.placeto_net): message passing against a plain loop, its direction
+"""Placeto's network (policies.rl.placeto.net): message passing against a plain loop, its direction
 and its gradient."""
 
 from __future__ import annotations
 
 import torch
 
-from policies.rl.placeto_net import DirectionalPass, SparsePair
+from policies.rl.placeto.net import DirectionalPass, SparsePair
 
 torch.set_num_threads(1)
 

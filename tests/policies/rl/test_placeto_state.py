@@ -1,4 +1,4 @@
-"""Placeto's states (policies.rl.placeto_state): features, pooling sets and batched sparse matrices
+"""Placeto's states (policies.rl.placeto.state): features, pooling sets and batched sparse matrices
 worked out by hand on the diamond graph."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ import numpy as np
 import torch
 from rl_graphs import cluster, diamond
 
-from policies.rl.placeto import PlacetoAgent, PlacetoConfig
-from policies.rl.placeto_state import state_batch
-from policies.rl.task import make_task
+from policies.rl.core.task import make_task
+from policies.rl.placeto.agent import PlacetoAgent
+from policies.rl.placeto.config import PlacetoConfig
+from policies.rl.placeto.state import state_batch
 
 torch.set_num_threads(1)
 

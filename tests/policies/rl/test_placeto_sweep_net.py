@@ -1,4 +1,4 @@
-"""Placeto's network as its authors built it (policies.rl.placeto_sweep_net): the level-by-level sweeps
+"""Placeto's network as its authors built it (policies.rl.placeto.sweep_net): the level-by-level sweeps
 against the authors' node-by-node loop, summed pooling, the head's sizes, the features worked out by hand,
 and the gradient against a dense re-computation."""
 
@@ -10,10 +10,11 @@ import numpy as np
 import torch
 from rl_graphs import cluster, diamond, graph
 
-from policies.rl.placeto import PlacetoAgent, PlacetoConfig
-from policies.rl.placeto_state import sweep_batch, sweep_features
-from policies.rl.placeto_sweep_net import SweepNet
-from policies.rl.task import make_task
+from policies.rl.core.task import make_task
+from policies.rl.placeto.agent import PlacetoAgent
+from policies.rl.placeto.config import PlacetoConfig
+from policies.rl.placeto.state import sweep_batch, sweep_features
+from policies.rl.placeto.sweep_net import SweepNet
 
 torch.set_num_threads(1)
 

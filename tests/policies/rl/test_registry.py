@@ -1,6 +1,6 @@
-"""policies.rl.registry: every learned placer's config cites its sources and validates its values;
-a learned placer registered in one module becomes a placer with its config's parameters; no
-torch is loaded to list them or to name a run's files."""
+"""policies.rl.core.registry: every learned placer's config cites its sources and validates its values;
+a learned placer listed in ``PACKAGES`` becomes a placer with its config's parameters; no torch is
+loaded to list them or to name a run's files."""
 
 from __future__ import annotations
 
@@ -13,9 +13,12 @@ from dataclasses import dataclass
 import pytest
 
 from engine.errors import SpecError
+from policies.base import make_placer, placer_parameters
 from policies.learned import placer_factory
-from policies.rl import registry
-from policies.rl.registry import LearnedConfig, config_fields, learned_placers, make_config, param, register_learned
+from policies.rl.core import registry
+from policies.rl.core.agent import Agent
+from policies.rl.core.config import LearnedConfig, LearnedPlacerInfo, param
+from policies.rl.core.registry import config_fields, learned_placers, make_config
 
 CITATION = re.compile(r"§|App\. A|Fig\. \d|^ours: \S|\w\.(py|txt):\d")
 
@@ -54,39 +57,51 @@ def test_ints_are_accepted_for_floats_and_stored_as_floats():
     assert make_config("placeto", {"lr": 1}).lr == 1.0 and isinstance(make_config("placeto", {"lr": 1}).lr, float)
     assert make_config("placeto", {"clip_grad": 0}).clip_grad == 0.0  # 0: no clipping
     with pytest.raises(ValueError, match="parameter 'batch'"):  # the dataclass checks itself too
-        registry.learned_placers()["placeto"].config(batch=0)
+        learned_placers()["placeto"].config(batch=0)
 
 
-def test_a_new_placer_is_one_registration(monkeypatch):
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+@dataclass
+class ToyConfig(LearnedConfig):
+    width: int = param(4, "toy width", "ours: a test", low=1)
 
-    @dataclass
-    class ToyConfig(LearnedConfig):
-        width: int = param(4, "toy width", "ours: a test", low=1)
 
-    @register_learned("toy", config=ToyConfig, description="a toy: for the test", episodes=7)
-    class ToyAgent:
-        def __init__(self, num_devices, config, *, seed=0, tasks=()):
-            self.num_devices, self.config = num_devices, config
+class ToyAgent(Agent):
+    name = "toy"
+    rollout = advantages = accumulate = merge = place = state_dict = load_state_dict = None  # not used here
 
+    def __init__(self, num_devices, config, *, seed=0, tasks=()):
+        self.num_devices, self.config = num_devices, config
+
+
+PLACER = LearnedPlacerInfo("toy", "a toy: for the test", ToyConfig, ToyAgent, episodes=7)
+
+
+def test_a_new_placer_is_one_line_in_packages(monkeypatch):
+    monkeypatch.setattr(registry, "PACKAGES", [*registry.PACKAGES, __name__])
     assert learned_placers()["toy"].config is ToyConfig
     assert make_config("toy", {"width": 9}).width == 9
     with pytest.raises(SpecError, match="'width' must be >= 1"):
         make_config("toy", {"width": 0})
     agent = registry.make_agent("toy", 3, {"width": 5})
     assert isinstance(agent, ToyAgent) and agent.config.width == 5 and agent.num_devices == 3
-    factory = placer_factory(learned_placers()["toy"])
-    import inspect
-
-    params = inspect.signature(factory).parameters
-    assert list(params)[:3] == ["policy", "episodes", "runs_dir"] and params["episodes"].default == 7
-    assert params["width"].default == 4 and set(params) >= {f.name for f in dataclasses.fields(ToyConfig)}
+    assert agent.curve_fields == {} and agent.fit_budget(None) is None and agent.end_training() is None  # no-op hooks
+    factory, params = placer_factory(learned_placers()["toy"])
+    assert list(params)[:3] == ["policy", "episodes", "runs_dir"] and params["episodes"] == 7
+    assert params["width"] == 4 and set(params) >= {f.name for f in dataclasses.fields(ToyConfig)}
     placer = factory(width=6)
     assert placer.name == "toy" and placer.params == {"width": 6} and placer.episodes == 7
 
 
+def test_a_learned_placer_takes_its_config_fields_as_placer_parameters():
+    params = placer_parameters("placeto")
+    assert params["episodes"] == learned_placers()["placeto"].episodes and params["discount"] == 0.5
+    with pytest.raises(SpecError, match="placer 'placeto' has no parameter 'width'"):
+        make_placer("placeto", width=3)
+    assert make_placer("placeto", discount=0.9).params == {"discount": 0.9}
+
+
 def test_listing_placers_and_naming_run_files_load_no_torch():
-    code = ("import sys, policies, policies.rl.run_files, policies.rl.registry as r; r.learned_placers(); "
+    code = ("import sys, policies, policies.rl.core.run_files, policies.rl.core.registry as r; r.learned_placers(); "
             "assert 'placeto' in policies.PLACERS; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -1,4 +1,4 @@
-"""REINFORCE bookkeeping (policies.rl.reinforce): returns, both baselines, decays, stopping rule
+"""REINFORCE bookkeeping (policies.rl.core.reinforce): returns, both baselines, decays, stopping rule
 and budgets, on sequences worked out by hand."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from policies.rl.reinforce import Budget, MovingAverageBaseline, StepBaseline, StoppingRule, linear, returns_to_go
+from policies.rl.core.reinforce import Budget, MovingAverageBaseline, StepBaseline, StoppingRule, linear, returns_to_go
 
 
 def test_returns_to_go():

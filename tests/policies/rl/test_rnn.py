@@ -1,4 +1,4 @@
-"""Tests for the RNN placer of Mirhoseini et al. (policies.rl.rnn_net, policies.rl.rnn): network
+"""Tests for the RNN placer of Mirhoseini et al. (policies.rl.rnn.net, policies.rl.rnn.agent): network
 shapes and masking, the group embedding worked out by hand, the §3.1 reward / baseline / failing
 signal arithmetic, learning a known optimum, and seeded determinism."""
 
@@ -14,10 +14,11 @@ import torch
 
 from engine.cluster import Device, uniform_cluster
 from engine.graph import CompGraph
-from policies.rl.agent import train_step
-from policies.rl.rnn import RNNAgent, RNNConfig, advantages, max_group_count, vocabulary
-from policies.rl.rnn_net import adjacency, output_shapes, type_bags
-from policies.rl.task import make_task
+from policies.rl.core.agent import train_step
+from policies.rl.core.task import make_task
+from policies.rl.rnn.agent import RNNAgent, advantages, max_group_count, vocabulary
+from policies.rl.rnn.config import RNNConfig
+from policies.rl.rnn.net import adjacency, output_shapes, type_bags
 
 GB = 1e9
 SMALL = {"hidden": 16, "type_dim": 4, "device_dim": 4, "attention": 8, "shape_len": 2}

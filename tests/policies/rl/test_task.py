@@ -1,4 +1,4 @@
-"""policies.rl.task: grouping structure, colocation sets, and the objective (engine.objectives,
+"""policies.rl.core.task: grouping structure, colocation sets, and the objective (engine.objectives,
 CONTRACTS §4) on devices of unequal memory."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from rl_graphs import GB, cluster, diamond, graph
 from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.objectives import memory_penalized_runtime, sqrt_runtime
 from engine.simulator import simulate
-from policies.rl.task import make_task
+from policies.rl.core.task import make_task
 
 
 def test_task_groups_structure_and_scale():
@@ -86,7 +86,7 @@ def test_merge_and_colocate_reaches_its_target_despite_non_convex_colocation_set
     import keras
 
     from engine.importers.tensorflow_graph import graph_from_keras
-    from policies.rl.task import learning_groups
+    from policies.rl.core.task import learning_groups
 
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(4)])
     g = graph_from_keras(model, 4)

@@ -1,4 +1,4 @@
-"""The shared training loop (policies.rl.trainer): learning-curve rows, schedules, checkpoints and
+"""The shared training loop (policies.rl.core.trainer): learning-curve rows, schedules, checkpoints and
 exact resume."""
 
 from __future__ import annotations
@@ -7,10 +7,11 @@ import pytest
 import torch
 from rl_graphs import cluster, two_chains
 
-from policies.rl.placeto import PlacetoAgent, PlacetoConfig
-from policies.rl.reinforce import Budget, StoppingRule
-from policies.rl.task import make_task
-from policies.rl.trainer import Trainer
+from policies.rl.core.reinforce import Budget, StoppingRule
+from policies.rl.core.task import make_task
+from policies.rl.core.trainer import Trainer
+from policies.rl.placeto.agent import PlacetoAgent
+from policies.rl.placeto.config import PlacetoConfig
 
 torch.set_num_threads(1)
 

@@ -1,4 +1,4 @@
-"""Parallel rollouts on Ray (policies.rl.workers): merging rollouts, a workers=2 run repeats exactly,
+"""Parallel rollouts on Ray (policies.rl.core.workers): merging rollouts, a workers=2 run repeats exactly,
 resumes exactly, survives a killed worker with nothing lost, and Ctrl-C leaves it interrupted."""
 
 from __future__ import annotations
@@ -16,16 +16,19 @@ from rl_graphs import cluster, diamond, two_chains
 from engine.cluster import save_cluster
 from engine.graph_io import save_graph
 from engine.runs import RunStore
-from policies.rl.agent import backward
-from policies.rl.doppler import DopplerAgent, DopplerConfig
-from policies.rl.jobs import resume_training, start_training
-from policies.rl.placeto import PlacetoAgent, PlacetoConfig
-from policies.rl.registry import make_agent
-from policies.rl.reinforce import Budget, StoppingRule
-from policies.rl.rnn import RNNAgent, RNNConfig
-from policies.rl.run_files import CHECKPOINT, CURVE
-from policies.rl.task import make_task
-from policies.rl.workers import RolloutWorker, RolloutWorkers
+from policies.rl.core.agent import backward
+from policies.rl.core.jobs import resume_training, start_training
+from policies.rl.core.registry import make_agent
+from policies.rl.core.reinforce import Budget, StoppingRule
+from policies.rl.core.run_files import CHECKPOINT, CURVE
+from policies.rl.core.task import make_task
+from policies.rl.core.workers import RolloutWorker, RolloutWorkers
+from policies.rl.doppler.agent import DopplerAgent
+from policies.rl.doppler.config import DopplerConfig
+from policies.rl.placeto.agent import PlacetoAgent
+from policies.rl.placeto.config import PlacetoConfig
+from policies.rl.rnn.agent import RNNAgent
+from policies.rl.rnn.config import RNNConfig
 
 torch.set_num_threads(1)
 
@@ -138,9 +141,9 @@ def ray_runtime():
     ray = pytest.importorskip("ray")
     if ray.is_initialized():
         ray.shutdown()
-    from policies.parallel import Executor
+    from policies.parallel import ParallelMap
 
-    with Executor(workers=2) as ex:  # one runtime for the module; the trainings join it
+    with ParallelMap(workers=2) as ex:  # one runtime for the module; the trainings join it
         yield ex
     assert not ray.is_initialized()
 
@@ -267,7 +270,7 @@ def test_doppler_trains_on_two_workers_and_its_episode_count_is_the_learners(ray
 
 
 def test_experiment_optimized_trainings_on_ray_equal_the_sequential_path(ray_runtime, tmp_path):
-    from policies.rl.experiment import generalization
+    from policies.rl.core.experiment import generalization
 
     def run(store_dir, executor=None):
         return generalization(RunStore(tmp_path / store_dir), "cifar10", "k80x2", episodes=4, optimized_episodes=4,

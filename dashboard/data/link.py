@@ -1,0 +1,180 @@
+"""The view in the app's link: what its query parameters hold, written each run and read back after a reload
+(issue #33).
+
+Every page: ``graph`` (a generator spec, ``bench:NAME``, ``upload:NAME`` or an example's label),
+``cluster`` (a preset), ``mode`` and ``sim_<setting>`` (the sidebar's simulation settings where they differ
+from the preset's own). A page adds its own: ``placers`` and ``results`` (Place: the placers chosen and the
+runs of the results in hand), ``runs`` (Compare: the runs compared), ``run`` (Runs: the run shown).
+
+A link is typed by a visitor: every value goes through :mod:`dashboard.visitor`, the app's one guard. A
+value it refuses becomes one warning line and is ignored, the rest of the link still applies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dashboard import visitor
+from dashboard.data.graphs import example_sources, graph_from_spec
+from engine.cluster import Cluster, SimulationSettings
+from engine.errors import PlacelabError, SpecError, one_line
+from engine.graph import CompGraph
+from engine.limits import exhaustion
+from engine.runs import Run, RunStore
+
+__all__ = [
+    "CLUSTER",
+    "GRAPH",
+    "MODE",
+    "PAGE_PARAMS",
+    "PLACERS",
+    "RESULTS",
+    "RUN",
+    "RUNS",
+    "SIM",
+    "LinkView",
+    "ids_param",
+    "read_link",
+    "read_placers",
+    "read_runs",
+    "view_params",
+]
+
+GRAPH, CLUSTER, MODE, SIM = "graph", "cluster", "mode", "sim_"
+PLACERS, RESULTS, RUNS, RUN = "placers", "results", "runs", "run"
+#: The parameters one page reads (the others belong to every page).
+PAGE_PARAMS = (PLACERS, RESULTS, RUNS, RUN)
+#: Streamlit's own parameters, never the app's.
+STREAMLIT_PARAMS = ("embed", "embed_options")
+#: Longest value read from a link (a longer one is refused unread).
+MAX_VALUE = 4000
+#: Most run ids a link names.
+MAX_IDS = 32
+#: What reading a link's value may raise, besides the guard's SpecError: a generator's or an importer's own
+#: errors on odd parameters. Each is one warning line, never a traceback.
+REFUSALS = (PlacelabError, OSError, MemoryError, RecursionError, ValueError, TypeError, OverflowError, KeyError)
+
+
+@dataclass
+class LinkView:
+    """What a link asks for, each part checked: None where it names nothing (or was refused)."""
+
+    graph: tuple[CompGraph, str, str] | None = None  # the graph, its label, its spec (as the app keeps it)
+    cluster: str | None = None
+    mode: str | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    pages: dict[str, str] = field(default_factory=dict)  # page parameters, for their page to read
+    warnings: list[str] = field(default_factory=list)
+
+
+def _refused(name: str, exc: BaseException) -> str:
+    return one_line(f"Ignored the link's {name}: {exhaustion(exc) or exc}")
+
+
+def sidebar_settings() -> list[str]:
+    """The simulation settings the sidebar shows (numbers and switches; the mode apart)."""
+    return [f.name for f in dataclasses.fields(SimulationSettings)
+            if f.name != "mode" and isinstance(getattr(SimulationSettings(), f.name), bool | int | float)]
+
+
+def _graph(text: str) -> tuple[CompGraph, str, str]:
+    """The graph a link names: an example by its label, else what a visitor may type (SpecError otherwise)."""
+    examples = example_sources()
+    if text in examples:
+        spec, label = examples[text], text
+    else:
+        spec = text
+        label = next((lb for lb, s in examples.items() if s == text), text)
+    loaded = visitor.graph_spec(spec, examples.values())
+    return graph_from_spec(loaded), label, spec
+
+
+def read_link(params: Mapping[str, str]) -> LinkView:
+    """The view of a link's query parameters (name → value; the last value of a repeated name)."""
+    view = LinkView()
+    for name, value in params.items():
+        try:
+            if len(value) > MAX_VALUE:
+                raise SpecError(f"longer than {MAX_VALUE:,} characters")
+            if name == GRAPH:
+                view.graph = _graph(value.strip())
+            elif name == CLUSTER:
+                view.cluster = visitor.check_preset(value.strip())
+            elif name == MODE:
+                view.mode = visitor.check_mode(value.strip())
+            elif name in PAGE_PARAMS:
+                view.pages[name] = value
+            elif not name.startswith(SIM) and name not in STREAMLIT_PARAMS:
+                raise SpecError("the app has no such parameter")
+        except REFUSALS as exc:
+            view.warnings.append(_refused(name[:40], exc))
+    from engine.presets import PRESETS
+
+    preset = view.cluster or next(iter(PRESETS))
+    for name, value in params.items():
+        if name.startswith(SIM):
+            try:
+                view.settings[name[len(SIM):]] = visitor.simulation_setting(preset, view.mode, name[len(SIM):],
+                                                                            value.strip()[:MAX_VALUE])
+            except PlacelabError as exc:
+                view.warnings.append(_refused(name[:40], exc))
+    return view
+
+
+def read_placers(text: str) -> list[str]:
+    """The placers a link's ``placers`` names (SpecError for one not registered)."""
+    return visitor.check_placers(text.split(","))
+
+
+def read_runs(text: str, stores: Iterable[RunStore], kinds: Iterable[str] = ()) -> tuple[list[Run], list[str]]:
+    """The runs a link's ``runs`` / ``results`` names, each an exact id of ``stores`` of one of ``kinds``; a
+    warning line for each refused (and one for ids beyond :data:`MAX_IDS`)."""
+    stores, kinds = list(stores), tuple(kinds)
+    ids = [i.strip() for i in text.split(",") if i.strip()]
+    runs, warnings = [], []
+    if len(ids) > MAX_IDS:
+        warnings.append(f"Ignored the link's runs after the first {MAX_IDS}")
+    for ref in dict.fromkeys(ids[:MAX_IDS]):
+        try:
+            runs.append(visitor.stored_run(ref, stores, kinds))
+        except PlacelabError as exc:
+            warnings.append(_refused("run", exc))
+    return runs, warnings
+
+
+def graph_text(spec: str | None, label: str) -> str | None:
+    """How a link names the current graph: its spec, or an example file's label (never a server path)."""
+    if not spec:
+        return None
+    if spec.startswith(("gen:", "bench:", "upload:")):
+        return spec
+    return label if example_sources().get(label) == spec else None
+
+
+def view_params(spec: str | None, label: str, cluster: Cluster) -> dict[str, str]:
+    """The page-independent parameters of the view: the current graph (by ``spec`` and ``label``) and
+    ``cluster`` (its preset, with the mode and settings that differ from the preset's own)."""
+    from engine.presets import PRESETS
+
+    out: dict[str, str] = {}
+    text = graph_text(spec, label)
+    if text:
+        out[GRAPH] = text
+    out[CLUSTER] = cluster.name
+    preset = PRESETS[cluster.name]().simulation if cluster.name in PRESETS else SimulationSettings()
+    sim = cluster.simulation
+    if sim.mode != preset.mode:
+        out[MODE] = sim.mode
+    for name in sidebar_settings():
+        value = getattr(sim, name)
+        if value != getattr(preset, name):
+            out[SIM + name] = str(value).lower() if isinstance(value, bool) else repr(value)
+    return out
+
+
+def ids_param(ids: Iterable[str | None]) -> str:
+    """Run ids as one parameter value."""
+    return ",".join(i for i in ids if i)

@@ -1,0 +1,137 @@
+"""Measured runs in the app (issue #14): executing a placement in the background, reading what it measured.
+
+Execution never runs in the script thread: :func:`start_execution` writes the graph, cluster
+and placement into the store's hidden jobs folder and launches ``placelab execute … --save``
+in the background (:mod:`dashboard.background`, kind ``execute``); that process scales the
+graph to a measurable step, executes it on this machine's devices (:mod:`engine.executor`),
+simulates the same scaled graph and stores one run with both schedules. The pages poll the
+job and then read the run: ``measured_*`` metrics and ``measured_ops.csv`` /
+``measured_transfers.csv`` (:mod:`engine.run_records`), written the same way by
+``placelab place/compare --execute --save``.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from dashboard.background import JOBS_DIR, Job, launch, list_jobs, made_by
+from engine.cluster import Cluster, cluster_to_dict
+from engine.executor import ExecutionError, check_executable
+from engine.graph import CompGraph
+from engine.graph_io import graph_to_dict
+from engine.jsonio import atomic_write_json
+from engine.placement import Placement
+from engine.runs import Run, RunStore
+
+__all__ = ["execute_command", "execution_job", "execution_problem", "failure_message", "has_measurement",
+           "measured_summary", "run_title", "start_execution"]
+
+
+def has_measurement(run: Run) -> bool:
+    """Whether a stored run holds a measured schedule and its makespan (``--execute``)."""
+    return ((run.meta.get("metrics") or {}).get("measured_makespan_s") is not None
+            and {"measured_ops.csv", "measured_transfers.csv"} <= set(run.files()))
+
+
+def measured_summary(metrics: dict[str, Any]) -> dict[str, Any] | None:
+    """Simulated and measured makespan of one run's metrics, and how far the simulation is off.
+
+    ``relative_error`` is ``(simulated − measured) / measured`` (positive: the simulator is
+    pessimistic), the per-placement quantity whose median ``placelab validate`` reports.
+    None when the run was not executed.
+    """
+    measured = metrics.get("measured_makespan_s")
+    if measured is None:
+        return None
+    simulated = float(metrics["makespan_s"])
+    measured = float(measured)
+    return {"simulated_s": simulated, "measured_s": measured, "measured_std_s": float(metrics.get("measured_std_s")
+                                                                                      or 0.0),
+            "repeats": int(metrics.get("measured_repeats") or 1),
+            "relative_error": (simulated - measured) / measured if measured > 0 else None,
+            "time_scale": metrics.get("time_scale")}
+
+
+def execute_command(graph: Path, cluster: Path, placement: Path, *, placer: str, repeats: int,
+                    step_ms: float | None, name: str | None, runs_dir: Path) -> list[str]:
+    """The ``placelab execute`` command line that measures ``placement`` and stores a run in ``runs_dir``.
+
+    ``step_ms`` None runs the graph as it is (time scale 1); otherwise the graph is scaled so
+    that one device's share of its compute takes ``step_ms``.
+    """
+    cmd = [sys.executable, "-m", "placelab.cli", "execute", str(graph), "--cluster", str(cluster),
+           "--placement", str(placement), "--placer", placer, "--repeats", str(repeats), "--tag", "app"]
+    cmd += ["--time-scale", "1"] if step_ms is None else ["--step-ms", repr(float(step_ms))]
+    if name:
+        cmd += ["--name", name]
+    return [*cmd, "--save", "--runs-dir", str(runs_dir), "--json"]
+
+
+def start_execution(store: RunStore, graph: CompGraph, cluster: Cluster, placement: Placement, *, placer: str,
+                    repeats: int, step_ms: float | None, name: str | None) -> Job:
+    """Write the inputs into the jobs folder and launch ``placelab execute`` on them in the background."""
+    inputs = Path(store.root) / JOBS_DIR / f"inputs-{secrets.token_hex(4)}"
+    inputs.mkdir(parents=True)
+    paths = [inputs / "graph.json", inputs / "cluster.json", inputs / "placement.json"]
+    for path, doc in zip(paths, (graph_to_dict(graph), cluster_to_dict(cluster), placement.to_dict(graph, cluster)),
+                         strict=True):
+        atomic_write_json(path, doc)
+    command = execute_command(*paths, placer=placer, repeats=repeats, step_ms=step_ms, name=name,
+                              runs_dir=store.root)
+    return launch(store.root, command, label=f"execute {placer} on {graph.name}", kind="execute")
+
+
+def _inputs_of(job: Job) -> Path | None:
+    """The inputs folder :func:`start_execution` wrote for ``job`` (None for another command)."""
+    if "--placement" not in job.command:
+        return None
+    folder = Path(job.command[job.command.index("--placement") + 1]).parent
+    return folder if folder.parent.name == JOBS_DIR and folder.name.startswith("inputs-") else None
+
+
+def execution_job(store: RunStore, job_id: str) -> tuple[str, Job | None, Run | None]:
+    """State of an execution job: ``running``, ``done`` (with its run), ``failed`` or ``gone``.
+
+    A job that ended has its inputs folder removed; the record and log stay until forgotten.
+    """
+    job = next((j for j in list_jobs(store.root, kind="execute") if j.id == job_id), None)
+    if job is None:
+        return "gone", None, None
+    if job.alive:
+        return "running", job, None
+    folder = _inputs_of(job)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+    run = next((r for r in store.list(kind="place") if made_by(job, r)), None)
+    if job.returncode == 0 and run is not None:
+        return "done", job, run
+    return "failed", job, None
+
+
+def failure_message(job: Job) -> str:
+    """One sentence for a failed execution: the CLI's ``error: …`` line, else the last line of its log."""
+    lines = [ln for ln in job.log_tail(40).splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("error:")]
+    last = (errors or lines or [f"exit code {job.returncode}"])[-1]
+    return last.removeprefix("error:").strip()
+
+
+def run_title(run: Run) -> str:
+    m = run.meta
+    return f"{m.get('placer')} · {(m.get('graph') or {}).get('name')} · {m.get('cluster')}"
+
+
+@lru_cache(maxsize=32)
+def execution_problem(cluster: Cluster) -> str | None:
+    """Why ``cluster`` cannot be executed on this machine (one sentence), or None when it can; checked once
+    per cluster (the machine's devices do not change; a GPU check imports torch, which takes seconds)."""
+    try:
+        check_executable(cluster)
+    except ExecutionError as exc:
+        return str(exc)
+    return None

@@ -1,0 +1,131 @@
+"""Stored runs as the pages list them: the user's and the bundled examples, labels, comparison rows, replays."""
+
+from __future__ import annotations
+
+from collections import Counter
+from functools import lru_cache
+from typing import Any
+
+from dashboard.stores import example_runs_dir, run_store, runs_dir
+from engine.run_records import PlacementRun, load_placement_run
+from engine.runs import Run, RunStore
+from engine.schedule import Schedule
+from engine.simulator import Simulator
+
+__all__ = ["PLACEMENT_KINDS", "bar_labels", "comparison_row", "default_setting", "has_placement", "is_example",
+           "list_runs", "replay", "run_label", "setting_label", "setting_of"]
+
+PLACEMENT_KINDS = ("place", "compare")
+
+
+def _example_store() -> RunStore | None:
+    ex, mine = example_runs_dir(), runs_dir()
+    if not ex.is_dir() or (mine.exists() and ex.resolve() == mine.resolve()):
+        return None
+    return RunStore(ex)
+
+
+def is_example(run: Run) -> bool:
+    """Whether ``run`` is one of the bundled, read-only examples."""
+    store = _example_store()
+    return store is not None and run.path.parent.resolve() == store.root.resolve()
+
+
+def list_runs(kind: str | None = None, status: str | None = None, tag: str | None = None,
+              problems: list[str] | None = None) -> list[Run]:
+    """The user's runs, then the bundled examples, each newest first. A run whose ``run.json`` cannot be read
+    is left out; ``problems``, when given, receives one line naming each (``RunStore.list``)."""
+    runs: list[Run] = []
+    for store in (run_store() if runs_dir().is_dir() else None, _example_store()):
+        if store is not None:
+            runs += store.list(kind=kind, status=status, tag=tag)
+            if problems is not None:
+                problems += store.problems
+    return runs
+
+
+def run_label(run: Run) -> str:
+    """``name · placer · graph · cluster``, marked ``example ·`` for a bundled (read-only) run."""
+    m = run.meta
+    name = m.get("name") or run.id
+    mark = "example · " if is_example(run) else ""
+    parts = [str(p) for p in (m.get("placer"), (m.get("graph") or {}).get("name"), m.get("cluster"))
+             if p and str(p) not in name]  # a default name "placer · graph · cluster" already says them
+    return " · ".join([mark + name, *parts])
+
+
+def has_placement(run: Run) -> bool:
+    return {"graph.json", "cluster.json", "placement.json"} <= set(run.files())
+
+
+@lru_cache(maxsize=16)
+def _replay(root: str, run_id: str, updated: str) -> tuple[PlacementRun, Schedule]:
+    pr = load_placement_run(RunStore(root).load(run_id))
+    return pr, Simulator(pr.graph, pr.cluster).run(pr.placement, record_memory=True)
+
+
+def replay(run: Run) -> tuple[PlacementRun, Schedule]:
+    """Graph, cluster, placement and the schedule (memory recorded) of a stored placement run (any store),
+    cached per run and version.
+
+    The simulator is deterministic, so re-simulating gives the stored schedule again.
+    """
+    return _replay(str(run.path.parent), run.id, str(run.meta.get("updated")))
+
+
+def comparison_row(run: Run) -> dict[str, Any]:
+    """A row of the side-by-side table (Placeto Table 1 style); an executed run adds its measured makespan
+    (mean and std over the repeats, ``placelab place/compare/execute --save``)."""
+    m = run.meta
+    metrics = m.get("metrics") or {}
+    peaks = metrics.get("peak_memory_bytes") or {}
+    ms = metrics.get("makespan_s")
+    lb = metrics.get("lower_bound_s")
+    return {
+        "run": m.get("name") or run.id,
+        "placer": m.get("placer"),
+        "graph": (m.get("graph") or {}).get("name"),
+        "cluster": m.get("cluster"),
+        "status": run.status,
+        "makespan (ms)": None if ms is None else ms * 1e3,
+        "lower bound (ms)": None if lb is None else lb * 1e3,
+        "ratio to lower bound": metrics.get("ratio_to_lower_bound"),
+        "peak memory (GB)": max(peaks.values()) / 1e9 if peaks else None,
+        "OOM": metrics.get("oom"),
+        "communication (MB)": None if metrics.get("communication_bytes") is None
+        else metrics["communication_bytes"] / 1e6,
+        "seconds to place": metrics.get("seconds_to_place"),
+        **({} if metrics.get("measured_makespan_s") is None else {
+            "measured (ms)": metrics["measured_makespan_s"] * 1e3,
+            "measured std (ms)": (metrics.get("measured_std_s") or 0.0) * 1e3,
+            "measured runs": metrics.get("measured_repeats")}),
+    }
+
+
+def setting_of(run: Run) -> tuple[str, str]:
+    """(graph, cluster) a run's numbers belong to: the graph's name and hash, or a training run's graph specs."""
+    m = run.meta
+    graph = m.get("graph") or {}
+    graphs = (m.get("parameters") or {}).get("graphs") if m.get("kind") == "train" else None
+    name = str(graphs or graph.get("name") or "-")
+    digest = "" if graphs else str(graph.get("hash") or "")
+    return (f"{name} [{digest[:8]}]" if digest else name), str(m.get("cluster") or "-")
+
+
+def setting_label(setting: tuple[str, str], count: int) -> str:
+    return f"{setting[0]} on {setting[1]} ({count} runs)"
+
+
+def default_setting(settings: list[tuple[str, str]], graph_name: str | None, graph_hash: str,
+                    cluster: str) -> tuple[str, str]:
+    """The group of the current graph and cluster when it has runs, else the one with the newest run."""
+    mine = (f"{graph_name} [{graph_hash[:8]}]", cluster)
+    return mine if graph_name is not None and mine in settings else settings[0]
+
+
+def bar_labels(runs: list[Run]) -> list[str]:
+    """Bar labels: the placer, with the run's name added where a placer appears more than once."""
+    placers = [str(r.meta.get("placer") or "-") for r in runs]
+    counts = Counter(placers)
+    return [p if counts[p] == 1 else f"{p} · {r.meta.get('name') or r.id}" for p, r in zip(placers, runs,
+                                                                                           strict=True)]

@@ -1,0 +1,153 @@
+"""Spec strings to objects: the layer above the data model (DESIGN "data flow").
+
+A graph spec is a path (the format is detected from the content, never from the file name),
+optionally followed by the format's import options ``PATH?key=value&...`` (the keyword-only
+parameters of its loader, e.g. a DOPPLER text file's ``unit_s``), a generator spec
+``gen:NAME[?key=value&...]`` (CONTRACTS §5), ``bench:NAME`` (a published workload shipped
+with placelab, :mod:`engine.workloads.published`) or, in lists, ``family:NAME[:train|:test]``.
+A cluster spec is a preset name (:mod:`engine.presets`), a ``placelab.cluster/1`` file or
+``bench:NAME``. Formats live in the leaf registry :mod:`engine.formats`; this module finds
+the importers that fill it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+
+from engine.cluster import Cluster, cluster_from_dict
+from engine.errors import ClusterError, GraphError, PlacelabError, SpecError
+from engine.formats import FORMATS, GraphFormat
+from engine.graph import CompGraph
+from engine.jsonio import read_file_bytes, read_json_file
+from engine.presets import PRESETS
+from engine.spec_params import keyword_only_parameters, spec_kwargs
+
+__all__ = [
+    "detect_format",
+    "expand_graph_specs",
+    "load_cluster",
+    "load_graph",
+    "load_graphs",
+    "load_uploaded_graph",
+]
+
+_HEAD_BYTES = 4096
+
+
+def _load_importers() -> None:
+    import engine.importers
+    from engine._discover import import_submodules
+
+    import_submodules(engine.importers)
+
+
+def detect_format(path: str | os.PathLike) -> GraphFormat:
+    """The registered format of the file at ``path`` (from its first bytes)."""
+    _load_importers()
+    p = os.fspath(path)
+    head = read_file_bytes(p, error=GraphError, head=_HEAD_BYTES)
+    for fmt in FORMATS:
+        if fmt.detect(head):
+            return fmt
+    names = ", ".join(f.name for f in FORMATS)
+    raise GraphError(f"{p}: unrecognized graph format (supported: {names})")
+
+
+def load_graph(spec: str | os.PathLike) -> CompGraph:
+    """A graph from a file path (any registered format), a ``gen:NAME?k=v`` or a ``bench:NAME`` spec."""
+    s = os.fspath(spec)
+    if s.startswith("bench:"):
+        from engine.workloads.published import bench_graph  # lazy: reads bundled files
+
+        return bench_graph(s)
+    if s.startswith("gen:"):
+        from engine.generators import from_spec  # lazy: generator modules are many
+
+        return from_spec(s)
+    path, query = _split_options(s)
+    fmt = detect_format(path)
+    if not query:
+        return fmt.load(path)
+    options = keyword_only_parameters(fmt.load)
+    where = f"{os.path.basename(path)} ({fmt.name} format)"
+    return fmt.load(path, **spec_kwargs(query, options, where))
+
+
+def _split_options(spec: str) -> tuple[str, str]:
+    """``(path, query)`` of ``PATH?key=value&...``: import options of the file's format.
+
+    A path that exists as written is never split (a file name may contain ``?``).
+    """
+    if "?" not in spec or os.path.exists(spec):
+        return spec, ""
+    path, _, query = spec.rpartition("?")
+    return (path, query) if os.path.exists(path) else (spec, "")
+
+
+def expand_graph_specs(spec: str) -> list[str]:
+    """The single-graph specs a multi-graph spec stands for, in order.
+
+    ``spec`` is a comma-separated list of graph specs (paths or ``gen:``) and Placeto
+    families: ``family:NAME`` (all 32 graphs), ``family:NAME:train`` or ``family:NAME:test``
+    (the fixed 16/16 split of Placeto App. A.3; see ``engine/workloads/placeto_families.py``).
+    """
+    out: list[str] = []
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        if not part.startswith("family:"):
+            out.append(part)
+            continue
+        from engine.workloads.placeto_families import family
+
+        name, _, split = part[len("family:"):].partition(":")
+        if split not in ("", "train", "test"):
+            raise SpecError(f"'{part}': a family split is 'train' or 'test', got '{split}'")
+        fam = family(f"family:{name}")
+        out.extend(fam.train if split == "train" else fam.test if split == "test" else fam.train + fam.test)
+    if not out:
+        raise SpecError(f"graph spec '{spec}' names no graph")
+    return out
+
+
+def load_graphs(spec: str) -> list[CompGraph]:
+    """Every graph of a multi-graph spec (see :func:`expand_graph_specs`)."""
+    return [load_graph(s) for s in expand_graph_specs(spec)]
+
+
+def load_uploaded_graph(name: str, data: bytes) -> CompGraph:
+    """A graph from an uploaded file's bytes; errors name the visitor's file, never a temp path.
+
+    The bytes are written under a private temporary folder with the upload's base name
+    (restricted to safe characters), loaded like any file, and the folder is removed.
+    """
+    base = re.sub(r"[^A-Za-z0-9._-]+", "_", os.path.basename(name or "")).lstrip(".") or "upload"
+    with tempfile.TemporaryDirectory(prefix="placelab-upload-") as tmp:
+        path = os.path.join(tmp, base)
+        with open(path, "wb") as f:
+            f.write(data)
+        try:
+            return load_graph(path)
+        except PlacelabError as exc:
+            message = str(exc).replace(path, name).replace(tmp + os.sep, "").replace(tmp, "")
+            raise type(exc)(message.replace(base, name) if base != name else message) from None
+
+
+def load_cluster(spec: str | os.PathLike | Cluster) -> Cluster:
+    """A cluster by preset name (see :mod:`engine.presets`), from a ``placelab.cluster/1`` file, or
+    ``bench:NAME``: the machine of a bundled published workload (:mod:`engine.workloads.published`).
+    A :class:`Cluster` is returned as it is, so callers may pass one wherever a spec goes."""
+    if isinstance(spec, Cluster):
+        return spec
+    s = os.fspath(spec)
+    if s.startswith("bench:"):
+        from engine.workloads.published import bench_cluster  # lazy: reads bundled files
+
+        return bench_cluster(s)
+    if s in PRESETS:
+        return PRESETS[s]()
+    if not os.path.exists(s):
+        raise ClusterError(f"unknown cluster '{s}': not a preset ({', '.join(PRESETS)}) nor a file")
+    return cluster_from_dict(read_json_file(s, error=ClusterError), source=os.path.basename(s))

@@ -1,0 +1,316 @@
+"""DOPPLER (Yao et al. 2025): dual-policy device assignment, SEL picks an op and PLC its device.
+
+Episode — ASSIGN (§3, Fig. 2; §4.1): the candidates C start as the graph's entry ops; at each
+step SEL picks v ∈ C, PLC picks a device d for v, v leaves C and every successor whose
+predecessors are all placed joins C. One step per op; the placement is simulated once, at the
+end (§5 Stage II). The ops of a colocation group share a device: the first one placed commits
+it, and PLC's choice for the later ones is masked to it (our rule; DOPPLER's graphs have none).
+
+Acting (eq. 4, 8): ε-greedy on each policy — the argmax with probability 1 − ε, else a uniform
+candidate (device); ε decays linearly from ``epsilon`` to ``epsilon_final`` over
+``decay_episodes`` episodes (§6.1: 0.2 → 0; None: over the training's episode budget, over which
+the learning rate goes from ``lr`` to ``lr_final`` — the trainer calls
+:meth:`DopplerAgent.fit_budget`). The policy gradient uses the softmax policies'
+log-probabilities of the actions taken, as the paper's eq. 10 does.
+
+Stages (§5, ``stage``):
+
+* ``imitation`` (Stage I, eq. 9): the learner rolls out (ε from ``epsilon_imitation`` = 1 to
+  ``epsilon_final``) and the loss raises the log-probability of the critical-path teacher's
+  choices in the states the learner visits. Teacher: SEL → the candidates with the largest
+  b-level; PLC → the devices where v starts earliest under the running list-scheduling
+  estimate (:class:`~policies.rl.doppler.features.EstimatedSchedule`). Ties are kept as a
+  set: the target is ``log Σ_{a ∈ targets} π(a)``. With ``handoff`` (ours) the stage ends with
+  the last weights whose greedy placement reached the teacher's makespan, which Stage II then
+  starts from (``--init-from``); §5 gives no end criterion.
+* ``sim`` (Stage II, eq. 10): REINFORCE with the terminal reward ``−makespan`` less the
+  running mean of all previous episodes' makespans on that graph (§4.1), in milliseconds
+  (``reward_unit_s``: the authors' simulator's unit), plus the entropy bonus; Adam at the constant
+  learning rate 1e-4 that the authors' code trains at, without gradient clipping (deviation from
+  the paper's text below). Starts from Stage I's weights with ``--init-from``.
+* ``real`` (Stage III): the same update on makespans measured by the real executor. The agent
+  takes the makespan from ``task.evaluate`` in every stage; a Stage III training runs inside
+  :func:`policies.rl.core.measured.measured_rewards` (``start_training`` sees to it: stage ``real``
+  is ``--reward measured``, and the other stages are ``--reward simulated``), where
+  ``evaluate`` executes the placement instead of simulating it — the path every learned placer
+  takes for measured rewards.
+
+Ablations (§6.2 Q2, Table 3): ``variant="sel-only"`` (DOPPLER-SEL: PLC replaced by the
+critical-path device rule, the device where v starts earliest) and ``variant="plc-only"``
+(DOPPLER-PLC: SEL replaced by the candidate with the longest path to an exit, its b-level).
+
+Deviation from the paper's text, as the authors' code runs (github.com/xinyuyao/Doppler at
+87dda0d): the learning rate is a constant 1e-4 (``lr_final = lr``). §6.1 states "1e-4 linearly
+decreasing to 1e-7"; the code computes a linear decay (to 0 over its episodes,
+``run_placement.py:59``) but assigns it to the optimisers' ``lr`` attribute
+(``scheduler/rl_agent.py:336-338``), which Adam never reads (it reads its ``param_groups``), so
+both its Adam optimisers step at 1e-4 throughout; ``--param lr_final=1e-7`` is the paper's
+schedule. Taken from the authors' code where the paper says nothing: no gradient
+clipping (``clip_grad = 0``; the code calls ``backward()`` then ``step()``,
+``scheduler/rl_agent.py:381-382, 413-414``), and the edge network's hidden width 128
+(``edge_hidden``; dgllife's ``MPNNGNN(edge_hidden_feats=hidden1)`` with ``hidden1 = 128``,
+``scheduler/rl_agent.py:15, 26, 99, 107``).
+
+Deviations from the authors' published code (not from the paper): the b- and t-level paths'
+embeddings are summed over the right ops (the code indexes them in the wrong order); teacher
+ties are all targets (the code's random tie-break can pick an op that is not a largest
+b-level). Per-step losses are averaged over the episode's steps (ours), so graphs of different
+sizes weigh alike. Also ours (``greedy_search``): every ε-greedy episode also evaluates the
+greedy placement of the same network outputs, so the best placement found counts the argmax
+policy (one more simulation per episode; the update still learns from the sampled episode
+only). With rollout workers ε is constant within one update (:meth:`DopplerAgent.merge`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from policies.rl.core.agent import Advantages, Agent, EpisodeStats, PerTask, Rollout
+from policies.rl.core.reinforce import Budget, linear
+from policies.rl.core.task import PlacementTask
+from policies.rl.doppler.config import STAGES, VARIANTS, DopplerConfig, stage_reward
+from policies.rl.doppler.features import DopplerGraph, graph_tensors
+from policies.rl.doppler.rollout import AssignEpisode, assign
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["STAGES", "VARIANTS", "DopplerAgent", "DopplerConfig", "RunningMeanBaseline", "stage_reward",
+           "teacher_placement"]
+
+
+
+class RunningMeanBaseline:
+    """§4.1: the baseline is the mean makespan of all previous episodes, per graph."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, float] = {}
+        self.counts: dict[str, int] = {}
+
+    def advantage(self, key: str, makespan: float) -> float:
+        """``−makespan − (−mean of the previous makespans)``; 0 for a graph's first episode. Records it."""
+        n = self.counts.get(key, 0)
+        adv = 0.0 if n == 0 else self.sums[key] / n - makespan
+        self.sums[key] = self.sums.get(key, 0.0) + makespan
+        self.counts[key] = n + 1
+        return adv
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"sums": dict(self.sums), "counts": dict(self.counts)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.sums = {k: float(v) for k, v in state["sums"].items()}
+        self.counts = {k: int(v) for k, v in state["counts"].items()}
+
+
+class _Prepared:
+    """A task's static DOPPLER data: numpy for the rollout, tensors for the networks."""
+
+    def __init__(self, task: PlacementTask) -> None:
+        self.task = task
+        self.dg = DopplerGraph.build(task.graph, task.cluster)
+        self.op_feasible = task.feasible[task.op_group]
+        self.tensors = graph_tensors(self.dg)
+        self._teacher_makespan: float | None = None
+
+    @property
+    def teacher_makespan(self) -> float:
+        """The simulated makespan of the critical-path teacher's placement (Stage I's handoff bar)."""
+        if self._teacher_makespan is None:
+            task = self.task
+            self._teacher_makespan = float(task.sim.makespan_and_peak(task.expand(teacher_placement(task)))[0])
+        return self._teacher_makespan
+
+
+class DopplerAgent(Agent):
+    """DOPPLER's policies, ASSIGN rollouts and the Stage I/II/III updates (see the module docstring)."""
+
+    name = "doppler"
+    same_graph_per_update = False
+    network_sizes = ("hidden", "edge_hidden", "head")  # the config fields that set the weights' shapes
+    no_uniform_entropy = ("DOPPLER's entropy adds its op-selection policy's, whose uniform value depends on the "
+                          "candidates")
+
+    def __init__(self, num_devices: int, config: DopplerConfig | None = None, *, seed: int = 0,
+                 tasks: Sequence[PlacementTask] = ()) -> None:
+        self.config = c = config or DopplerConfig()
+        self.num_devices = num_devices
+        import torch
+
+        from policies.rl.doppler.net import DopplerNet
+
+        torch.manual_seed(seed)
+        self.model = DopplerNet(c.hidden, c.rounds, c.edge_hidden, c.head)
+        self.baseline = RunningMeanBaseline()
+        self.episodes = 0
+        self.decay_episodes = c.decay_episodes or 4000  # fit_budget: the training's episode budget
+        self.prepared = PerTask(num_devices, _Prepared)
+        self.handoff_weights: dict[str, torch.Tensor] | None = None  # Stage I's handoff (``handoff``)
+
+    @property
+    def episodes_per_update(self) -> int:
+        return self.config.batch
+
+    @property
+    def curve_fields(self) -> dict[str, str]:
+        """Extra learning-curve columns: the stage every row was trained in (§5) and what its reward
+        came from (Stage III: the executor's measurements)."""
+        return {"stage": self.config.stage, "reward_kind": stage_reward(self.config.stage)}
+
+    def prepare(self, task: PlacementTask) -> _Prepared:
+        return self.prepared[task]
+
+    def epsilon(self) -> float:
+        """ε for the next episode (linear decay over ``decay_episodes``, §6.1)."""
+        c = self.config
+        start = c.epsilon_imitation if c.stage == "imitation" else c.epsilon
+        return linear(start, c.epsilon_final, self.episodes / self.decay_episodes)
+
+    def fit_budget(self, budget: Budget) -> None:
+        """Called by the trainer: with ``decay_episodes`` None, ε decays over the episode budget, as the
+        learning rate does (§6.1) — or over the placement budget, one placement per episode
+        (``docs/budgets.md``); without either, over §6.1's 4k episodes."""
+        limits = [n for n in (budget.episodes, budget.placements) if n]
+        if self.config.decay_episodes is None and limits:
+            self.decay_episodes = int(min(limits))
+
+    # -- one episode ----------------------------------------------------------------------
+
+    def _encode(self, p: _Prepared) -> tuple[torch.Tensor | None, tuple[torch.Tensor, torch.Tensor] | None]:
+        v = self.config.variant
+        scores = self.model.sel(p.tensors) if v != "plc-only" else None
+        hz = self.model.plc.embed(p.tensors) if v != "sel-only" else None
+        return scores, hz
+
+    def _assign(self, p: _Prepared, scores, hz, rng: np.random.Generator, eps: float, record: bool) -> AssignEpisode:
+        import torch
+
+        weights = None
+        if hz is not None:
+            with torch.no_grad():
+                weights = {k: t.numpy().astype(np.float64)
+                           for k, t in self.model.plc.act_weights(hz[0].detach(), hz[1].detach()).items()}
+        sel = scores.detach().numpy().astype(np.float64) if scores is not None else None
+        return assign(p.dg, p.op_feasible, p.task.op_group, sel, weights, rng, eps, record=record)
+
+    def _loss(self, p: _Prepared, ep: AssignEpisode, scores, hz, advantage: float,
+              entropy_coef: float) -> tuple[torch.Tensor, float]:
+        from policies.rl.doppler.net import episode_loss
+
+        return episode_loss(self.model.plc, self.num_devices, ep, scores, hz, advantage, entropy_coef,
+                            imitation=self.config.stage == "imitation")
+
+    def rollout(self, tasks: list[PlacementTask], keys: list[str], rng: np.random.Generator) -> Rollout:
+        """One ASSIGN episode per task with the current weights, without autograd (§4.3: each
+        network runs once per episode), each placement evaluated once (simulated; in Stage III,
+        inside :func:`~policies.rl.core.measured.measured_rewards`, executed and measured).
+        ``data``: per episode (key, episode, makespan), numpy only."""
+        import torch
+
+        stats, samples = [], []
+        reached = self.config.stage == "imitation" and self.config.handoff
+        for task, key in zip(tasks, keys, strict=True):
+            p = self.prepare(task)
+            with torch.no_grad():
+                scores, hz = self._encode(p)
+            eps = self.epsilon()
+            ep = self._assign(p, scores, hz, rng, eps, record=True)
+            self.episodes += 1
+            group_dev = ep.group_devices(task.num_groups)
+            ev = task.evaluate(group_dev)
+            best, best_dev, evaluations = ev, group_dev, 1
+            greedy_ev = ev if eps == 0 else None
+            if self.config.greedy_search and eps > 0:
+                greedy = self._assign(p, scores, hz, rng, 0.0, record=False).group_devices(task.num_groups)
+                greedy_ev = ev
+                if not np.array_equal(greedy, group_dev):
+                    greedy_ev = gev = task.evaluate(greedy)
+                    evaluations = 2
+                    if (gev.oom, gev.objective) < (ev.oom, ev.objective):
+                        best, best_dev = gev, greedy
+            reached = reached and greedy_ev is not None and not greedy_ev.oom \
+                and greedy_ev.makespan <= p.teacher_makespan * (1 + 1e-9)
+            stats.append(EpisodeStats(key, ev, best, best_dev, -ev.makespan / self.config.reward_unit_s, 0.0,
+                                      evaluations))
+            samples.append((key, ep, ev.makespan))
+        if reached:  # these weights (the update comes after the rollout) reached the teacher
+            self.handoff_weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        return Rollout(stats, samples)
+
+    def end_training(self) -> None:
+        """Called by the trainer when a training ends (budget or stopping rule, not a stop request):
+        Stage I hands over the last weights that reached the teacher (``handoff``). The snapshot
+        lives in memory: a Stage I resumed from a checkpoint looks for it afresh."""
+        if self.config.stage == "imitation" and self.config.handoff and self.handoff_weights is not None:
+            self.model.load_state_dict(self.handoff_weights)
+
+    def merge(self, parts: list[Rollout]) -> Rollout:
+        """Rollouts of several workers as one (:mod:`policies.rl.core.workers`): the episodes concatenate in
+        worker order, and this (the learner's) episode count advances as one ``rollout`` call would
+        advance it. The workers act with the learner's count at the update's start (it reaches them
+        with :meth:`state_dict`), so ε within one update is the update's first ε (in-process, it
+        decays from episode to episode: a difference of ``batch / decay_episodes`` × ε at most)."""
+        merged = Rollout([st for p in parts for st in p.episodes], [s for p in parts for s in p.data])
+        self.episodes += len(merged.episodes)
+        return merged
+
+    def advantages(self, rollout: Rollout, tasks: Mapping[str, PlacementTask], *, step: int) -> Advantages:
+        """Each episode's advantage against the running-mean baseline (§4.1), in reward units, episode
+        after episode (each moves the baseline); eq. 9/10 average over the episodes."""
+        per = [self.baseline.advantage(key, makespan) / self.config.reward_unit_s
+               for key, _, makespan in rollout.data]
+        return Advantages(per, len(per))
+
+    def accumulate(self, data: list[tuple[str, AssignEpisode, float]], advantages: Advantages,
+                   tasks: Mapping[str, PlacementTask], *, entropy_coef: float) -> list[float]:
+        """Accumulate the gradient of eq. 9 (Stage I) or eq. 10 (Stages II, III) over the episodes in
+        ``data``; the networks run once more, with autograd. Returns the episodes' entropies."""
+        entropies = []
+        for (key, ep, _), adv in zip(data, advantages.per_episode, strict=True):
+            p = self.prepare(tasks[key])
+            scores, hz = self._encode(p)
+            loss, h = self._loss(p, ep, scores, hz, adv, entropy_coef)
+            (loss / advantages.total).backward()
+            entropies.append(h)
+        return entropies
+
+    def place(self, task: PlacementTask, rng: np.random.Generator, *, greedy: bool = True) -> np.ndarray:
+        """The group placement of one ASSIGN episode (greedy: ε = 0, argmax on both policies)."""
+        import torch
+
+        p = self.prepare(task)
+        with torch.no_grad():
+            scores, hz = self._encode(p)
+        ro = self._assign(p, scores, hz, rng, 0.0 if greedy else self.epsilon(), record=False)
+        return ro.group_devices(task.num_groups)
+
+    def load_weights(self, state: dict[str, torch.Tensor]) -> None:
+        """Start from another policy's weights (Stage I → II → III, and transfer: Tables 4, 10, 11).
+
+        The baseline and ε start afresh: the new stage or graph has its own makespans. The
+        networks do not depend on the device count, so a policy moves between clusters.
+        """
+        try:
+            self.model.load_state_dict(state)
+        except RuntimeError:
+            raise ValueError("its networks differ in size (hidden, edge_hidden and head must match)") from None
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"baseline": self.baseline.state_dict(), "episodes": self.episodes,
+                "decay_episodes": self.decay_episodes}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.baseline.load_state_dict(state["baseline"])
+        self.episodes = int(state["episodes"])
+        self.decay_episodes = int(state.get("decay_episodes", self.decay_episodes))
+
+
+def teacher_placement(task: PlacementTask) -> np.ndarray:
+    """The critical-path teacher's own ASSIGN episode (largest b-level, earliest start; ties: lower index)."""
+    dg = DopplerGraph.build(task.graph, task.cluster)
+    ro = assign(dg, task.feasible[task.op_group], task.op_group, None, None, np.random.default_rng(0), 0.0,
+                 record=False)
+    return ro.group_devices(task.num_groups)

@@ -1,0 +1,220 @@
+"""Placeto's MDP states as tensors: per-graph structure, node features and batched sparse matrices.
+
+A state (Placeto §2.1) is the group graph with each group's features — run time, output size,
+one-hot current device, "visited" flag, "current" flag — and the node being placed. This
+module builds what :class:`policies.rl.placeto.net.PlacetoNet` reads:
+
+* :class:`GraphStructure` — per graph, once (cached per task by :class:`policies.rl.core.agent.PerTask`):
+  the static features (run time and output size divided by the graph's mean, log1p-scaled), the
+  parent and child adjacency in CSR, and each node's parents, children and parallel nodes (the
+  pooling sets of §2.2, Fig. 3c–d, from the task's reachability);
+* :func:`node_features` — one state's (groups, 4 + devices) feature matrix;
+* :func:`state_batch` — S states, possibly of different graphs, as one disjoint-union graph with
+  row-averaging CSR matrices (and their transposes when a gradient will be taken).
+
+The authors' network (:mod:`policies.rl.placeto.sweep_net`, ``network=authors``) reads other
+features — :func:`sweep_features`, as ``pgraph.py:46-80, 145-154`` of the authors' code builds them: run
+time, output size, visit count, current flag, the group's simulated start time minus the current
+group's, one-hot device; run time, output size and start time divided by their column's largest
+value (for the start time, which is relative and can be negative, the largest absolute value) —
+and :func:`sweep_batch` gives it 0/1 (summing) pooling matrices and the level-by-level sweeps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from policies.rl.core.task import PlacementTask
+from policies.rl.placeto.net import SparsePair, StateBatch
+from policies.rl.placeto.sweep_net import Sweep, SweepBatch, SweepGroup
+
+__all__ = ["GraphStructure", "graph_structure", "node_features", "selection", "state_batch",
+           "sweep_batch", "sweep_features", "sweep_plan"]
+
+
+@dataclass
+class GraphStructure:
+    static: np.ndarray  # (N, 2) normalised run time and output size
+    down: tuple[np.ndarray, np.ndarray]  # CSR (ptr, col): row v = v's parents
+    up: tuple[np.ndarray, np.ndarray]  # CSR (ptr, col): row v = v's children
+    sets: list[list[np.ndarray]]  # parents, children, parallel nodes of each node (for pooling)
+    raw: np.ndarray  # (N, 2) run time and output size divided by their largest value (authors' network)
+    down_sweep: Sweep  # the authors' top-down sweep, level by level (over the edges that follow ``order``)
+    up_sweep: Sweep  # and bottom-up
+    pool_masks: np.ndarray  # (3, N, N) bool: row v = v's ancestors, descendants, parallel nodes
+
+
+def graph_structure(task: PlacementTask) -> GraphStructure:
+    """What every state of ``task`` shares (see the module docstring)."""
+    t, b = task.group_time, task.group_out_bytes
+    static = np.log1p(np.column_stack([t / max(t.mean(), 1e-30), b / max(b.mean(), 1e-30)]))
+    n = task.num_groups
+    r = task.reach.copy()
+    np.fill_diagonal(r, False)
+    par = ~(r | r.T)
+    np.fill_diagonal(par, False)
+    sets = [[np.flatnonzero(r[:, v]) for v in range(n)], [np.flatnonzero(r[v]) for v in range(n)],
+            [np.flatnonzero(par[v]) for v in range(n)]]
+    src, dst = task.edges
+    raw = np.column_stack([t / max(t.max(), 1e-30), b / max(b.max(), 1e-30)])
+    rank = np.empty(n, dtype=np.int64)
+    rank[task.order] = np.arange(n)
+    forward = rank[src] < rank[dst]
+    fsrc, fdst = src[forward], dst[forward]
+    down, up = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    by_src = np.argsort(rank[fsrc], kind="stable")
+    for u, v in zip(fsrc[by_src].tolist(), fdst[by_src].tolist(), strict=True):
+        down[v] = max(down[v], down[u] + 1)
+    by_dst = np.argsort(-rank[fdst], kind="stable")
+    for u, v in zip(fsrc[by_dst].tolist(), fdst[by_dst].tolist(), strict=True):
+        up[u] = max(up[u], up[v] + 1)
+    masks = np.stack([r.T, r, par])
+    return GraphStructure(static, _csr_of(n, dst, src), _csr_of(n, src, dst), sets, raw,
+                          sweep_plan(down, fsrc, fdst), sweep_plan(up, fdst, fsrc), masks)
+
+
+def node_features(structure: GraphStructure, devices: np.ndarray, visited: np.ndarray, current: int,
+                  num_devices: int) -> np.ndarray:
+    """(groups, 4 + devices) float32: static features, one-hot device, visited, current (§2.1)."""
+    n = len(devices)
+    x = np.zeros((n, 4 + num_devices), dtype=np.float32)
+    x[:, :2] = structure.static
+    x[np.arange(n), 2 + devices] = 1.0
+    x[:, 2 + num_devices] = visited
+    x[current, 3 + num_devices] = 1.0
+    return x
+
+
+def state_batch(items: list[tuple[GraphStructure, np.ndarray, np.ndarray, int]], grad: bool = False) -> StateBatch:
+    """The states ``(structure, feasible (groups, devices), features, current node)`` as one :class:`StateBatch`."""
+    xs, current, masks = [], [], []
+    graph_ptr: dict[str, list[np.ndarray]] = {"down": [], "up": []}
+    graph_col: dict[str, list[np.ndarray]] = {"down": [], "up": []}
+    nnz = {"down": 0, "up": 0}
+    pool_ptr: list[list[int]] = [[], [], []]
+    pool_col: list[list[np.ndarray]] = [[], [], []]
+    member_col = []
+    off = 0
+    for gs, feasible, x, v in items:
+        n = len(x)
+        xs.append(x)
+        for name in ("down", "up"):
+            ptr, col = getattr(gs, name)
+            graph_ptr[name].append(ptr[1:] + nnz[name])
+            graph_col[name].append(col + off)
+            nnz[name] += len(col)
+        current.append(off + v)
+        masks.append(feasible[v])
+        for i in range(3):
+            idx = gs.sets[i][v]
+            pool_col[i].append(idx + off)
+            pool_ptr[i].append((pool_ptr[i][-1] if pool_ptr[i] else 0) + len(idx))
+        member_col.append(np.arange(off, off + n))
+        off += n
+    s = len(items)
+    pools = [selection(np.concatenate([[0], pool_ptr[i]]).astype(np.int64), np.concatenate(pool_col[i]), (s, off),
+                       grad) for i in range(3)]
+    members = selection(np.concatenate([[0], np.cumsum([len(m) for m in member_col])]).astype(np.int64),
+                        np.concatenate(member_col), (s, off), grad)
+    down = (np.concatenate([[0], *graph_ptr["down"]]).astype(np.int64), np.concatenate(graph_col["down"]))
+    up = (np.concatenate([[0], *graph_ptr["up"]]).astype(np.int64), np.concatenate(graph_col["up"]))
+    return StateBatch(torch.from_numpy(np.concatenate(xs)), _mean_adjacency(down, up, off),
+                      _mean_adjacency(up, down, off), torch.tensor(current, dtype=torch.long), pools, members,
+                      torch.from_numpy(np.stack(masks)))
+
+
+def sweep_features(structure: GraphStructure, devices: np.ndarray, visits: np.ndarray, current: int,
+                   start: np.ndarray | None, num_devices: int) -> np.ndarray:
+    """(groups, 5 + devices) float32, the authors' features (module docstring): run time, output size,
+    visit count, current flag, start time relative to the current group's, one-hot device.
+    ``start``: each group's simulated start time (s), or None when the runtimes are not simulated."""
+    n = len(devices)
+    x = np.zeros((n, 5 + num_devices), dtype=np.float32)
+    x[:, :2] = structure.raw
+    x[:, 2] = visits
+    x[current, 3] = 1.0
+    if start is not None:
+        rel = start - start[current]
+        top = np.abs(rel).max()
+        x[:, 4] = rel / top if top > 0 else 0.0
+    x[np.arange(n), 5 + devices] = 1.0
+    return x
+
+
+def sweep_batch(items: list[tuple[GraphStructure, np.ndarray, np.ndarray, int]]) -> SweepBatch:
+    """The states ``(structure, feasible, features, current node)`` as one :class:`SweepBatch`,
+    grouped by graph: 0/1 (summing) pooling masks and each graph's sweeps."""
+    by_graph: dict[int, list[int]] = {}
+    for i, (gs, *_) in enumerate(items):
+        by_graph.setdefault(id(gs), []).append(i)
+    groups = []
+    for rows in by_graph.values():
+        gs = items[rows[0]][0]
+        current = np.array([items[i][3] for i in rows], dtype=np.int64)
+        x = torch.from_numpy(np.stack([items[i][2] for i in rows]))
+        pools = torch.from_numpy(gs.pool_masks[:, current].astype(np.float32))
+        mask = torch.from_numpy(np.stack([items[i][1][items[i][3]] for i in rows]))
+        groups.append(SweepGroup(gs.down_sweep, gs.up_sweep, x, pools, torch.from_numpy(current), mask,
+                                 torch.tensor(rows, dtype=torch.long)))
+    return SweepBatch(groups, len(items))
+
+
+def sweep_plan(level: np.ndarray, src: np.ndarray, dst: np.ndarray) -> Sweep:
+    """The :class:`Sweep` of the nodes at ``level`` with edges ``src → dst`` (level[src] < level[dst])."""
+    perm = np.argsort(level, kind="stable")
+    pos = np.empty_like(perm)
+    pos[perm] = np.arange(len(perm))
+    counts = np.bincount(level, minlength=1)
+    bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    rows, cols = pos[dst], pos[src]
+    order = np.lexsort((cols, rows))
+    rows, cols = rows[order], cols[order]
+    steps = []
+    for lv in range(1, len(counts)):
+        lo, hi = bounds[lv], bounds[lv + 1]
+        a, b = np.searchsorted(rows, [lo, hi])
+        r = rows[a:b] - lo
+        ptr = np.zeros(hi - lo + 1, dtype=np.int64)
+        np.cumsum(np.bincount(r, minlength=hi - lo), out=ptr[1:])
+        steps.append(selection(ptr, cols[a:b], (int(hi - lo), int(lo)), True, mean=False))
+    return Sweep(torch.from_numpy(perm), torch.from_numpy(pos), bounds.tolist(), steps)
+
+
+def _csr_of(n: int, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    order = np.lexsort((cols, rows))
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=ptr[1:])
+    return ptr, cols[order].astype(np.int64)
+
+
+def _csr_tensor(crow: np.ndarray, col: np.ndarray, shape: tuple[int, int],
+                values: np.ndarray | None = None) -> torch.Tensor:
+    vals = torch.ones(len(col), dtype=torch.float32) if values is None else torch.from_numpy(values)
+    return torch.sparse_csr_tensor(torch.from_numpy(crow), torch.from_numpy(col), vals, size=shape,
+                                   check_invariants=False)
+
+
+def _mean_adjacency(a: tuple[np.ndarray, np.ndarray], a_t: tuple[np.ndarray, np.ndarray], n: int) -> SparsePair:
+    """Row-normalised adjacency (mean over in-neighbours) from CSR ``a`` and the CSR of its pattern's transpose."""
+    (ptr, col), (t_ptr, t_col) = a, a_t
+    inv = (1.0 / np.maximum(np.diff(ptr), 1)).astype(np.float32)
+    vals = np.repeat(inv, np.diff(ptr))
+    return SparsePair(_csr_tensor(ptr, col, (n, n), vals), _csr_tensor(t_ptr, t_col, (n, n), inv[t_col]))
+
+
+def selection(ptr: np.ndarray, col: np.ndarray, shape: tuple[int, int], grad: bool, mean: bool = True) -> SparsePair:
+    """A CSR matrix (``ptr``, ``col``) whose row s holds 1/|row| (``mean``) or 1 on its columns and,
+    when gradients are needed, its transpose."""
+    counts = np.diff(ptr)
+    vals = np.repeat((1.0 / np.maximum(counts, 1) if mean else np.ones(len(counts))).astype(np.float32), counts)
+    a = _csr_tensor(ptr, col, shape, vals)
+    if not grad:
+        return SparsePair(a, None)
+    rows = np.repeat(np.arange(shape[0]), counts)
+    order = np.lexsort((rows, col))
+    t_ptr = np.zeros(shape[1] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(col, minlength=shape[1]), out=t_ptr[1:])
+    return SparsePair(a, _csr_tensor(t_ptr, rows[order].astype(np.int64), (shape[1], shape[0]), vals[order]))

@@ -1,0 +1,193 @@
+"""Placeto's policy network as its authors built it (``network=authors``, the default).
+
+The authors' code (github.com/aravic/generalizable-device-placement, commit e7fbb2e) differs from
+the paper's §2.2 text in several places; this module follows the code, citing file and line:
+
+1. **Input** — each group's raw features (:func:`policies.rl.placeto.state.sweep_features`) enter
+   the message passing directly: no embedding layer (``mp_progressive_nn.py:44-50``: the
+   messenger's width is the feature count, ``pgraph.py:46-55``).
+2. **Message passing** (``nn_primitives.py:140-179``, class ``Messenger``) — one sweep over the
+   whole graph in each direction, not k rounds. In topological order (top-down; reversed for
+   bottom-up):
+
+       x_v = T(e_v) + ρ(g(Σ_{u∈ξ(v)} ρ(f(x_u))))        (the second term only when ξ(v) ≠ ∅)
+
+   with ξ(v) the parents (resp. children), whose x_u are already final, so information travels
+   the whole depth of the graph in one sweep; ρ = ReLU; T an MLP with two hidden layers
+   (``nn_primitives.py:154``), f and g one hidden layer each (``:80-87``); a **sum** over ξ(v)
+   (``:113-114``, ``use_mask=False``). The two directions are concatenated (``:179``).
+   We run the sweep level by level (every group whose longest path from a source has the same
+   length at once), which computes the same values as the authors' node-by-node loop.
+3. **Pooling** (``mp_progressive_nn.py:58-74``, ``--tri-agg``) — three aggregators, each
+   ``ρ(g(Σ_{u∈S} ρ(f(x_u))))`` summed over the current group's ancestors, descendants and
+   parallel groups (``pgraph.py:156-172, 212-224``: all of them when ``--n-peers`` is unset, its
+   default in ``progressive_placer_test.py:159``), concatenated with the group's own x_v (``:68-74``).
+4. **Policy** — an MLP with hidden layers ``[2·I, I]`` over that input of size I
+   (``mp_progressive_nn.py:94-96``; I = 8·(5 + D): 56 and 112 hidden units on two devices).
+
+Every weight matrix is Glorot-uniform with gain 1 and every bias zero (``nn_primitives.py:4-16``).
+Ablations of §4.3: ``simple-partitioner`` drops the message passing (the authors'
+``--no-msg-passing``, ``mp_progressive_nn.py:52-54``); ``simple-aggregator`` drops it too and
+feeds one aggregator over all groups plus the group's own features to the policy (the authors'
+``--agg-msgs`` without ``--tri-agg``, ``:78-82``, pools all groups but loses which one is placed; we keep
+x_v, as the full network does).
+
+If the group graph has a cycle (a grouping can make one), the sweeps use only the edges that
+follow the task's topological order of its condensation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from policies.rl.placeto.net import NEG, SparsePair, spmm
+
+__all__ = ["Aggregator", "Sweep", "SweepBatch", "SweepGroup", "SweepNet", "glorot_mlp"]
+
+
+def glorot_mlp(inp: int, hidden: list[int], out: int) -> nn.Sequential:
+    """The authors' ``FNN`` (``nn_primitives.py:18-40``): Glorot-uniform weights, zero biases, ReLU
+    between layers and none after the last."""
+    mods: list[nn.Module] = []
+    sizes = [inp, *hidden, out]
+    for i in range(len(sizes) - 1):
+        layer = nn.Linear(sizes[i], sizes[i + 1])
+        nn.init.xavier_uniform_(layer.weight)
+        nn.init.zeros_(layer.bias)
+        mods.append(layer)
+        if i < len(sizes) - 2:
+            mods.append(nn.ReLU())
+    return nn.Sequential(*mods)
+
+
+def _two_layers(m: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
+    """``ρ(m(x))`` for a one-hidden-layer :func:`glorot_mlp` ``m``, without the modules' call overhead
+    (the sweeps call it twice per level and direction)."""
+    first, last = m[0], m[2]
+    return torch.relu(F.linear(torch.relu(F.linear(x, first.weight, first.bias)), last.weight, last.bias))
+
+
+class Aggregator(nn.Module):
+    """``ρ(g(A · ρ(f(x))))``: the authors' ``Aggregator`` (``nn_primitives.py:80-119``) with a 0/1 matrix A."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.f = glorot_mlp(dim, [dim], dim)
+        self.g = glorot_mlp(dim, [dim], dim)
+
+    def inner(self, x: torch.Tensor) -> torch.Tensor:
+        return _two_layers(self.f, x)
+
+    def outer(self, summed: torch.Tensor) -> torch.Tensor:
+        return _two_layers(self.g, summed)
+
+    def forward(self, a: SparsePair, x: torch.Tensor) -> torch.Tensor:
+        return self.outer(spmm(a, self.inner(x)))
+
+
+@dataclass
+class Sweep:
+    """One direction's sweep over a graph of N nodes, level by level.
+
+    ``perm`` lists the nodes by level (``inverse`` undoes it); level l holds positions
+    ``bounds[l]:bounds[l+1]`` of that order, and ``steps[l-1]`` is the 0/1 matrix (level-l nodes ×
+    positions before ``bounds[l]``) of their in-neighbours in this direction.
+    """
+
+    perm: torch.Tensor
+    inverse: torch.Tensor
+    bounds: list[int]
+    steps: list[SparsePair]
+
+
+@dataclass
+class SweepGroup:
+    """S states of one graph (N nodes): what :class:`SweepNet` reads of them."""
+
+    down: Sweep
+    up: Sweep
+    x: torch.Tensor  # (S, N, F) features
+    pools: torch.Tensor  # (3, S, N) 0/1: each state's current node's ancestors, descendants, parallel nodes
+    current: torch.Tensor  # (S,) each state's current node
+    mask: torch.Tensor  # (S, D) devices allowed for the current node
+    rows: torch.Tensor  # (S,) the states' rows in the batch
+
+
+@dataclass
+class SweepBatch:
+    """States of one or more graphs, grouped by graph."""
+
+    groups: list[SweepGroup]
+    size: int
+
+
+class _Messenger(nn.Module):
+    """One direction of the authors' ``Messenger`` (see the module docstring, item 2), over the S
+    states of a graph at once: ``t`` is (N, S, d)."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.agg = Aggregator(dim)
+
+    def forward(self, t: torch.Tensor, sweep: Sweep) -> torch.Tensor:
+        _, s, d = t.shape
+        tp = t[sweep.perm]
+        b = sweep.bounds
+        xs = [tp[b[0]:b[1]]]
+        done = self.agg.inner(xs[0])
+        for lv, step in enumerate(sweep.steps, start=1):
+            summed = spmm(step, done.reshape(done.shape[0], s * d)).reshape(-1, s, d)
+            x = tp[b[lv]:b[lv + 1]] + self.agg.outer(summed)
+            xs.append(x)
+            done = torch.cat([done, self.agg.inner(x)])
+        return torch.cat(xs)[sweep.inverse]
+
+
+class SweepNet(nn.Module):
+    """Placeto's GNN and policy as the authors built them; ``forward(batch)`` gives masked device
+    logits, shape (S, D)."""
+
+    def __init__(self, num_devices: int, features: int, *, variant: str = "full") -> None:
+        super().__init__()
+        self.num_devices = num_devices
+        self.variant = variant
+        d = features
+        if variant == "full":
+            self.transform = glorot_mlp(d, [d, d], d)
+            self.down = _Messenger(d)
+            self.up = _Messenger(d)
+            d = 2 * d
+        if variant == "simple-aggregator":
+            self.everything = Aggregator(d)
+            head_in = 2 * d
+        else:
+            self.pool = nn.ModuleList(Aggregator(d) for _ in range(3))
+            head_in = 4 * d
+        self.policy = glorot_mlp(head_in, [2 * head_in, head_in], num_devices)
+
+    def forward(self, b: SweepBatch) -> torch.Tensor:
+        out = None
+        for g in b.groups:
+            logits = self._group(g)
+            if out is None:
+                out = logits.new_empty((b.size, logits.shape[1]))
+            out = out.index_copy(0, g.rows, logits)
+        return out
+
+    def _group(self, g: SweepGroup) -> torch.Tensor:
+        x = g.x
+        if self.variant == "full":
+            t = self.transform(x.transpose(0, 1))
+            x = torch.cat([self.down(t, g.down), self.up(t, g.up)], dim=2).transpose(0, 1)
+        own = x[torch.arange(len(g.current)), g.current]
+        if self.variant == "simple-aggregator":
+            z = torch.cat([self.everything.outer(self.everything.inner(x).sum(dim=1)), own], dim=1)
+        else:
+            pooled = [agg.outer(torch.einsum("sn,snd->sd", p, agg.inner(x))) for agg, p in zip(self.pool, g.pools,
+                                                                                               strict=True)]
+            z = torch.cat([*pooled, own], dim=1)
+        return self.policy(z).masked_fill(~g.mask, NEG)

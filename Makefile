@@ -61,8 +61,7 @@ app: setup
 	  --server.port $${PORT:-8501} --server.address $${ADDRESS:-127.0.0.1} \
 	  --browser.gatherUsageStats false
 
-test: setup browser-deps
-	$(VENV)/bin/ruff check .
+test: lint browser-deps
 	$(PY) -m pytest -n 2 -q
 
 lint: setup

@@ -51,7 +51,8 @@ def test_parameters_of_a_registered_factory(monkeypatch):
         def __init__(self, alpha: float = 0.1, steps: int = 3) -> None:
             built.append((alpha, steps))
 
-    monkeypatch.setitem(PLACERS, "dummy", PlacerInfo("dummy", "for this test", Dummy, "test"))
+    monkeypatch.setitem(PLACERS, "dummy", PlacerInfo("dummy", "for this test", Dummy, "test",
+                                                     {"alpha": 0.1, "steps": 3}))
     assert placer_parameters("dummy") == {"alpha": 0.1, "steps": 3}
     make_placer("dummy", steps=7)
     assert built == [(0.1, 7)]

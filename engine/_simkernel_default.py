@@ -5,7 +5,7 @@ one transfer per (output, destination device), carrying the largest bytes among 
 it serves, arriving ``latency + bytes / bandwidth`` after it starts; each device's sends are
 serialized on one outgoing channel, busy for ``bytes / bandwidth + transfer_gap`` (latency
 is pipelined). Ops ready at the same time on one device start by lower op index. Semantics
-are those of CONTRACTS §4 and ``docs/simulation.md``; the plain-Python reference the
+are those of CONTRACTS §4 and ``docs/reference/simulation.md``; the plain-Python reference the
 property tests hold this kernel to is ``engine/reference_sim.py``. The event loop pieces,
 channel bookkeeping and memory accounting it shares with the ``placeto`` kernel, and the
 speed tricks of both, are in :mod:`engine._simcore` and :mod:`engine._simkernel_placeto`.

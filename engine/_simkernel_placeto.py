@@ -3,7 +3,7 @@
 Placeto App. A.5 as published (Addanki et al. 2019): per-device FIFO op queues, one
 outgoing FIFO channel per device, and one transfer per output that serves every remote
 consumer at the cluster's single bandwidth ``bw0``. Semantics are those of CONTRACTS §4 and
-``docs/simulation.md``; the plain-Python reference the property tests hold this kernel to is
+``docs/reference/simulation.md``; the plain-Python reference the property tests hold this kernel to is
 ``engine/reference_sim.py``. The event loop pieces, channel bookkeeping and memory
 accounting it shares with the ``default`` kernel are in :mod:`engine._simcore`.
 

@@ -3,7 +3,7 @@
 DOPPLER §2, Algorithms 1–2 (Yao et al. 2025): a single-threaded event loop that starts an
 op as soon as its inputs are on its device and its device is free, and a transfer as soon
 as its data exists (and, with contention, its channel is free). The semantics, options and
-their sources are in ``engine/simulator.py`` and ``docs/simulation.md``; the plain-Python
+their sources are in ``engine/simulator.py`` and ``docs/reference/simulation.md``; the plain-Python
 reference that the property tests hold this kernel to is ``engine/reference_sim_wc.py``.
 
 Events

@@ -1,6 +1,6 @@
 """A slow, plain reference of the ``work_conserving`` mode, to check and measure the kernel.
 
-It follows the semantics in ``docs/simulation.md`` (DOPPLER §2, Algorithms 1–2) the obvious
+It follows the semantics in ``docs/reference/simulation.md`` (DOPPLER §2, Algorithms 1–2) the obvious
 way — Python objects, ``heapq`` of ``(time, creation number, event)``, a ``deque`` per device
 and per channel, a linear search for the op a device serves next — and shares no code
 with :mod:`engine._simkernel_wc`. Durations (noise included) come from the caller, so both

@@ -1,4 +1,4 @@
-"""Discrete-event simulation of a placed graph on a cluster (CONTRACTS §4, ``docs/simulation.md``).
+"""Discrete-event simulation of a placed graph on a cluster (CONTRACTS §4, ``docs/reference/simulation.md``).
 
 One obvious entry point, :func:`simulate`; for loops that evaluate many placements of the
 same graph (RL training, local search) build a :class:`Simulator` once and call

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Budget", "MovingAverageBaseline", "StepBaseline", "StoppingRule", "linear", "returns_to_go"]
+__all__ = ["Budget", "MovingAverageBaseline", "RunningMeanBaseline", "StepBaseline", "StoppingRule", "linear",
+           "returns_to_go"]
 
 
 def returns_to_go(rewards: np.ndarray, discount: float = 1.0) -> np.ndarray:
@@ -129,6 +130,29 @@ class MovingAverageBaseline:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.decay = float(state["decay"])
         self.values = {k: float(v) for k, v in state["values"].items()}
+
+
+class RunningMeanBaseline:
+    """The mean makespan of all of a graph's previous episodes (DOPPLER §4.1; the DOPPLER authors' GDP)."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, float] = {}
+        self.counts: dict[str, int] = {}
+
+    def advantage(self, key: str, makespan: float) -> float:
+        """``−makespan − (−mean of the previous makespans)``; 0 for a graph's first episode. Records it."""
+        n = self.counts.get(key, 0)
+        adv = 0.0 if n == 0 else self.sums[key] / n - makespan
+        self.sums[key] = self.sums.get(key, 0.0) + makespan
+        self.counts[key] = n + 1
+        return adv
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"sums": dict(self.sums), "counts": dict(self.counts)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.sums = {k: float(v) for k, v in state["sums"].items()}
+        self.counts = {k: int(v) for k, v in state["counts"].items()}
 
 
 class StoppingRule:

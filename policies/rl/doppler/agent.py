@@ -69,7 +69,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from policies.rl.core.agent import Advantages, Agent, EpisodeStats, PerTask, Rollout
-from policies.rl.core.reinforce import Budget, linear
+from policies.rl.core.reinforce import Budget, RunningMeanBaseline, linear
 from policies.rl.core.task import PlacementTask
 from policies.rl.doppler.config import STAGES, VARIANTS, DopplerConfig, stage_reward
 from policies.rl.doppler.features import DopplerGraph, graph_tensors
@@ -78,32 +78,9 @@ from policies.rl.doppler.rollout import AssignEpisode, assign
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["STAGES", "VARIANTS", "DopplerAgent", "DopplerConfig", "RunningMeanBaseline", "stage_reward",
+__all__ = ["STAGES", "VARIANTS", "DopplerAgent", "DopplerConfig", "stage_reward",
            "teacher_placement"]
 
-
-
-class RunningMeanBaseline:
-    """§4.1: the baseline is the mean makespan of all previous episodes, per graph."""
-
-    def __init__(self) -> None:
-        self.sums: dict[str, float] = {}
-        self.counts: dict[str, int] = {}
-
-    def advantage(self, key: str, makespan: float) -> float:
-        """``−makespan − (−mean of the previous makespans)``; 0 for a graph's first episode. Records it."""
-        n = self.counts.get(key, 0)
-        adv = 0.0 if n == 0 else self.sums[key] / n - makespan
-        self.sums[key] = self.sums.get(key, 0.0) + makespan
-        self.counts[key] = n + 1
-        return adv
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"sums": dict(self.sums), "counts": dict(self.counts)}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.sums = {k: float(v) for k, v in state["sums"].items()}
-        self.counts = {k: int(v) for k, v in state["counts"].items()}
 
 
 class _Prepared:

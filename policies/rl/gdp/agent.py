@@ -81,7 +81,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from policies.rl.core.agent import Advantages, Agent, EpisodeStats, PerTask, Rollout
-from policies.rl.core.reinforce import Budget, linear
+from policies.rl.core.reinforce import Budget, RunningMeanBaseline, linear
 from policies.rl.core.task import PlacementTask
 
 from .config import ACTING, STAGES, GdpConfig
@@ -90,30 +90,7 @@ from .features import GdpInputs
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["ACTING", "STAGES", "GdpAgent", "GdpConfig", "RunningMeanBaseline"]
-
-
-class RunningMeanBaseline:
-    """The mean makespan of a graph's previous episodes (DOPPLER §4.1; the authors' GDP, deviation 4)."""
-
-    def __init__(self) -> None:
-        self.sums: dict[str, float] = {}
-        self.counts: dict[str, int] = {}
-
-    def advantage(self, key: str, makespan: float) -> float:
-        """``mean of the previous makespans − makespan`` (0 for a graph's first episode); records it."""
-        n = self.counts.get(key, 0)
-        adv = 0.0 if n == 0 else self.sums[key] / n - makespan
-        self.sums[key] = self.sums.get(key, 0.0) + makespan
-        self.counts[key] = n + 1
-        return adv
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"sums": dict(self.sums), "counts": dict(self.counts)}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.sums = {k: float(v) for k, v in state["sums"].items()}
-        self.counts = {k: int(v) for k, v in state["counts"].items()}
+__all__ = ["ACTING", "STAGES", "GdpAgent", "GdpConfig"]
 
 
 class _Prepared:

@@ -12,10 +12,10 @@ from torch_geometric.nn import NNConv
 
 from policies.rl.core.agent import train_step
 from policies.rl.core.registry import make_config
-from policies.rl.core.reinforce import Budget, StoppingRule
+from policies.rl.core.reinforce import Budget, RunningMeanBaseline, StoppingRule
 from policies.rl.core.task import make_task
 from policies.rl.core.trainer import Trainer
-from policies.rl.doppler.agent import DopplerAgent, RunningMeanBaseline, teacher_placement
+from policies.rl.doppler.agent import DopplerAgent, teacher_placement
 from policies.rl.doppler.config import DopplerConfig
 from policies.rl.doppler.net import EdgeNetworkConv, PlcPolicy, episode_loss
 

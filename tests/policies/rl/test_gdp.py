@@ -17,12 +17,12 @@ from engine.runs import RunStore
 from placelab.cli import run_command
 from policies.rl.core.agent import Advantages, backward
 from policies.rl.core.registry import learned_placers, make_agent, make_config
-from policies.rl.core.reinforce import Budget, StoppingRule
+from policies.rl.core.reinforce import Budget, RunningMeanBaseline, StoppingRule
 from policies.rl.core.task import make_task
 from policies.rl.core.trainer import Trainer
 from policies.rl.core.workers import RolloutWorker
 from policies.rl.doppler.agent import teacher_placement
-from policies.rl.gdp.agent import GdpAgent, RunningMeanBaseline
+from policies.rl.gdp.agent import GdpAgent
 from policies.rl.gdp.config import GdpConfig
 from policies.rl.gdp.features import GdpInputs, type_bucket
 from policies.rl.gdp.net import GraphSage, SegmentAttention

@@ -46,34 +46,8 @@ def random_ops(rng: random.Random) -> list[tuple]:
 
 ROOT = Path(__file__).resolve().parents[1]
 KILL_SWEEP = ("gen:random?ops=20&seed=1,gen:random?ops=30&seed=2", "k80x2", "single-device,random,critical-path", 2)
-#: A sweep driver that SIGKILLs itself: ``row``: at its N-th append to sweep.csv (the result's run stored, its row
-#: not); ``finish``: while its N-th result's run is stored (its run.json still says running).
-KILL_DRIVER = """
-import os, signal, sys
-from engine.run_dir import Run
-from engine.runs import RunStore
-from policies.parallel import ParallelMap
-from policies.sweep import SweepSpec, run_sweep
-where, nth, runs, workers = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-graphs, clusters, placers, seeds = sys.argv[5:8] + [int(sys.argv[8])]
-calls = [0]
-def hit():
-    calls[0] += 1
-    if calls[0] == nth:
-        os.kill(os.getpid(), signal.SIGKILL)
-append_row, finish = Run.append_row, Run.finish
-def killing_append_row(self, name, row):
-    if where == "row" and name == "sweep.csv":
-        hit()
-    return append_row(self, name, row)
-def killing_finish(self, status="done", metrics=None):
-    if where == "finish" and self._stored.get("kind") == "compare":
-        hit()
-    return finish(self, status, metrics)
-Run.append_row, Run.finish = killing_append_row, killing_finish
-with ParallelMap(workers=workers or None) as ex:
-    run_sweep(RunStore(runs), SweepSpec.from_specs(graphs, clusters, placers, seeds=seeds), executor=ex)
-"""
+#: The kill -9 tests' sweep driver, which SIGKILLs itself at its N-th row or stored run (its docstring).
+KILL_DRIVER = ROOT / "tests" / "policies" / "sweep_kill_driver.py"
 
 
 def kill_round(rng: random.Random, workers: int, timeout: float) -> dict:
@@ -91,7 +65,7 @@ def kill_round(rng: random.Random, workers: int, timeout: float) -> dict:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "PLACELAB_CACHE_DIR": str(Path(tmp) / "cache")}
         runs = str(Path(tmp) / "runs")
         t = time.perf_counter()
-        driver = subprocess.run([sys.executable, "-c", KILL_DRIVER, where, str(nth), runs, str(workers), graphs,
+        driver = subprocess.run([sys.executable, str(KILL_DRIVER), where, str(nth), runs, str(workers), graphs,
                                  clusters, placers, str(seeds)], env=env, capture_output=True, text=True,
                                 timeout=timeout, check=False)
         if driver.returncode != -signal.SIGKILL:

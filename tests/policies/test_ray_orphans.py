@@ -33,39 +33,8 @@ GRAPHS, CLUSTERS, PLACERS, SEEDS = "gen:random?ops=20&seed=1", "k80x2", "single-
 SPEC = SweepSpec.from_specs(GRAPHS, CLUSTERS, PLACERS, seeds=SEEDS)
 VARYING = ("run_id", "seconds_to_place")
 
-#: A sweep driver that SIGKILLs itself: ``row`` at its N-th append to sweep.csv (the N-th result's run is
-#: stored, its row not), ``finish`` while its N-th result's run is stored (its run.json still says running).
-DRIVER = f"""
-import os, signal, sys
-from engine.run_dir import Run
-from engine.runs import RunStore
-from policies.parallel import ParallelMap
-from policies.sweep import SweepSpec, run_sweep
-where, nth, runs, workers = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-calls = [0]
-
-def hit():
-    calls[0] += 1
-    if calls[0] == nth:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-append_row, finish = Run.append_row, Run.finish
-
-def killing_append_row(self, name, row):
-    if where == "row" and name == "sweep.csv":
-        hit()
-    return append_row(self, name, row)
-
-def killing_finish(self, status="done", metrics=None):
-    if where == "finish" and self._stored.get("kind") == "compare":
-        hit()
-    return finish(self, status, metrics)
-
-Run.append_row, Run.finish = killing_append_row, killing_finish
-spec = SweepSpec.from_specs({GRAPHS!r}, {CLUSTERS!r}, {PLACERS!r}, seeds={SEEDS})
-with ParallelMap(workers=workers or None) as ex:
-    run_sweep(RunStore(runs), spec, executor=ex)
-"""
+#: A sweep driver that SIGKILLs itself at its N-th row or stored run (its docstring); the fuzz soak uses it too.
+DRIVER = Path(__file__).with_name("sweep_kill_driver.py")
 
 
 def _env(cache: Path) -> dict[str, str]:
@@ -74,7 +43,8 @@ def _env(cache: Path) -> dict[str, str]:
 
 def _kill_driver(tmp_path: Path, where: str, nth: int, workers: int) -> tuple[RunStore, int]:
     """Run the self-killing driver to its end; the store and the driver's pid."""
-    proc = subprocess.Popen([sys.executable, "-c", DRIVER, where, str(nth), str(tmp_path / "runs"), str(workers)],
+    proc = subprocess.Popen([sys.executable, str(DRIVER), where, str(nth), str(tmp_path / "runs"), str(workers),
+                             GRAPHS, CLUSTERS, PLACERS, str(SEEDS)],
                             env=_env(tmp_path / "cache"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == -signal.SIGKILL, (proc.returncode, out, err)

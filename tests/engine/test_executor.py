@@ -41,7 +41,9 @@ def graph(edges: list[tuple[int, int, float]], compute: list[float], name: str =
 
 @pytest.fixture(scope="module")
 def ex():
+    load = os.getloadavg()[0]
     with Executor(two_cpus()) as e:
+        e.calibration_load = max(load, os.getloadavg()[0])  # the busiest the workers' calibration met
         yield e
 
 
@@ -105,11 +107,17 @@ def test_one_device_measures_close_to_the_sum_of_op_times(ex):
     busy = float((s.op_end - s.op_start).sum())
     # the step is its ops back to back: dispatch gaps are a small part of it
     assert busy <= s.makespan - s.op_start.min() <= busy + 6 * 0.5 * MS
-    # ops are sized from the median calibration calls, so they cannot run much shorter; on a
-    # shared machine other jobs preempt the pinned workers: ~3x longer was seen at load average
-    # 6 and ~6x at 21 on 2 cores, so the upper bound grows with the load per core
-    oversubscribed = max(1.0, os.getloadavg()[0] / len(os.sched_getaffinity(0)))
-    assert 0.7 * total <= busy <= 4.0 * oversubscribed * total
+    # ops are sized from the workers' calibration, so a run on a machine as busy as it was then
+    # takes about `total`. The machine is shared and its load changes between calibration and
+    # run: other jobs preempting the pinned workers made ops ~3x longer at load average 6 and ~6x
+    # at 21 on 2 cores; a calibration made while loaded sizes ops too small, so they ran 0.59x
+    # when the load fell (CI, stop 41). Both bounds are 4x wide and widen with the load per core
+    # when measured (upper) and when calibrated (lower): the test asserts the ops ran, sized from
+    # their compute times, not how quiet the machine is.
+    cores = len(os.sched_getaffinity(0))
+    oversubscribed = max(1.0, os.getloadavg()[0] / cores)
+    at_calibration = max(1.0, ex.calibration_load / cores)
+    assert 0.25 * total / at_calibration <= busy <= 4.0 * oversubscribed * total
 
 
 def test_independent_chains_on_two_devices_run_at_the_same_time(ex):

@@ -350,14 +350,30 @@ def test_reused_simulator_does_not_leak_state(case, data):
         assert_same(schedule_arrays(got), want)
 
 
+def generic_times(g: CompGraph, rnd) -> CompGraph:
+    """``g`` with a compute time and edge bytes of its own for every op and edge (uniform draws):
+    no two events coincide, but by a floating-point accident."""
+    return CompGraph(g.name, g.op_names, compute_any=np.array([rnd.uniform(1e-4, 1e-3) for _ in range(g.num_ops)]),
+                     output_bytes=g.output_bytes, persistent_bytes=g.persistent_bytes, temp_bytes=g.temp_bytes,
+                     edge_src=g.edge_src, edge_dst=g.edge_dst,
+                     edge_bytes=np.array([rnd.uniform(1e3, 1e5) for _ in range(g.num_edges)]))
+
+
 @settings(max_examples=200, **SETTINGS)
-@given(st.one_of(cases(), cases(discrete=True)), st.randoms(use_true_random=False))
+@given(cases(), st.randoms(use_true_random=False))
 def test_identical_devices_are_interchangeable(case, rnd):
     """On identical devices sharing one link, renaming the devices changes no time (``placeto`` mode
     on any number of devices, ``default`` on two: with three or more its sends of one output go in
     destination-device order, ``docs/reference/simulation.md``). Placeto's known limit on two K80s rests on
-    this symmetry (``policies/rl/placeto/agent.py``)."""
+    this symmetry (``policies/rl/placeto/agent.py``).
+
+    Only while no two events coincide: ops that become ready at the same instant are queued in
+    device order, as Placeto's simulator orders its queues by name, so on ties a renaming can
+    change which runs first (hypothesis found zero-time ops on two devices doing so). The times
+    are therefore drawn generic; the tie-breaking rules themselves are checked against the
+    reference simulator above (``discrete`` cases)."""
     g, c, p = case
+    g = generic_times(g, rnd)
     c = dataclasses.replace(c, links=())
     if c.simulation.mode == "default":
         c, p = dataclasses.replace(c, devices=c.devices[:2]), np.minimum(p, 1)

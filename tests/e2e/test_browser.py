@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
@@ -123,6 +124,26 @@ def check_explorer_scopes(page) -> str:
     return closed[0]
 
 
+def click_last_marker(page, chart) -> None:
+    """Click the last marker drawn in ``chart`` (the "matches" trace is drawn last). Streamlit may mount
+    the chart anew a moment after the rerun that drew it (a fresh-clone run saw the element detached
+    while scrolling to it), so a detached element is looked up again."""
+    for _ in range(10):
+        try:
+            chart.scroll_into_view_if_needed(timeout=GUARD_MS)
+            marker = chart.locator(".scatterlayer .trace .points path").last
+            marker.wait_for(timeout=GUARD_MS)
+            box = marker.bounding_box()
+            if box is not None:
+                page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+                return
+        except PlaywrightError as err:
+            if "not attached" not in str(err):
+                raise
+        wait_idle(page)
+    raise AssertionError("the timeline was mounted anew ten times in a row")
+
+
 def check_linked_highlight(page, query: str) -> str:
     """Timeline → graph: search ``query`` in the timeline and click its first red marker (a bar when the
     timeline draws ops); the explorer marks that op. Graph → timeline: the timeline names it back."""
@@ -132,11 +153,7 @@ def check_linked_highlight(page, query: str) -> str:
     wait_idle(page)
     page.get_by_text(re.compile(r"^[\d,]+ ops match")).first.wait_for(timeout=GUARD_MS)
     chart = page.locator('[data-testid="stPlotlyChart"]').nth(1)  # the first result tab's timeline
-    chart.scroll_into_view_if_needed()
-    marker = chart.locator(".scatterlayer .trace .points path").last  # the "matches" trace is drawn last
-    marker.wait_for(timeout=GUARD_MS)
-    box = marker.bounding_box()
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    click_last_marker(page, chart)
     page.get_by_text("Selected in the graph:").first.wait_for(timeout=GUARD_MS)
     wait_idle(page)
     frame = explorer_frame(page)

@@ -12,14 +12,18 @@ device i*4//n), it measures
 * on the 1k and 10k graphs, the plain-Python reference of the mode and the speed-up of
   ``Simulator.run`` over it: ``engine.reference_sim.reference_simulate`` (placeto, default),
   written the way Placeto's published simulator is (Python dicts + heapq, one event per
-  edge), and ``engine.reference_sim_wc.reference_simulate_wc`` (work_conserving). Both
-  must give the same makespan: a mismatch is reported and makes the script exit with
-  status 1.
+  edge), and ``engine.reference_sim_wc.reference_simulate_wc`` (work_conserving). The
+  reference, ``Simulator.run`` and ``Simulator.makespan`` must give the same makespan: a
+  mismatch is reported and makes the script exit with status 1.
 
-The footer restates the two goals of the work-conserving issue: the placeto hard case
-(random 10k d2, k80x4, random placement) against the published simulator's reference, and
-work_conserving on the same graph (p100x4, random placement): milliseconds per
-``makespan()`` call and speed-up over its reference.
+One more cell, the hard case of issue #36: a random DAG of 10k ops with three inputs per op
+(``random_dag`` degree 3, seed 1) on ``k80x4`` in placeto mode (Placeto's published δ1 and
+δ2), uniformly random placement over the four devices (seed 0), so nearly every op sends to
+other devices. The footer restates the goals: the placeto hard cases (random 10k d2 and d3,
+k80x4, random placement) against the published simulator's reference (``Simulator.run`` and
+``Simulator.makespan``), and work_conserving on the d2 graph (p100x4, random placement):
+milliseconds per ``makespan()`` call and speed-up over its reference. ``--goal-only`` runs
+just those three cells (for paired before/after runs).
 
 Every figure is the median of R timed calls (``time.perf_counter``, garbage collector off
 during the loop as in ``timeit``), after one untimed warm-up call (numba loads its compiled
@@ -34,6 +38,7 @@ Usage::
 
     .venv/bin/python benchmarks/bench_simulator.py            # a table
     .venv/bin/python benchmarks/bench_simulator.py --json     # one JSON object on stdout
+    .venv/bin/python benchmarks/bench_simulator.py --goal-only --pin 1   # the goal cells only
 """
 
 from __future__ import annotations
@@ -62,6 +67,9 @@ from engine.simulator import Simulator
 CELLS = (("k80x4", "placeto"), ("p100x4", "default"), ("p100x4", "work_conserving"))
 PLACEMENTS = ("random", "blocked")
 DEGREES = (1.0, 2.0)
+HARD_CASE = (10_000, 3.0, "k80x4", "placeto", "random")  # issue #36: three inputs per op, every op sends
+GOAL_CELLS = ((10_000, 2.0, "k80x4", "placeto", "random"), (10_000, 2.0, "p100x4", "work_conserving", "random"),
+              HARD_CASE)
 REFERENCE_REPEATS = 3
 MIN_REPEATS = 5
 MAX_REPEATS = 100_000
@@ -125,14 +133,15 @@ def bench_cell(graph: CompGraph, cluster_name: str, mode: str, kind: str, *, sec
         "run_s": run_s, "run_repeats": run_repeats,
         "ops_per_s_makespan": graph.num_ops / makespan_call_s,
         "ops_per_s_run": graph.num_ops / run_s,
-        "reference_s": None, "speedup": None, "same_makespan": None,
+        "reference_s": None, "speedup": None, "speedup_makespan": None, "same_makespan": None,
     }
     if reference:
         ref_s, _ = median_seconds(lambda: reference_makespan(sim, devices), seconds=None, repeats=REFERENCE_REPEATS)
         ref_makespan = reference_makespan(sim, devices)
-        row.update(reference_s=ref_s, speedup=ref_s / run_s,
+        row.update(reference_s=ref_s, speedup=ref_s / run_s, speedup_makespan=ref_s / makespan_call_s,
                    same_makespan=bool(abs(ref_makespan - schedule.makespan)
-                                      <= 1e-9 * max(1.0, schedule.makespan)))
+                                      <= 1e-9 * max(1.0, schedule.makespan)
+                                      and sim.makespan(devices) == schedule.makespan))
     return row
 
 
@@ -187,16 +196,30 @@ def format_row(r: dict[str, Any]) -> str:
 
 
 def goal_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """The issue's two speed goals, from the random 10k d2 cells with random placement."""
+    """The speed goals, from the random 10k cells with random placement: placeto (d2 and the
+    d3 hard case of issue #36) and work_conserving (d2)."""
     out = []
-    for mode, goal in (("placeto", "speed-up >= 50x over the published simulator's reference"),
-                       ("work_conserving", "<= 2 ms per makespan(), speed-up >= 30x over its reference")):
-        cell = next((r for r in rows if r["mode"] == mode and r["ops"] == 10_000 and r["degree"] == 2.0
+    for mode, degree, goal in (("placeto", 2.0, "speed-up >= 50x over the published simulator's reference"),
+                               ("placeto", 3.0, "makespan() >= 50x faster than the published simulator's "
+                                                "reference, issue #36"),
+                               ("work_conserving", 2.0, "<= 2 ms per makespan(), speed-up >= 30x over its reference")):
+        cell = next((r for r in rows if r["mode"] == mode and r["ops"] == 10_000 and r["degree"] == degree
                      and r["placement"] == "random" and r["speedup"] is not None), None)
         if cell is not None:
-            out.append(f"{mode} on random 10k d2, random placement: makespan() {cell['makespan_call_s'] * 1e3:.3f} ms, "
-                       f"run() {cell['run_s'] * 1e3:.3f} ms, {cell['speedup']:.1f}x its reference (goal: {goal})")
+            out.append(f"{mode} on random 10k d{degree:g}, random placement: makespan() "
+                       f"{cell['makespan_call_s'] * 1e3:.3f} ms, run() {cell['run_s'] * 1e3:.3f} ms, reference "
+                       f"{cell['reference_s'] * 1e3:.1f} ms: {cell['speedup_makespan']:.1f}x (makespan()) / "
+                       f"{cell['speedup']:.1f}x (run()) (goal: {goal})")
     return out
+
+
+def planned_cells(sizes: list[int], goal_only: bool) -> list[tuple[int, float, str, str, str]]:
+    """(ops, degree, cluster, mode, placement) of every cell to measure, in order."""
+    if goal_only:
+        return list(GOAL_CELLS)
+    cells = [(n, degree, cluster_name, mode, kind) for n in sizes for degree in DEGREES
+             for cluster_name, mode in CELLS for kind in PLACEMENTS]
+    return [*cells, HARD_CASE]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="target time of one measurement (repeats >= 5)")
     parser.add_argument("--pin", type=int, default=None, metavar="CPU",
                         help="pin the process to this CPU (Linux)")
+    parser.add_argument("--goal-only", action="store_true",
+                        help="only the cells of the goal lines (10k d2 placeto and work_conserving, 10k d3 placeto)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     out = sys.stderr if args.json else sys.stdout
@@ -223,18 +248,17 @@ def main(argv: list[str] | None = None) -> int:
           f"measurement, >= {MIN_REPEATS}; reference: {REFERENCE_REPEATS})\n", file=out)
     print(HEADER, file=out, flush=True)
     rows = []
+    graphs: dict[tuple[int, float], CompGraph] = {}
     t_start, cpu_start = time.perf_counter(), time.process_time()
-    for n in sizes:
-        for degree in DEGREES:
-            graph = random_dag(ops=n, degree=degree, seed=1,
-                               name=f"random {n // 1000}k d{degree:g}" if n >= 1000 else "")
-            for cluster_name, mode in CELLS:
-                for kind in PLACEMENTS:
-                    row = bench_cell(graph, cluster_name, mode, kind, seconds=args.seconds,
-                                     reference=n <= args.reference_max_ops)
-                    row["degree"] = degree
-                    rows.append(row)
-                    print(format_row(row), file=out, flush=True)
+    for n, degree, cluster_name, mode, kind in planned_cells(sizes, args.goal_only):
+        if (n, degree) not in graphs:
+            graphs = {(n, degree): random_dag(ops=n, degree=degree, seed=1,
+                                              name=f"random {n // 1000}k d{degree:g}" if n >= 1000 else "")}
+        row = bench_cell(graphs[(n, degree)], cluster_name, mode, kind, seconds=args.seconds,
+                         reference=n <= args.reference_max_ops)
+        row["degree"] = degree
+        rows.append(row)
+        print(format_row(row), file=out, flush=True)
     wall = time.perf_counter() - t_start
     cpu_share = (time.process_time() - cpu_start) / wall
     mismatches = [r for r in rows if r["same_makespan"] is False]

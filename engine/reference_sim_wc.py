@@ -4,7 +4,9 @@ It follows the semantics in ``docs/reference/simulation.md`` (DOPPLER §2, Algor
 way — Python objects, ``heapq`` of ``(time, creation number, event)``, a ``deque`` per device
 and per channel, a linear search for the op a device serves next — and shares no code
 with :mod:`engine._simkernel_wc`. Durations (noise included) come from the caller, so both
-see the same numbers: :func:`engine.simulator.wc_durations` draws them.
+see the same numbers: :func:`engine.simulator.wc_durations` draws them. One execution is a
+:class:`_Execution`: its state, and one method per event kind (``end``, ``free``, ``copied``,
+``land``) called by :meth:`_Execution.run`, as SimPy's ``step()`` does.
 
 Not for production use: it is two orders of magnitude slower than the kernel.
 """
@@ -47,230 +49,261 @@ def reference_simulate_wc(graph: CompGraph, cluster: Cluster, devices, durations
     after that; with ``copy_bus_shared`` the copies in progress on all devices share one bus
     (``k`` at once, more than ``copy_bus_capacity``, each move at ``copy_bus_capacity / k``).
     """
-    n, m, D = graph.num_ops, graph.num_edges, cluster.num_devices
-    dev = [int(x) for x in devices]
-    dur = [float(x) for x in durations]
-    noise = [1.0] * m if edge_noise is None else [float(x) for x in edge_noise]
-    src, dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
-    ebytes, given = graph.edge_bytes.tolist(), graph.edge_transfer_s.tolist()
-    out_b, temp = graph.output_bytes.tolist(), graph.temp_bytes.tolist()
-    cap = cluster.memory.tolist()
-    outs: list[list[int]] = [[] for _ in range(n)]
-    for e in sorted(range(m), key=lambda e: graph.edge_rank[e]):  # the source's edge order
-        outs[src[e]].append(e)
-    ins: list[list[int]] = [[] for _ in range(n)]
-    for e in range(m):  # ordered by producer, as the kernel frees them (order does not matter)
-        ins[dst[e]].append(e)
+    return _Execution(graph, cluster, devices, durations, edge_noise, priority=priority, contention=contention,
+                      memory_aware=memory_aware, op_overhead_s=op_overhead_s,
+                      copy_occupies_sender=copy_occupies_sender, copy_bus_shared=copy_bus_shared,
+                      copy_bus_capacity=copy_bus_capacity).run()
 
-    mem = [0.0] * D
-    for i in range(n):
-        mem[dev[i]] += float(graph.persistent_bytes[i])
-    peak = list(mem)
 
-    def alloc(d: int, b: float) -> None:
+class _Execution:
+    """One work-conserving execution: the state of ops, devices, channels, copies and memory."""
+
+    def __init__(self, graph: CompGraph, cluster: Cluster, devices, durations, edge_noise, *, priority,
+                 contention: str, memory_aware: bool, op_overhead_s: float, copy_occupies_sender: bool,
+                 copy_bus_shared: bool, copy_bus_capacity: float) -> None:
+        n, m, D = graph.num_ops, graph.num_edges, cluster.num_devices
+        self.cluster, self.D = cluster, D
+        self.priority, self.contention, self.memory_aware = priority, contention, memory_aware
+        self.overhead, self.copy_occupies_sender = op_overhead_s, copy_occupies_sender
+        self.copy_bus_shared, self.copy_bus_capacity = copy_bus_shared, copy_bus_capacity
+        self.dev = [int(x) for x in devices]
+        self.dur = [float(x) for x in durations]
+        self.noise = [1.0] * m if edge_noise is None else [float(x) for x in edge_noise]
+        self.src, self.dst = graph.edge_src.tolist(), graph.edge_dst.tolist()
+        self.ebytes, self.given = graph.edge_bytes.tolist(), graph.edge_transfer_s.tolist()
+        self.out_b, self.temp = graph.output_bytes.tolist(), graph.temp_bytes.tolist()
+        self.cap = cluster.memory.tolist()
+        self.outs: list[list[int]] = [[] for _ in range(n)]
+        for e in sorted(range(m), key=lambda e: graph.edge_rank[e]):  # the source's edge order
+            self.outs[self.src[e]].append(e)
+        self.ins: list[list[int]] = [[] for _ in range(n)]
+        for e in range(m):  # ordered by producer, as the kernel frees them (order does not matter)
+            self.ins[self.dst[e]].append(e)
+        self.mem = [0.0] * D
+        for i in range(n):
+            self.mem[self.dev[i]] += float(graph.persistent_bytes[i])
+        self.peak = list(self.mem)
+        self.events: list = []
+        self.created = 0  # events and requests so far: the order of equal times
+        self.waiting_inputs = [len(self.ins[i]) for i in range(n)]
+        self.holders = [1 + len(self.outs[i]) for i in range(n)]
+        self.queue: list[list[tuple[int, int]]] = [[] for _ in range(D)]  # (request number, op) in request order
+        self.running: list = [None] * D
+        self.start = [math.nan] * n
+        self.end = [math.nan] * n
+        self.makespan = 0.0
+        self.transfers: list[list] = []  # op, src, dst, bytes, start, arrival, time, edge
+        self.copy_bytes: dict[int, float] = {}
+        self.channels: dict[int, deque] = {}
+        self.channel_busy: dict[int, bool] = {}
+        # copies on the sender: each device copies its queue one at a time; the copies in progress
+        # on all devices share one bus with copy_bus_shared (k of them each move at 1 / k)
+        self.to_copy: list[deque] = [deque() for _ in range(D)]
+        self.copying: dict[int, list] = {}  # device -> [transfer, its time left at full speed, since, end]
+        self.after = [0.0] * D  # the overhead a device owes after its copies
+        self.row_of_edge: dict[int, int] = {}
+
+    # ---------------------------------------------------------------- memory
+    def alloc(self, d: int, b: float) -> None:
         if b > 0:
-            mem[d] += b
-            peak[d] = max(peak[d], mem[d])
+            self.mem[d] += b
+            self.peak[d] = max(self.peak[d], self.mem[d])
 
-    def free(d: int, b: float) -> None:
+    def free(self, d: int, b: float) -> None:
         if b > 0:
-            mem[d] -= b
+            self.mem[d] -= b
 
-    events: list = []
-    created = 0
+    def let_go(self, p: int) -> None:
+        """One holder of ``p``'s output (itself, a consumer, a transfer) is done with it."""
+        self.holders[p] -= 1
+        if self.holders[p] == 0:
+            self.free(self.dev[p], self.out_b[p])
 
-    def push(t: float, what: tuple) -> None:
-        nonlocal created
-        heapq.heappush(events, (t, created, what))
-        created += 1
+    # ---------------------------------------------------------------- events and devices
+    def push(self, t: float, what: tuple) -> None:
+        heapq.heappush(self.events, (t, self.created, what))
+        self.created += 1
 
-    waiting_inputs = [len(ins[i]) for i in range(n)]
-    holders = [1 + len(outs[i]) for i in range(n)]
-    queue: list[list[tuple[int, int]]] = [[] for _ in range(D)]  # (request number, op) in request order
-    running = [None] * D
-    start = [math.nan] * n
-    end = [math.nan] * n
-    transfers: list[list] = []
-    copy_bytes: dict[int, float] = {}
-    channels: dict[int, deque] = {}
-    channel_busy: dict[int, bool] = {}
-
-    def serve(t: float, d: int) -> None:
-        if running[d] is not None or not queue[d]:
+    def serve(self, t: float, d: int) -> None:
+        """A free device starts the op it chooses among those that asked (and fit)."""
+        if self.running[d] is not None or not self.queue[d]:
             return
-        candidates = queue[d]
-        if memory_aware:
-            candidates = [rq for rq in candidates if mem[d] + temp[rq[1]] + out_b[rq[1]] <= cap[d]]
+        candidates = self.queue[d]
+        if self.memory_aware:
+            candidates = [rq for rq in candidates if self.mem[d] + self.temp[rq[1]] + self.out_b[rq[1]] <= self.cap[d]]
             if not candidates:
                 return
-        by_priority = (lambda rq: (-priority[rq[1]], rq[0])) if priority is not None else None
-        chosen = candidates[0] if by_priority is None else min(candidates, key=by_priority)
-        queue[d].remove(chosen)
+        prio = self.priority
+        chosen = candidates[0] if prio is None else min(candidates, key=lambda rq: (-prio[rq[1]], rq[0]))
+        self.queue[d].remove(chosen)
         c = chosen[1]
-        running[d] = c
-        start[c], end[c] = t, t + dur[c]
-        alloc(d, temp[c])
-        alloc(d, out_b[c])
-        push(end[c], ("end", c))
+        self.running[d] = c
+        self.start[c], self.end[c] = t, t + self.dur[c]
+        self.alloc(d, self.temp[c])
+        self.alloc(d, self.out_b[c])
+        self.push(self.end[c], ("end", c))
 
-    def request(t: float, c: int, now: bool = True) -> None:
-        nonlocal created
-        queue[dev[c]].append((created, c))
-        created += 1
+    def request(self, t: float, c: int, now: bool = True) -> None:
+        self.queue[self.dev[c]].append((self.created, c))
+        self.created += 1
         if now:
-            serve(t, dev[c])
+            self.serve(t, self.dev[c])
 
-    def let_go(p: int) -> None:
-        holders[p] -= 1
-        if holders[p] == 0:
-            free(dev[p], out_b[p])
-
-    def edge_time(e: int, a: int, b: int) -> float:
+    # ---------------------------------------------------------------- transfers and copies
+    def edge_time(self, e: int, a: int, b: int) -> float:
         """A transfer's time; with copies on the sender, the sender's part: the latency is in flight."""
-        if not math.isnan(given[e]):
-            return given[e] * noise[e]
-        wire = ebytes[e] / cluster.bandwidth[a, b]
-        return (wire if copy_occupies_sender else cluster.latency[a, b] + wire) * noise[e]
+        if not math.isnan(self.given[e]):
+            return self.given[e] * self.noise[e]
+        wire = self.ebytes[e] / self.cluster.bandwidth[a, b]
+        return (wire if self.copy_occupies_sender else self.cluster.latency[a, b] + wire) * self.noise[e]
 
-    # copies on the sender: each device copies its queue one at a time; the copies in progress
-    # on all devices share one bus with copy_bus_shared (k of them each move at 1 / k)
-    to_copy: list[deque] = [deque() for _ in range(D)]
-    copying: dict[int, list] = {}  # device -> [transfer, its time left at full speed, since, end]
-    after = [0.0] * D  # the overhead a device owes after its copies
-    row_of_edge: dict[int, int] = {}
+    def begin_transfer(self, t: float, k: int) -> None:
+        self.transfers[k][4] = t
+        self.transfers[k][5] = t + self.transfers[k][6]
+        self.push(self.transfers[k][5], ("land", k))
 
-    def bus_rate() -> float:
-        k = len(copying)
-        return copy_bus_capacity / k if copy_bus_shared and k > copy_bus_capacity else 1.0
+    def send(self, t: float, x: int, e: int, d: int, dd: int, copy_of: dict[int, int]) -> None:
+        """Edge ``e`` of ``x`` crosses from ``d`` to ``dd``: a copy on the sender, or a transfer
+        now or behind its channel's."""
+        self.transfers.append([x, d, dd, self.ebytes[e], 0.0, 0.0, self.edge_time(e, d, dd), e])
+        self.copy_bytes[e] = self.ebytes[e]
+        k = len(self.transfers) - 1
+        self.row_of_edge[e] = k
+        if self.copy_occupies_sender:  # the row is the sender's copy; it lands the latency later
+            if dd in copy_of:  # already copied there: lands with that copy, takes no time
+                self.transfers[k][6] = 0.0
+                return
+            copy_of[dd] = k
+            self.transfers[k][6] = max(self.edge_time(e2, d, dd) for e2 in self.outs[x] if self.dev[self.dst[e2]] == dd)
+            self.to_copy[d].append(k)
+            return
+        if self.contention == "none":
+            self.begin_transfer(t, k)
+            return
+        chan = d if self.contention == "per_device" else d * self.D + dd
+        if self.channel_busy.get(chan):
+            self.channels.setdefault(chan, deque()).append(k)
+        else:
+            self.channel_busy[chan] = True
+            self.begin_transfer(t, k)
 
-    def bus_settle(t: float) -> None:
-        rate = bus_rate()
-        for c in copying.values():
+    def bus_rate(self) -> float:
+        k = len(self.copying)
+        return self.copy_bus_capacity / k if self.copy_bus_shared and k > self.copy_bus_capacity else 1.0
+
+    def bus_settle(self, t: float) -> None:
+        rate = self.bus_rate()
+        for c in self.copying.values():
             c[1] = max(c[1] - (t - c[2]) * rate, 0.0)
             c[2] = t
 
-    def start_copy(t: float, d: int) -> None:
-        k = to_copy[d].popleft()
-        copying[d] = [k, transfers[k][6], t, -1.0]
-        transfers[k][4] = t
+    def start_copy(self, t: float, d: int) -> None:
+        k = self.to_copy[d].popleft()
+        self.copying[d] = [k, self.transfers[k][6], t, -1.0]
+        self.transfers[k][4] = t
 
-    def bus_ends(t: float) -> None:
-        rate = bus_rate()
-        for d in sorted(copying):
-            c = copying[d]
+    def bus_ends(self, t: float) -> None:
+        rate = self.bus_rate()
+        for d in sorted(self.copying):
+            c = self.copying[d]
             end = t + c[1] / rate
             if end != c[3]:
                 c[3] = end
-                push(end, ("copied", c[0]))
+                self.push(end, ("copied", c[0]))
 
-    def begin_transfer(t: float, k: int) -> None:
-        transfers[k][4] = t
-        transfers[k][5] = t + transfers[k][6]
-        push(transfers[k][5], ("land", k))
-
-    for i in range(n):
-        if waiting_inputs[i] == 0:
-            request(0.0, i)
-    makespan = 0.0
-    while events:
-        t, _, (kind, x) = heapq.heappop(events)
-        if kind == "end":
-            d = dev[x]
-            makespan = max(makespan, t)
-            running[d] = None
-            free(d, temp[x])
-            let_go(x)
-            for e in ins[x]:
-                if dev[src[e]] == d:
-                    let_go(src[e])
-                else:
-                    free(d, copy_bytes[e])
-            copy_of: dict[int, int] = {}  # destination device -> the transfer that copies x there
-            for e in outs[x]:
-                dd = dev[dst[e]]
-                if dd == d:  # at once; the device picks after all of them have asked
-                    waiting_inputs[dst[e]] -= 1
-                    if waiting_inputs[dst[e]] == 0:
-                        request(t, dst[e], now=False)
-                    continue
-                transfers.append([x, d, dd, ebytes[e], 0.0, 0.0, edge_time(e, d, dd), e])
-                copy_bytes[e] = ebytes[e]
-                k = len(transfers) - 1
-                row_of_edge[e] = k
-                if copy_occupies_sender:  # the row is the sender's copy; it lands the latency later
-                    if dd in copy_of:  # already copied there: lands with that copy, takes no time
-                        transfers[k][6] = 0.0
-                        continue
-                    copy_of[dd] = k
-                    transfers[k][6] = max(edge_time(e2, d, dd) for e2 in outs[x] if dev[dst[e2]] == dd)
-                    to_copy[d].append(k)
-                    continue
-                if contention == "none":
-                    begin_transfer(t, k)
-                    continue
-                chan = d if contention == "per_device" else d * D + dd
-                if channel_busy.get(chan):
-                    channels.setdefault(chan, deque()).append(k)
-                else:
-                    channel_busy[chan] = True
-                    begin_transfer(t, k)
-            if to_copy[d]:  # the copies first, then the overhead
-                running[d] = "busy"
-                after[d] = op_overhead_s if dur[x] > 0 else 0.0
-                bus_settle(t)
-                start_copy(t, d)
-                bus_ends(t)
-                continue
-            if dur[x] > 0 and op_overhead_s > 0:
-                running[d] = "busy"
-                push(t + op_overhead_s, ("free", d))
-                continue
-            serve(t, d)
-            continue
-        if kind == "free":
-            running[x] = None
-            serve(t, x)
-            continue
-        if kind == "copied":
-            producer, s, dd, _size, _t0, _t1, _time, e = transfers[x]
-            if s not in copying or copying[s][0] != x or copying[s][3] != t:
-                continue  # its end has moved since this event was made
-            bus_settle(t)
-            del copying[s]
-            transfers[x][5] = t
-            land = t + cluster.latency[s, dd]
-            push(land, ("land", x))
-            for e2 in outs[producer]:  # the producer's further edges to dd land with this copy
-                if e2 != e and dev[dst[e2]] == dd:
-                    transfers[row_of_edge[e2]][4:6] = [land, land]
-                    push(land, ("land", row_of_edge[e2]))
-            more = bool(to_copy[s])
-            if more:
-                start_copy(t, s)
-            bus_ends(t)
-            if more:
-                continue
-            if after[s] > 0:
-                push(t + after[s], ("free", s))
-                continue
-            running[s] = None
-            serve(t, s)
-            continue
-        producer, s, dd, size, _t0, _t1, _time, e = transfers[x]  # a transfer lands
-        if contention != "none" and not copy_occupies_sender:
-            chan = s if contention == "per_device" else s * D + dd
-            if channels.get(chan):
-                begin_transfer(t, channels[chan].popleft())
+    # ---------------------------------------------------------------- one method per event kind
+    def on_end(self, t: float, x: int) -> None:
+        """Op ``x`` ends: it lets go of what it held, hands its output over edge by edge, then
+        its device copies, owes its overhead or serves."""
+        d = self.dev[x]
+        self.makespan = max(self.makespan, t)
+        self.running[d] = None
+        self.free(d, self.temp[x])
+        self.let_go(x)
+        for e in self.ins[x]:
+            if self.dev[self.src[e]] == d:
+                self.let_go(self.src[e])
             else:
-                channel_busy[chan] = False
-        alloc(dd, size)
-        let_go(producer)
-        if memory_aware:
-            serve(t, s)
-        consumer = dst[e]
-        waiting_inputs[consumer] -= 1
-        if waiting_inputs[consumer] == 0:
-            request(t, consumer)
-    stalled = [bool(queue[d]) for d in range(D)]
-    rows = [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in transfers]
-    return WCReferenceResult(makespan, start, end, rows, peak, stalled)
+                self.free(d, self.copy_bytes[e])
+        copy_of: dict[int, int] = {}  # destination device -> the transfer that copies x there
+        for e in self.outs[x]:
+            dd = self.dev[self.dst[e]]
+            if dd == d:  # at once; the device picks after all of them have asked
+                self.waiting_inputs[self.dst[e]] -= 1
+                if self.waiting_inputs[self.dst[e]] == 0:
+                    self.request(t, self.dst[e], now=False)
+                continue
+            self.send(t, x, e, d, dd, copy_of)
+        if self.to_copy[d]:  # the copies first, then the overhead
+            self.running[d] = "busy"
+            self.after[d] = self.overhead if self.dur[x] > 0 else 0.0
+            self.bus_settle(t)
+            self.start_copy(t, d)
+            self.bus_ends(t)
+        elif self.dur[x] > 0 and self.overhead > 0:
+            self.running[d] = "busy"
+            self.push(t + self.overhead, ("free", d))
+        else:
+            self.serve(t, d)
+
+    def on_free(self, t: float, d: int) -> None:
+        self.running[d] = None
+        self.serve(t, d)
+
+    def on_copied(self, t: float, x: int) -> None:
+        """Copy ``x`` may be done on its sender (unless its end has moved since): it lands the
+        latency later with the producer's further edges to that device."""
+        producer, s, dd, _size, _t0, _t1, _time, e = self.transfers[x]
+        if s not in self.copying or self.copying[s][0] != x or self.copying[s][3] != t:
+            return
+        self.bus_settle(t)
+        del self.copying[s]
+        self.transfers[x][5] = t
+        land = t + self.cluster.latency[s, dd]
+        self.push(land, ("land", x))
+        for e2 in self.outs[producer]:  # the producer's further edges to dd land with this copy
+            if e2 != e and self.dev[self.dst[e2]] == dd:
+                self.transfers[self.row_of_edge[e2]][4:6] = [land, land]
+                self.push(land, ("land", self.row_of_edge[e2]))
+        more = bool(self.to_copy[s])
+        if more:
+            self.start_copy(t, s)
+        self.bus_ends(t)
+        if more:
+            return
+        if self.after[s] > 0:
+            self.push(t + self.after[s], ("free", s))
+            return
+        self.running[s] = None
+        self.serve(t, s)
+
+    def on_land(self, t: float, x: int) -> None:
+        """Transfer ``x`` lands: its channel starts the next one, its consumer gets the input."""
+        producer, s, dd, size, _t0, _t1, _time, e = self.transfers[x]
+        if self.contention != "none" and not self.copy_occupies_sender:
+            chan = s if self.contention == "per_device" else s * self.D + dd
+            if self.channels.get(chan):
+                self.begin_transfer(t, self.channels[chan].popleft())
+            else:
+                self.channel_busy[chan] = False
+        self.alloc(dd, size)
+        self.let_go(producer)
+        if self.memory_aware:
+            self.serve(t, s)
+        consumer = self.dst[e]
+        self.waiting_inputs[consumer] -= 1
+        if self.waiting_inputs[consumer] == 0:
+            self.request(t, consumer)
+
+    def run(self) -> WCReferenceResult:
+        """Sources ask at time 0 in op order; then every event, earliest first, to its method."""
+        for i in range(len(self.dev)):
+            if self.waiting_inputs[i] == 0:
+                self.request(0.0, i)
+        handlers = {"end": self.on_end, "free": self.on_free, "copied": self.on_copied, "land": self.on_land}
+        while self.events:
+            t, _, (kind, x) = heapq.heappop(self.events)
+            handlers[kind](t, x)
+        stalled = [bool(self.queue[d]) for d in range(self.D)]
+        rows = [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in self.transfers]
+        return WCReferenceResult(self.makespan, self.start, self.end, rows, self.peak, stalled)

@@ -7,7 +7,7 @@ per-graph preparation. The mode and its options come from ``cluster.simulation``
 (:meth:`engine.cluster.Cluster.with_simulation` changes them); :data:`KERNELS` maps each mode
 to the class that prepares and calls its compiled kernel (one module per mode:
 ``engine/_simkernel_placeto.py``, ``engine/_simkernel_default.py``, ``engine/_simkernel_wc.py``; the
-pieces they share are in ``engine/_simcore.py``).
+pieces they share are in ``engine/_simcore.py``, their arrays and named columns in ``engine/_simlayout.py``).
 
 Modes
 -----
@@ -50,7 +50,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine import _dagkernels, _simcore, _simkernel_default, _simkernel_placeto, _simkernel_wc
+from engine import _dagkernels, _simkernel_default, _simkernel_placeto, _simkernel_wc
+from engine import _simlayout as L
 from engine.cluster import Cluster, SimulationSettings
 from engine.dag import edge_transfer_cost
 from engine.errors import SimulationError
@@ -90,70 +91,78 @@ class MakespanStats:
     values: tuple[float, ...]
 
 
-class _QueueKernel:
-    """What the ``placeto`` and ``default`` kernels share: workspace and schedule layout
-    (:mod:`engine._simcore`)."""
+class _Kernel:
+    """What every kernel class shares: the workspace layout (:mod:`engine._simlayout`) and the
+    schedule read from it."""
+
+    graph: CompGraph
+    cluster: Cluster
+
+    @staticmethod
+    def memory_level(record_memory: bool, memory: bool) -> int:
+        """The kernel's ``memory`` argument: every change, peaks only, or nothing."""
+        return L.MEM_RECORD if record_memory else L.MEM_PEAK if memory else L.MEM_OFF
+
+    def peak(self, ws) -> np.ndarray:
+        return ws.dev_f[:, L.PEAK]
+
+    def op_start(self, ws) -> np.ndarray:
+        return ws.op_f[:, L.START]
+
+    def schedule_fields(self, ws, nrows: int) -> dict:
+        row_i, row_f, dev_f = ws.row_i[:nrows], ws.row_f[:nrows], ws.dev_f
+        return dict(op_start=ws.op_f[:, L.START].copy(), op_end=ws.op_f[:, L.END].copy(),
+                    transfer_op=row_i[:, L.R_OP].copy(), transfer_src=row_i[:, L.R_SRC].copy(),
+                    transfer_dst=row_i[:, L.R_DST].copy(), transfer_bytes=row_f[:, L.R_BYTES].copy(),
+                    transfer_start=row_f[:, L.R_START].copy(), transfer_end=row_f[:, L.R_END].copy(),
+                    compute_time=dev_f[:, L.BUSY].copy(), memcpy_time=dev_f[:, L.MEMCPY].copy(),
+                    peak_memory=dev_f[:, L.PEAK].copy())
+
+
+class _QueueKernel(_Kernel):
+    """What the ``placeto`` and ``default`` kernels share: their inputs and workspace
+    (:class:`engine._simlayout.QueueInputs`, :class:`engine._simlayout.QueueWorkspace`)."""
+
+    kernel = None
 
     def __init__(self, graph: CompGraph, cluster: Cluster) -> None:
         self.graph, self.cluster = graph, cluster
-        self.workspaces: dict[bool, _simcore.QueueWorkspace] = {}
-        self.args: tuple = ()  # the kernel's arguments before the placement's
-        self.links: tuple = ()  # and after it, before the workspace
-        self.kernel = None
+        self.workspaces: dict[bool, L.QueueWorkspace] = {}
+        g, s = graph, cluster.simulation
+        self.inputs = L.QueueInputs(
+            num_devices=cluster.num_devices, succ_ptr=g.succ.ptr, succ_idx=g.succ.idx, succ_edge=g.succ.edge,
+            pred_ptr=g.pred.ptr, pred_idx=g.pred.idx, edge_bytes=g.edge_bytes, edge_time=g.edge_transfer_s,
+            has_times=bool(g.has_transfer_times), out_bytes=g.output_bytes, persistent=g.persistent_bytes,
+            temp=g.temp_bytes, bandwidth=np.ascontiguousarray(cluster.bandwidth),
+            latency=np.ascontiguousarray(cluster.latency), bw0=float(cluster.link.bandwidth_bytes_per_s),
+            op_overhead=float(s.op_overhead_s), transfer_gap=float(s.transfer_gap_s))
 
     def __call__(self, dev: np.ndarray, dur: np.ndarray, record_memory: bool, run: int = 0, memory: bool = True):
+        """``memory=False``: the makespan and op times only (no memory, no transfer rows)."""
         ws = self.workspaces.get(record_memory)
         if ws is None:
-            ws = self.workspaces[record_memory] = _simcore.QueueWorkspace(
+            ws = self.workspaces[record_memory] = L.queue_workspace(
                 self.graph.num_ops, self.graph.num_edges, self.cluster.num_devices, record_memory)
-        makespan, nrows, nmem = self.kernel(*self.args, dev, dur, *self.links, record_memory, ws.wi, ws.wf, ws.ri,
-                                            ws.rf, ws.ev_t, ws.ev_k, ws.mr, ws.df, ws.di, ws.counts)
+        makespan, nrows, nmem = self.kernel(self.inputs, dev, dur, self.memory_level(record_memory, memory), ws)
         return ws, float(makespan), int(nrows), int(nmem)
 
-    def peak(self, ws) -> np.ndarray:
-        return ws.df[:, _simcore.PEAK]
-
-    def op_start(self, ws) -> np.ndarray:
-        return ws.wf[:, _simcore.START]
-
     def schedule_fields(self, ws, nrows: int) -> dict:
-        k = _simcore
-        ri, rf, df = ws.ri[:nrows], ws.rf[:nrows], ws.df
-        return dict(op_start=ws.wf[:, k.START].copy(), op_end=ws.wf[:, k.END].copy(),
-                    transfer_op=ri[:, k.R_OP].copy(), transfer_src=ri[:, k.R_SRC].copy(),
-                    transfer_dst=ri[:, k.R_DST].copy(), transfer_bytes=rf[:, k.R_BYTES].copy(),
-                    transfer_start=rf[:, k.R_START].copy(), transfer_end=rf[:, k.R_END].copy(),
-                    transfer_primary=ri[:, k.R_PRIMARY].astype(bool), compute_time=df[:, k.BUSY].copy(),
-                    memcpy_time=df[:, k.MEMCPY].copy(), peak_memory=df[:, k.PEAK].copy())
+        return dict(super().schedule_fields(ws, nrows), transfer_primary=ws.row_i[:nrows, L.R_PRIMARY].astype(bool))
 
 
 class _PlacetoKernel(_QueueKernel):
     """``placeto``: :func:`engine._simkernel_placeto.simulate_placeto`."""
 
-    def __init__(self, graph: CompGraph, cluster: Cluster) -> None:
-        super().__init__(graph, cluster)
-        g, s = graph, cluster.simulation
-        self.args = (cluster.num_devices, g.succ.ptr, g.succ.idx, g.succ.edge, g.pred.ptr, g.pred.idx,
-                     g.edge_transfer_s, g.has_transfer_times, g.output_bytes, g.persistent_bytes, g.temp_bytes)
-        self.links = (float(cluster.link.bandwidth_bytes_per_s), float(s.op_overhead_s), float(s.transfer_gap_s))
-        self.kernel = _simkernel_placeto.simulate_placeto
+    kernel = staticmethod(_simkernel_placeto.simulate_placeto)
 
 
 class _DefaultKernel(_QueueKernel):
     """``default``: :func:`engine._simkernel_default.simulate_default`."""
 
-    def __init__(self, graph: CompGraph, cluster: Cluster) -> None:
-        super().__init__(graph, cluster)
-        g, s = graph, cluster.simulation
-        self.args = (cluster.num_devices, g.succ.ptr, g.succ.idx, g.succ.edge, g.pred.ptr, g.pred.idx,
-                     g.edge_bytes, g.edge_transfer_s, g.has_transfer_times, g.output_bytes, g.persistent_bytes,
-                     g.temp_bytes)
-        self.links = (np.ascontiguousarray(cluster.bandwidth), np.ascontiguousarray(cluster.latency),
-                      float(s.op_overhead_s), float(s.transfer_gap_s))
-        self.kernel = _simkernel_default.simulate_default
+    kernel = staticmethod(_simkernel_default.simulate_default)
 
 
-class _WorkConservingKernel:
+class _WorkConservingKernel(_Kernel):
     """``work_conserving``: :func:`engine._simkernel_wc.simulate_wc`."""
 
     def __init__(self, graph: CompGraph, cluster: Cluster) -> None:
@@ -163,24 +172,27 @@ class _WorkConservingKernel:
         given = graph.edge_transfer_s
         if s.copy_occupies_sender and cluster.link.copy_curve:  # the sender's time by the measured curve
             given = np.where(np.isnan(given), cluster.link.copy_seconds(graph.edge_bytes), given)
-        self.args = (cluster.num_devices, graph.succ.ptr, order.astype(np.int64), graph.pred.ptr,
-                     graph.pred.edge, graph.edge_src, graph.edge_dst, graph.edge_bytes, given)
-        self.links = (np.ascontiguousarray(cluster.bandwidth), np.ascontiguousarray(cluster.latency),
-                      graph.output_bytes, graph.persistent_bytes, graph.temp_bytes,
-                      graph.temp_bytes + graph.output_bytes, cluster.memory)
-        self.choose = _simkernel_wc.PRIORITY if s.choose == "b_level" else _simkernel_wc.FIFO
-        self.contention = {"none": _simkernel_wc.NO_CONTENTION, "per_device": _simkernel_wc.PER_DEVICE,
-                           "per_link": _simkernel_wc.PER_LINK}[s.contention]
+        self.choose = L.PRIORITY if s.choose == "b_level" else L.FIFO
+        self.sender_copies = (L.NO_SENDER_COPIES if not s.copy_occupies_sender else
+                              L.SHARED_BUS if s.copy_bus_shared else L.SENDER_COPIES)
+        self.inputs = L.WCInputs(
+            num_devices=cluster.num_devices, out_ptr=graph.succ.ptr, out_edge=order.astype(np.int64),
+            out_dst=graph.edge_dst[order], pred_ptr=graph.pred.ptr, pred_edge=graph.pred.edge, pred_src=graph.pred.idx,
+            edge_bytes=graph.edge_bytes, edge_given=given, bandwidth=np.ascontiguousarray(cluster.bandwidth),
+            latency=np.ascontiguousarray(cluster.latency), out_bytes=graph.output_bytes,
+            persistent=graph.persistent_bytes, temp=graph.temp_bytes, need=graph.temp_bytes + graph.output_bytes,
+            capacity=cluster.memory, choose=self.choose,
+            contention={"none": L.NO_CONTENTION, "per_device": L.PER_DEVICE, "per_link": L.PER_LINK}[s.contention],
+            memory_aware=bool(s.memory_aware), overhead=float(s.dispatch_s), sender_copies=self.sender_copies,
+            bus_capacity=float(s.copy_bus_capacity))
         self.no_priority = np.zeros(graph.num_ops)
         self.no_noise = np.ones(graph.num_edges)
-        self.workspaces: dict[bool, _simkernel_wc.Workspace] = {}
-        self.sender_copies = (_simkernel_wc.NO_SENDER_COPIES if not s.copy_occupies_sender else
-                              _simkernel_wc.SHARED_BUS if s.copy_bus_shared else _simkernel_wc.SENDER_COPIES)
+        self.workspaces: dict[bool, L.WCWorkspace] = {}
 
     def priority(self, dev: np.ndarray, dur: np.ndarray, edge_noise: np.ndarray) -> np.ndarray:
         """b-level of every op under this placement: its own time, then the longest path of op
         and transfer times to an exit (DOPPLER App. E's b-level with placed costs)."""
-        if self.choose == _simkernel_wc.FIFO:
+        if self.choose == L.FIFO:
             return self.no_priority
         g = self.graph
         ec = edge_transfer_cost(g, self.cluster, dev) * edge_noise
@@ -190,35 +202,18 @@ class _WorkConservingKernel:
         """``memory=False``: op and transfer times only (peaks not computed), unless memory-aware."""
         ws = self.workspaces.get(record_memory)
         if ws is None:
-            ws = self.workspaces[record_memory] = _simkernel_wc.Workspace(
+            ws = self.workspaces[record_memory] = L.wc_workspace(
                 self.graph.num_ops, self.graph.num_edges, self.cluster.num_devices, record_memory,
-                self.sender_copies == _simkernel_wc.SHARED_BUS)
+                self.sender_copies == L.SHARED_BUS)
         dur, edge_noise = wc_durations(self.settings, dur, self.graph.num_edges, run, self.no_noise)
+        level = self.memory_level(record_memory, memory or self.settings.memory_aware)
         makespan, nrows, nmem, _done = _simkernel_wc.simulate_wc(
-            *self.args, edge_noise, *self.links, dev, dur, self.priority(dev, dur, edge_noise), self.choose,
-            self.contention, self.settings.memory_aware,
-            2 if record_memory else 1 if memory or self.settings.memory_aware else 0,
-            self.settings.dispatch_s, self.sender_copies, float(self.settings.copy_bus_capacity),
-            ws.oi, ws.of, ws.q, ws.ri, ws.rf, ws.rnext, ws.row_of_edge, ws.ch, ws.ev_t, ws.ev_k, ws.mr,
-            ws.df, ws.di, ws.counts, ws.ci, ws.cf)
+            self.inputs, dev, dur, self.priority(dev, dur, edge_noise), edge_noise, level, ws)
         return ws, float(makespan), int(nrows), int(nmem)
 
-    def peak(self, ws) -> np.ndarray:
-        return ws.df[:, _simkernel_wc._PEAK]
-
-    def op_start(self, ws) -> np.ndarray:
-        return ws.of[:, 0]
-
     def schedule_fields(self, ws, nrows: int) -> dict:
-        k = _simkernel_wc
-        ri, rf, df = ws.ri[:nrows], ws.rf[:nrows], ws.df
-        return dict(op_start=ws.of[:, 0].copy(), op_end=ws.of[:, 1].copy(),
-                    transfer_op=ri[:, k._R_OP].copy(), transfer_src=ri[:, k._R_SRC].copy(),
-                    transfer_dst=ri[:, k._R_DST].copy(), transfer_bytes=rf[:, k._R_BYTES].copy(),
-                    transfer_start=rf[:, k._R_START].copy(), transfer_end=rf[:, k._R_END].copy(),
-                    transfer_primary=np.ones(nrows, dtype=bool), compute_time=df[:, k._BUSY].copy(),
-                    memcpy_time=df[:, k._MEMCPY].copy(), peak_memory=df[:, k._PEAK].copy(),
-                    stalled=ws.di[:, k._STALLED].astype(bool))
+        return dict(super().schedule_fields(ws, nrows), transfer_primary=np.ones(nrows, dtype=bool),
+                    stalled=ws.dev_i[:, L.STALLED].astype(bool))
 
 
 #: Simulation mode -> the kernel that runs it.
@@ -279,8 +274,8 @@ class Simulator:
         persistent = np.bincount(dev, weights=self.graph.persistent_bytes, minlength=self.cluster.num_devices)
         memory_events = None
         if record_memory:
-            mr = ws.mr[:nmem]
-            memory_events = (mr[:, 0].copy(), mr[:, 1].astype(np.int64), mr[:, 2].copy())
+            log = ws.mem_log[:nmem]
+            memory_events = (log[:, L.LOG_T].copy(), log[:, L.LOG_DEV].astype(np.int64), log[:, L.LOG_BYTES].copy())
         return Schedule(makespan=makespan, op_device=dev.copy(), memory_capacity=self.cluster.memory.copy(),
                         persistent_memory=persistent, mode=self.mode, _memory_events=memory_events,
                         **self._kernel.schedule_fields(ws, nrows))

@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from engine.costmodel import GPU_SPECS
 from engine.errors import ClusterError
+from engine.graph import MODEL_SEPARATOR
 from engine.jsonio import atomic_write_text, dumps
 from engine.limits import MAX_DEVICES, MAX_NOISE, MAX_SIM_RUNS, check_at_most, check_seed, check_total
 
@@ -76,12 +78,15 @@ SIMULATION_OPTIONS: dict[str, tuple[type, Any, tuple[str, ...], str]] = {
 
 @dataclass(frozen=True)
 class Device:
-    """One device. ``memory_bytes`` is its capacity; ``speed`` divides compute times."""
+    """One device. ``memory_bytes`` is its capacity; ``speed`` divides compute times. ``model``
+    (a GPU of :data:`engine.costmodel.GPU_SPECS`, e.g. ``"V100"``) picks a graph's ``kind@model``
+    compute column where the graph carries one (``docs/reference/costs.md``)."""
 
     name: str
     kind: str
     memory_bytes: float
     speed: float = 1.0
+    model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -199,8 +204,18 @@ class Cluster:
             if not d.name or d.name in seen:
                 raise ClusterError(f"cluster '{self.name}': duplicate or empty device name '{d.name}'")
             seen.add(d.name)
-            if not d.kind:
-                raise ClusterError(f"device '{d.name}': kind must be a non-empty string")
+            if not d.kind or MODEL_SEPARATOR in d.kind:
+                raise ClusterError(f"device '{d.name}': kind must be a non-empty string without "
+                                   f"'{MODEL_SEPARATOR}'")
+            if d.model is not None:
+                known = [s.name for s in GPU_SPECS if s.kind == d.kind]
+                if not known:
+                    raise ClusterError(f"device '{d.name}': a {d.kind} device names no model (graphs carry "
+                                       f"per-model times for {GPU_SPECS[0].kind} devices only)")
+                if d.model not in known:
+                    raise ClusterError(
+                        f"device '{d.name}': unknown {d.kind} model {d.model!r}; one of {', '.join(known)}, "
+                        f"or no 'model' to run the graph's '{d.kind}' times as they are")
             _positive(d.memory_bytes, f"device '{d.name}': memory_bytes")
             _positive(d.speed, f"device '{d.name}': speed")
         for a, b, lk in ((None, None, self.link), *self.links):
@@ -375,7 +390,10 @@ def cluster_from_dict(doc: Any, *, source: str = "cluster") -> Cluster:
             raise ClusterError(f"{source}: device #{i} needs string 'name' and 'kind'")
         if "memory_bytes" not in d:
             raise ClusterError(f"device '{d['name']}' needs 'memory_bytes'")
-        devices.append(Device(d["name"], d["kind"], d["memory_bytes"], d.get("speed", 1.0)))
+        model = d.get("model")
+        if model is not None and not isinstance(model, str):
+            raise ClusterError(f"device '{d['name']}': 'model' must be a string such as \"V100\"")
+        devices.append(Device(d["name"], d["kind"], d["memory_bytes"], d.get("speed", 1.0), model))
     link = _link(doc.get("link"), f"{source}: 'link'")
     links = []
     raw_links = doc.get("links", [])
@@ -405,8 +423,8 @@ def cluster_to_dict(c: Cluster) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "schema": CLUSTER_SCHEMA,
         "name": c.name,
-        "devices": [{"name": d.name, "kind": d.kind, "memory_bytes": d.memory_bytes, "speed": d.speed}
-                    for d in c.devices],
+        "devices": [{"name": d.name, "kind": d.kind, "memory_bytes": d.memory_bytes, "speed": d.speed,
+                     **({"model": d.model} if d.model else {})} for d in c.devices],
         "link": {"bandwidth_bytes_per_s": c.link.bandwidth_bytes_per_s, "latency_s": c.link.latency_s,
                  **({"copy_curve": [list(p) for p in c.link.copy_curve]} if c.link.copy_curve else {})},
         "links": [{"between": [a, b], "bandwidth_bytes_per_s": lk.bandwidth_bytes_per_s,

@@ -8,6 +8,13 @@ Assumptions
 * ``peak_flops`` is the dense FP32 peak (FLOP/s) and ``mem_bandwidth`` the device-memory
   bandwidth (bytes/s) of the vendor datasheet; ``efficiency`` is the fraction of both that a
   real kernel reaches (one number, a modelling choice, not a datasheet value).
+* **Per-model columns.** A roofline-costed graph carries, besides its ``gpu`` (and ``cpu``)
+  times, one column per GPU model of :data:`GPU_SPECS` keyed ``gpu@K80``, ``gpu@P100``, …
+  (:func:`model_kind`). A device that names its ``model`` (every preset's GPUs do) runs an op
+  in that model's column where the graph has it, else in its kind's column: the same graph
+  is slower on a ``k80x2`` than on a ``v100x8`` by the two rooflines, and a file that carries
+  its own times (DOPPLER's text files, dnn-partitioning, measured graphs) keeps them on every
+  cluster (``docs/reference/costs.md``).
 * The model is *analytic*. A **measured** mode (profile each op with the TF or torch
   profiler and use the measured times) is a separate module; it plugs in through the
   :class:`CostModel` protocol — anything with ``times(flops, bytes_moved) -> {kind: seconds}``
@@ -22,12 +29,13 @@ from typing import Protocol
 
 import numpy as np
 
-from engine.graph import CompGraph
+from engine.graph import CompGraph, model_kind
 
 __all__ = [
     "A100",
     "CPU_HASWELL_18C",
     "DEVICE_SPECS",
+    "GPU_SPECS",
     "H100",
     "K80",
     "P100",
@@ -80,6 +88,16 @@ H100 = DeviceSpec("H100", "gpu", 67e12, 3.35e12, 0.6, 5e-6)
 CPU_HASWELL_18C = DeviceSpec("Haswell-E5-2699v3", "cpu", 18 * 2.3e9 * 32, 68e9, 0.5, 2e-6)
 
 DEVICE_SPECS: dict[str, DeviceSpec] = {s.name: s for s in (K80, P100, V100, A100, H100, CPU_HASWELL_18C)}
+#: The GPU models a roofline-costed graph carries a column for, oldest first.
+GPU_SPECS: tuple[DeviceSpec, ...] = (K80, P100, V100, A100, H100)
+def _with_models(times: dict, flops, bytes_moved, idle=None) -> dict:
+    """``times`` plus a column per model of :data:`GPU_SPECS` whose kind ``times`` has."""
+    out = dict(times)
+    for spec in GPU_SPECS:
+        if spec.kind in times:
+            t = op_time(flops, bytes_moved, spec)
+            out[model_kind(spec.kind, spec.name)] = t if idle is None else np.where(idle, 0.0, t)
+    return out
 
 
 def op_time(flops, bytes_moved, spec: DeviceSpec):
@@ -98,12 +116,17 @@ def op_time(flops, bytes_moved, spec: DeviceSpec):
     return float(t) if t.ndim == 0 else t
 
 
-def op_times(flops, bytes_moved, gpu: DeviceSpec = K80, cpu: DeviceSpec | None = CPU_HASWELL_18C) -> dict:
-    """Per-kind compute map ``{"gpu": s, "cpu": s}`` for an op (``cpu=None`` → GPU only)."""
+def op_times(flops, bytes_moved, gpu: DeviceSpec = K80, cpu: DeviceSpec | None = CPU_HASWELL_18C,
+             idle=None) -> dict:
+    """Per-kind compute map ``{"gpu": s, "cpu": s, "gpu@K80": s, …}`` for ops (``cpu=None`` → GPU
+    only): ``gpu`` on ``gpu``'s roofline, and a column per model of :data:`GPU_SPECS`. ``idle``
+    (a mask) gives ops that do no work 0 s in every column."""
     out = {gpu.kind: op_time(flops, bytes_moved, gpu)}
     if cpu is not None:
         out[cpu.kind] = op_time(flops, bytes_moved, cpu)
-    return out
+    if idle is not None:
+        out = {k: np.where(idle, 0.0, t) for k, t in out.items()}
+    return _with_models(out, flops, bytes_moved, idle)
 
 
 class CostModel(Protocol):
@@ -119,17 +142,23 @@ class CostModel(Protocol):
 
 @dataclass(frozen=True)
 class RooflineModel:
-    """:class:`CostModel` from one :class:`DeviceSpec` per device kind."""
+    """:class:`CostModel` from one :class:`DeviceSpec` per device kind, plus a column per GPU
+    model of :data:`GPU_SPECS` (``models=False``: the kinds' columns only)."""
 
     specs: tuple[DeviceSpec, ...] = (K80, CPU_HASWELL_18C)
+    models: bool = True
+
+    def _columns(self, flops, bytes_moved) -> dict:
+        times = {s.kind: op_time(flops, bytes_moved, s) for s in self.specs}
+        return _with_models(times, flops, bytes_moved) if self.models else times
 
     @property
     def kinds(self) -> tuple[str, ...]:
-        return tuple(s.kind for s in self.specs)
+        return tuple(self._columns(np.zeros(1), np.zeros(1)))
 
     def times(self, flops: np.ndarray, bytes_moved: np.ndarray) -> np.ndarray:
-        return np.column_stack([op_time(np.asarray(flops, float), np.asarray(bytes_moved, float), s)
-                                for s in self.specs])
+        cols = self._columns(np.asarray(flops, float), np.asarray(bytes_moved, float))
+        return np.column_stack([np.atleast_1d(c) for c in cols.values()])
 
 
 @dataclass

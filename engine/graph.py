@@ -38,7 +38,21 @@ from engine.limits import check_total
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
 
-__all__ = ["PHASES", "CompGraph"]
+__all__ = ["MODEL_SEPARATOR", "PHASES", "CompGraph", "model_kind"]
+
+#: Joins a device kind and a device model in a compute column's name: ``gpu@V100``
+#: (``docs/reference/costs.md``).
+MODEL_SEPARATOR = "@"
+
+
+def model_kind(kind: str, model: str) -> str:
+    """The compute column of ``kind`` devices of model ``model``.
+
+    >>> model_kind("gpu", "V100")
+    'gpu@V100'
+    """
+    return f"{kind}{MODEL_SEPARATOR}{model}"
+
 
 #: Training-step phases an op may belong to (Mirhoseini et al. 2017, Fig. 8–9 split
 #: compute into forward / backward / update).
@@ -316,13 +330,32 @@ class CompGraph:
             return np.where(np.isnan(self.compute_any), by, self.compute_any)
         return self.compute_any.copy()
 
+    def compute_on(self, kind: str, model: str | None = None) -> np.ndarray:
+        """Compute time (s) of every op on a ``kind`` device of model ``model``: the graph's
+        ``kind@model`` column where it has one (a roofline-costed graph carries one per GPU model,
+        ``engine/costmodel.py``), else its ``kind`` times (``docs/reference/costs.md``)."""
+        column = model_kind(kind, model) if model else None
+        return self.compute_for_kind(column if column in self.kinds else kind)
+
+    @property
+    def base_kinds(self) -> tuple[str, ...]:
+        """The device kinds of the per-kind maps, without the per-model columns (``gpu@V100``)."""
+        return tuple(k for k in self.kinds if MODEL_SEPARATOR not in k)
+
+    def models(self, kind: str) -> tuple[str, ...]:
+        """The device models this graph carries a ``kind@model`` column for."""
+        prefix = model_kind(kind, "")
+        return tuple(k[len(prefix):] for k in self.kinds if k.startswith(prefix))
+
     def can_run(self, kind: str) -> np.ndarray:
         """Boolean mask of ops that have a compute time on ``kind``."""
         return ~np.isnan(self.compute_for_kind(kind))
 
     def min_compute(self) -> np.ndarray:
-        """Each op's compute time on its fastest kind (s), ignoring device speed factors."""
-        stacked = np.column_stack([self.compute_any, self.compute_by_kind])
+        """Each op's compute time on its fastest kind (s), ignoring device speed factors and the
+        per-model columns."""
+        base = [j for j, k in enumerate(self.kinds) if MODEL_SEPARATOR not in k]
+        stacked = np.column_stack([self.compute_any, self.compute_by_kind[:, base]])
         return np.nanmin(stacked, axis=1)
 
     @property

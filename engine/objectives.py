@@ -93,15 +93,16 @@ def lower_bound(graph: CompGraph, cluster: Cluster) -> float:
     ``max(critical path, total work / total throughput)``: the critical path with each op on
     its fastest device of the cluster (device speed included) and free communication; the
     work term is the larger of (fastest times + ``op_overhead_s`` per non-zero op, which
-    placeto mode charges) / devices and, on a one-kind cluster, total compute / total speed.
+    placeto mode charges) / devices and, on a cluster of one kind and model, total compute / total
+    speed.
     """
     fastest = np.nanmin(compute_matrix(graph, cluster), axis=1)
     cp = critical_path(graph, node_cost=fastest).length_s
     overhead = cluster.simulation.op_overhead_s * float(np.count_nonzero(fastest > 0))
     work = (float(fastest.sum()) + overhead) / cluster.num_devices
-    if len(set(cluster.kinds)) == 1:
-        # one kind: op i takes c_i / s_d on device d, so the devices together do at most
+    if len({(d.kind, d.model) for d in cluster.devices}) == 1:
+        # one kind and model: op i takes c_i / s_d on device d, so the devices together do at most
         # sum(s_d) reference-seconds of work per second ("total work / total throughput")
-        c = graph.compute_for_kind(cluster.kinds[0])
+        c = graph.compute_on(cluster.devices[0].kind, cluster.devices[0].model)
         work = max(work, float(c.sum()) / float(cluster.speed.sum()))
     return max(cp, work)

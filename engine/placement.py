@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.errors import PlacementError
-from engine.graph import CompGraph
+from engine.errors import ClusterError, PlacementError
+from engine.graph import MODEL_SEPARATOR, CompGraph
 from engine.jsonio import atomic_write_text, dumps, read_json_file
 
 __all__ = [
@@ -84,10 +84,27 @@ class Placement:
 def compute_matrix(graph: CompGraph, cluster: Cluster) -> np.ndarray:
     """Compute time (s) of every op on every device, shape (ops, devices); NaN = cannot run.
 
-    ``compute[kind(d)] / speed(d)`` (CONTRACTS §4).
+    ``compute[kind(d)@model(d)] / speed(d)``, the ``kind(d)`` column where the graph has none for
+    the device's model (CONTRACTS §4, ``docs/reference/costs.md``).
+
+    Raises
+    ------
+    ClusterError
+        When some op can run on no device of the cluster (a graph measured on this machine's
+        CPUs carries ``cpu`` times only, and a GPU preset has no CPU), naming the kinds each has.
     """
-    by_kind = {k: graph.compute_for_kind(k) for k in set(cluster.kinds)}
-    return np.column_stack([by_kind[d.kind] / d.speed for d in cluster.devices])
+    columns = {(d.kind, d.model): graph.compute_on(d.kind, d.model) for d in cluster.devices}
+    m = np.column_stack([columns[d.kind, d.model] / d.speed for d in cluster.devices])
+    stuck = np.flatnonzero(np.isnan(m).all(axis=1))
+    if len(stuck):
+        i = int(stuck[0])
+        has = [k for k in graph.op_compute(i) if MODEL_SEPARATOR not in k] or ["no kind"]
+        raise ClusterError(
+            f"{len(stuck)} op{'s' if len(stuck) > 1 else ''} of graph '{graph.name}' (first '{graph.op_names[i]}', "
+            f"with times for {', '.join(has)}) can run on no device of '{cluster.name}' "
+            f"({', '.join(sorted(set(cluster.kinds)))}): choose a cluster with a device of a kind the graph has "
+            f"times for (a graph measured on this machine runs on 'local', calibrated by 'placelab calibrate')")
+    return m
 
 
 class Constraints:

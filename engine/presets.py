@@ -1,8 +1,11 @@
 """Cluster presets for the papers' machines (CONTRACTS §2). Every number carries its source.
 
-Device kinds are ``gpu`` and ``cpu`` (an op's compute map is keyed by kind); ``speed`` is
-1.0 throughout: a graph's costs are taken to be profiled on the machine it is placed on,
-as in all three papers. Bandwidths are per direction.
+Device kinds are ``gpu`` and ``cpu`` (an op's compute map is keyed by kind), and every GPU
+names its ``model`` (``K80``, ``P100``, ``V100``, ``H100``): a roofline-costed graph (our
+generators, the TensorFlow and PyTorch importers) carries a column per model, so each preset
+runs its own GPUs' times, and a graph whose file brings its own times (DOPPLER's text files,
+dnn-partitioning, measured graphs) runs those on every preset (``docs/reference/costs.md``).
+``speed`` is 1.0 throughout. Bandwidths are per direction.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ _K80_MEMORY = 11.0 * GB
 
 
 def _k80(n: int) -> Cluster:
-    devices = tuple(Device(f"gpu:{i}", "gpu", _K80_MEMORY) for i in range(n))
+    devices = tuple(Device(f"gpu:{i}", "gpu", _K80_MEMORY, model="K80") for i in range(n))
     return Cluster(f"k80x{n}", devices, Link(_K80_BANDWIDTH), (), _PLACETO_SIM,
                    f"Placeto §3: {n} × Tesla K80 (p2.8xlarge), 11 GB each, 7.6 GB/s, placeto simulator")
 
@@ -35,7 +38,7 @@ def _cpu_k80(n: int) -> Cluster:
     # "we allow 50 GB of RAM for all models". Host<->GPU and GPU<->GPU copies cross PCIe
     # 3.0 x16 on that machine; we use the 7.6 GB/s measured for the same GPUs by Placeto.
     devices = (Device("cpu:0", "cpu", 50.0 * GB),
-               *(Device(f"gpu:{i}", "gpu", _K80_MEMORY) for i in range(n)))
+               *(Device(f"gpu:{i}", "gpu", _K80_MEMORY, model="K80") for i in range(n)))
     return Cluster(f"cpu+k80x{n}", devices, Link(_K80_BANDWIDTH), (), SimulationSettings("default"),
                    f"Mirhoseini §4.1: 1 Haswell CPU (50 GB) + {n} × K80, PCIe 7.6 GB/s")
 
@@ -50,7 +53,7 @@ def _p100x4(memory_gb: float = 16.0, name: str = "p100x4", note: str = "") -> Cl
     # DOPPLER §6: four Tesla P100 with 16 GB each, every GPU directly connected to the others
     # by NVLink (App. J). P100 SXM2 NVLink 1.0: 20 GB/s per link per direction (NVIDIA Tesla
     # P100 whitepaper, 2016). 5 us per copy: order of a peer-to-peer cudaMemcpyAsync launch.
-    devices = tuple(Device(f"gpu:{i}", "gpu", memory_gb * GB) for i in range(4))
+    devices = tuple(Device(f"gpu:{i}", "gpu", memory_gb * GB, model="P100") for i in range(4))
     return Cluster(name, devices, Link(20.0 * GB, 5e-6), (), _DOPPLER_SIM,
                    f"DOPPLER §6: 4 × P100 {memory_gb:g} GB{note}, NVLink all-to-all (20 GB/s per direction), "
                    "work-conserving")
@@ -62,7 +65,7 @@ def _v100x8() -> Cluster:
     # NVLink 2.0: 25 GB/s per link per direction (NVIDIA Tesla V100 whitepaper, 2017).
     # Pairs without NVLink go GPU -> PCIe 3.0 x16 -> CPU -> PCIe; ~10 GB/s effective
     # (PCIe 3.0 x16 is 15.75 GB/s raw; QPI hop and protocol overhead included).
-    devices = tuple(Device(f"gpu:{i}", "gpu", 32.0 * GB) for i in range(8))
+    devices = tuple(Device(f"gpu:{i}", "gpu", 32.0 * GB, model="V100") for i in range(8))
     nvlink = Link(25.0 * GB, 5e-6)
     links = []
     for i in range(8):
@@ -78,7 +81,7 @@ def _v100x8() -> Cluster:
 def _h100x8() -> Cluster:
     # NVIDIA H100 SXM5 80 GB (HGX H100): NVLink 4 through NVSwitch, 900 GB/s bidirectional
     # per GPU = 450 GB/s per direction between any pair (NVIDIA H100 datasheet, 2022).
-    devices = tuple(Device(f"gpu:{i}", "gpu", 80.0 * GB) for i in range(8))
+    devices = tuple(Device(f"gpu:{i}", "gpu", 80.0 * GB, model="H100") for i in range(8))
     return Cluster("h100x8", devices, Link(450.0 * GB, 3e-6), (), SimulationSettings("default"),
                    "HGX H100: 8 × H100 80 GB, NVSwitch all-to-all (450 GB/s per direction)")
 

@@ -8,13 +8,37 @@ import numpy as np
 
 from engine.cluster import Cluster
 from engine.dag import critical_path, parallelism_profile
-from engine.graph import CompGraph
+from engine.graph import CompGraph, model_kind
 from engine.grouping.contract import colocation_groups
 from engine.grouping.rules import mirhoseini_groups, unit_groups
 from engine.objectives import lower_bound
 from engine.runs import Run
 
 __all__ = ["graph_summary", "run_summary"]
+
+
+def cost_sources(g: CompGraph) -> dict[str, str]:
+    """Where each device kind's times of ``g`` come from, one phrase a kind: ``"K80 roofline, with
+    columns for K80, P100, V100, A100, H100"`` for a roofline-costed graph (its ``kind`` column is
+    the model whose column it equals), ``"the source's own times"`` otherwise
+    (``docs/reference/costs.md``)."""
+    out = {}
+    for kind in g.base_kinds or ("any",):
+        models = g.models(kind)
+        own = g.compute_for_kind(kind)
+        basis = next((m for m in models if np.array_equal(g.compute_on(kind, m), own, equal_nan=True)), None)
+        if not models:
+            out[kind] = "one set of times, the same on every model"
+        else:
+            out[kind] = (f"{basis} roofline" if basis else "the source's own times") + \
+                f", with columns for {', '.join(models)}"
+    return out
+
+
+def device_columns(g: CompGraph, cluster: Cluster) -> dict[str, str]:
+    """The compute column each device of ``cluster`` reads from ``g`` (``gpu@V100``, or its kind)."""
+    return {d.name: model_kind(d.kind, d.model) if d.model and d.model in g.models(d.kind) else d.kind
+            for d in cluster.devices}
 
 
 def graph_summary(g: CompGraph, cluster: Cluster | None = None, unit_depth: int | None = None) -> dict[str, Any]:
@@ -31,7 +55,7 @@ def graph_summary(g: CompGraph, cluster: Cluster | None = None, unit_depth: int 
     """
     fastest = g.min_compute()
     prof = parallelism_profile(g)
-    per_kind = {k: float(np.nansum(g.compute_for_kind(k))) for k in g.kinds}
+    per_kind = {k: float(np.nansum(g.compute_for_kind(k))) for k in g.base_kinds}
     if not np.isnan(g.compute_any).all():
         per_kind.setdefault("any", float(np.nansum(g.compute_any)))
     info: dict[str, Any] = {
@@ -44,6 +68,7 @@ def graph_summary(g: CompGraph, cluster: Cluster | None = None, unit_depth: int 
         "total_compute_s": float(fastest.sum()),
         "critical_path_s": critical_path(g).length_s,
         "compute_by_kind_s": per_kind,
+        "costs": cost_sources(g),
         "persistent_bytes": float(g.persistent_bytes.sum()),
         "output_bytes": float(g.output_bytes.sum()),
         "memory_known": g.memory_known,  # False: the source gives no memory sizes (DOPPLER text files)
@@ -56,7 +81,7 @@ def graph_summary(g: CompGraph, cluster: Cluster | None = None, unit_depth: int 
     if cluster is not None:
         need = info["persistent_bytes"] + info["output_bytes"] + info["temp_bytes_max"]
         info.update(cluster=cluster.name, lower_bound_s=lower_bound(g, cluster),
-                    fits_one_device=bool(need <= cluster.memory.max()))
+                    fits_one_device=bool(need <= cluster.memory.max()), device_columns=device_columns(g, cluster))
     return info
 
 

@@ -94,10 +94,13 @@ def graph_info(graph: GraphArg, cluster: Annotated[str | None, typer.Option("--c
              f"total compute {fmt_s(info['total_compute_s'])}, critical path {fmt_s(info['critical_path_s'])}",
              (f"memory: {fmt_bytes(info['persistent_bytes'])} persistent, {fmt_bytes(info['output_bytes'])} outputs"
               if info["memory_known"] else "memory: unknown (the source gives no sizes; no placement is OOM)"),
-             f"parallelism: {info['levels']} levels, widest {info['max_width']} ops"]
+             f"parallelism: {info['levels']} levels, widest {info['max_width']} ops",
+             "costs: " + "; ".join(f"{k}: {v}" for k, v in info["costs"].items())]
     if cluster:
+        columns = sorted(set(info["device_columns"].values()))
         lines.append(f"on {info['cluster']}: lower bound {fmt_s(info['lower_bound_s'])}, "
-                     f"fits one device: {'yes' if info['fits_one_device'] else 'no'}")
+                     f"fits one device: {'yes' if info['fits_one_device'] else 'no'}; "
+                     f"its devices run the {', '.join(columns)} times")
     emit(info, as_json, "\n".join(lines))
 
 

@@ -56,6 +56,9 @@ def page() -> None:
                    f"{'yes' if info['fits_one_device'] else 'no'} · output bytes {fmt_bytes(info['output_bytes'])}"
                    f" · compute by kind: " + ", ".join(f"{k} {fmt_ms(v)}"
                                                        for k, v in info["compute_by_kind_s"].items()))
+        st.caption("Costs: " + "; ".join(f"{k}: {v}" for k, v in info["costs"].items())
+                   + f" · the devices of {cluster_name} run the "
+                   + ", ".join(sorted(set(info["device_columns"].values()))) + " times")
         prof = info["parallelism_profile"]
         fig = go.Figure(go.Bar(x=list(range(len(prof))), y=prof, marker_color="#0072B2",
                                hovertemplate="level %{x}: %{y} ops<extra></extra>"))

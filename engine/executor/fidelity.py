@@ -32,6 +32,7 @@ import numpy as np
 
 from engine.cluster import Cluster, Link
 from engine.graph import CompGraph
+from engine.placement import compute_matrix
 from engine.runs import Run
 from engine.schedule import Schedule
 
@@ -249,7 +250,7 @@ def refine_cluster(cluster: Cluster, graph: CompGraph, runs: Sequence[tuple[np.n
     if not runs:
         raise ValueError("refining a cluster needs at least one measured run")
     nd = cluster.num_devices
-    per_device = np.stack([graph.compute_for_kind(d.kind) / d.speed for d in cluster.devices])  # (devices, ops)
+    per_device = compute_matrix(graph, cluster).T  # (devices, ops)
     num, den = np.zeros(nd), np.zeros(nd)
     sizes, times = [], []
     for devices, measured in runs:

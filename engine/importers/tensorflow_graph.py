@@ -99,14 +99,14 @@ CostFn = Callable[[np.ndarray, np.ndarray], dict[str, np.ndarray]]
 
 def roofline_cost(flops: np.ndarray, bytes_accessed: np.ndarray) -> dict[str, np.ndarray]:
     """Seconds per op and device kind from :func:`engine.costmodel.op_times` (K80 GPU and
-    Mirhoseini's Haswell CPU roofline, launch overhead included); ops that do no work at all
-    (variables, inputs, views, metadata ops) take 0 s."""
+    Mirhoseini's Haswell CPU roofline, launch overhead included, plus a ``gpu@MODEL`` column per
+    GPU model for devices that name theirs); ops that do no work at all (variables, inputs,
+    views, metadata ops) take 0 s."""
     from engine.costmodel import op_times
 
     f = np.asarray(flops, dtype=np.float64)
     b = np.asarray(bytes_accessed, dtype=np.float64)
-    idle = (f == 0) & (b == 0)
-    return {kind: np.where(idle, 0.0, t) for kind, t in op_times(f, b).items()}
+    return op_times(f, b, idle=(f == 0) & (b == 0))
 
 
 # TensorFlow's C++ INFO/WARNING lines would otherwise land on every command's stderr.

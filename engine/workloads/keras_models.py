@@ -29,7 +29,7 @@ from engine.graph import CompGraph
 __all__ = ["cache_dir", "inception_v3", "nasnet"]
 
 #: Bump when the importer's output changes, so stale cache entries are not reused.
-IMPORTER_VERSION = 2
+IMPORTER_VERSION = 3  # 3: a gpu@MODEL compute column per GPU model (docs/reference/costs.md)
 
 # TensorFlow's C++ INFO/WARNING lines would otherwise land on every command's stderr.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

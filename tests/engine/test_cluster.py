@@ -35,8 +35,8 @@ def two_gpus() -> dict:
         "schema": CLUSTER_SCHEMA,
         "name": "k80x2",
         "devices": [
-            {"name": "gpu:0", "kind": "gpu", "memory_bytes": 11.0e9, "speed": 1.0},
-            {"name": "gpu:1", "kind": "gpu", "memory_bytes": 11.0e9, "speed": 1.0},
+            {"name": "gpu:0", "kind": "gpu", "memory_bytes": 11.0e9, "speed": 1.0, "model": "K80"},
+            {"name": "gpu:1", "kind": "gpu", "memory_bytes": 11.0e9, "speed": 1.0, "model": "K80"},
         ],
         "link": {"bandwidth_bytes_per_s": 7.6e9, "latency_s": 0.0},
         "links": [],
@@ -171,7 +171,8 @@ def test_per_pair_override_and_speed():
 
 def test_contract_example_parses():
     c = cluster_from_dict(two_gpus())
-    assert c == Cluster("k80x2", (Device("gpu:0", "gpu", 11e9), Device("gpu:1", "gpu", 11e9)), Link(7.6e9), (),
+    assert c == Cluster("k80x2", (Device("gpu:0", "gpu", 11e9, model="K80"), Device("gpu:1", "gpu", 11e9, model="K80")),
+                        Link(7.6e9), (),
                         SimulationSettings("placeto", 5.7e-6, 25e-6))
     # the preset has the same devices, links and settings (plus a description)
     preset = load_cluster("k80x2")
@@ -258,7 +259,13 @@ CM = "placeto, default, work_conserving"
     (mutate("devices.1", "gpu:1"), "cluster: device #1 needs string 'name' and 'kind'"),
     (mutate("devices.1.name", _DEL), "cluster: device #1 needs string 'name' and 'kind'"),
     (mutate("devices.1.kind", 3), "cluster: device #1 needs string 'name' and 'kind'"),
-    (mutate("devices.1.kind", ""), "device 'gpu:1': kind must be a non-empty string"),
+    (mutate("devices.1.kind", ""), "device 'gpu:1': kind must be a non-empty string without '@'"),
+    (mutate("devices.1.kind", "gpu@V100"), "device 'gpu:1': kind must be a non-empty string without '@'"),
+    (mutate("devices.1.model", "V200"), "device 'gpu:1': unknown gpu model 'V200'; one of K80, P100, V100, A100, "
+     "H100, or no 'model' to run the graph's 'gpu' times as they are"),
+    (mutate("devices.1.kind", "cpu"), "device 'gpu:1': a cpu device names no model (graphs carry per-model times "
+     "for gpu devices only)"),
+    (mutate("devices.1.model", 100), "device 'gpu:1': 'model' must be a string such as \"V100\""),
     (mutate("devices.1.name", ""), "cluster 'k80x2': duplicate or empty device name ''"),
     (mutate("devices.1.name", "gpu:0"), "cluster 'k80x2': duplicate or empty device name 'gpu:0'"),
     (mutate("devices.0.memory_bytes", _DEL), "device 'gpu:0' needs 'memory_bytes'"),

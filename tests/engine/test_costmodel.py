@@ -41,7 +41,10 @@ def test_cpu_is_the_haswell_of_mirhoseini():
     t = op_times(1.3248e12, 0.0, gpu=K80, cpu=CPU_HASWELL_18C)
     assert t["cpu"] == pytest.approx(2e-6 + 1 / 0.5)
     assert t["gpu"] == pytest.approx(5e-6 + 1.3248e12 / (4.37e12 * 0.6))
-    assert set(op_times(1.0, 1.0, cpu=None)) == {"gpu"}
+    assert set(op_times(1.0, 1.0, cpu=None)) == {"gpu", "gpu@K80", "gpu@P100", "gpu@V100", "gpu@A100", "gpu@H100"}
+    assert t["gpu@K80"] == t["gpu"] and t["gpu@V100"] == pytest.approx(5e-6 + 1.3248e12 / (15.7e12 * 0.6))
+    idle = op_times(np.array([0.0, 1e9]), np.array([0.0, 0.0]), idle=np.array([True, False]))
+    assert all(v[0] == 0.0 and v[1] > 0 for v in idle.values())  # an op doing no work: 0 s on every column
 
 
 def test_specs_are_ordered_by_generation():
@@ -56,9 +59,15 @@ def test_builder_costs_ops_and_edges():
     w = b.op("w", "Variable", out_bytes=1e6, persistent_bytes=1e6)
     y = b.op("y", "MatMul", flops=1e12, out_bytes=2e6, inputs=[x, (w, 5e5)], phase="forward", scope="layer1")
     g = b.build()
-    assert g.num_ops == 3 and g.kinds == ("gpu", "cpu")
-    assert g.op_compute(y) == pytest.approx({"gpu": op_time(1e12, 2e6 + 4e6 + 5e5, V100),
-                                             "cpu": op_time(1e12, 2e6 + 4e6 + 5e5, CPU_HASWELL_18C)})
+    assert g.num_ops == 3 and g.base_kinds == ("gpu", "cpu")
+    moved = 2e6 + 4e6 + 5e5
+    assert g.op_compute(y) == pytest.approx({"gpu": op_time(1e12, moved, V100),
+                                             "cpu": op_time(1e12, moved, CPU_HASWELL_18C),
+                                             **{f"gpu@{m}": op_time(1e12, moved, DEVICE_SPECS[m])
+                                                for m in ("K80", "P100", "V100", "A100", "H100")}})
+    bare = GraphBuilder("bare", RooflineModel((V100,), models=False))
+    bare.op("x", "Input", flops=1.0)
+    assert bare.build().kinds == ("gpu",)
     edges = list(zip(g.edge_src.tolist(), g.edge_dst.tolist(), g.edge_bytes.tolist(), strict=True))
     assert edges == [(0, 2, 4e6), (1, 2, 5e5)]
     assert g.scope[y] == "layer1" and g.persistent_bytes[w] == 1e6

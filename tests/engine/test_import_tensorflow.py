@@ -86,11 +86,13 @@ def test_matmul_flops_and_roofline_time(mlp):
     i = next(i for i, (t, p) in enumerate(zip(g.op_types, g.phase, strict=True)) if t == "MatMul" and p == "forward")
     assert cap.flops[i] == 2 * BATCH * 8 * 16
     assert cap.touched[i] == BATCH * 8 * 4 + 8 * 16 * 4 + BATCH * 16 * 4
-    from engine.costmodel import K80, op_time
+    from engine.costmodel import K80, V100, op_time
 
     assert g.compute_for_kind("gpu")[i] == pytest.approx(op_time(cap.flops[i], cap.touched[i], K80))
-    assert set(g.kinds) == {"gpu", "cpu"}
-    assert g.compute_for_kind("gpu")[g.index["sequential/hidden/kernel"]] == 0  # a variable does no work
+    assert set(g.base_kinds) == {"gpu", "cpu"} and g.models("gpu") == ("K80", "P100", "V100", "A100", "H100")
+    assert g.compute_on("gpu", "V100")[i] == pytest.approx(op_time(cap.flops[i], cap.touched[i], V100))
+    for model in g.models("gpu"):  # a variable does no work on any model
+        assert g.compute_on("gpu", model)[g.index["sequential/hidden/kernel"]] == 0
 
 
 def test_every_trainable_variable_has_a_colocated_update(mlp):
@@ -203,3 +205,28 @@ def test_inception_v3_training_step_import(tmp_path, monkeypatch, capsys):
     from engine.grouping.rules import unit_groups
 
     assert int(unit_groups(g).max()) + 1 == 1 + 15 + 4 + 20 + 4 + 11 + 11 + 1
+
+
+def test_resnet50_step_is_faster_on_v100x8_than_on_k80x2_by_the_rooflines():
+    """Issue #35: ResNet50's single-device training step ran 703–719 ms on every preset. Now each preset
+    runs its GPUs' roofline: the step on one device is worked out by hand from the FLOPs and bytes the
+    importer counted (k80x2 is Placeto's simulator, 5.7 µs after every non-zero op; v100x8 adds none)."""
+    from engine.costmodel import K80, V100, op_time
+    from engine.presets import PRESETS
+    from engine.simulator import Simulator
+
+    cap = _Capture()
+    g = graph_from_keras(keras.applications.ResNet50(weights=None, input_shape=(224, 224, 3)), BATCH,
+                         loss="categorical_crossentropy", cost=cap)
+    busy = (cap.flops > 0) | (cap.touched > 0)
+    on_k80 = Simulator(g, PRESETS["k80x2"]()).run(np.zeros(g.num_ops, int)).makespan
+    on_v100 = Simulator(g, PRESETS["v100x8"]()).run(np.zeros(g.num_ops, int)).makespan
+    k80 = float(op_time(cap.flops[busy], cap.touched[busy], K80).sum())
+    v100 = float(op_time(cap.flops[busy], cap.touched[busy], V100).sum())
+    assert on_k80 == pytest.approx(k80 + 5.7e-6 * int(busy.sum()), rel=1e-9)
+    assert on_v100 == pytest.approx(v100, rel=1e-9)
+    print(f"\nResNet50 training step (batch {BATCH}) on one device: k80x2 {on_k80 * 1e3:.1f} ms, "
+          f"v100x8 {on_v100 * 1e3:.1f} ms ({k80 / v100:.2f}x)")
+    # compute-bound ops speed up by the FLOP/s ratio (3.59x), memory-bound ones by the bandwidth ratio
+    # (3.75x); the launch overhead is the same 5 µs on both
+    assert 3.3 < k80 / v100 < V100.mem_bandwidth / K80.mem_bandwidth

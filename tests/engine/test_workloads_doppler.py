@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.costmodel import P100, op_time
+from engine.costmodel import P100, V100, op_time
 from engine.generators import from_spec
 from engine.workloads.doppler import chainmm, meta_ops
 
@@ -62,7 +62,9 @@ def test_chainmm_meta_ops_and_costs():
     i = metas[5].shard_ops[0]
     reads = 2 * 5000 * 2500 * 4 + 5000 * 5000 * 4
     assert g.compute_for_kind("gpu")[i] == pytest.approx(op_time(2 * 5000 * 5000 * 2500, reads, P100))
-    assert g.kinds == ("gpu",)
+    assert g.base_kinds == ("gpu",) and g.models("gpu") == ("K80", "P100", "V100", "A100", "H100")
+    assert g.compute_on("gpu", "P100")[i] == g.compute_for_kind("gpu")[i]  # its own basis: DOPPLER's P100
+    assert g.compute_on("gpu", "V100")[i] == pytest.approx(op_time(2 * 5000 * 5000 * 2500, reads, V100))
 
 
 def test_gpus_parameter_scales_the_sharding():

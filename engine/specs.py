@@ -67,6 +67,8 @@ def load_graph(spec: str | os.PathLike) -> CompGraph:
 
         return from_spec(s)
     path, query = _split_options(s)
+    if os.path.isdir(path) and os.path.isfile(os.path.join(path, "saved_model.pb")):
+        path = os.path.join(path, "saved_model.pb")  # a SavedModel folder: its graph file
     fmt = detect_format(path)
     if not query:
         return fmt.load(path)

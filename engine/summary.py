@@ -13,6 +13,7 @@ from engine.grouping.contract import colocation_groups
 from engine.grouping.rules import mirhoseini_groups, unit_groups
 from engine.objectives import lower_bound
 from engine.runs import Run
+from engine.simulator import Simulator
 
 __all__ = ["graph_summary", "run_summary"]
 
@@ -81,8 +82,25 @@ def graph_summary(g: CompGraph, cluster: Cluster | None = None, unit_depth: int 
     if cluster is not None:
         need = info["persistent_bytes"] + info["output_bytes"] + info["temp_bytes_max"]
         info.update(cluster=cluster.name, lower_bound_s=lower_bound(g, cluster),
-                    fits_one_device=bool(need <= cluster.memory.max()), device_columns=device_columns(g, cluster))
+                    fits_one_device=bool(need <= cluster.memory.max()), device_columns=device_columns(g, cluster),
+                    **single_device_peak(g, cluster))
     return info
+
+
+def single_device_peak(g: CompGraph, cluster: Cluster) -> dict[str, Any]:
+    """The simulated peak memory of the whole graph on one device: the largest device that can run every
+    op (``single_device``, ``single_device_peak_bytes``, ``single_device_memory_bytes``; None where no
+    device can). The conservative
+    ``fits_one_device`` test holds every output at once; a simulation frees an output after its last
+    consumer, so this peak is what one device really needs (CONTRACTS §4 memory rules)."""
+    sim = Simulator(g, cluster)
+    able = [d for d in range(cluster.num_devices) if np.isfinite(sim.constraints.cost[:, d]).all()]
+    if not able:
+        return {"single_device": None, "single_device_peak_bytes": None, "single_device_memory_bytes": None}
+    d = max(able, key=lambda j: (cluster.memory[j], -j))
+    peak = sim.run(np.full(g.num_ops, d, dtype=np.int64)).peak_memory[d]
+    return {"single_device": cluster.devices[d].name, "single_device_peak_bytes": float(peak),
+            "single_device_memory_bytes": float(cluster.memory[d])}
 
 
 def run_summary(run: Run) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from engine.runs import RunStore
 from engine.simulator import Simulator
 from engine.specs import load_cluster, load_graph
 from engine.summary import graph_summary, run_summary
-from placelab import cli_exec, cli_learn, cli_ray, cli_reproduce, cli_sweep
+from placelab import cli_exec, cli_import, cli_learn, cli_ray, cli_reproduce, cli_sweep
 from placelab.cli_common import (
     USER_RUNS_DIR,
     ClusterOpt,
@@ -50,7 +50,7 @@ from policies.runner import place_and_simulate
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="placelab: device placement of neural-network graphs — simulate, place, compare.")
-graph_app = typer.Typer(no_args_is_help=True, help="Inspect computation graphs.")
+graph_app = typer.Typer(no_args_is_help=True, help="Inspect computation graphs, and import your own models.")
 bench_app = typer.Typer(no_args_is_help=True, help="Measure speed.")
 runs_app = typer.Typer(no_args_is_help=True, help="Stored runs under runs/.")
 
@@ -78,6 +78,7 @@ cli_exec.register(app)
 cli_sweep.register(app)
 cli_ray.register(app)
 cli_reproduce.register(app, run_command)
+cli_import.register(graph_app)
 
 # ---------------------------------------------------------------------------------- graph
 @graph_app.command("info")
@@ -98,9 +99,15 @@ def graph_info(graph: GraphArg, cluster: Annotated[str | None, typer.Option("--c
              "costs: " + "; ".join(f"{k}: {v}" for k, v in info["costs"].items())]
     if cluster:
         columns = sorted(set(info["device_columns"].values()))
-        lines.append(f"on {info['cluster']}: lower bound {fmt_s(info['lower_bound_s'])}, "
-                     f"fits one device: {'yes' if info['fits_one_device'] else 'no'}; "
+        peak = info["single_device_peak_bytes"]
+        lines.append(f"on {info['cluster']}: lower bound {fmt_s(info['lower_bound_s'])}; "
                      f"its devices run the {', '.join(columns)} times")
+        held = info["persistent_bytes"] + info["output_bytes"] + info["temp_bytes_max"]
+        lines.append(f"one device: {fmt_bytes(held)} with every output held at once ("
+                     f"{'fits' if info['fits_one_device'] else 'more than any device'})" + (
+                         f"; simulated on {info['single_device']} it peaks at {fmt_bytes(peak)} of "
+                         f"{fmt_bytes(info['single_device_memory_bytes'])}" if peak is not None
+                         else "; no single device can run every op"))
     emit(info, as_json, "\n".join(lines))
 
 

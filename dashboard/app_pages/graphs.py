@@ -52,8 +52,13 @@ def page() -> None:
         cols[3].metric("Persistent memory", fmt_bytes(info["persistent_bytes"]))
         st.caption(f"Groups: {info['unit_groups']:,} layer units (Mirhoseini §4.1) · {info['rule_groups']:,} by the "
                    f"single-consumer rule (§3.3) · {info['groups']:,} colocation sets")
-        st.caption(f"Fits one device of {cluster_name} (conservative test): "
-                   f"{'yes' if info['fits_one_device'] else 'no'} · output bytes {fmt_bytes(info['output_bytes'])}"
+        peak = info["single_device_peak_bytes"]
+        st.caption(f"Fits one device of {cluster_name} with every output held at once: "
+                   f"{'yes' if info['fits_one_device'] else 'no'} · "
+                   + (f"simulated on {info['single_device']} it peaks at {fmt_bytes(peak)} of "
+                      f"{fmt_bytes(info['single_device_memory_bytes'])}" if peak is not None
+                      else "no single device runs every op")
+                   + f" · output bytes {fmt_bytes(info['output_bytes'])}"
                    f" · compute by kind: " + ", ".join(f"{k} {fmt_ms(v)}"
                                                        for k, v in info["compute_by_kind_s"].items()))
         st.caption("Costs: " + "; ".join(f"{k}: {v}" for k, v in info["costs"].items())

@@ -79,9 +79,29 @@ def _trace_keras_step(model: Any, batch_size: int, optimizer: Any, loss: Any) ->
         i = order[op.name]
         return "forward" if i < marks["backward"] else "backward" if i < marks["update"] else "update"
 
-    by_handle = {id(getattr(v, "value", v).handle): v for v in list(model.variables) + list(opt.variables)}
+    return _step(fg, phase_of, list(model.variables) + list(opt.variables))
+
+
+def _step(fg: Any, phase_of: Callable[[Any], str], variables: list[Any]) -> _KerasStep:
+    """The :class:`_KerasStep` of a traced FuncGraph whose captures stand for ``variables``."""
+    tf = import_tensorflow()
+    by_handle = {id(getattr(v, "value", v).handle): v for v in variables}
     captured = {internal.op.name: by_handle[id(external)] for external, internal in fg.captures
                 if id(external) in by_handle}
-    variables = {nm: (v.path, int(np.prod(v.shape, dtype=np.int64)) * tf.as_dtype(v.dtype).size)
-                 for nm, v in captured.items()}
-    return _KerasStep(fg, phase_of, variables, captured, [t.op for t in fg.outputs] + list(fg.control_outputs))
+    sizes = {nm: (v.path, int(np.prod(v.shape, dtype=np.int64)) * tf.as_dtype(v.dtype).size)
+             for nm, v in captured.items()}
+    return _KerasStep(fg, phase_of, sizes, captured, [t.op for t in fg.outputs] + list(fg.control_outputs))
+
+
+def _trace_keras_forward(model: Any, batch_size: int) -> _KerasStep:
+    """Trace (never run) the forward pass of ``model`` (``training=False``): every op in phase
+    ``forward``, the model's variables read, none updated."""
+    tf = import_tensorflow()
+    *inputs, _ = _step_specs(model, batch_size)
+
+    @tf.function(autograph=False)
+    def forward(x):
+        return model(x if len(inputs) > 1 else x[0], training=False)
+
+    fg = forward.get_concrete_function(inputs).graph
+    return _step(fg, lambda _op: "forward", list(model.variables))

@@ -84,8 +84,24 @@ def _is_pass_through(node: Any) -> bool:
     return packet is not None and packet.__name__ in _PASS_THROUGH_ATEN
 
 
+#: Fused recurrent kernels the flop counter has no formula for: ``nn.LSTM`` on the CPU traces as one
+#: ``mkldnn_rnn_layer`` per layer and direction (and its backward), which "one FLOP per element" costs at
+#: a sliver of the unrolled cell's time.
+_FUSED_LSTM = {"mkldnn_rnn_layer": 1.0, "mkldnn_rnn_layer_backward": 2.0}
+
+
+def lstm_layer_flops(rows: int, input_size: int, hidden: int) -> float:
+    """FLOPs of one LSTM layer over ``rows`` = time steps × batch (PyTorch ``nn.LSTM`` equations): per row
+    the four gates' two products, ``2·4H·(I + H)``, their two bias adds, ``2·4H``, and the cell's
+    element-wise work, ``9H`` (sigmoid on i, f, o and tanh on g: 4H; ``c' = f·c + i·g``: 3H;
+    ``h' = o·tanh(c')``: 2H)."""
+    return float(rows) * (8.0 * hidden * (input_size + hidden) + 8.0 * hidden + 9.0 * hidden)
+
+
 def _node_flops(node: Any) -> float:
-    """FLOPs of one aten node: the flop counter's formula if it has one, else elements."""
+    """FLOPs of one aten node: the flop counter's formula if it has one, :func:`lstm_layer_flops` for
+    a fused LSTM layer (its backward: twice the forward, the input and the weight gradients, each a
+    product of the forward's sizes), else elements."""
     import torch
     from torch.utils.flop_counter import flop_registry
 
@@ -97,6 +113,11 @@ def _node_flops(node: Any) -> float:
         return a.meta.get("val") if isinstance(a, torch.fx.Node) else a
 
     packet = getattr(target, "overloadpacket", None)
+    factor = _FUSED_LSTM.get(getattr(packet, "__name__", ""))
+    if factor is not None:  # (input, w_ih (4H × I), w_hh (4H × H), ...) in both overloads
+        x, w_ih, w_hh = (val(a) for a in node.args[:3])
+        input_size, hidden = int(w_ih.shape[1]), int(w_hh.shape[1])
+        return factor * lstm_layer_flops(_numel(x) // max(input_size, 1), input_size, hidden)
     if packet in flop_registry:
         args = torch.fx.node.map_aggregate(node.args, val)
         kwargs = torch.fx.node.map_aggregate(node.kwargs, val)
@@ -129,8 +150,10 @@ def graph_from_torch(
     lr: float = 0.01,
     cost: CostFn | None = None,
     name: str | None = None,
+    training: bool = True,
 ) -> CompGraph:
-    """The CompGraph of one SGD training step of ``module`` on ``example_inputs``.
+    """The CompGraph of one SGD training step of ``module`` on ``example_inputs`` (``training=False``:
+    of its forward pass only, every op in phase ``forward``).
 
     Parameters
     ----------
@@ -158,7 +181,7 @@ def graph_from_torch(
 
     params = {k: v for k, v in module.named_parameters() if v.requires_grad}
     buffers = dict(module.named_buffers())
-    if not params:
+    if training and not params:
         raise GraphError(f"module '{type(module).__name__}' has no trainable parameter")
     inputs = tuple(example_inputs)
     loss_of = loss_fn or (lambda out: _leaves(out)[0].float().pow(2).mean())
@@ -179,6 +202,9 @@ def graph_from_torch(
 
     def step(p: dict, b: dict, *xs: Any) -> Any:
         out = functional_call(module, {**p, **b}, xs)
+        if not training:
+            marks["backward"] = marks["update"] = count()
+            return _leaves(out)[0], []
         loss = loss_of(out)
         marks["backward"] = count()
         grads = torch.autograd.grad(loss, list(p.values()), allow_unused=True)
@@ -198,12 +224,13 @@ def graph_from_torch(
         raise
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise GraphError(f"cannot trace a training step of '{type(module).__name__}': {first}") from None
+        raise GraphError(f"cannot trace {'a training step' if training else 'the forward pass'} of "
+                         f"'{type(module).__name__}': {first}") from None
     finally:
         for h in handles:
             h.remove()
     return _to_compgraph(gm, list(params), list(buffers), trained, marks, spans, cost,
-                         name or f"{type(module).__name__}-train")
+                         name or f"{type(module).__name__}-{'train' if training else 'infer'}")
 
 
 def _to_compgraph(gm: Any, param_names: list[str], buffer_names: list[str], trained: list[int], marks: dict[str, int],

@@ -69,7 +69,7 @@ import numpy as np
 
 from engine.errors import GraphError
 from engine.graph import CompGraph
-from engine.importers._tf_keras import _trace_keras_step
+from engine.importers._tf_keras import _trace_keras_forward, _trace_keras_step
 from engine.importers._tf_ops import (
     _DROPPED,
     _METADATA,
@@ -363,8 +363,10 @@ def graph_from_keras(
     loss: Any = "mse",
     cost: CostFn | None = None,
     name: str | None = None,
+    training: bool = True,
 ) -> CompGraph:
-    """The CompGraph of ONE TRAINING STEP of a Keras 3 model (TensorFlow backend).
+    """The CompGraph of ONE TRAINING STEP of a Keras 3 model (TensorFlow backend); ``training=False``:
+    of its forward pass (``model(x, training=False)``), every op in phase ``forward``.
 
     Traces ``tf.function(step)`` on ``TensorSpec``s of ``batch_size`` rows (the model's
     inputs, and a target shaped like its output) where ``step`` runs the model with
@@ -398,6 +400,10 @@ def graph_from_keras(
     """
     if batch_size < 1:
         raise GraphError("batch_size must be >= 1")
-    step = _trace_keras_step(model, batch_size, optimizer, loss)
-    return graph_from_tf_graph(step.graph, name=name or f"{model.name}-train-b{batch_size}", batch_size=batch_size,
+    if training:
+        step = _trace_keras_step(model, batch_size, optimizer, loss)
+    else:
+        step = _trace_keras_forward(model, batch_size)
+    default = f"{model.name}-{'train' if training else 'infer'}-b{batch_size}"
+    return graph_from_tf_graph(step.graph, name=name or default, batch_size=batch_size,
                                phase_of=step.phase_of, variables=step.variables, cost=cost, fetches=step.fetches)

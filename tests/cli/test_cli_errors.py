@@ -174,7 +174,7 @@ def test_placement_breaking_constraints(env, capsys):
 def test_op_no_device_can_run(env, capsys):
     (env / "tpu.json").write_text(graph_text([{"name": "a", "compute": 1}, {"name": "t", "compute": {"tpu": 1}}]))
     assert_bad_input(*run_cli(capsys, "place", "tpu.json", "-c", "k80x2", "--placer", "single-device"),
-                     "no device of cluster 'k80x2' can run op 't'")
+                     "1 op of graph 'bad' (first 't', with times for tpu) can run on no device of 'k80x2' (gpu)")
 
 
 def test_unknown_simulation_mode(env, capsys):

@@ -119,6 +119,20 @@ def test_lstm_training_step():
     assert {"lstm", "head", "grad/lstm", "update/lstm"} <= set(g.scope)
 
 
+def test_fused_lstm_layer_flops_by_hand():
+    """nn.LSTM(8, 16) over 4 × 5 rows traces as one fused mkldnn_rnn_layer: per row 2·4H·(I + H) for the
+    gates' products, 2·4H bias adds and 9H of cell work = 8·16·24 + 8·16 + 9·16 = 3,344; × 20 rows = 66,880.
+    Its backward does twice that (the input and the weight gradients). Issue #35: it was one FLOP per
+    element, a sliver of the unrolled cell's time."""
+    cap = _Capture()
+    g = graph_from_torch(_LSTM(), (torch.randn(4, 5, 8),), cost=cap)
+    fused = {t: [cap.flops[i] for i, u in enumerate(g.op_types) if u == t]
+             for t in ("mkldnn_rnn_layer", "mkldnn_rnn_layer_backward")}
+    if not fused["mkldnn_rnn_layer"]:
+        pytest.fail(f"nn.LSTM no longer traces as mkldnn_rnn_layer here: {sorted(set(g.op_types))}")
+    assert fused == {"mkldnn_rnn_layer": [66_880.0], "mkldnn_rnn_layer_backward": [133_760.0]}
+
+
 def test_untraceable_or_parameterless_module_is_graph_error():
     class Broken(nn.Module):
         def __init__(self) -> None:

@@ -69,6 +69,26 @@ def test_graph_summary_with_cluster():
     assert graph_summary(GRAPH, cluster(354, 354))["fits_one_device"] is False
 
 
+def test_single_device_peak_is_simulated_on_the_largest_device_that_runs_every_op():
+    """Only cpu:0 runs d. On it (default mode, ties by op index): a 0–1, b 1–6, c 6–9, d 9–13, e 13–13.5.
+    While c runs: persistent 15 + a's output 100 (c still to finish) + b's 200 (d to come) + c's temp 40
+    = 355 bytes, the peak. A chain that frees its outputs peaks below the every-output-at-once test."""
+    info = graph_summary(GRAPH, cluster(1000, 5000))
+    assert (info["single_device"], info["single_device_peak_bytes"], info["single_device_memory_bytes"]) == (
+        "cpu:0", 355.0, 1000.0)
+    chain = graph_from_dict({"schema": "placelab.graph/1", "name": "chain",
+                             "ops": [{"name": f"o{i}", "compute": 1.0, "output_bytes": 100} for i in range(4)],
+                             "edges": [{"src": f"o{i}", "dst": f"o{i + 1}"} for i in range(3)]})
+    info = graph_summary(chain, cluster(250, 150))
+    # at most two outputs live at once: o_i's until o_{i+1} has finished -> 200 on cpu:0 (the larger)
+    assert not info["fits_one_device"] and info["single_device_peak_bytes"] == 200.0
+    assert info["single_device"] == "cpu:0"
+    gpu_only = graph_from_dict({"schema": "placelab.graph/1", "name": "g",
+                                "ops": [{"name": "x", "compute": {"gpu": 1.0}}, {"name": "y", "compute": {"cpu": 1.0}}],
+                                "edges": []})
+    assert graph_summary(gpu_only, cluster(10, 10))["single_device"] is None
+
+
 def test_graph_summary_independent_levels():
     # the profile must agree with a plain longest-path level computation
     level = {}

@@ -95,17 +95,30 @@ fn = tf.function(lambda x: model(x)).get_concrete_function(tf.TensorSpec([None, 
 with open(os.path.join(sys.argv[1], "mlp.pb"), "wb") as f:
     f.write(fn.graph.as_graph_def(add_shapes=True).SerializeToString())
 model.export(os.path.join(sys.argv[1], "sm"), verbose=False)
+model.save(os.path.join(sys.argv[1], "mlp.keras"))
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+w = [numpy_helper.from_array(np.ones(s, np.float32), n) for n, s in (("w1", (8, 16)), ("b1", (16,)), ("w2", (16, 4)))]
+nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], name="dense/gemm"),
+         helper.make_node("Relu", ["h"], ["r"], name="dense/relu"),
+         helper.make_node("MatMul", ["r", "w2"], ["y"], name="head/matmul")]
+graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])], initializer=w)
+with open(os.path.join(sys.argv[1], "mlp.onnx"), "wb") as f:
+    f.write(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
 """
 
 
 def make_tf_seeds(folder: Path) -> dict[str, bytes]:
-    """A GraphDef and a Keras SavedModel of a small MLP, made by TensorFlow in a child process."""
+    """A GraphDef, a Keras SavedModel and a ``.keras`` file of a small MLP, made by TensorFlow in a child
+    process, and an ONNX file of one (``onnx.helper``)."""
     proc = subprocess.run([sys.executable, "-c", _MAKE_TF_SEEDS, str(folder)], capture_output=True, text=True,
                           timeout=600, env=_env())
     if proc.returncode != 0:
         raise RuntimeError(f"could not make the TensorFlow seeds: {proc.stderr[-400:]}")
     return {"tf-graphdef": (folder / "mlp.pb").read_bytes(),
-            "tf-savedmodel": (folder / "sm" / "saved_model.pb").read_bytes()}
+            "tf-savedmodel": (folder / "sm" / "saved_model.pb").read_bytes(),
+            "keras": (folder / "mlp.keras").read_bytes(), "onnx": (folder / "mlp.onnx").read_bytes()}
 
 
 # ---- mutations -------------------------------------------------------------------------------

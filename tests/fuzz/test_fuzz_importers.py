@@ -12,9 +12,9 @@ from harness import MUTATION_KINDS, TEXT_SEEDS, Worker, file_name, make_tf_seeds
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-#: Examples per format (TensorFlow cases cost more: each imports a graph into TensorFlow).
+#: Examples per format (TensorFlow and Keras cases cost more: each imports a graph into TensorFlow).
 EXAMPLES = {"placelab": 60, "node-link": 60, "graphml": 60, "doppler-text": 60, "dnn-partitioning": 60,
-            "tf-graphdef": 40, "tf-savedmodel": 40}
+            "tf-graphdef": 40, "tf-savedmodel": 40, "keras": 30, "onnx": 40}
 
 MUTATIONS = st.lists(
     st.tuples(st.sampled_from(MUTATION_KINDS), st.floats(0, 1, exclude_max=True), st.floats(0, 1, exclude_max=True),

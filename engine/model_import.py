@@ -1,0 +1,190 @@
+"""A user's own model as a graph: ``module.py:factory`` code, Keras ``.keras`` files, SavedModel folders,
+TensorFlow ``.pb`` files, ONNX files and every registered graph format (``placelab graph import``).
+
+* ``path/to/models.py:factory`` imports the user's file and calls ``factory()``: a ``torch.nn.Module``
+  or a Keras model. This runs the user's code, on their machine, and only when they ask for it
+  (``placelab graph import``); no other command, and never the app, runs code from a file.
+  A PyTorch module needs its inputs' shapes (``input_shapes``, without the batch dimension; one per
+  positional input, ``"3,224,224"`` or ``"16:int64"`` for token ids, filled with zeros); a Keras model
+  knows its own. The factory may also return ``(model, [example inputs])`` for a PyTorch module.
+* ``.keras`` files are loaded with Keras' safe mode (no Python code in the file is run:
+  ``keras.saving.load_model(..., safe_mode=True)``).
+* A SavedModel folder or a ``.pb`` GraphDef holds its exported graph, normally an inference graph:
+  it is imported as such, its unknown dimensions set to ``batch`` (the file's own training ops, if it
+  saved any, stay).
+* Any other file is read by the format registry (``engine.specs.load_graph``): ONNX, placelab JSON,
+  networkx, GraphML, DOPPLER text, dnn-partitioning.
+
+PyTorch modules, Keras models and ONNX files become one training step (forward, backward, SGD
+update) by default, or the forward pass with ``training=False``; ``measure=True`` times every op on
+this machine (the measured importers, ``engine/importers/pytorch_measured.py`` and
+``tensorflow_measured.py``) instead of the roofline (``docs/reference/costs.md``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from engine.errors import GraphError, SpecError
+from engine.graph import CompGraph
+from engine.graph_io import graph_from_dict, graph_to_dict
+from engine.quiet import quiet_tensorflow_start
+from engine.specs import load_graph
+
+__all__ = ["import_model", "parse_input_shape"]
+
+_DTYPES = ("float32", "float64", "int64", "int32")
+
+
+def parse_input_shape(text: str) -> tuple[tuple[int, ...], str]:
+    """``"3,224,224"`` → ``((3, 224, 224), "float32")``; ``"16:int64"`` → ``((16,), "int64")``; ``""`` is a
+    scalar per row."""
+    dims, _, dtype = text.partition(":")
+    dtype = dtype or "float32"
+    if dtype not in _DTYPES:
+        raise SpecError(f"input shape {text!r}: dtype must be one of {', '.join(_DTYPES)}")
+    try:
+        shape = tuple(int(d) for d in dims.replace("x", ",").split(",") if d.strip())
+    except ValueError:
+        raise SpecError(f"input shape {text!r}: dimensions must be whole numbers, e.g. 3,224,224") from None
+    if any(d < 1 for d in shape):
+        raise SpecError(f"input shape {text!r}: every dimension must be >= 1")
+    return shape, dtype
+
+
+def _factory(source: str) -> Any:
+    """Import ``path.py`` and call its ``factory`` (user code: see the module docstring)."""
+    path, _, attr = source.rpartition(":")
+    if not os.path.isfile(path):
+        raise SpecError(f"{path}: no such Python file (expected FILE.py:FACTORY)")
+    if not attr.isidentifier():
+        raise SpecError(f"{source}: {attr!r} is not a Python name (expected FILE.py:FACTORY)")
+    name = f"placelab_user_model_{abs(hash(os.path.abspath(path)))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))  # the file may import its neighbours
+    try:
+        with quiet_tensorflow_start():  # a Keras model's code imports TensorFlow: not its start-up lines
+            spec.loader.exec_module(module)
+            factory = getattr(module, attr, None)
+            if not callable(factory):
+                raise SpecError(f"{path} defines no function {attr!r}")
+            return factory()
+    except SpecError:
+        raise
+    except Exception as exc:  # the user's code: one line, never a traceback
+        raise GraphError(f"{source} failed: {type(exc).__name__}: {_first_line(exc)}") from None
+    finally:
+        sys.path.remove(os.path.dirname(os.path.abspath(path)))
+
+
+def _first_line(exc: Exception) -> str:
+    """The first line of an exception's message (user code and libraries may write pages)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _is_torch_module(obj: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.nn.Module)
+
+
+def _is_keras_model(obj: Any) -> bool:
+    keras = sys.modules.get("keras")
+    return keras is not None and isinstance(obj, keras.Model)
+
+
+def _torch_inputs(input_shapes: Sequence[str], batch: int) -> list[Any]:
+    import torch
+
+    if not input_shapes:
+        raise SpecError("a PyTorch module needs the shape of each input: --input-shape 3,224,224 (no batch "
+                        "dimension; repeat for several inputs, add :int64 for token ids)")
+    out = []
+    for text in input_shapes:
+        shape, dtype = parse_input_shape(text)
+        kind = getattr(torch, dtype)
+        out.append(torch.randn(batch, *shape, dtype=kind) if kind.is_floating_point
+                   else torch.zeros(batch, *shape, dtype=kind))
+    return out
+
+
+def _from_torch(module: Any, inputs: list[Any], training: bool, measure: bool, name: str | None) -> CompGraph:
+    if measure:
+        if not training:
+            raise SpecError("--measure times a training step; leave out --inference")
+        from engine.importers.pytorch_measured import measure_torch_step
+
+        return measure_torch_step(module, inputs, name=name)
+    from engine.importers.pytorch_graph import graph_from_torch
+
+    return graph_from_torch(module, inputs, training=training, name=name)
+
+
+def _from_keras(model: Any, batch: int, training: bool, measure: bool, name: str | None) -> CompGraph:
+    from engine.importers.tensorflow_graph import graph_from_keras
+
+    if measure:
+        if not training:
+            raise SpecError("--measure times a training step; leave out --inference")
+        from engine.importers.tensorflow_measured import measure_tf_step
+
+        shapes = [[batch if d is None and i == 0 else (1 if d is None else int(d)) for i, d in enumerate(t.shape)]
+                  for t in model.inputs]
+        rng = np.random.default_rng(0)
+        xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        return measure_tf_step(model, xs if len(xs) > 1 else xs[0], name=name)
+    return graph_from_keras(model, batch, name=name, training=training)
+
+
+def import_model(source: str, *, batch: int | None = None, input_shapes: Sequence[str] = (), training: bool = True,
+                 measure: bool = False, name: str | None = None) -> CompGraph:
+    """The graph of ``source`` (module docstring). ``batch`` defaults to 32 for code and ``.keras`` files,
+    1 for exported graphs (SavedModel, ``.pb``) and ONNX files, whose fixed dimensions stay."""
+    if batch is not None and batch < 1:
+        raise SpecError("--batch must be >= 1")
+    code_file, colon, _ = source.rpartition(":")
+    if colon and code_file.endswith(".py"):
+        obj = _factory(source)
+        example = None
+        if isinstance(obj, tuple) and len(obj) == 2 and _is_torch_module(obj[0]):
+            obj, example = obj
+        if _is_torch_module(obj):
+            inputs = list(example) if example is not None else _torch_inputs(input_shapes, batch or 32)
+            return _from_torch(obj, inputs, training, measure, name)
+        if _is_keras_model(obj):
+            return _from_keras(obj, batch or 32, training, measure, name)
+        raise GraphError(f"{source} returned a {type(obj).__name__}, not a torch.nn.Module or a keras.Model")
+    if measure:
+        raise SpecError("--measure needs the model's code (FILE.py:FACTORY): a file's ops cannot be run here")
+    if source.endswith(".keras"):
+        if not os.path.isfile(source):
+            raise SpecError(f"{source}: no such file")
+        from engine.importers.keras_files import load_keras_file
+
+        return load_keras_file(source, batch_size=batch or 32, training=training, name=name)
+    saved = os.path.join(source, "saved_model.pb")
+    if os.path.isdir(source) and not os.path.isfile(saved):
+        raise SpecError(f"{source} is a folder without saved_model.pb: give a SavedModel folder or a file")
+    if os.path.isfile(saved) or source.endswith(".pb"):
+        from engine.importers.tensorflow_files import load_graphdef, load_saved_model
+
+        if os.path.isfile(saved):
+            return _renamed(load_saved_model(source, batch_size=batch or 1), name)
+        return _renamed(load_graphdef(source, batch_size=batch or 1), name)
+    if source.endswith(".onnx"):
+        from engine.importers.onnx_graph import graph_from_onnx
+
+        return graph_from_onnx(source, batch=batch, training=training, name=name)
+    return _renamed(load_graph(source), name)
+
+
+def _renamed(g: CompGraph, name: str | None) -> CompGraph:
+    """``g`` under ``name`` (None: as it is)."""
+    return g if not name else graph_from_dict({**graph_to_dict(g), "name": name})

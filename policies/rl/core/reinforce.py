@@ -193,20 +193,23 @@ class Budget:
     (``docs/budgets.md``): one per episode for Placeto (Table 1's "placements sampled", whatever
     the intermediate rewards simulate within the episode), the RNN placer (one of Mirhoseini's K
     samples) and DOPPLER (its episodes). Limits are checked after each update, so the last
-    update may overshoot one by less than its episodes.
+    update may overshoot one by less than its episodes. ``seconds`` looks one update ahead: training
+    stops when the next update, as long as the last one took, would end past it (issue #35: on a
+    12k-op graph one update takes tens of seconds, and checking after it overshot 120 s by 10–47 %).
     """
 
     episodes: int | None = None
     placements: int | None = None
     seconds: float | None = None
 
-    def exhausted(self, episodes: int, placements: int, seconds: float) -> str | None:
-        """The name of the limit reached, or None."""
+    def exhausted(self, episodes: int, placements: int, seconds: float, next_update_s: float = 0.0) -> str | None:
+        """The name of the limit reached, or None; ``next_update_s``: how long the next update is expected
+        to take (the wall-time limit is reached when it would end past ``seconds``)."""
         if self.episodes is not None and episodes >= self.episodes:
             return "episodes"
         if self.placements is not None and placements >= self.placements:
             return "placements"
-        if self.seconds is not None and seconds >= self.seconds:
+        if self.seconds is not None and (seconds >= self.seconds or seconds + next_update_s > self.seconds):
             return "seconds"
         return None
 

@@ -132,10 +132,10 @@ class Trainer:
         frac = self.budget.progress(self.episodes, self.sampled, self.wall)
         return linear(cfg.lr, cfg.lr_final, frac), linear(cfg.entropy, cfg.entropy_final, frac)
 
-    def exhausted(self) -> str | None:
+    def exhausted(self, next_update_s: float = 0.0) -> str | None:
         """The budget limit reached so far (``episodes``, ``placements`` — sampled, ``docs/budgets.md`` —
-        or ``seconds``), or None."""
-        return self.budget.exhausted(self.episodes, self.sampled, self.wall)
+        or ``seconds``, looking ``next_update_s`` ahead: :class:`Budget`), or None."""
+        return self.budget.exhausted(self.episodes, self.sampled, self.wall, next_update_s)
 
     def collect(self) -> Rollout:
         """The rollout of one update: graphs picked with the trainer's generator, episodes by the agent
@@ -190,14 +190,16 @@ class Trainer:
         last_status = last_ckpt = 0.0
         reason = self.exhausted()
         while reason is None:
+            before = time.perf_counter()
             rows = self.step()
+            took = time.perf_counter() - before
             self.wall = wall0 + time.perf_counter() - t0
             converged = False
             for row in rows:
                 row["wall_time"] = self.wall
                 converged = self.stopping.add(row["objective"]) or converged
             self._log(rows)
-            reason = "converged" if converged else self._stop_requested() or self.exhausted()
+            reason = "converged" if converged else self._stop_requested() or self.exhausted(next_update_s=took)
             now = time.perf_counter()
             if self.progress is not None:
                 total = self.budget.episodes or 0

@@ -119,3 +119,24 @@ def test_cli_max_placements_counts_episodes(tmp_path, capsys):
     assert [int(x) for x in curve["placements_sampled"]] == list(range(1, 13))
     assert int(curve["placements_evaluated"][-1]) == res["placements_evaluated"]
     assert run.read_json("policy.json")["budget"] == {"episodes": None, "placements": 10, "seconds": None}
+
+
+def test_a_wall_time_budget_stops_before_an_update_that_would_end_past_it(monkeypatch):
+    """--max-seconds 100 with updates of 30 s on a fake clock: after 30, 60 and 90 s the next update would
+    end at 60, 90 and 120 s, so training stops after the third, at 90 s (checking only after each update, as
+    before issue #35, ran a fourth and ended at 120 s, 20 % over)."""
+    import policies.rl.core.trainer as trainer_module
+
+    clock = [0.0]
+    monkeypatch.setattr(trainer_module.time, "perf_counter", lambda: clock[0])
+    tr = _placeto(Budget(seconds=100))
+
+    def slow_update():
+        clock[0] += 30.0
+        return []
+
+    monkeypatch.setattr(tr, "step", slow_update)
+    assert tr.train() == "seconds"
+    assert tr.wall == 90.0
+    assert Budget(seconds=100).exhausted(0, 0, 70.0, next_update_s=30.0) is None  # ends at exactly 100
+    assert Budget(seconds=100).exhausted(0, 0, 100.0) == "seconds"

@@ -138,8 +138,10 @@ def load_uploaded_graph(name: str, data: bytes) -> CompGraph:
 
 
 def load_cluster(spec: str | os.PathLike | Cluster) -> Cluster:
-    """A cluster by preset name (see :mod:`engine.presets`), from a ``placelab.cluster/1`` file, or
-    ``bench:NAME``: the machine of a bundled published workload (:mod:`engine.workloads.published`).
+    """A cluster by preset name (see :mod:`engine.presets`), from a ``placelab.cluster/1`` file, from a
+    dnn-partitioning workload file (the machine it describes: ``maxFPGAs`` accelerators and ``maxCPUs``
+    CPUs, :func:`engine.importers.dnn_partitioning.dnn_partitioning_cluster`), or ``bench:NAME``: the
+    machine of a bundled published workload (:mod:`engine.workloads.published`).
     A :class:`Cluster` is returned as it is, so callers may pass one wherever a spec goes."""
     if isinstance(spec, Cluster):
         return spec
@@ -152,4 +154,9 @@ def load_cluster(spec: str | os.PathLike | Cluster) -> Cluster:
         return PRESETS[s]()
     if not os.path.exists(s):
         raise ClusterError(f"unknown cluster '{s}': not a preset ({', '.join(PRESETS)}) nor a file")
-    return cluster_from_dict(read_json_file(s, error=ClusterError), source=os.path.basename(s))
+    doc = read_json_file(s, error=ClusterError)
+    if isinstance(doc, dict) and doc.get("schema") is None and isinstance(doc.get("nodes"), list):
+        from engine.importers.dnn_partitioning import dnn_partitioning_cluster  # a workload file: its machine
+
+        return dnn_partitioning_cluster(doc)
+    return cluster_from_dict(doc, source=os.path.basename(s))

@@ -237,3 +237,17 @@ def test_truncated_files_raise_graph_error(tmp_path_factory, cut):
     with pytest.raises(GraphError) as info:
         load_dnn_partitioning(f)
     assert "\n" not in str(info.value)
+
+
+def test_a_workload_file_is_its_own_cluster_file(tmp_path):
+    """Issue #35: `-c FILE` refused a dnn-partitioning file ("expected schema"); it now names the machine the
+    file describes: maxFPGAs accelerators of maxSizePerFPGA bytes and maxCPUs CPUs."""
+    from engine.specs import load_cluster
+
+    path = DATA / "latency-inputs" / "LayerGraphs" / "bert24_inference.json"
+    doc = json.loads(path.read_text())
+    c = load_cluster(path)
+    assert c == dnn_partitioning_cluster(doc)
+    assert [d.kind for d in c.devices].count("gpu") == doc["maxFPGAs"]
+    assert [d.kind for d in c.devices].count("cpu") == doc["maxCPUs"]
+    assert c.devices[0].memory_bytes == doc["maxSizePerFPGA"]

@@ -9,7 +9,9 @@ Grouping, ``grouping="merge"`` (Placeto §4): Mirhoseini's rule (§3.3), then Me
 (A.6) down to ``groups`` nodes. TF colocation sets must stay on one device, so groups sharing a
 colocation set are united afterwards; this can make the group quotient graph cyclic (a variable
 and its update op), which the learned placers tolerate (message passing runs on any graph, and
-reachability is taken on the quotient graph's condensation). ``grouping="units"``: Mirhoseini
+reachability is taken on the quotient graph's condensation); a placer that places every op
+(``groups=None``) places :data:`LARGE_GRAPH_GROUPS` groups of a graph of more than
+:data:`LARGE_GRAPH_OPS` ops, unless ``grouping="ops"``. ``grouping="units"``: Mirhoseini
 §4.1's manual groups (:func:`engine.grouping.rules.unit_groups`: each LSTM cell, embedding lookup,
 attention and softmax step, each convolution branch, forward and backward together), as the RNN
 placer was trained on RNNLM, NMT and Inception-V3; ``groups`` is not used.
@@ -23,6 +25,7 @@ failing signal (Mirhoseini §3.1) for the RNN placer.
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -43,7 +46,7 @@ __all__ = ["GROUPINGS", "Evaluation", "PlacementTask", "check_grouping", "graphs
            "task_for"]
 
 #: How a learned placer groups ops (see the module docstring).
-GROUPINGS = ("merge", "units")
+GROUPINGS = ("merge", "units", "ops")
 
 
 def check_grouping(grouping: str, unit_depth: int | None) -> None:
@@ -58,14 +61,14 @@ def learning_groups(graph: CompGraph, groups: int | None, grouping: str = "merge
                     unit_depth: int | None = None) -> np.ndarray:
     """Op → group for a learned placer: §3.3 rule, then Merge-and-Colocate to ``groups`` (Placeto §4).
 
-    ``groups=None`` keeps every op its own group. TF colocation sets are united with the
+    ``groups=None`` or ``grouping="ops"`` keeps every op its own group. TF colocation sets are united with the
     group they touch (see the module docstring). ``grouping="units"``: Mirhoseini §4.1's units
     (``unit_depth`` scope parts per layer, None: found from the scopes); ``groups`` is not used.
     """
     check_grouping(grouping, unit_depth)
     if grouping == "units":
         return unit_groups(graph, unit_depth)
-    if groups is None:
+    if groups is None or grouping == "ops":
         op_group = np.arange(graph.num_ops)
     else:
         if groups < 1:
@@ -239,9 +242,25 @@ def _reachability(k: int, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return reach, order
 
 
+#: A learned placer that places every op (``groups=None``: DOPPLER, GDP) places groups instead on a graph of
+#: more ops than this: the papers place 112–261 nodes (DOPPLER App. D) or 128 groups (Placeto §4), and
+#: DOPPLER on every op of a 12k-op model did 2 episodes a minute in 11.6 GB (issue #35).
+LARGE_GRAPH_OPS = 1_000
+#: The groups such a graph is merged to (Merge-and-Colocate, Placeto §4): DOPPLER's largest graph's size.
+LARGE_GRAPH_GROUPS = 256
+
+
 def task_for(graph: CompGraph, cluster: Cluster, config: Any) -> PlacementTask:
-    """``graph`` grouped and featurised as a learned placer with ``config`` needs it."""
-    return make_task(graph, cluster, groups=config.groups, memory_penalty=config.memory_penalty,
+    """``graph`` grouped and featurised as a learned placer with ``config`` needs it. A graph of more than
+    :data:`LARGE_GRAPH_OPS` ops is merged to :data:`LARGE_GRAPH_GROUPS` groups where ``config`` places every
+    op, and a warning says so (the CLI prints it)."""
+    groups = config.groups
+    if groups is None and config.grouping == "merge" and graph.num_ops > LARGE_GRAPH_OPS:
+        groups = LARGE_GRAPH_GROUPS
+        warnings.warn(f"graph '{graph.name}' has {graph.num_ops:,} ops: placing {groups} groups of them "
+                      f"(Merge-and-Colocate, as the papers place 100-300 nodes); groups=N chooses another number, "
+                      f"grouping=ops places every op", stacklevel=2)
+    return make_task(graph, cluster, groups=groups, memory_penalty=config.memory_penalty,
                      grouping=config.grouping, unit_depth=config.unit_depth)
 
 

@@ -160,7 +160,8 @@ def import_model(source: str, *, batch: int | None = None, input_shapes: Sequenc
             return _from_torch(obj, inputs, training, measure, name)
         if _is_keras_model(obj):
             return _from_keras(obj, batch or 32, training, measure, name)
-        raise GraphError(f"{source} returned a {type(obj).__name__}, not a torch.nn.Module or a keras.Model")
+        raise GraphError(f"{source} returned an object of type {type(obj).__name__!r}, not a torch.nn.Module or a "
+                         "keras.Model")
     if measure:
         raise SpecError("--measure needs the model's code (FILE.py:FACTORY): a file's ops cannot be run here")
     if source.endswith(".keras"):

@@ -117,7 +117,8 @@ def test_keras_code_a_keras_file_and_a_savedmodel_folder(capsys, models, tmp_pat
 
 @pytest.mark.parametrize(("args", "message"), [
     (("{models}:broken",), "error: {models}:broken failed: RuntimeError: no weights here"),
-    (("{models}:not_a_model",), "error: {models}:not_a_model returned a int, not a torch.nn.Module or a keras.Model"),
+    (("{models}:not_a_model",), "error: {models}:not_a_model returned an object of type 'int', not a "
+     "torch.nn.Module or a keras.Model"),
     (("{models}:nothere",), "error: {models} defines no function 'nothere'"),
     (("{models}:tiny",), "error: a PyTorch module needs the shape of each input: --input-shape 3,224,224"),
     (("{models}:tiny", "--input-shape", "8,a"), "error: input shape '8,a': dimensions must be whole numbers"),

@@ -118,7 +118,7 @@ def test_params_take_true_and_false_as_bools():
      "must be bool, got 'maybe'"),
     (["train", "--placer", "rnn", "--graphs", "G", "--cluster", "C2", "--param", "samples=0"], "must be >= 1"),
     (["train", "--placer", "rnn", "--graphs", "G", "--cluster", "C2", "--param", "grouping=layers"],
-     "must be one of merge, units, got 'layers'"),
+     "must be one of merge, units, ops, got 'layers'"),
     (["train", "--placer", "placeto", "--graphs", "G", "--cluster", "C2", "--param", "unit_depth=0"], "must be >= 1"),
     (["train", "--placer", "placeto", "--graphs", "family:imagenet", "--cluster", "C2"], "unknown graph family"),
     (["train", "--resume", "nope"], "no run"),

@@ -44,7 +44,7 @@ def test_every_config_field_cites_its_source_and_its_default_is_valid(name):
     ({"discount": 1.5}, "parameter 'discount' must be in [0.0, 1.0], got 1.5"),
     ({"batch": 2.5}, "parameter 'batch' must be int, got 2.5"),
     ({"normalize_advantages": 1}, "parameter 'normalize_advantages' must be bool, got 1"),
-    ({"grouping": "layers"}, "parameter 'grouping' must be one of merge, units, got 'layers'"),
+    ({"grouping": "layers"}, "parameter 'grouping' must be one of merge, units, ops, got 'layers'"),
     ({"learning_rate": 0.1}, "has no parameter 'learning_rate' (parameters: groups, grouping,"),
 ])
 def test_bad_values_are_one_sentence_errors(params, message):

@@ -373,6 +373,20 @@ class CompGraph:
                 ids[i] = seen.setdefault(g, len(seen))
         return _frozen(ids)
 
+    def without_models(self) -> CompGraph:
+        """This graph without its per-model columns (``gpu@V100``): the graph, and the content hash, that
+        an import made before per-model costs gave (``docs/reference/costs.md``)."""
+        base = [j for j, k in enumerate(self.kinds) if MODEL_SEPARATOR not in k]
+        if len(base) == len(self.kinds):
+            return self
+        return CompGraph(
+            self.name, self.op_names, compute_any=self.compute_any, compute_by_kind=self.compute_by_kind[:, base],
+            kinds=[self.kinds[j] for j in base], output_bytes=self.output_bytes, persistent_bytes=self.persistent_bytes,
+            temp_bytes=self.temp_bytes, edge_src=self.edge_src, edge_dst=self.edge_dst, edge_bytes=self.edge_bytes,
+            op_types=self.op_types, colocate=self.colocate, pin=self.pin, phase=self.phase, scope=self.scope,
+            edge_transfer_s=self.edge_transfer_s if self.has_transfer_times else None,
+            memory_known=self.memory_known)
+
     @cached_property
     def content_hash(self) -> str:
         """SHA-256 (first 16 hex digits) of the graph's structure and numbers."""

@@ -56,7 +56,7 @@ from policies.rl.core.run_safety import (
     sigint_held,
     stop_run,
 )
-from policies.rl.core.task import PlacementTask, graphs_hash, task_for
+from policies.rl.core.task import PlacementTask, graphs_hash, same_graphs, task_for
 from policies.rl.core.trainer import Trainer, read_checkpoint
 
 __all__ = ["TrainOutcome", "evaluate_policy", "load_policy", "load_tasks", "policy_place", "resume_training",
@@ -391,8 +391,9 @@ def _check_same_graphs(run: Run, specs: list[str], tasks: dict[str, PlacementTas
     """Refuse to resume a training whose graphs are not the ones it started on (a graph file edited since):
     the run would mix two versions of a graph in one learning curve."""
     stored = (run.meta.get("graph") or {}).get("hash")
-    now = graphs_hash([t.graph for t in tasks.values()])
-    if stored and stored != now:
+    graphs = [t.graph for t in tasks.values()]
+    now = graphs_hash(graphs)
+    if stored and not same_graphs(stored, graphs):
         raise RunError(f"run {run.id} cannot resume: its graphs ({', '.join(specs)}) changed since it started "
                        f"(graph hash {stored}, now {now}); start a new training on them instead")
 

@@ -11,7 +11,7 @@ from engine.specs import load_graph
 from policies.rl.core.health import LearningHealth, assess
 from policies.rl.core.registry import make_config
 from policies.rl.core.run_files import CURVE, POLICY
-from policies.rl.core.task import PlacementTask, graphs_hash, task_for
+from policies.rl.core.task import PlacementTask, same_graphs, task_for
 
 __all__ = ["stored_health"]
 
@@ -24,7 +24,7 @@ def _stored_tasks(doc: Mapping[str, Any], run_meta: Mapping[str, Any]) -> dict[s
     specs = [str(s) for s in doc["graphs"]]
     graphs = [load_graph(s) for s in specs]
     stored = str((run_meta.get("graph") or {}).get("hash") or "")
-    if stored and stored != graphs_hash(graphs):
+    if stored and not same_graphs(stored, graphs):
         raise ValueError("the graphs rebuilt from their specs differ from those trained on")
     return {s: task_for(g, cluster, config) for s, g in zip(specs, graphs, strict=True)}
 

@@ -43,7 +43,7 @@ from engine.simulator import Simulator
 from policies.base import PlacementUnits
 
 __all__ = ["GROUPINGS", "Evaluation", "PlacementTask", "check_grouping", "graphs_hash", "learning_groups", "make_task",
-           "task_for"]
+           "same_graphs", "task_for"]
 
 #: How a learned placer groups ops (see the module docstring).
 GROUPINGS = ("merge", "units", "ops")
@@ -262,6 +262,12 @@ def task_for(graph: CompGraph, cluster: Cluster, config: Any) -> PlacementTask:
                       f"grouping=ops places every op", stacklevel=2)
     return make_task(graph, cluster, groups=groups, memory_penalty=config.memory_penalty,
                      grouping=config.grouping, unit_depth=config.unit_depth)
+
+
+def same_graphs(stored_hash: str, graphs: Sequence[CompGraph]) -> bool:
+    """Whether ``graphs`` are those a run stored ``stored_hash`` for: their :func:`graphs_hash`, or the one they
+    had before they carried per-model cost columns (runs stored before ``docs/reference/costs.md``)."""
+    return stored_hash in (graphs_hash(graphs), graphs_hash([g.without_models() for g in graphs]))
 
 
 def graphs_hash(graphs: Sequence[CompGraph]) -> str:

@@ -155,3 +155,20 @@ def test_a_large_graph_is_grouped_for_a_placer_that_places_every_op():
         grouped = task_for(large, cluster(), DopplerConfig())
     assert grouped.num_groups <= LARGE_GRAPH_GROUPS
     assert task_for(large, cluster(), DopplerConfig(grouping="ops")).num_groups == 1_500
+
+
+def test_a_run_stored_before_per_model_columns_still_matches_its_graphs():
+    from policies.rl.core.task import graphs_hash, same_graphs
+
+    g = random_dag_with_models()
+    assert same_graphs(graphs_hash([g]), [g]) and same_graphs(graphs_hash([g.without_models()]), [g])
+    assert not same_graphs("0" * 16, [g])
+
+
+def random_dag_with_models():
+    from engine.costmodel import K80, GraphBuilder, RooflineModel
+
+    b = GraphBuilder("m", RooflineModel((K80,)))
+    x = b.op("x", "MatMul", flops=1e9, out_bytes=1e6)
+    b.op("y", "Relu", out_bytes=1e6, inputs=[x])
+    return b.build()

@@ -90,14 +90,12 @@ CPU_HASWELL_18C = DeviceSpec("Haswell-E5-2699v3", "cpu", 18 * 2.3e9 * 32, 68e9, 
 DEVICE_SPECS: dict[str, DeviceSpec] = {s.name: s for s in (K80, P100, V100, A100, H100, CPU_HASWELL_18C)}
 #: The GPU models a roofline-costed graph carries a column for, oldest first.
 GPU_SPECS: tuple[DeviceSpec, ...] = (K80, P100, V100, A100, H100)
-def _with_models(times: dict, flops, bytes_moved, idle=None) -> dict:
+
+
+def _with_models(times: dict, flops, bytes_moved) -> dict:
     """``times`` plus a column per model of :data:`GPU_SPECS` whose kind ``times`` has."""
-    out = dict(times)
-    for spec in GPU_SPECS:
-        if spec.kind in times:
-            t = op_time(flops, bytes_moved, spec)
-            out[model_kind(spec.kind, spec.name)] = t if idle is None else np.where(idle, 0.0, t)
-    return out
+    return {**times, **{model_kind(spec.kind, spec.name): op_time(flops, bytes_moved, spec)
+                        for spec in GPU_SPECS if spec.kind in times}}
 
 
 def op_time(flops, bytes_moved, spec: DeviceSpec):
@@ -124,9 +122,8 @@ def op_times(flops, bytes_moved, gpu: DeviceSpec = K80, cpu: DeviceSpec | None =
     out = {gpu.kind: op_time(flops, bytes_moved, gpu)}
     if cpu is not None:
         out[cpu.kind] = op_time(flops, bytes_moved, cpu)
-    if idle is not None:
-        out = {k: np.where(idle, 0.0, t) for k, t in out.items()}
-    return _with_models(out, flops, bytes_moved, idle)
+    out = _with_models(out, flops, bytes_moved)
+    return out if idle is None else {k: np.where(idle, 0.0, t) for k, t in out.items()}
 
 
 class CostModel(Protocol):

@@ -20,6 +20,7 @@ __all__ = [
     "SimulationError",
     "SpecError",
     "WriteError",
+    "first_line",
     "one_line",
     "printable",
 ]
@@ -70,6 +71,13 @@ def one_line(message: object, limit: int = MAX_LINE) -> str:
         used += len(piece)
     cut = len(text) - len(head) - len(tail)
     return f"{''.join(head)} ... [{cut:,} characters cut] ... {''.join(reversed(tail))}"
+
+
+def first_line(exc: BaseException, default: str | None = None) -> str:
+    """The first line of an exception's message (a library or a user's code may write pages); ``default``
+    (else the exception's type name) when the message is empty."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else (type(exc).__name__ if default is None else default)
 
 
 def printable(text: str) -> str:

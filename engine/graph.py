@@ -330,17 +330,26 @@ class CompGraph:
             return np.where(np.isnan(self.compute_any), by, self.compute_any)
         return self.compute_any.copy()
 
-    def compute_on(self, kind: str, model: str | None = None) -> np.ndarray:
-        """Compute time (s) of every op on a ``kind`` device of model ``model``: the graph's
-        ``kind@model`` column where it has one (a roofline-costed graph carries one per GPU model,
-        ``engine/costmodel.py``), else its ``kind`` times (``docs/reference/costs.md``)."""
+    def column_for(self, kind: str, model: str | None = None) -> str:
+        """The compute column a ``kind`` device of model ``model`` reads: ``kind@model`` where the graph
+        has it (a roofline-costed graph carries one per GPU model, ``engine/costmodel.py``), else ``kind``
+        (``docs/reference/costs.md``)."""
         column = model_kind(kind, model) if model else None
-        return self.compute_for_kind(column if column in self.kinds else kind)
+        return column if column in self.kinds else kind
+
+    def compute_on(self, kind: str, model: str | None = None) -> np.ndarray:
+        """Compute time (s) of every op on a ``kind`` device of model ``model`` (:meth:`column_for`)."""
+        return self.compute_for_kind(self.column_for(kind, model))
+
+    @property
+    def _base_columns(self) -> list[int]:
+        """Indices of the per-kind columns that are not per-model columns (``gpu@V100``)."""
+        return [j for j, k in enumerate(self.kinds) if MODEL_SEPARATOR not in k]
 
     @property
     def base_kinds(self) -> tuple[str, ...]:
         """The device kinds of the per-kind maps, without the per-model columns (``gpu@V100``)."""
-        return tuple(k for k in self.kinds if MODEL_SEPARATOR not in k)
+        return tuple(self.kinds[j] for j in self._base_columns)
 
     def models(self, kind: str) -> tuple[str, ...]:
         """The device models this graph carries a ``kind@model`` column for."""
@@ -354,8 +363,7 @@ class CompGraph:
     def min_compute(self) -> np.ndarray:
         """Each op's compute time on its fastest kind (s), ignoring device speed factors and the
         per-model columns."""
-        base = [j for j, k in enumerate(self.kinds) if MODEL_SEPARATOR not in k]
-        stacked = np.column_stack([self.compute_any, self.compute_by_kind[:, base]])
+        stacked = np.column_stack([self.compute_any, self.compute_by_kind[:, self._base_columns]])
         return np.nanmin(stacked, axis=1)
 
     @property
@@ -376,12 +384,12 @@ class CompGraph:
     def without_models(self) -> CompGraph:
         """This graph without its per-model columns (``gpu@V100``): the graph, and the content hash, that
         an import made before per-model costs gave (``docs/reference/costs.md``)."""
-        base = [j for j, k in enumerate(self.kinds) if MODEL_SEPARATOR not in k]
+        base = self._base_columns
         if len(base) == len(self.kinds):
             return self
         return CompGraph(
             self.name, self.op_names, compute_any=self.compute_any, compute_by_kind=self.compute_by_kind[:, base],
-            kinds=[self.kinds[j] for j in base], output_bytes=self.output_bytes, persistent_bytes=self.persistent_bytes,
+            kinds=self.base_kinds, output_bytes=self.output_bytes, persistent_bytes=self.persistent_bytes,
             temp_bytes=self.temp_bytes, edge_src=self.edge_src, edge_dst=self.edge_dst, edge_bytes=self.edge_bytes,
             op_types=self.op_types, colocate=self.colocate, pin=self.pin, phase=self.phase, scope=self.scope,
             edge_transfer_s=self.edge_transfer_s if self.has_transfer_times else None,

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import GraphError, SpecError
+from engine.errors import GraphError, SpecError, first_line
 from engine.graph import CompGraph
 from engine.graph_io import graph_from_dict, graph_to_dict
 from engine.quiet import quiet_tensorflow_start
@@ -79,15 +79,9 @@ def _factory(source: str) -> Any:
     except SpecError:
         raise
     except Exception as exc:  # the user's code: one line, never a traceback
-        raise GraphError(f"{source} failed: {type(exc).__name__}: {_first_line(exc)}") from None
+        raise GraphError(f"{source} failed: {type(exc).__name__}: {first_line(exc, '')}") from None
     finally:
         sys.path.remove(os.path.dirname(os.path.abspath(path)))
-
-
-def _first_line(exc: Exception) -> str:
-    """The first line of an exception's message (user code and libraries may write pages)."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else ""
 
 
 def _is_torch_module(obj: Any) -> bool:
@@ -133,12 +127,11 @@ def _from_keras(model: Any, batch: int, training: bool, measure: bool, name: str
     if measure:
         if not training:
             raise SpecError("--measure times a training step; leave out --inference")
+        from engine.importers._tf_keras import batch_shape
         from engine.importers.tensorflow_measured import measure_tf_step
 
-        shapes = [[batch if d is None and i == 0 else (1 if d is None else int(d)) for i, d in enumerate(t.shape)]
-                  for t in model.inputs]
         rng = np.random.default_rng(0)
-        xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+        xs = [rng.standard_normal(batch_shape(t, batch)).astype(np.float32) for t in model.inputs]
         return measure_tf_step(model, xs if len(xs) > 1 else xs[0], name=name)
     return graph_from_keras(model, batch, name=name, training=training)
 

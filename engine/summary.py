@@ -8,7 +8,7 @@ import numpy as np
 
 from engine.cluster import Cluster
 from engine.dag import critical_path, parallelism_profile
-from engine.graph import CompGraph, model_kind
+from engine.graph import CompGraph
 from engine.grouping.contract import colocation_groups
 from engine.grouping.rules import mirhoseini_groups, unit_groups
 from engine.objectives import lower_bound
@@ -38,8 +38,7 @@ def cost_sources(g: CompGraph) -> dict[str, str]:
 
 def device_columns(g: CompGraph, cluster: Cluster) -> dict[str, str]:
     """The compute column each device of ``cluster`` reads from ``g`` (``gpu@V100``, or its kind)."""
-    return {d.name: model_kind(d.kind, d.model) if d.model and d.model in g.models(d.kind) else d.kind
-            for d in cluster.devices}
+    return {d.name: g.column_for(d.kind, d.model) for d in cluster.devices}
 
 
 def graph_summary(g: CompGraph, cluster: Cluster | None = None, unit_depth: int | None = None) -> dict[str, Any]:

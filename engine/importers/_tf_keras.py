@@ -33,12 +33,12 @@ def _step_specs(model: Any, batch_size: int) -> list[Any]:
     if len(model.outputs) != 1:
         raise GraphError(f"model '{model.name}': a training step is imported for one output, "
                          f"got {len(model.outputs)}")
+    return [tf.TensorSpec(batch_shape(t, batch_size), dtype=t.dtype) for t in [*model.inputs, model.outputs[0]]]
 
-    def spec(t: Any) -> Any:
-        dims = [batch_size if d is None and i == 0 else (1 if d is None else int(d)) for i, d in enumerate(t.shape)]
-        return tf.TensorSpec(dims, dtype=t.dtype)
 
-    return [spec(t) for t in model.inputs] + [spec(model.outputs[0])]
+def batch_shape(tensor: Any, batch_size: int) -> list[int]:
+    """A Keras tensor's shape with its unknown dimensions filled: ``batch_size`` first, 1 elsewhere."""
+    return [batch_size if d is None and i == 0 else (1 if d is None else int(d)) for i, d in enumerate(tensor.shape)]
 
 
 def _trace_keras_step(model: Any, batch_size: int, optimizer: Any, loss: Any) -> _KerasStep:

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import GraphError
+from engine.errors import GraphError, first_line
 from engine.graph import CompGraph
 from engine.importers.tensorflow_graph import CostFn, roofline_cost
 
@@ -223,7 +223,7 @@ def graph_from_torch(
     except GraphError:
         raise
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise GraphError(f"cannot trace {'a training step' if training else 'the forward pass'} of "
                          f"'{type(module).__name__}': {first}") from None
     finally:

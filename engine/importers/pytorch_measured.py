@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import GraphError
+from engine.errors import GraphError, first_line
 from engine.graph import CompGraph
 from engine.importers._measured import check_measure_options, with_measured_times
 from engine.importers.pytorch_graph import (
@@ -117,7 +117,7 @@ def measure_torch_step(
             try:
                 timer.run(p, b, *inputs)
             except Exception as exc:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                first = first_line(exc)
                 raise GraphError(f"graph '{ref.name}': running the traced step failed: {first}") from None
             if run >= warmup:
                 for nm, ns in timer.times.items():
@@ -148,7 +148,7 @@ def _retrace(torch: Any, module: Any, params: dict, buffers: dict, inputs: tuple
     try:
         return make_fx(step)(params, buffers, *inputs)
     except Exception as exc:  # graph_from_torch traced it a moment ago; report rather than crash
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise GraphError(f"cannot re-trace a training step of '{type(module).__name__}': {first}") from None
 
 

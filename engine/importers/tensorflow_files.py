@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from engine.errors import GraphError
+from engine.errors import GraphError, first_line
 from engine.formats import register_format
 from engine.graph import CompGraph
 from engine.importers._tf_ops import _CALLS, _DROPPED, _MAX_CALL_DEPTH, _PASS_THROUGH, _attr, import_tensorflow
@@ -139,7 +139,7 @@ def _graph_from_graphdef(gd: Any, name: str, batch_size: int, cost: CostFn | Non
         with g.as_default(), quiet_stderr():  # C++ warnings about the user's graph: the error says it
             tf.graph_util.import_graph_def(gd, name="")
     except Exception as exc:  # unknown ops, bad inputs, shape errors
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise GraphError(f"{name}: TensorFlow cannot import the GraphDef: {first}") from None
     return _walk(g, name, batch_size, cost)
 
@@ -211,7 +211,7 @@ def load_saved_model(path: str | os.PathLike, *, tag: str = "serve", signature: 
                 break
             fn_name, shapes = callee.name, [t.shape for t in work[0].inputs]
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise GraphError(f"{p}: cannot rebuild signature '{signature}': {first}") from None
     return _walk(fg, name, batch_size, cost)
 

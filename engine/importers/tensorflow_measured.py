@@ -67,7 +67,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import GraphError
+from engine.errors import GraphError, first_line
 from engine.graph import CompGraph
 from engine.importers._measured import check_measure_options, with_measured_times
 from engine.importers._tf_keras import _KerasStep, _step_specs, _trace_keras_step
@@ -204,7 +204,7 @@ def _session_graph(tf: Any, step: _KerasStep, gname: str) -> Any:
         with graph.as_default():
             tf.graph_util.import_graph_def(gd, name="")
     except Exception as exc:  # traced a moment ago; report rather than crash
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         raise GraphError(f"graph '{gname}': TensorFlow cannot import the traced step's GraphDef: {first}") from None
     return graph
 

@@ -8,9 +8,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 REQ_STAMP := $(VENV)/.requirements.sha256
 PKG_STAMP := $(VENV)/.package.sha256
+KERNEL_STAMP := $(VENV)/.kernels.sha256
+KERNEL_SOURCES := engine/_simlayout.py engine/_simcore.py engine/_simkernel_*.py engine/_dagkernels.py \
+  policies/_listsched_kernels.py
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: help setup browser-deps app test lint bench clean bundled-runs docs-results
+.PHONY: help setup browser-deps app test lint bench clean bundled-runs docs-results readme-picture
 
 help:
 	@echo "make app    - set up .venv and serve the app on http://localhost:$${PORT:-8501}"
@@ -21,10 +24,12 @@ help:
 	@echo "make clean  - remove caches and build output (keeps .venv and runs/)"
 	@echo "make bundled-runs - regenerate the example runs shipped in runs/"
 	@echo "make docs-results - regenerate docs/results.md from the runs in runs/"
+	@echo "make readme-picture - retake docs/img/place-page.png, the README's screenshot (needs chromium)"
 
 # Idempotent: requirements are reinstalled only when requirements.txt changed since the
 # last successful install, the editable package only when pyproject.toml or the set of
-# top-level packages changed (an editable install maps the packages it found).
+# top-level packages changed (an editable install maps the packages it found), and the numba
+# kernels are compiled into their on-disk cache only when their sources or the requirements changed.
 setup:
 	@if [ ! -x $(PY) ]; then \
 	  echo "creating $(VENV) with $(PYTHON)"; \
@@ -41,6 +46,12 @@ setup:
 	  echo "installing placelab (editable) into $(VENV)"; \
 	  $(PY) -m pip install --quiet --no-deps -e .; \
 	  echo "$$want" > $(PKG_STAMP); \
+	fi
+	@want=$$(cat $(KERNEL_SOURCES) $(REQ_STAMP) | sha256sum | cut -d' ' -f1); \
+	if [ "$$(cat $(KERNEL_STAMP) 2>/dev/null)" != "$$want" ]; then \
+	  echo "compiling the numba kernels into their on-disk cache (placelab/warmup.py)"; \
+	  $(PY) -m placelab.warmup; \
+	  echo "$$want" > $(KERNEL_STAMP); \
 	fi
 
 # Chromium drives the browser end-to-end tests (marker `e2e`). When it cannot be
@@ -75,13 +86,17 @@ bench: setup
 docs-results: setup
 	$(PY) -m placelab.reproduce.results_doc --runs-dir runs -o docs/results.md
 
+# The README's screenshot: the Place page in headless Chromium (docs/img/readme_picture.py says how)
+readme-picture: setup browser-deps
+	$(PY) docs/img/readme_picture.py
+
 clean:
 	find . -path ./$(VENV) -prune -o -type d \
 	  \( -name __pycache__ -o -name .pytest_cache -o -name .ruff_cache -o -name .hypothesis \
 	     -o -name '*.egg-info' \) -print0 | xargs -0 rm -rf
 	find . -path ./$(VENV) -prune -o -type f \( -name '*.nbi' -o -name '*.nbc' \) -print0 \
 	  | xargs -0 rm -f
-	rm -rf build dist tests/artifacts
+	rm -rf build dist tests/artifacts $(KERNEL_STAMP)
 
 # The example runs shipped in runs/ so every page of the app has content on first start:
 # DOPPLER's CHAINMM and FFNN (App. D) on 4 x P100 and a Placeto cifar10-family graph on 2 x K80,

@@ -112,7 +112,7 @@ def _learning_health(run: Run, status: str) -> None:
         return
     from policies.rl.core.health import NEVER_LEFT_UNIFORM
 
-    text = f"**Learning health: {health.label}.** {health.message[0].upper()}{health.message[1:]}."
+    text = f"**Learning health: {health.label}.** {health.detail[0].upper()}{health.detail[1:]}."
     if health.never_left_uniform:
         st.warning(f"**Learning health:** {NEVER_LEFT_UNIFORM[0].upper()}{NEVER_LEFT_UNIFORM[1:]}.",
                    icon=":material/warning:")

@@ -125,7 +125,7 @@ def test_train_page_shows_the_learning_health_of_stored_runs(learning_runs):
     assert not app.exception and not app.error
     # the finished 4-episode run stored its verdict
     assert [i.value for i in app.info if "Learning health" in i.value] == [
-        "**Learning health: too short to judge.** Too short to judge: 4 episodes (at least 10 needed)."]
+        "**Learning health: too short to judge.** 4 episodes (at least 10 needed)."]
     stored = store.load(ids["trained"]).meta["metrics"]["learning_health"]
     assert stored["verdict"] == "too_short" and stored["random_search"][0]["placements"] > 0
     assert any(c.value.startswith(stored["summary"]) for c in app.caption)

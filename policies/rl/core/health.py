@@ -195,6 +195,13 @@ class LearningHealth:
         return "no sign of learning: the entropy barely fell and the sampled runtime did not improve"
 
     @property
+    def detail(self) -> str:
+        """The message after its verdict: the message without a leading "label:" (for a line that shows the
+        label already)."""
+        head = f"{self.label}: "
+        return self.message[len(head):] if self.message.startswith(head) else self.message
+
+    @property
     def summary(self) -> str:
         """The numbers in one line."""
         w = f"first vs last {self.window} episode{'s' if self.window != 1 else ''}"

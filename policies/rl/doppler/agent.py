@@ -64,12 +64,12 @@ only). With rollout workers ε is constant within one update (:meth:`DopplerAgen
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from policies.rl.core.agent import Advantages, Agent, EpisodeStats, PerTask, Rollout
-from policies.rl.core.reinforce import Budget, RunningMeanBaseline, linear
+from policies.rl.core.epsilon import StagedEpsilon
 from policies.rl.core.task import PlacementTask
 from policies.rl.doppler.config import STAGES, VARIANTS, DopplerConfig, stage_reward
 from policies.rl.doppler.features import DopplerGraph, graph_tensors
@@ -102,7 +102,7 @@ class _Prepared:
         return self._teacher_makespan
 
 
-class DopplerAgent(Agent):
+class DopplerAgent(StagedEpsilon, Agent):
     """DOPPLER's policies, ASSIGN rollouts and the Stage I/II/III updates (see the module docstring)."""
 
     name = "doppler"
@@ -121,9 +121,7 @@ class DopplerAgent(Agent):
 
         torch.manual_seed(seed)
         self.model = DopplerNet(c.hidden, c.rounds, c.edge_hidden, c.head)
-        self.baseline = RunningMeanBaseline()
-        self.episodes = 0
-        self.decay_episodes = c.decay_episodes or 4000  # fit_budget: the training's episode budget
+        self.init_epsilon()
         self.prepared = PerTask(num_devices, _Prepared)
         self.handoff_weights: dict[str, torch.Tensor] | None = None  # Stage I's handoff (``handoff``)
 
@@ -139,20 +137,6 @@ class DopplerAgent(Agent):
 
     def prepare(self, task: PlacementTask) -> _Prepared:
         return self.prepared[task]
-
-    def epsilon(self) -> float:
-        """ε for the next episode (linear decay over ``decay_episodes``, §6.1)."""
-        c = self.config
-        start = c.epsilon_imitation if c.stage == "imitation" else c.epsilon
-        return linear(start, c.epsilon_final, self.episodes / self.decay_episodes)
-
-    def fit_budget(self, budget: Budget) -> None:
-        """Called by the trainer: with ``decay_episodes`` None, ε decays over the episode budget, as the
-        learning rate does (§6.1) — or over the placement budget, one placement per episode
-        (``docs/budgets.md``); without either, over §6.1's 4k episodes."""
-        limits = [n for n in (budget.episodes, budget.placements) if n]
-        if self.config.decay_episodes is None and limits:
-            self.decay_episodes = int(min(limits))
 
     # -- one episode ----------------------------------------------------------------------
 
@@ -274,15 +258,6 @@ class DopplerAgent(Agent):
             self.model.load_state_dict(state)
         except RuntimeError:
             raise ValueError("its networks differ in size (hidden, edge_hidden and head must match)") from None
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"baseline": self.baseline.state_dict(), "episodes": self.episodes,
-                "decay_episodes": self.decay_episodes}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.baseline.load_state_dict(state["baseline"])
-        self.episodes = int(state["episodes"])
-        self.decay_episodes = int(state.get("decay_episodes", self.decay_episodes))
 
 
 def teacher_placement(task: PlacementTask) -> np.ndarray:

@@ -76,12 +76,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from policies.rl.core.agent import Advantages, Agent, EpisodeStats, PerTask, Rollout
-from policies.rl.core.reinforce import Budget, RunningMeanBaseline, linear
+from policies.rl.core.epsilon import StagedEpsilon
 from policies.rl.core.task import PlacementTask
 
 from .config import ACTING, STAGES, GdpConfig
@@ -112,7 +112,7 @@ class _Prepared:
         return self._teacher
 
 
-class GdpAgent(Agent):
+class GdpAgent(StagedEpsilon, Agent):
     """GDP's policy, its ε-greedy rollouts and its Stage I / Stage II updates (see the module docstring)."""
 
     name = "gdp"
@@ -132,9 +132,7 @@ class GdpAgent(Agent):
         self.model = GdpNet(num_devices, hidden=c.hidden, sage_layers=c.sage_layers, layers=c.layers, heads=c.heads,
                             segment=c.segment, type_buckets=c.type_buckets, superposition=c.superposition,
                             positions=c.positions)
-        self.baseline = RunningMeanBaseline()
-        self.episodes = 0
-        self.decay_episodes = c.decay_episodes or 4000  # fit_budget: the training's episode budget
+        self.init_epsilon()
         self.prepared = PerTask(num_devices, lambda task: _Prepared(task, c.type_buckets))
         self.window: deque[tuple[list, Advantages]] = deque(maxlen=max(c.ppo_epochs - 1, 0) or None)
 
@@ -146,18 +144,6 @@ class GdpAgent(Agent):
     def curve_fields(self) -> dict[str, str]:
         """The stage every curve row was trained in (DOPPLER §5)."""
         return {"stage": self.config.stage}
-
-    def epsilon(self) -> float:
-        """ε for the next episode (linear decay over ``decay_episodes``, DOPPLER §6.1)."""
-        c = self.config
-        start = c.epsilon_imitation if c.stage == "imitation" else c.epsilon
-        return linear(start, c.epsilon_final, self.episodes / self.decay_episodes)
-
-    def fit_budget(self, budget: Budget) -> None:
-        """With ``decay_episodes`` None, ε decays over the training's episode (or placement) budget."""
-        limits = [n for n in (budget.episodes, budget.placements) if n]
-        if self.config.decay_episodes is None and limits:
-            self.decay_episodes = int(min(limits))
 
     def _log_probs(self, task: PlacementTask) -> torch.Tensor:
         import torch
@@ -265,12 +251,3 @@ class GdpAgent(Agent):
         except RuntimeError:
             raise ValueError("its networks differ in size (hidden, sage_layers, layers, type_buckets and "
                              "superposition must match)") from None
-
-    def state_dict(self) -> dict[str, Any]:
-        return {"baseline": self.baseline.state_dict(), "episodes": self.episodes,
-                "decay_episodes": self.decay_episodes}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.baseline.load_state_dict(state["baseline"])
-        self.episodes = int(state["episodes"])
-        self.decay_episodes = int(state.get("decay_episodes", self.decay_episodes))

@@ -106,8 +106,10 @@ def test_verdicts():
     h = learning_health(curve(settles, improves), uniform=LN2, random_search=[_comparison(1.0, 1.0)])
     assert h.verdict == "no_better_than_random" and h.random_ratio == pytest.approx(1.0)
     assert "the best of 10 uniformly random placements" in h.message
+    assert h.detail == "the best placement found is 1.000× the best of 10 uniformly random placements"
     h = learning_health(curve(settles, improves), uniform=LN2, random_search=[_comparison(0.5, 1.0)])
     assert h.verdict == "learned" and "0.500× random search's" in h.message
+    assert h.detail == h.message[len("learned: "):]  # the app shows the label beside it: not twice
     assert learning_health(curve(settles, flat_rt), uniform=LN2).verdict == "settled_without_improving"
     assert learning_health(curve(flat_h, improves), uniform=LN2).verdict == "still_exploring"
     assert learning_health(curve(flat_h, flat_rt), uniform=LN2).verdict == "no_progress"

@@ -1,0 +1,69 @@
+"""Compile the numba kernels into numba's on-disk cache, one process per kernel group, in parallel.
+
+The simulator's kernels and the list schedulers' are ``@njit(cache=True)``: the first process on a
+machine compiles them (on the 2-core development VM about 16 s for each of the placeto and default
+modes and 40 s for the work-conserving one) and writes them beside their sources
+(``__pycache__/*.nbi``, ``*.nbc``); every later process loads them. On a fresh clone every process
+that simulates before the cache exists compiles them again: the app's first simulation, and each
+worker and subprocess of the test suite. ``make setup`` runs this module once (``python -m
+placelab.warmup``), so both start warm; it takes the time of the slowest group, not their sum.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+#: One job per group of kernels, each compiled in its own process: the three simulation modes
+#: (``engine.simulator.KERNELS``) and the list schedulers (``policies/_listsched_kernels.py``). All four run at
+#: once, also on two cores: the wall time is then about their CPU time over the cores, or the slowest job.
+JOBS = ("work_conserving", "placeto", "default", "list-scheduling")
+
+#: The list-scheduling placers whose kernels the last job compiles.
+LIST_SCHEDULERS = ("heft", "critical-path", "m-etf", "m-topo", "m-sct")
+
+
+def _tiny():
+    from engine.generators import random_dag
+    from engine.presets import PRESETS
+
+    return random_dag(ops=12, seed=0), PRESETS["k80x2"]()
+
+
+def compile_job(name: str) -> float:
+    """Compile one group's kernels by using them on a tiny graph; the seconds it took."""
+    import numpy as np
+
+    start = time.perf_counter()
+    graph, cluster = _tiny()
+    if name == "list-scheduling":
+        from policies.base import make_placer
+
+        for placer in LIST_SCHEDULERS:
+            make_placer(placer).place(graph, cluster, seed=0)
+    else:
+        from engine.simulator import Simulator
+
+        devices = np.arange(graph.num_ops, dtype=np.int64) % cluster.num_devices
+        sim = Simulator(graph, cluster, mode=name)
+        sim.run(devices, record_memory=True)
+        sim.makespan_peak_and_start(devices, start=True)
+        sim.makespan(devices)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    start = time.perf_counter()
+    workers = len(JOBS)
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        took = dict(zip(JOBS, pool.map(compile_job, JOBS), strict=True))
+    slowest = max(took, key=took.get)
+    print(f"numba kernels ready in {time.perf_counter() - start:.0f} s (slowest: {slowest}, {took[slowest]:.0f} s)",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

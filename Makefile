@@ -72,8 +72,9 @@ app: setup
 	  --server.port $${PORT:-8501} --server.address $${ADDRESS:-127.0.0.1} \
 	  --browser.gatherUsageStats false
 
+# --durations: the 25 slowest tests, so a slow one shows in every run (CI's included)
 test: lint browser-deps
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 -q --durations=25
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -100,7 +101,8 @@ clean:
 
 # The example runs shipped in runs/ so every page of the app has content on first start:
 # DOPPLER's CHAINMM and FFNN (App. D) on 4 x P100 and a Placeto cifar10-family graph on 2 x K80,
-# each with a set of baseline placers; and the --quick reproductions of the papers' tables.
+# each with a set of baseline placers; a validation of the simulator on this machine's cores (the
+# Fidelity page); and the --quick reproductions of the papers' tables.
 BUNDLED_PLACERS := single-device,round-robin,metis,scotch,critical-path,heft,m-etf,local-search
 # the papers' tables and figures in their --quick setting, for the Papers page (only their own runs are kept)
 BUNDLED_REPRODUCTIONS := mirhoseini-table2 placeto-table1 placeto-fig5 placeto-ablations doppler-table2 doppler-table3 doppler-table4 doppler-table8 doppler-table9 doppler-g1
@@ -115,5 +117,7 @@ bundled-runs: setup
 	  --name "RNN placer on cifar10 #0" --runs-dir runs --threads 1
 	$(VENV)/bin/placelab experiment --family cifar10 -c k80x2 --episodes 400 --optimized-episodes 50 \
 	  --runs-dir runs --threads 1
+	$(VENV)/bin/placelab validate gen:chainmm -c local --placements 12 --repeats 3 --runs-dir runs
+	$(PY) -c "from engine.runs import RunStore; s = RunStore('runs'); s.rename(s.list(kind='validate')[0].id, 'Validation: chainmm on this machine')"
 	for r in $(BUNDLED_REPRODUCTIONS); do \
 	  $(VENV)/bin/placelab reproduce $$r --quick --no-keep-step-runs --runs-dir runs; done

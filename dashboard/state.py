@@ -194,6 +194,12 @@ FIDELITY_RUN = "fidelity_run"  # widget, kept: the validation run
 FIDELITY_MODE = "fidelity_mode"  # widget, kept: the timeline's simulation mode
 FIDELITY_SCATTER = "fidelity_scatter"  # the predicted-vs-measured figure
 FIDELITY_TIMELINE = "fidelity_timeline"  # the measured-and-simulated timeline
+FIDELITY_JOB = "fidelity_job"  # the id of the validation job started from the page (None: none in hand)
+FIDELITY_MESSAGE = "fidelity_message"  # "Validation stored as run ...", shown once after the rerun
+FIDELITY_PLACEMENTS = "fidelity_placements"  # widget, kept: placements of a new validation
+FIDELITY_REPEATS = "fidelity_repeats"  # widget, kept: measured executions of each
+FIDELITY_STEP = "fidelity_step"  # widget, kept: the step (ms) the graph is scaled to
+FIDELITY_START = "fidelity_start"  # widget: the Start validation button
 
 
 def papers_figure(i: int, downloads: bool = False) -> str:

@@ -1,6 +1,7 @@
 """The human-expert placer (Mirhoseini et al. 2017 §4.2, Placeto §3.2), driven by op scopes.
 
-Rules, chosen by the scopes the graph has (an op's path is its ``scope``, else its name):
+Rules, chosen by the scopes the graph has (an op's path is its ``scope``, else its name; a PyTorch
+module path ``encoder.layers.0.linear1`` reads as ``encoder/layer0/linear1``):
 
 * **RNNLM / NMT** (a path component ``encoder``, ``decoder``, ``lstm`` or ``rnn`` next to
   ``layer{k}``): one LSTM layer per device — the distinct layer numbers, in increasing
@@ -44,6 +45,8 @@ _LAYER = re.compile(r"^(?:layer|lstm|cell)_?(\d+)$", re.IGNORECASE)
 # a numbered layer; Keras appends an instance suffix (inception_v3_1/mixed6_1)
 _BLOCK = re.compile(r"^(?:layer|block|stage|mixed|cell|module|unit)_?(\d+[a-z]?)(?:_\d+)?$", re.IGNORECASE)
 _BRANCH = re.compile(r"^branch_?(\d+)$", re.IGNORECASE)
+# a PyTorch container whose numbered children are layers (nn.ModuleList / nn.Sequential: layers.0, blocks.1, h.2)
+_CONTAINER = re.compile(r"^(?:(layer|block|stage|cell|unit|module)s?|(branch)(?:es)?|(h))$", re.IGNORECASE)
 _RNN_MARK = re.compile(r"^(?:encoder|decoder|lstm|rnn)", re.IGNORECASE)
 _SPECIAL = (("attention", re.compile(r"^(?:attention|attn)", re.IGNORECASE)),
             ("softmax", re.compile(r"^softmax", re.IGNORECASE)),
@@ -53,7 +56,16 @@ _NO_STRUCTURE = ("expert placement needs layer scopes (encoder/layer{k}, decoder
 
 
 def _path(graph: CompGraph, i: int) -> list[str]:
-    return [c for c in (graph.scope[i] or graph.op_names[i]).split("/") if c]
+    """Op ``i``'s path components: its scope (else its name) split at ``/``, and at ``.`` for PyTorch's dotted
+    module paths (``t.encoder.layers.0.linear1``); a container's numbered child (``layers.0``, ``blocks.3``,
+    GPT-2's ``h.11``) reads as one numbered layer (``layer0``, ``block3``, ``layer11``), as TensorFlow names it."""
+    out: list[str] = []
+    for token in (graph.scope[i] or graph.op_names[i]).replace(".", "/").split("/"):
+        if token.isdigit() and out and (m := _CONTAINER.match(out[-1])):
+            out[-1] = (m.group(1) or m.group(2) or "layer").lower() + token
+        elif token:
+            out.append(token)
+    return out
 
 
 def _block_number(token: str) -> tuple[int, str]:

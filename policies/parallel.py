@@ -144,7 +144,9 @@ class ParallelMap:
             self._state = LocalRuntimeRecord()
             try:
                 with self._state.marking():
-                    ray.init(num_cpus=self.workers, runtime_env=env, **quiet)
+                    # "local": always a runtime of our own. Without an address Ray joins the newest cluster
+                    # started on this machine (/tmp/ray/ray_current_cluster), e.g. another program's.
+                    ray.init(address="local", num_cpus=self.workers, runtime_env=env, **quiet)
             except BaseException:
                 self._state.remove()
                 self._state = None

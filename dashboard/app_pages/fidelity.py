@@ -18,6 +18,7 @@ from dashboard.data.fidelity import (
 from dashboard.data.runs import list_runs
 from dashboard.figures.fidelity import fidelity_scatter, measured_vs_simulated
 from dashboard.widgets.ui import guard, show_figure
+from dashboard.widgets.validation import new_validation
 
 
 def page() -> None:
@@ -25,9 +26,10 @@ def page() -> None:
     st.caption("Placements executed for real on this machine's devices and simulated in each mode "
                "(DOPPLER App. G.1 reports Pearson 0.79 / Spearman 0.69 for its simulator).")
     runs = {r.id: r for r in list_runs(kind="validate", status="done")}
+    new_validation(expanded=not runs)
     if not runs:
-        st.info("No fidelity runs yet — run `placelab calibrate -o local.json` and "
-                "`placelab validate GRAPH -c local.json --placements 20`.")
+        st.info("No validation runs yet: start one above, or from the command line "
+                "(`placelab validate GRAPH -c local --placements 20`).")
         return
     run = runs[st.selectbox("Validation run", list(runs), format_func=lambda i: run_label(runs[i]),
                             key=keep(keys.FIDELITY_RUN, options=list(runs)))]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from dashboard.data.runs import is_example
 from engine.cluster import cluster_from_dict
 from engine.executor.calibration import describe_bus
 from engine.executor.fidelity import load_measured_schedule
@@ -26,8 +27,10 @@ EXTRA_PREDICTIONS = {RECALIBRATED: "recalibrated", PER_RUN: "recalibrated per ru
 
 
 def run_label(run: Run) -> str:
+    """``name · graph · cluster``, marked ``example ·`` for a bundled (read-only) run."""
     m = run.meta
-    return f"{m.get('name') or run.id} · {(m.get('graph') or {}).get('name') or '-'} · {m.get('cluster')}"
+    mark = "example · " if is_example(run) else ""
+    return f"{mark}{m.get('name') or run.id} · {(m.get('graph') or {}).get('name') or '-'} · {m.get('cluster')}"
 
 
 def statistics_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:

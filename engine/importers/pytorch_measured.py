@@ -109,13 +109,17 @@ def measure_torch_step(
     with torch.no_grad():
         p = {k: v.detach().clone() for k, v in params.items()}
         b = {k: v.detach().clone() for k, v in buffers.items()}
-        sync = torch.cuda.synchronize if any(t.is_cuda for t in _leaves([*p.values(), *b.values(), *inputs])) else None
-        timer = _timing_interpreter(torch, gm, sync)
-        samples: dict[str, list[int]] = {}
+    sync = torch.cuda.synchronize if any(t.is_cuda for t in _leaves([*p.values(), *b.values(), *inputs])) else None
+    timer = _timing_interpreter(torch, gm, sync)
+    samples: dict[str, list[int]] = {}
+    # grad mode on, as in training: a fused kernel (nn.LSTM's mkldnn_rnn_layer) returns the workspace its
+    # backward reads only then. The parameters are detached copies, so autograd records nothing for them.
+    xs = tuple(x.detach() if isinstance(x, torch.Tensor) else x for x in inputs)
+    with torch.enable_grad():
         for run in range(warmup + repeats):
             timer.times = {}
             try:
-                timer.run(p, b, *inputs)
+                timer.run(p, b, *xs)
             except Exception as exc:
                 first = first_line(exc)
                 raise GraphError(f"graph '{ref.name}': running the traced step failed: {first}") from None

@@ -1,6 +1,7 @@
 """Runs directories for the page tests: an empty one, one holding real placement runs, one adding
 training, eval and experiment runs."""
 
+import json
 import os
 import shutil
 import signal
@@ -102,3 +103,16 @@ def kill_jobs_after():
         for job in list_jobs(root):
             if job.alive:
                 os.kill(job.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def local_two(tmp_path, monkeypatch):
+    """The ``local`` preset as two uncalibrated CPU workers, read from a cache in ``tmp_path`` (no calibration)."""
+    from engine.cluster import cluster_to_dict
+    from engine.executor.calibration import local_cache_path, machine_cluster
+
+    monkeypatch.setenv("PLACELAB_CACHE_DIR", str(tmp_path / "cache"))
+    path = local_cache_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(cluster_to_dict(machine_cluster(2, name="local"))))
+    return PRESETS["local"]()

@@ -21,9 +21,8 @@ from dashboard.data.measured import (
     failure_message,
     measured_summary,
 )
-from engine.cluster import cluster_to_dict
 from engine.executor import scale_graph
-from engine.executor.calibration import local_cache_path, machine_cluster
+from engine.executor.calibration import machine_cluster
 from engine.presets import PRESETS
 from engine.runs import RunStore
 from engine.simulator import Simulator
@@ -31,16 +30,6 @@ from engine.specs import load_graph
 
 GRAPH = "gen:random?ops=12&seed=3"
 TWO_CORES = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the executor needs 2 CPU cores")
-
-
-@pytest.fixture
-def local_two(tmp_path, monkeypatch):
-    """The ``local`` preset as two uncalibrated CPU workers, read from a cache in ``tmp_path`` (no calibration)."""
-    monkeypatch.setenv("PLACELAB_CACHE_DIR", str(tmp_path / "cache"))
-    path = local_cache_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(cluster_to_dict(machine_cluster(2, name="local"))))
-    return PRESETS["local"]()
 
 
 # -- pure helpers ------------------------------------------------------------------------------

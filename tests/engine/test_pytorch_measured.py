@@ -100,6 +100,28 @@ def test_batchnorm_buffers_and_custom_loss():
     assert g.op_names == ref.op_names and "Buffer" in g.op_types
 
 
+def test_fused_lstm_is_measured_forward_and_backward():
+    """nn.LSTM traces as one fused mkldnn_rnn_layer per layer whose backward reads the forward's workspace; the
+    forward returns it only in grad mode, so measuring runs the step with grad on (it failed with "got None for
+    'workspace'" under no_grad)."""
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = nn.LSTM(8, 16, num_layers=2, batch_first=True)
+
+        def forward(self, x):
+            return self.rnn(x)[0]
+
+    torch.manual_seed(0)
+    x = torch.randn(4, 5, 8, requires_grad=True)  # an input that asks for grad changes nothing
+    g = measure_torch_step(Net(), (x,), repeats=2, warmup=1)
+    fused = [i for i, t in enumerate(g.op_types) if t.startswith("mkldnn_rnn_layer")]
+    assert sorted(g.op_types[i] for i in fused) == ["mkldnn_rnn_layer"] * 2 + ["mkldnn_rnn_layer_backward"] * 2
+    assert (g.compute_on("cpu")[fused] > 0).all()
+    assert x.grad is None
+
+
 def test_untraceable_module_is_graph_error():
     class Broken(nn.Module):
         def __init__(self) -> None:

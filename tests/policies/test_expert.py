@@ -140,6 +140,35 @@ def test_keys():
     assert keys[nmt(2).index["loss"]] is None
 
 
+def test_pytorch_module_paths_are_layers():
+    """The PyTorch importer's dotted module paths (nn.Transformer: ``t.encoder.layers.0.self_attn``, its backward
+    under ``grad/``): ``layers.k`` is layer k, so encoder and decoder layer k share a device (the rnn rule)."""
+    ops, chain = [{"name": "emb", "compute": 1e-3, "scope": "embed"}], ["emb"]
+    for part in ("encoder", "decoder"):
+        for k in range(3):
+            for sub in ("self_attn", "linear1"):
+                ops.append({"name": f"{part}{k}{sub}", "compute": 1e-3, "scope": f"t.{part}.layers.{k}.{sub}"})
+                chain.append(f"{part}{k}{sub}")
+    ops += [{"name": "head", "compute": 1e-3, "scope": "t.decoder.norm"},
+            {"name": "g_dec1", "compute": 1e-3, "scope": "grad/t.decoder.layers.1.linear1", "phase": "backward"},
+            {"name": "w_enc2", "compute": 1e-3, "scope": "t.encoder.layers.2.linear1.weight", "phase": "update"}]
+    chain += ["head", "g_dec1", "w_enc2"]
+    g = graph(ops, list(itertools.pairwise(chain)))
+    rule, keys = expert_keys(g)
+    assert rule == "rnn" and keys[g.index["encoder1self_attn"]] == ("layer", 1)
+    m = place(g, "k80x2")
+    # layers 0, 1, 2 on gpu:0, gpu:1, gpu:0; the embedding with the first; the norm after the last decoder
+    # layer follows its producer; the backward and update ops carry their layer number themselves
+    assert [m[f"encoder{k}linear1"] for k in range(3)] == ["gpu:0", "gpu:1", "gpu:0"]
+    assert [m[f"decoder{k}self_attn"] for k in range(3)] == ["gpu:0", "gpu:1", "gpu:0"]
+    assert (m["emb"], m["head"], m["g_dec1"], m["w_enc2"]) == ("gpu:0", "gpu:0", "gpu:1", "gpu:0")
+    # GPT-2's ``h.k`` and nn.Sequential's ``blocks.k`` are numbered layers too: equal contiguous runs
+    gpt = graph([{"name": f"op{k}", "compute": 1e-3, "scope": f"transformer.h.{k}.mlp"} for k in range(4)],
+                [(f"op{k}", f"op{k + 1}") for k in range(3)])
+    assert expert_keys(gpt) == ("layers", [("block", f"layer{k}") for k in range(4)])
+    assert [place(gpt, "k80x2")[f"op{k}"] for k in range(4)] == ["gpu:0", "gpu:0", "gpu:1", "gpu:1"]
+
+
 def test_split_file_without_importer(monkeypatch):
     monkeypatch.setitem(sys.modules, "engine.importers.dnn_partitioning", None)  # import fails
     with pytest.raises(PlacementError, match=r"needs engine\.importers\.dnn_partitioning\.load_expert_placement"):

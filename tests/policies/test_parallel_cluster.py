@@ -4,15 +4,19 @@ worker nodes on this machine, and the executor joins it by address as it would a
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
 from engine.runs import RunStore
 from policies.parallel import ParallelMap
 from policies.sweep import SweepSpec, run_sweep, sweep_rows
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _node_of_task(barrier: str, tasks: int) -> str:
@@ -63,3 +67,20 @@ def test_a_sweep_runs_across_simulated_nodes(three_nodes, tmp_path):
            [{k: v for k, v in r.items() if k not in strip} for r in reference["results"]]
     assert len(sweep_rows(store.load(out["run_id"]))) == 2 * 2 * 2
     assert store.load(out["run_id"]).meta["metrics"]["executor"] == f"ray cluster at {three_nodes.address}"
+
+
+def test_local_workers_start_their_own_runtime_beside_a_running_cluster(three_nodes, tmp_path):
+    """``--workers N`` never joins a cluster that happens to run on the machine: without an address Ray would join
+    the newest one (a test beside this one's cluster made a driver fail with "When connecting to an existing
+    cluster, num_cpus … must not be provided")."""
+    from ray._private.services import get_ray_address_from_environment
+
+    assert get_ray_address_from_environment(None, None) == three_nodes.address  # a bare ray.init() would join it
+    code = ("import ray; from policies.parallel import ParallelMap\n"
+            "with ParallelMap(workers=2):\n"
+            "    print(len([n for n in ray.nodes() if n['Alive']]), ray.get_runtime_context().gcs_address)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PLACELAB_CACHE_DIR": str(tmp_path)}, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    nodes, address = out.stdout.split()
+    assert nodes == "1" and address != three_nodes.address

@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--graphs-dir", default=None, help="keep the imported graphs here (reused when present)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    from engine.graph_io import load_graph
+    from engine.specs import load_graph
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

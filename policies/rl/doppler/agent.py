@@ -3,7 +3,8 @@
 Episode — ASSIGN (§3, Fig. 2; §4.1): the candidates C start as the graph's entry ops; at each
 step SEL picks v ∈ C, PLC picks a device d for v, v leaves C and every successor whose
 predecessors are all placed joins C. One step per op; the placement is simulated once, at the
-end (§5 Stage II). The ops of a colocation group share a device: the first one placed commits
+end (§5 Stage II). On a grouped task (``groups=N``, or a graph above 1,000 ops) the steps are its groups
+(:mod:`policies.rl.doppler.units`). The ops of a colocation group share a device: the first one placed commits
 it, and PLC's choice for the later ones is masked to it (our rule; DOPPLER's graphs have none).
 
 Acting (eq. 4, 8): ε-greedy on each policy — the argmax with probability 1 − ε, else a uniform
@@ -74,6 +75,7 @@ from policies.rl.core.task import PlacementTask
 from policies.rl.doppler.config import STAGES, VARIANTS, DopplerConfig, stage_reward
 from policies.rl.doppler.features import DopplerGraph, graph_tensors
 from policies.rl.doppler.rollout import AssignEpisode, assign
+from policies.rl.doppler.units import assign_units
 
 if TYPE_CHECKING:
     import torch
@@ -88,10 +90,14 @@ class _Prepared:
 
     def __init__(self, task: PlacementTask) -> None:
         self.task = task
-        self.dg = DopplerGraph.build(task.graph, task.cluster)
-        self.op_feasible = task.feasible[task.op_group]
+        self.units = assign_units(task)  # the ops, or on a grouped task its groups (policies/rl/doppler/units.py)
+        self.dg = DopplerGraph.build(self.units.graph, task.cluster)
         self.tensors = graph_tensors(self.dg)
         self._teacher_makespan: float | None = None
+
+    def group_devices(self, ep: AssignEpisode) -> np.ndarray:
+        """The task's group placement of one ASSIGN episode."""
+        return self.units.group_devices(ep.op_device, self.task.num_groups)
 
     @property
     def teacher_makespan(self) -> float:
@@ -155,7 +161,7 @@ class DopplerAgent(StagedEpsilon, Agent):
                 weights = {k: t.numpy().astype(np.float64)
                            for k, t in self.model.plc.act_weights(hz[0].detach(), hz[1].detach()).items()}
         sel = scores.detach().numpy().astype(np.float64) if scores is not None else None
-        return assign(p.dg, p.op_feasible, p.task.op_group, sel, weights, rng, eps, record=record)
+        return assign(p.dg, p.units.feasible, p.units.node_group, sel, weights, rng, eps, record=record)
 
     def _loss(self, p: _Prepared, ep: AssignEpisode, scores, hz, advantage: float,
               entropy_coef: float) -> tuple[torch.Tensor, float]:
@@ -180,12 +186,12 @@ class DopplerAgent(StagedEpsilon, Agent):
             eps = self.epsilon()
             ep = self._assign(p, scores, hz, rng, eps, record=True)
             self.episodes += 1
-            group_dev = ep.group_devices(task.num_groups)
+            group_dev = p.group_devices(ep)
             ev = task.evaluate(group_dev)
             best, best_dev, evaluations = ev, group_dev, 1
             greedy_ev = ev if eps == 0 else None
             if self.config.greedy_search and eps > 0:
-                greedy = self._assign(p, scores, hz, rng, 0.0, record=False).group_devices(task.num_groups)
+                greedy = p.group_devices(self._assign(p, scores, hz, rng, 0.0, record=False))
                 greedy_ev = ev
                 if not np.array_equal(greedy, group_dev):
                     greedy_ev = gev = task.evaluate(greedy)
@@ -245,8 +251,7 @@ class DopplerAgent(StagedEpsilon, Agent):
         p = self.prepare(task)
         with torch.no_grad():
             scores, hz = self._encode(p)
-        ro = self._assign(p, scores, hz, rng, 0.0 if greedy else self.epsilon(), record=False)
-        return ro.group_devices(task.num_groups)
+        return p.group_devices(self._assign(p, scores, hz, rng, 0.0 if greedy else self.epsilon(), record=False))
 
     def load_weights(self, state: dict[str, torch.Tensor]) -> None:
         """Start from another policy's weights (Stage I → II → III, and transfer: Tables 4, 10, 11).
@@ -262,7 +267,7 @@ class DopplerAgent(StagedEpsilon, Agent):
 
 def teacher_placement(task: PlacementTask) -> np.ndarray:
     """The critical-path teacher's own ASSIGN episode (largest b-level, earliest start; ties: lower index)."""
-    dg = DopplerGraph.build(task.graph, task.cluster)
-    ro = assign(dg, task.feasible[task.op_group], task.op_group, None, None, np.random.default_rng(0), 0.0,
-                 record=False)
-    return ro.group_devices(task.num_groups)
+    units = assign_units(task)
+    dg = DopplerGraph.build(units.graph, task.cluster)
+    ro = assign(dg, units.feasible, units.node_group, None, None, np.random.default_rng(0), 0.0, record=False)
+    return units.group_devices(ro.op_device, task.num_groups)

@@ -3,6 +3,8 @@ exact resume."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 from rl_graphs import cluster, two_chains
@@ -86,6 +88,12 @@ def test_resume_leaves_tensorboard_one_event_per_episode(tmp_path):
     a.budget = Budget(episodes=8)
     a.train()                                  # episodes 5-8: lost when the process dies
     a.close()
+    # TensorBoard reads a run's event files in name order, and a name starts with its writer's creation time in
+    # whole seconds: the resumed writer's file must be named after the first one's, as a process resumed after a
+    # kill is. Two writers in one second of one process sorted by their counter ("10" before "9": once seen).
+    [first] = (run.path / "tensorboard").glob("events.out.tfevents.*")
+    while int(time.time()) <= int(first.name.split(".")[3]):
+        time.sleep(0.05)
     b = trainer(7, 12)
     b.load_checkpoint(tmp_path / "ckpt.pt")
     b.train()                                  # episodes 5-8 again, then 9-12

@@ -14,6 +14,7 @@ Usage::
     .venv/bin/python benchmarks/bench_model_size.py                        # six models × 2 placers, 60 s each
     .venv/bin/python benchmarks/bench_model_size.py --models lstm_nmt --placers doppler --max-seconds 30
     .venv/bin/python benchmarks/bench_model_size.py --graphs-dir /tmp/six  # keep the imported graphs
+    .venv/bin/python benchmarks/bench_model_size.py --models "" --specs gen:nasnet   # a 13,482-op graph
 
 Slow: the imports take about half a minute each, then 2 × 6 trainings of ``--max-seconds`` each.
 """
@@ -64,7 +65,7 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def train(graph: Path, placer: str, cluster: str, seconds: float, runs_dir: Path) -> dict[str, Any]:
+def train(graph: Path | str, placer: str, cluster: str, seconds: float, runs_dir: Path) -> dict[str, Any]:
     """One training in its own process: its JSON result, peak RSS of the tree, CPU seconds and wall time."""
     cmd = [*PLACELAB, "train", "--placer", placer, "-g", str(graph), "-c", cluster, "--max-seconds", str(seconds),
            "--threads", "1", "--json", "--runs-dir", str(runs_dir)]
@@ -92,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cluster", default="p100x4")
     ap.add_argument("--max-seconds", type=float, default=60.0)
     ap.add_argument("--graphs-dir", default=None, help="keep the imported graphs here (reused when present)")
+    ap.add_argument("--specs", default="", help="comma-separated graph specs trained on as well, e.g. gen:nasnet "
+                                                "(13,482 ops)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     from engine.specs import load_graph
@@ -100,9 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         graphs = Path(args.graphs_dir or tmp)
         graphs.mkdir(parents=True, exist_ok=True)
-        for model in args.models.split(","):
-            path = graphs / f"{model}.json"
-            took = import_model(model, path)
+        targets = [(m, graphs / f"{m}.json") for m in args.models.split(",") if m]
+        for model, path in [*targets, *((spec, spec) for spec in args.specs.split(",") if spec)]:
+            took = import_model(model, path) if model in IMPORT_ARGS else 0.0
             ops = load_graph(path).num_ops
             for placer in args.placers.split(","):
                 r = train(path, placer, args.cluster, args.max_seconds, Path(tmp) / "runs")

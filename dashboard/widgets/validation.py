@@ -30,6 +30,7 @@ def new_validation(expanded: bool) -> None:
                      expanded=expanded or job_id is not None):
         if job_id is not None:  # started on an earlier run of the page, whatever the cluster is now
             _job(job_id)
+            job_id = st.session_state.get(keys.FIDELITY_JOB)  # None once it ended: a new one may start
         graph, cluster = current_graph(), current_cluster()
         if graph is None:
             st.info("Choose a graph on the Graphs page first: a validation executes placements of the current graph.")

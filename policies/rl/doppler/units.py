@@ -7,8 +7,8 @@ groups instead: the task's groups contracted into one graph (``engine.grouping.c
 a tensor crossing once per destination group). Merge-and-Colocate's groups may form cycles (a colocated
 variable and its update op, e.g. ResNet50's ``conv1_bn/moving_variance``), and ASSIGN needs a DAG, so the
 groups of each strongly connected set of the quotient graph are merged into one node first (ours: the papers
-place graphs without cycles). Walking the ops of a 4,258-op ResNet50 step instead took 20 s and 4.9 GiB per
-episode (``benchmarks/bench_model_size.py``).
+place graphs without cycles). Walking every op of a model of thousands of ops instead was hundreds of times
+slower and held gigabytes (``benchmarks/bench_model_size.py``; docs/lab/2026-11-26-model-size-and-test-time.md).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from engine.errors import GraphError
 from engine.graph import CompGraph
 from engine.grouping.contract import contract
 from policies.rl.core.task import PlacementTask
@@ -60,5 +61,8 @@ def assign_units(task: PlacementTask) -> AssignUnits:
     np.logical_and.at(feasible, group_node, task.feasible)
     if not feasible.any(axis=1).all():  # merged groups pinned apart: place ops as before
         return ops
-    graph = contract(task.graph, group_node[task.op_group]).graph
+    try:
+        graph = contract(task.graph, group_node[task.op_group]).graph
+    except GraphError:  # members pinned to different devices the cluster lacks: place ops as before
+        return ops
     return AssignUnits(graph, feasible, np.arange(n, dtype=np.int64), group_node.astype(np.int64))

@@ -75,7 +75,7 @@ from policies.rl.core.task import PlacementTask
 from policies.rl.doppler.config import STAGES, VARIANTS, DopplerConfig, stage_reward
 from policies.rl.doppler.features import DopplerGraph, graph_tensors
 from policies.rl.doppler.rollout import AssignEpisode, assign
-from policies.rl.doppler.units import assign_units
+from policies.rl.doppler.units import AssignUnits, assign_units
 
 if TYPE_CHECKING:
     import torch
@@ -97,14 +97,15 @@ class _Prepared:
 
     def group_devices(self, ep: AssignEpisode) -> np.ndarray:
         """The task's group placement of one ASSIGN episode."""
-        return self.units.group_devices(ep.op_device, self.task.num_groups)
+        return self.units.group_devices(ep, self.task.num_groups)
 
     @property
     def teacher_makespan(self) -> float:
         """The simulated makespan of the critical-path teacher's placement (Stage I's handoff bar)."""
         if self._teacher_makespan is None:
             task = self.task
-            self._teacher_makespan = float(task.sim.makespan_and_peak(task.expand(teacher_placement(task)))[0])
+            teacher = self.group_devices(_teacher_episode(self.units, self.dg))
+            self._teacher_makespan = float(task.sim.makespan_and_peak(task.expand(teacher))[0])
         return self._teacher_makespan
 
 
@@ -265,9 +266,13 @@ class DopplerAgent(StagedEpsilon, Agent):
             raise ValueError("its networks differ in size (hidden, edge_hidden and head must match)") from None
 
 
-def teacher_placement(task: PlacementTask) -> np.ndarray:
+def _teacher_episode(units: AssignUnits, dg: DopplerGraph) -> AssignEpisode:
     """The critical-path teacher's own ASSIGN episode (largest b-level, earliest start; ties: lower index)."""
+    return assign(dg, units.feasible, units.node_group, None, None, np.random.default_rng(0), 0.0, record=False)
+
+
+def teacher_placement(task: PlacementTask) -> np.ndarray:
+    """The group placement of the critical-path teacher's ASSIGN episode (:func:`_teacher_episode`)."""
     units = assign_units(task)
-    dg = DopplerGraph.build(units.graph, task.cluster)
-    ro = assign(dg, units.feasible, units.node_group, None, None, np.random.default_rng(0), 0.0, record=False)
-    return units.group_devices(ro.op_device, task.num_groups)
+    return units.group_devices(_teacher_episode(units, DopplerGraph.build(units.graph, task.cluster)),
+                               task.num_groups)

@@ -23,6 +23,7 @@ from engine.errors import GraphError
 from engine.graph import CompGraph
 from engine.grouping.contract import contract
 from policies.rl.core.task import PlacementTask
+from policies.rl.doppler.rollout import AssignEpisode
 
 __all__ = ["AssignUnits", "assign_units"]
 
@@ -37,13 +38,11 @@ class AssignUnits:
     node_group: np.ndarray  # (nodes,) the group id ASSIGN keeps nodes of together
     group_node: np.ndarray | None  # (task groups,) the node of each task group; None: nodes are the ops
 
-    def group_devices(self, node_device: np.ndarray, num_groups: int) -> np.ndarray:
-        """The device of every task group, from ASSIGN's device of every node."""
-        if self.group_node is not None:
-            return np.asarray(node_device, dtype=np.int64)[self.group_node]
-        out = np.zeros(num_groups, dtype=np.int64)
-        out[self.node_group] = node_device
-        return out
+    def group_devices(self, episode: AssignEpisode, num_groups: int) -> np.ndarray:
+        """The device of every task group, from an ASSIGN episode on these nodes."""
+        if self.group_node is None:
+            return episode.group_devices(num_groups)
+        return episode.op_device[self.group_node]
 
 
 def assign_units(task: PlacementTask) -> AssignUnits:

@@ -8,6 +8,7 @@ from engine.graph_io import graph_from_dict
 from policies.rl.core.task import make_task
 from policies.rl.doppler.agent import DopplerAgent, teacher_placement
 from policies.rl.doppler.config import DopplerConfig
+from policies.rl.doppler.rollout import AssignEpisode
 from policies.rl.doppler.units import assign_units
 
 from .test_doppler_features import hand_graph, two_gpus
@@ -18,11 +19,17 @@ def _graph(ops, edges):
                             "edges": [{"src": a, "dst": b} for a, b in edges]})
 
 
+def _episode(node_device: list[int], units) -> AssignEpisode:
+    """An ASSIGN episode that put node i on ``node_device[i]``."""
+    nodes = np.arange(len(node_device))
+    return AssignEpisode(nodes, np.array(node_device), np.array(node_device), units.node_group)
+
+
 def test_an_ungrouped_task_walks_its_ops():
     task = make_task(hand_graph(), two_gpus(), groups=None)
     units = assign_units(task)
     assert units.group_node is None and units.graph is task.graph
-    assert units.group_devices(np.array([1, 0, 1, 1, 0]), task.num_groups).tolist() == [1, 0, 1, 1, 0]
+    assert units.group_devices(_episode([1, 0, 1, 1, 0], units), task.num_groups).tolist() == [1, 0, 1, 1, 0]
 
 
 def test_a_cycle_of_groups_is_one_node_and_the_rest_are_their_groups():
@@ -39,8 +46,7 @@ def test_a_cycle_of_groups_is_one_node_and_the_rest_are_their_groups():
     ac, b, d = task.op_group[[0, 1, 3]]
     assert units.group_node[ac] == units.group_node[b] != units.group_node[d]
     assert sorted(units.graph.compute_for_kind("gpu").tolist()) == [4.0, 6.0]
-    devices = units.group_devices(np.array([1, 0]) if units.group_node[ac] == 0 else np.array([0, 1]),
-                                  task.num_groups)
+    devices = units.group_devices(_episode([1, 0] if units.group_node[ac] == 0 else [0, 1], units), task.num_groups)
     assert devices[[ac, b, d]].tolist() == [1, 1, 0]
     # the agent and the teacher place the task's groups, every merged group on one device
     for placement in (teacher_placement(task),

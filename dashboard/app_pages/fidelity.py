@@ -28,8 +28,11 @@ def page() -> None:
     runs = {r.id: r for r in list_runs(kind="validate", status="done")}
     new_validation(expanded=not runs)
     if not runs:
-        st.info("No validation runs yet: start one above, or from the command line "
-                "(`placelab validate GRAPH -c local --placements 20`).")
+        if st.session_state.get(keys.FIDELITY_JOB) is None:
+            st.info("No validation runs yet: start one above, or from the command line "
+                    "(`placelab validate GRAPH -c local --placements 20`).")
+        else:
+            st.info("No validation runs yet: the one above is running, and shows here once it is stored.")
         return
     run = runs[st.selectbox("Validation run", list(runs), format_func=lambda i: run_label(runs[i]),
                             key=keep(keys.FIDELITY_RUN, options=list(runs)))]

@@ -58,6 +58,8 @@ def test_the_page_validates_the_current_graph_in_the_background_and_shows_the_ru
     assert not app.exception and not app.error, [e.value for e in app.error]
     [job] = list_jobs(empty_runs, kind="validate")
     assert any(i.value.startswith("Validating on this machine") for i in app.info)
+    assert "No validation runs yet: the one above is running, and shows here once it is stored." in [
+        i.value for i in app.info]
     wait_for("the validation", lambda: not list_jobs(empty_runs, kind="validate")[0].alive, timeout=600)
     app.run()
     assert not app.exception and not app.error, [e.value for e in app.error]

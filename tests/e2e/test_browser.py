@@ -720,3 +720,36 @@ def test_a_reload_keeps_the_view_and_leaving_a_page_keeps_its_choices(browser_pa
     assert page.get_by_label("episodes", exact=True).input_value() == "77"
     assert page.get_by_label("run name (optional)", exact=True).input_value() == "kept across pages"
     assert_clean(page, "reload-02-train-kept")
+
+
+def test_a_validation_started_on_the_fidelity_page(browser_page, app_url):
+    """Issue #33: the Fidelity page produces and shows a validation. On the ``local`` preset its form starts
+    ``placelab validate`` in the background, the page polls the job, then shows the stored run: the statistics
+    table, the measured-vs-simulated scatter (one marker per placement) and placement 0's two timelines."""
+    page = browser_page
+    page.goto(app_url)
+    page.locator("h1", has_text="placelab").wait_for()
+    use_graph(page, "gen:random?ops=30&seed=3")
+    choose(page, "Cluster", "local")
+    goto(page, "Fidelity")
+    page.get_by_text("No validation runs yet").wait_for(timeout=GUARD_MS)
+    fill(page, "placements", "3")
+    fill(page, "measured executions each", "1")
+    fill(page, "scale to a step of (ms; 0 = as is)", "20")
+    screenshot(page, "fidelity-01-form")
+    page.get_by_role("button", name="Start validation").click()
+    page.get_by_text("Validating on this machine").first.wait_for(timeout=GUARD_MS)
+    page.get_by_text("the one above is running").wait_for(timeout=GUARD_MS)
+    screenshot(page, "fidelity-02-validating")
+    # no reload from here on: the page polls the job until its run is stored, then shows it
+    page.get_by_text(re.compile(r"^Validation stored as run \S+-validate-")).wait_for(timeout=5 * GUARD_MS)
+    page.get_by_text("Placement 0").first.wait_for(timeout=GUARD_MS)
+    page.locator('[data-testid="stPlotlyChart"]').nth(1).wait_for(timeout=GUARD_MS)
+    assert_clean(page, "fidelity-03-validation-shown")
+    main = page.locator('[data-testid="stMain"]')
+    assert "No validation runs yet" not in main.inner_text()
+    assert main.locator('[data-testid="stDataFrame"]').count() >= 1
+    # the scatter: every series plots the three placements' measured means on x
+    scatter = page.locator('[data-testid="stPlotlyChart"]').first
+    points = scatter.evaluate("el => el.querySelector('.js-plotly-plot')._fullData.map(t => (t.x || []).length)")
+    assert points and max(points) == 3, points

@@ -7,7 +7,7 @@ import streamlit as st
 
 from dashboard import state as keys
 from dashboard.context import cluster_label, current_cluster, current_graph, graph_label
-from dashboard.data.format import fmt_bytes, fmt_ms
+from dashboard.data.format import fmt_bytes, fmt_ms, fmt_size
 from dashboard.widgets.graph_picker import graph_picker
 from dashboard.widgets.schedule import show_graph_view
 from dashboard.widgets.ui import guard, show_figure
@@ -49,18 +49,19 @@ def page() -> None:
         cols[0].metric("Total compute", fmt_ms(info["total_compute_s"]))
         cols[1].metric("Critical path", fmt_ms(info["critical_path_s"]))
         cols[2].metric(f"Lower bound on {cluster_name}", fmt_ms(info["lower_bound_s"]))
-        cols[3].metric("Persistent memory", fmt_bytes(info["persistent_bytes"]))
+        cols[3].metric("Persistent memory", fmt_size(info["persistent_bytes"], info["memory_known"]))
         st.caption(f"Groups: {info['unit_groups']:,} layer units (Mirhoseini §4.1) · {info['rule_groups']:,} by the "
                    f"single-consumer rule (§3.3) · {info['groups']:,} colocation sets")
         peak = info["single_device_peak_bytes"]
-        st.caption(f"Fits one device of {cluster_name} with every output held at once: "
-                   f"{'yes' if info['fits_one_device'] else 'no'} · "
-                   + (f"simulated on {info['single_device']} it peaks at {fmt_bytes(peak)} of "
-                      f"{fmt_bytes(info['single_device_memory_bytes'])}" if peak is not None
-                      else "no single device runs every op")
-                   + f" · output bytes {fmt_bytes(info['output_bytes'])}"
-                   f" · compute by kind: " + ", ".join(f"{k} {fmt_ms(v)}"
-                                                       for k, v in info["compute_by_kind_s"].items()))
+        memory = ("Memory: unknown (the source gives no sizes; no placement is OOM)" if not info["memory_known"]
+                  else f"Fits one device of {cluster_name} with every output held at once: "
+                  f"{'yes' if info['fits_one_device'] else 'no'} · "
+                  + (f"simulated on {info['single_device']} it peaks at {fmt_bytes(peak)} of "
+                     f"{fmt_bytes(info['single_device_memory_bytes'])}" if peak is not None
+                     else "no single device runs every op")
+                  + f" · output bytes {fmt_bytes(info['output_bytes'])}")
+        st.caption(memory + " · compute by kind: " + ", ".join(f"{k} {fmt_ms(v)}"
+                                                               for k, v in info["compute_by_kind_s"].items()))
         st.caption("Costs: " + "; ".join(f"{k}: {v}" for k, v in info["costs"].items())
                    + f" · the devices of {cluster_name} run the "
                    + ", ".join(sorted(set(info["device_columns"].values()))) + " times")

@@ -12,5 +12,11 @@ def fmt_bytes(b: float | None) -> str:
     return f"{b:.0f} B"
 
 
+def fmt_size(b: float | None, known: bool = True) -> str:
+    """Bytes as :func:`fmt_bytes`, or "unknown" where the graph's source gives no sizes
+    (``CompGraph.memory_known``: DOPPLER's text files), rather than a made-up "0 B"."""
+    return fmt_bytes(b) if known else "unknown"
+
+
 def fmt_ms(s: float | None) -> str:
     return "-" if s is None else f"{s * 1e3:.4g} ms"

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from dashboard import visitor
-from dashboard.data.format import fmt_bytes
+from dashboard.data.format import fmt_size
 from dashboard.data.runs import replay
 from engine.cluster import Cluster
 from engine.errors import PlacelabError
@@ -53,15 +53,16 @@ def checked_params(chosen: list[str], settings: dict[str, dict]) -> tuple[dict[s
     return checked, errors
 
 
-def results_table(results: list[dict]) -> pd.DataFrame:
+def results_table(results: list[dict], memory_known: bool = True) -> pd.DataFrame:
+    """One row per placer; sizes read "unknown" on a graph whose source gives none (``memory_known``)."""
     return pd.DataFrame([{
         "placer": r["placer"],
         "makespan (ms)": r["metrics"]["makespan_s"] * 1e3,
         "lower bound (ms)": r["metrics"]["lower_bound_s"] * 1e3,
         "ratio to lower bound": r["metrics"]["ratio_to_lower_bound"],
-        "peak memory": fmt_bytes(max(r["metrics"]["peak_memory_bytes"].values())),
+        "peak memory": fmt_size(max(r["metrics"]["peak_memory_bytes"].values()), memory_known),
         "OOM": r["metrics"]["oom"],
-        "communication": fmt_bytes(r["metrics"]["communication_bytes"]),
+        "communication": fmt_size(r["metrics"]["communication_bytes"], memory_known),
         "seconds to place": r["seconds"],
         "start-up (s)": r.get("startup"),
         "run": r["run_id"] or "",

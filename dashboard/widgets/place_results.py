@@ -63,7 +63,7 @@ def _execution(state: dict, r: dict, i: int) -> None:
 
 def _result(state: dict, r: dict, i: int) -> None:
     rg, rc = state["graph"], state["cluster"]
-    show_metrics(r["metrics"], r["seconds"], r.get("startup"))
+    show_metrics(r["metrics"], r["seconds"], r.get("startup"), memory_known=rg.memory_known)
     if r["run_id"]:
         st.caption(f"Stored as run `{r['run_id']}`")
     else:
@@ -93,7 +93,7 @@ def show_results(g, cluster) -> None:
     message = st.session_state.pop(keys.PLACE_SAVED_MESSAGE, None)
     if message:
         st.success(message)
-    table = results_table(results)
+    table = results_table(results, memory_known=rg.memory_known)
     st.dataframe(table, hide_index=True)
     table_downloads(table, keys.PLACE_TABLE, f"results-{rg.name}-{rc.name}")
     show_figure(makespan_bars([{"label": r["placer"], "hover": r["run_id"] or "not saved", **r["metrics"]}

@@ -13,7 +13,7 @@ import streamlit as st
 
 from dashboard import state as keys
 from dashboard.context import keep
-from dashboard.data.format import fmt_bytes, fmt_ms
+from dashboard.data.format import fmt_bytes, fmt_ms, fmt_size
 from dashboard.figures import (
     CURVE_X,
     GRAPH_VIEW_MAX_OPS,
@@ -67,23 +67,25 @@ def show_graph_view(graph: CompGraph, devices: np.ndarray | None, cluster: Clust
                                key=keys.part(key, "pyvis_dl"))
 
 
-def show_metrics(metrics: dict, seconds_to_place: float | None = None, startup_s: float | None = None) -> None:
-    """Makespan, ratio to the lower bound, peak memory, OOM, communication volume."""
+def show_metrics(metrics: dict, seconds_to_place: float | None = None, startup_s: float | None = None,
+                 memory_known: bool = True) -> None:
+    """Makespan, ratio to the lower bound, peak memory, OOM, communication volume; the sizes read "unknown" on a
+    graph whose source gives none (``memory_known``)."""
     cols = st.columns(6)
     cols[0].metric("Makespan", fmt_ms(metrics["makespan_s"]))
     cols[1].metric("Lower bound", fmt_ms(metrics.get("lower_bound_s")))
     ratio = metrics.get("ratio_to_lower_bound")
     cols[2].metric("Ratio to lower bound", "-" if ratio is None else f"{ratio:.3f}×")
     peaks = metrics.get("peak_memory_bytes") or {}
-    cols[3].metric("Peak memory (max)", fmt_bytes(max(peaks.values()) if peaks else None))
+    cols[3].metric("Peak memory (max)", fmt_size(max(peaks.values()) if peaks else None, memory_known))
     oom = metrics.get("oom_devices") or []
     cols[4].metric("Out of memory", ("yes: " + ", ".join(oom)) if metrics.get("oom") else "no")
-    cols[5].metric("Communication", fmt_bytes(metrics.get("communication_bytes")))
+    cols[5].metric("Communication", fmt_size(metrics.get("communication_bytes"), memory_known))
     if seconds_to_place is not None:
         startup = "" if not startup_s else f" (plus {startup_s:.3g} s one-time start-up, e.g. JIT compilation)"
         st.caption(f"Placer took {seconds_to_place:.3g} s{startup} · simulation mode {metrics.get('mode')} · "
-                   "peak per device: "
-                   + ", ".join(f"{d} {fmt_bytes(b)}" for d, b in peaks.items()))
+                   + ("peak per device: " + ", ".join(f"{d} {fmt_bytes(b)}" for d, b in peaks.items())
+                      if memory_known else "memory: unknown (the graph's source gives no sizes; no placement is OOM)"))
 
 
 def show_schedule_figures(schedule: Schedule, graph: CompGraph, cluster: Cluster, key: str,

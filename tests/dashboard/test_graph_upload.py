@@ -70,3 +70,31 @@ def test_a_broken_model_upload_is_one_alert_and_keeps_the_current_graph(empty_ru
     (alert,) = [e.value for e in app.error]
     assert "broken.onnx" in alert and "\n" not in alert and "/tmp" not in alert
     assert _current_graph(app) is before
+
+
+def test_a_graph_without_sizes_says_unknown_rather_than_zero_bytes(empty_runs):
+    """A DOPPLER text file gives compute and transfer times but no byte counts (``memory_known`` False): the Graphs
+    page and the Place page's table and headline numbers say "unknown" where they used to show "0 B" (issue #33)."""
+    from tests.engine.test_import_doppler import SAMPLE
+
+    app = _upload(_graphs_page(), "chain.txt", SAMPLE.encode())
+    assert not app.exception and not app.error
+    assert _metrics(app)["Persistent memory"] == "unknown"
+    assert any(c.value.startswith("Memory: unknown (the source gives no sizes") for c in app.caption)
+    graph = _current_graph(app)
+    place = AppTest.from_string("from dashboard.app_pages import place\nplace.page()\n", default_timeout=TIMEOUT)
+    place.session_state["ctx_graph"] = graph
+    place.run()
+    place.multiselect(key="place_placers").set_value(["single-device", "round-robin"]).run()
+    place.button(key="place_run").click().run()
+    assert not place.exception and not place.error
+    table = place.dataframe[0].value
+    assert list(table["peak memory"]) == list(table["communication"]) == ["unknown", "unknown"]
+    assert {m.label: m.value for m in place.metric}["Peak memory (max)"] == "unknown"
+    assert {m.label: m.value for m in place.metric}["Communication"] == "unknown"
+    # a graph with sizes keeps them: round-robin on the ONNX MLP moves bytes between its two GPUs
+    place.session_state["ctx_graph"] = _current_graph(_upload(_graphs_page(), "mlp.onnx", _mlp().SerializeToString()))
+    place.button(key="place_run").click().run()
+    table = place.dataframe[0].value
+    assert "unknown" not in set(table["peak memory"]) | set(table["communication"])
+    assert table["communication"][1].endswith("B") and table["communication"][1] != "0 B"

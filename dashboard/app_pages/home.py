@@ -5,15 +5,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard.data.run_tables import MISSING, runs_table
-from dashboard.figures.numbers import plain_number
+from dashboard.data.run_tables import runs_table
+from dashboard.figures.tables import table_view
 from dashboard.stores import example_runs_dir, runs_dir
 
 
 def _show_runs(table: pd.DataFrame) -> None:
     """The table with missing values as a dash (not "None") and makespans to 4 significant digits."""
-    st.dataframe(table.style.format(na_rep=MISSING, formatter={"makespan (ms)": lambda v: plain_number(v, 4)}),
-                 hide_index=True)
+    st.dataframe(table_view(table), hide_index=True)
 
 
 def page() -> None:

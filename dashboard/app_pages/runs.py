@@ -10,6 +10,7 @@ from dashboard.context import keep
 from dashboard.data import link
 from dashboard.data.measured import has_measurement
 from dashboard.data.runs import is_example, list_runs, run_label
+from dashboard.figures.tables import table_view
 from dashboard.stores import example_runs_dir, run_store, runs_dir
 from dashboard.widgets.link import linked_runs, set_page_params
 from dashboard.widgets.measured import show_measured_run
@@ -66,7 +67,7 @@ def page() -> None:
         return
     table = pd.DataFrame([{"source": "example" if is_example(r) else "yours", **run_summary(r)} for r in runs])
     table["tags"] = table["tags"].map(", ".join)
-    st.dataframe(table, hide_index=True)
+    st.dataframe(table_view(table), hide_index=True)
     table_downloads(table, keys.RUNS_TABLE, "runs")
     run = _select({r.id: r for r in runs})
     with st.expander("Metadata (run.json)"):

@@ -13,7 +13,6 @@ from typing import Any
 import pandas as pd
 
 from dashboard import visitor
-from dashboard.data.format import fmt_size
 from dashboard.data.runs import replay
 from engine.cluster import Cluster
 from engine.errors import PlacelabError
@@ -21,9 +20,9 @@ from engine.graph import CompGraph
 from engine.run_records import save_placement_run
 from engine.runs import Run, RunStore
 
-__all__ = ["DEFAULT_PLACERS", "HIDDEN_PARAMETERS", "SCRATCH_KEPT", "checked_params", "default_run_name",
-           "keep_result", "parse_param", "prune_scratch", "result_from_run", "results_from_runs", "results_table",
-           "save_result"]
+__all__ = ["DEFAULT_PLACERS", "HIDDEN_PARAMETERS", "SCRATCH_KEPT", "UNKNOWN_SIZES", "checked_params",
+           "default_run_name", "keep_result", "parse_param", "prune_scratch", "result_from_run", "results_from_runs",
+           "results_table", "save_result"]
 
 DEFAULT_PLACERS = ("single-device", "round-robin")
 #: Placer parameters without a widget: the app reads runs from its own store only (dashboard/visitor.py).
@@ -53,16 +52,22 @@ def checked_params(chosen: list[str], settings: dict[str, dict]) -> tuple[dict[s
     return checked, errors
 
 
+#: The Place table's size columns, shown as "unknown" where the graph's source gives no sizes.
+UNKNOWN_SIZES = {"peak memory (GB)": "unknown", "communication (MB)": "unknown"}
+
+
 def results_table(results: list[dict], memory_known: bool = True) -> pd.DataFrame:
-    """One row per placer; sizes read "unknown" on a graph whose source gives none (``memory_known``)."""
+    """One row per placer, numbers with their unit in the header as Compare's table
+    (:func:`dashboard.data.runs.comparison_row`); no sizes (None) on a graph whose source gives none
+    (``memory_known``: :data:`UNKNOWN_SIZES` shows them as "unknown")."""
     return pd.DataFrame([{
         "placer": r["placer"],
         "makespan (ms)": r["metrics"]["makespan_s"] * 1e3,
         "lower bound (ms)": r["metrics"]["lower_bound_s"] * 1e3,
         "ratio to lower bound": r["metrics"]["ratio_to_lower_bound"],
-        "peak memory": fmt_size(max(r["metrics"]["peak_memory_bytes"].values()), memory_known),
+        "peak memory (GB)": max(r["metrics"]["peak_memory_bytes"].values()) / 1e9 if memory_known else None,
         "OOM": r["metrics"]["oom"],
-        "communication": fmt_size(r["metrics"]["communication_bytes"], memory_known),
+        "communication (MB)": r["metrics"]["communication_bytes"] / 1e6 if memory_known else None,
         "seconds to place": r["seconds"],
         "start-up (s)": r.get("startup"),
         "run": r["run_id"] or "",

@@ -9,10 +9,9 @@ import pandas as pd
 from engine.runs import RunStore
 from engine.summary import run_summary
 
-__all__ = ["MISSING", "local_time", "runs_table"]
+__all__ = ["local_time", "runs_table"]
 
 #: What a table shows where a run has no value (no cluster, no makespan yet).
-MISSING = "—"
 _TEXT_COLUMNS = ("id", "name", "kind", "status", "placer", "cluster", "graph")
 
 
@@ -32,8 +31,8 @@ def local_time(iso: str | None, tz: str | None = None) -> str | None:
 
 def runs_table(root: Path, tz: str | None = None) -> pd.DataFrame:
     """One row per stored run under ``root``, newest first, makespans in ms, creation times in ``tz``
-    (:func:`local_time`) and None where a run has no value (shown as :data:`MISSING`); empty when there
-    are none (or no such folder)."""
+    (:func:`local_time`) and None where a run has no value (shown as ``dashboard.figures.tables.MISSING``);
+    empty when there are none (or no such folder)."""
     if not root.is_dir():
         return pd.DataFrame()
     rows = []

@@ -1,22 +1,57 @@
-"""Tables for papers and slides: LaTeX (booktabs) from a DataFrame."""
+"""Tables as the pages show them and as papers and slides take them (LaTeX, booktabs): numbers to
+:data:`DIGITS` significant digits in plain notation everywhere, so a column never mixes ``2`` with ``1.0011``
+or ``2392.3057`` (issue #33)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import pandas as pd
+from pandas.io.formats.style import Styler
 
-__all__ = ["table_latex"]
+from dashboard.figures.numbers import plain_number
+
+__all__ = ["DIGITS", "MISSING", "table_latex", "table_view"]
+
+#: Significant digits of every number in a shown or exported table.
+DIGITS = 4
+#: A missing value in a shown table (never "None" or "nan").
+MISSING = "—"
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def _cell(value: object) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if _missing(value):
         return "--"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return plain_number(value, DIGITS)
     return str(value)
+
+
+def table_view(table: pd.DataFrame, missing: Mapping[str, str] | None = None) -> Styler:
+    """``table`` for ``st.dataframe``: float columns to :data:`DIGITS` significant digits with the same
+    precision down a column (``2.000``, ``1.001``), missing values as :data:`MISSING` or as ``missing[column]``
+    (e.g. "unknown" for the sizes of a graph whose source gives none). The values stay numbers (sorting, CSV)."""
+    missing = missing or {}
+
+    def shown(column: str):
+        def fmt(v: object) -> str:
+            if _missing(v):
+                return missing.get(column, MISSING)
+            return plain_number(float(v), DIGITS, trim=False) if isinstance(v, (int, float)) else str(v)
+        return fmt
+
+    floats = [c for c in table.columns if pd.api.types.is_float_dtype(table[c]) or c in missing]
+    styler = table.style.format(na_rep=MISSING)
+    for c in floats:
+        styler = styler.format(shown(c), subset=[c])
+    return styler
 
 
 def table_latex(table: pd.DataFrame) -> str:

@@ -8,8 +8,9 @@ import streamlit as st
 from dashboard import state as keys
 from dashboard.context import cluster_label, keep
 from dashboard.data.measured import execution_problem, start_execution
-from dashboard.data.place import default_run_name, results_table, save_result
+from dashboard.data.place import UNKNOWN_SIZES, default_run_name, results_table, save_result
 from dashboard.figures import makespan_bars
+from dashboard.figures.tables import table_view
 from dashboard.stores import run_store
 from dashboard.visitor import APP_MAX_STEP_MS, check_jobs, check_number
 from dashboard.widgets.measured import execution_panel
@@ -94,7 +95,7 @@ def show_results(g, cluster) -> None:
     if message:
         st.success(message)
     table = results_table(results, memory_known=rg.memory_known)
-    st.dataframe(table, hide_index=True)
+    st.dataframe(table_view(table, UNKNOWN_SIZES), hide_index=True)
     table_downloads(table, keys.PLACE_TABLE, f"results-{rg.name}-{rc.name}")
     show_figure(makespan_bars([{"label": r["placer"], "hover": r["run_id"] or "not saved", **r["metrics"]}
                                for r in results], title=f"Makespan on {rg.name} · {cluster_label(rc)}"),

@@ -4,8 +4,9 @@ past its episode budget told as it is."""
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.data.run_tables import MISSING, local_time, runs_table
+from dashboard.data.run_tables import local_time, runs_table
 from dashboard.data.training import episode_progress
+from dashboard.figures.tables import MISSING
 
 
 def test_local_time_is_readable_in_the_viewers_zone():

@@ -1,0 +1,42 @@
+"""Every table the pages show (``dashboard.figures.tables.table_view``) and the LaTeX export print numbers the same
+way: 4 significant digits, one precision down a column, plain notation, a dash or a column's word when missing
+(issue #33: "2392.3057" beside "2", "1.6e+03" in LaTeX, "None" cells)."""
+
+import math
+
+import pandas as pd
+
+from dashboard.data.place import UNKNOWN_SIZES, results_table
+from dashboard.figures.tables import MISSING, table_latex, table_view
+
+
+def shown(table: pd.DataFrame, missing=None) -> list[list[str]]:
+    """The cells as the page shows them (the Styler's display text)."""
+    ctx = table_view(table, missing)._translate(False, False)
+    return [[str(cell["display_value"]) for cell in row[1:]] for row in ctx["body"]]
+
+
+def test_numbers_to_four_significant_digits_with_one_precision_per_column():
+    table = pd.DataFrame({"placer": ["single-device", "round-robin"], "makespan (ms)": [2392.3057, 1197.4353],
+                          "ratio to lower bound": [2.0, 1.0011], "seconds to place": [0.000345, 1600.0],
+                          "episodes": [300, 304], "OOM": [False, True]})
+    assert shown(table) == [["single-device", "2392", "2.000", "0.0003450", "300", "False"],
+                            ["round-robin", "1197", "1.001", "1600", "304", "True"]]
+    # the values stay numbers: sorting and the CSV download see them whole
+    assert table_view(table).data["makespan (ms)"][0] == 2392.3057
+    assert "1.6e+03" not in table_latex(table) and " 1600 " in table_latex(table)
+
+
+def test_missing_values_are_a_dash_or_the_column_s_word():
+    table = pd.DataFrame({"run": ["a", None], "start-up (s)": [None, 0.5], "peak memory (GB)": [math.nan, 5.8]})
+    assert shown(table, {"peak memory (GB)": "unknown"}) == [["a", MISSING, "unknown"], [MISSING, "0.5000", "5.800"]]
+
+
+def test_the_place_table_of_a_graph_without_sizes_reads_unknown():
+    metrics = {"makespan_s": 0.002, "lower_bound_s": 0.001, "ratio_to_lower_bound": 2.0, "oom": False,
+               "peak_memory_bytes": {"gpu:0": 0.0}, "communication_bytes": 0.0}
+    row = {"placer": "single-device", "metrics": metrics, "seconds": 0.01, "run_id": None}
+    unknown = results_table([row], memory_known=False)
+    assert shown(unknown, UNKNOWN_SIZES)[0][4:7:2] == ["unknown", "unknown"]
+    known = results_table([row], memory_known=True)
+    assert shown(known, UNKNOWN_SIZES)[0][4:7:2] == ["0.000", "0.000"]

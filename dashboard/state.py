@@ -190,6 +190,7 @@ PAPERS_CSV = "papers_csv"  # widget: the table as CSV
 PAPERS_TEX = "papers_tex"  # widget: the table as LaTeX
 PAPERS_RATIO = "papers_ratio"  # the ratio figure
 PAPERS_RATIO_DOWNLOADS = "papers_ratio_dl"  # its one-click downloads
+PAPERS_GRAPHS = "papers_graphs"  # the graphs the shown run used (ours or the authors' files)
 FIDELITY_RUN = "fidelity_run"  # widget, kept: the validation run
 FIDELITY_MODE = "fidelity_mode"  # widget, kept: the timeline's simulation mode
 FIDELITY_SCATTER = "fidelity_scatter"  # the predicted-vs-measured figure
@@ -205,6 +206,11 @@ FIDELITY_START = "fidelity_start"  # widget: the Start validation button
 def papers_figure(i: int, downloads: bool = False) -> str:
     """The reproduction's figure ``i`` (``downloads``: its one-click downloads)."""
     return f"papers_fig_dl_{i}" if downloads else f"papers_fig_{i}"
+
+
+def papers_beside(run_id: str) -> str:
+    """Widget: another run of the same reproduction, shown beside run ``run_id`` on the Papers page."""
+    return f"papers_beside_{run_id}"
 
 
 # -- keys of shared widgets, made from their view's key -------------------------------------------

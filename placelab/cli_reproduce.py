@@ -31,6 +31,11 @@ def reproduce(ctx: typer.Context,
               only: Annotated[str | None, typer.Option(
                   help="run only the steps whose key contains one of these comma-separated texts, "
                        "e.g. 'NMT / 2 GPUs,cpu/NMT'")] = None,
+              graphs_dir: Annotated[str | None, typer.Option(
+                  "--graphs-dir", help="run on the graphs the paper's authors published, found in this folder by "
+                                       "their file names (DOPPLER: the compute_graph/ folder of a clone of "
+                                       "github.com/xinyuyao/Doppler); a row whose file is missing runs on ours, "
+                                       "marked")] = None,
               runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Run a paper's table or figure in simulation and store it beside the paper's numbers."""
     from placelab.reproduce.core import all_reproductions
@@ -51,7 +56,8 @@ def reproduce(ctx: typer.Context,
         raise SpecError(f"--workers must be at least 1, got {workers}")
     # the runner says "reproducing NAME (...)" once its checks pass: a refused NAME prints its error only
     res = run_reproduction(name, command=ctx.obj, quick=quick, runs_dir=runs_dir, workers=workers,
-                           keep_step_runs=keep_step_runs, only=only, progress=lambda msg: typer.echo(msg, err=True))
+                           keep_step_runs=keep_step_runs, only=only, progress=lambda msg: typer.echo(msg, err=True),
+                           graphs_dir=graphs_dir)
     rows = [[r["row"], r["column"], _cell(r["ours"]), _cell(r["paper"]), _cell(r["ratio"], 2),
              _cell(r["rel_ratio"], 2), r["note"][:60]] for r in res["table"]]
     text = (text_table(rows, ["row", "column", "ours", "paper", "ours/paper", "normalised", "note"])

@@ -1,14 +1,17 @@
 """DOPPLER's EnumerativeOptimizer (Yao et al. 2025, App. B, Algorithm 4).
 
-The graph must carry DOPPLER meta-op tags: op scopes ``meta{id}/shard{k}`` and
-``meta{id}/reduce{k}`` (as :mod:`engine.workloads.doppler` emits), with meta-op ids in a
-topological order of the meta-ops. Alg. 4 walks the meta-ops in id order; for each it picks
-the best assignment of its shard ops, then of its reduce ops (``getBestAssign``), greedily,
-without lookahead.
+Meta-ops (:mod:`policies.meta_ops`): the graph's DOPPLER meta-op tags, op scopes
+``meta{id}/shard{k}`` and ``meta{id}/reduce{k}`` (as :mod:`engine.workloads.doppler` emits), with
+meta-op ids in a topological order of the meta-ops; a graph without tags (the DOPPLER authors'
+published files) gets them inferred from App. A.1/B's definitions (``meta_ops=auto``, the default;
+``tags`` refuses such a graph, ``infer`` ignores the tags). Alg. 4 walks the meta-ops in id order; for
+each it picks the best assignment of its shard ops, then of its reduce ops (``getBestAssign``),
+greedily, without lookahead.
 
 Cost of an assignment (App. B): the time to move every input of the ops being placed to the
 device that consumes it, ``Σ_edges bytes / bandwidth[src, dst] + latency[src, dst]`` (zero on
-the same device); producers are the ops placed earlier, or ops of the same set at their
+the same device), or the edge's own transfer time where the graph gives one (DOPPLER's text files,
+``CompGraph.edge_transfer_s``); producers are the ops placed earlier, or ops of the same set at their
 candidate device (a reduce tree's additions feeding its formation). No link contention.
 
 Candidate assignments of a set of ``k`` ops on ``n`` devices:
@@ -42,43 +45,19 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.errors import PlacementError
+from engine.errors import PlacementError, SpecError
 from engine.graph import CompGraph
 from engine.placement import Placement, compute_matrix
-from engine.workloads.doppler import MetaOp
 from policies.base import PlacementUnits, Progress, register
+from policies.meta_ops import META_OP_SOURCES, meta_ops_of
 
-__all__ = ["Enumerative", "tagged_meta_ops"]
+__all__ = ["Enumerative"]
 
-_SCOPE = re.compile(r"^meta(\d+)/(shard|reduce)(\d+)$")
 _REL_TIE = 1e-9
-
-
-def tagged_meta_ops(graph: CompGraph) -> tuple[list[MetaOp], np.ndarray]:
-    """Meta-ops of the tagged ops (by id) and the indices of the untagged ops.
-
-    Like :func:`engine.workloads.doppler.meta_ops`, but ops without a meta-op scope are
-    returned apart instead of raising.
-    """
-    shards: dict[int, list[int]] = {}
-    reduces: dict[int, list[int]] = {}
-    loose = []
-    for i, sc in enumerate(graph.scope):
-        m = _SCOPE.match(sc)
-        if m is None:
-            loose.append(i)
-            continue
-        mid = int(m.group(1))
-        shards.setdefault(mid, [])
-        reduces.setdefault(mid, [])
-        (shards if m.group(2) == "shard" else reduces)[mid].append(i)
-    metas = [MetaOp(k, tuple(shards[k]), tuple(reduces[k])) for k in sorted(shards)]
-    return metas, np.asarray(loose, dtype=np.int64)
 
 
 class _Assigner:
@@ -143,14 +122,18 @@ class _Assigner:
         cost = np.zeros(len(cand))
         for p, v in enumerate(ops):
             for k in range(g.pred.ptr[v], g.pred.ptr[v + 1]):
-                u, b = int(g.pred.idx[k]), float(g.edge_bytes[g.pred.edge[k]])
+                u, e = int(g.pred.idx[k]), int(g.pred.edge[k])
                 if u in pos:
                     src = cand[:, pos[u]]
                 elif self.op_dev[u] >= 0:
                     src = np.full(len(cand), self.op_dev[u])
                 else:
                     continue
-                cost += b * self.bw_inv[src, cand[:, p]] + self.lat[src, cand[:, p]]
+                given = float(g.edge_transfer_s[e])
+                if given == given:  # the graph's own transfer time, on any link (engine.dag.edge_transfer_cost)
+                    cost += np.where(src != cand[:, p], given, 0.0)
+                else:
+                    cost += float(g.edge_bytes[e]) * self.bw_inv[src, cand[:, p]] + self.lat[src, cand[:, p]]
         near = cost <= cost.min() * (1.0 + _REL_TIE) + 1e-300
         set_load = np.zeros((len(cand), self.n))
         crowd = np.zeros((len(cand), self.n))
@@ -205,19 +188,26 @@ class Enumerative:
     max_enumerate : int
         Largest number of assignments ``n^k`` tried exhaustively for a set of ``k`` ops on
         ``n`` devices; larger sets try Alg. 4's device-list permutations instead.
+    meta_ops : {"auto", "tags", "infer"}
+        Where the meta-ops come from (:func:`policies.meta_ops.meta_ops_of`): the graph's tags, else
+        inferred (``auto``); the tags only; inferred only.
     """
 
     name = "enumerative"
 
-    def __init__(self, max_enumerate: int = 50_000) -> None:
+    def __init__(self, max_enumerate: int = 50_000, meta_ops: str = "auto") -> None:
+        if meta_ops not in META_OP_SOURCES:
+            raise SpecError(f"placer 'enumerative': meta_ops must be one of {', '.join(META_OP_SOURCES)}, "
+                            f"got '{meta_ops}'")
         self.max_enumerate = max_enumerate
+        self.meta_ops = meta_ops
 
     def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
               progress: Progress | None = None) -> Placement:
-        metas, loose = tagged_meta_ops(graph)
+        metas, loose = meta_ops_of(graph, self.meta_ops)
         if not metas:
-            raise PlacementError("enumerative needs a graph with DOPPLER meta-op tags (scope meta{id}/shard{k}); "
-                                 "this graph has none")
+            raise PlacementError("enumerative with meta_ops=tags needs a graph with DOPPLER meta-op tags (scope "
+                                 "meta{id}/shard{k}); this graph has none (meta_ops=auto infers them)")
         state = _Assigner(graph, cluster, self.max_enumerate)
         for i, m in enumerate(metas):
             state.place_set(m.shard_ops)

@@ -20,17 +20,18 @@ from dashboard.figures.papers import (
     text_width_px,
 )
 from dashboard.figures.theme import EXPORT_DEFAULTS, EXPORT_FORMATS, export_bytes
+from dashboard.widgets.papers_runs import graphs_used, reproduction_label, runs_beside_this
 from dashboard.widgets.ui import guard, show_figure
 from engine.errors import PlacelabError
+from placelab.reproduce.results_doc import table_rows
 
 
 def _reproductions() -> dict[str, object]:
-    """Label → the newest finished reproduce run of each name and setting: the user's own, else the
-    bundled example's (``runs/``, so the page has content on first start)."""
+    """Label → the newest finished reproduce run of each name, setting and kind of graphs (ours or the
+    authors'): the user's own, else the bundled example's (``runs/``, so the page has content on first start)."""
     out: dict[str, object] = {}
     for run in list_runs(kind="reproduce", status="done"):
-        label = f"{run.meta.get('placer')} ({run.meta.get('parameters', {}).get('setting', '?')})"
-        out.setdefault(label, run)
+        out.setdefault(reproduction_label(run), run)
     return dict(sorted(out.items()))
 
 
@@ -72,8 +73,7 @@ def page() -> None:
     params = meta.get("parameters", {})
     st.caption(f"{params.get('paper', '')} — {params.get('citation', '')}")
     with guard("Reproduction"):
-        rows = run.read_table("table.csv")
-        table = [dict(zip(rows, vals, strict=True)) for vals in zip(*rows.values(), strict=True)] if rows else []
+        table = table_rows(run)
         commands = run.read_json("commands.json")
         m = meta.get("metrics", {})
         cols = st.columns(4)
@@ -94,6 +94,8 @@ def page() -> None:
                        f"`placelab reproduce {meta.get('placer')}` runs the paper's.")
         for note in commands.get("notes", []):
             st.caption(note)
+        graphs_used(params)
+        runs_beside_this(run, table)
         cols = st.columns([1, 1, 4])
         cols[0].download_button("Table (CSV)", table_csv(table), file_name=f"{run.id}-table.csv", mime="text/csv",
                                 key=keys.PAPERS_CSV)

@@ -22,8 +22,8 @@ from dashboard.figures.numbers import plain_number
 from dashboard.figures.theme import PALETTE
 from placelab.reproduce.papers import agreement
 
-__all__ = ["AGREEMENT_STYLES", "agreement_label", "cell_styles", "ratio_figure", "reproduction_figure", "side_by_side",
-           "table_csv", "table_latex", "text_width_px"]
+__all__ = ["AGREEMENT_STYLES", "agreement_label", "cell_styles", "graphs_rows", "ratio_figure", "reproduction_figure",
+           "runs_beside", "side_by_side", "table_csv", "table_latex", "text_width_px"]
 
 #: Background and text colour of the agreement cells (within 10 %, within 25 %, beyond, not comparable) in the
 #: app's light and dark theme: dark text on pastel fills, light text on deep ones; every pair has a WCAG
@@ -65,20 +65,51 @@ def _fmt(x: Any, digits: int = 4, *, trim: bool = True) -> str:
     return plain_number(v, digits, trim=trim)
 
 
+def _with_std(r: Mapping[str, Any], key: str) -> str:
+    text = _fmt(r.get(key))
+    return text + f" ± {_fmt(r[key + '_std'], 3)}" if _num(r.get(key + "_std")) is not None else text
+
+
 def side_by_side(rows: Sequence[Mapping[str, Any]], normalised: bool = False) -> list[dict[str, str]]:
     """Display rows: row, column, ours (± std), paper (± std), ratio, normalised ratio, agreement, unit, note."""
     out = []
     for r in rows:
-        paper = _fmt(r.get("paper"))
-        if _num(r.get("paper_std")) is not None:
-            paper += f" ± {_fmt(r['paper_std'], 3)}"
-        ours = _fmt(r.get("ours"))
-        if _num(r.get("ours_std")) is not None:
-            ours += f" ± {_fmt(r['ours_std'], 3)}"
+        paper, ours = _with_std(r, "paper"), _with_std(r, "ours")
         out.append({"row": str(r.get("row", "")), "column": str(r.get("column", "")), "ours": ours,
                     "paper": paper, "ours / paper": _fmt(r.get("ratio"), 3),
                     "normalised": _fmt(r.get("rel_ratio"), 3), "agreement": agreement_label(r, normalised),
                     "unit": str(r.get("unit") or ""), "note": str(r.get("note") or "")})
+    return out
+
+
+def graphs_rows(graphs: Any) -> list[dict[str, str]]:
+    """The graphs a reproduction run used (its parameters' ``graphs``, :mod:`placelab.reproduce.published`), one
+    display row each: the table row, the graph (the authors' file or our spec), where it is from, sha256, ops."""
+    out = []
+    for g in graphs if isinstance(graphs, list) else []:
+        if not isinstance(g, Mapping):
+            continue
+        authors = g.get("source") == "authors"
+        why = f" ({g['why']})" if not authors and g.get("why") else ""
+        out.append({"row": str(g.get("row", "")), "graph": str(g.get("file" if authors else "spec") or ""),
+                    "from": "the authors' file" if authors else f"ours, generated{why}",
+                    "sha256": str(g.get("sha256") or ""), "ops": str(g.get("ops") or "")})
+    return out
+
+
+def runs_beside(first: Sequence[Mapping[str, Any]], second: Sequence[Mapping[str, Any]], labels: tuple[str, str],
+                ) -> list[dict[str, str]]:
+    """Two runs' tables cell by cell: row, column, the paper's value, each run's ours (± std, headed by
+    ``labels``) and second / first. Cells of one run only are shown with the other side empty."""
+    a = {(str(r.get("row")), str(r.get("column"))): r for r in first}
+    b = {(str(r.get("row")), str(r.get("column"))): r for r in second}
+    out = []
+    for key in dict.fromkeys([*a, *b]):
+        ra, rb = a.get(key, {}), b.get(key, {})
+        va, vb = _num(ra.get("ours")), _num(rb.get("ours"))
+        out.append({"row": key[0], "column": key[1], "paper": _with_std(ra or rb, "paper"),
+                    labels[0]: _with_std(ra, "ours"), labels[1]: _with_std(rb, "ours"),
+                    f"{labels[1]} / {labels[0]}": _fmt(vb / va, 3) if va and vb is not None else ""})
     return out
 
 

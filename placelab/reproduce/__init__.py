@@ -4,5 +4,6 @@
 * :mod:`placelab.reproduce.papers` — the papers' numbers (``papers/*.json``) and the joined table;
 * :mod:`placelab.reproduce.runner` — runs the steps and stores the run (CONTRACTS §7);
 * :mod:`placelab.reproduce.reading` — helpers that read the commands' outputs;
+* :mod:`placelab.reproduce.published` — running on the graphs a paper's authors published (``--graphs-dir``);
 * one module per paper with its declarations: ``placeto``, ``mirhoseini``, ``doppler``.
 """

@@ -19,8 +19,8 @@ from typing import Any
 
 from engine.errors import SpecError
 
-__all__ = ["REF", "REPRODUCTIONS", "Build", "Cell", "Reproduction", "Step", "all_reproductions", "get", "register",
-           "steps_for"]
+__all__ = ["REF", "REPRODUCTIONS", "Build", "Cell", "PublishedGraph", "PublishedGraphs", "Reproduction", "Step",
+           "all_reproductions", "get", "register", "steps_for"]
 
 
 #: A reference, inside a step's argument, to the run an earlier step stored: ``{run:KEY}`` (its
@@ -75,6 +75,28 @@ class Build:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class PublishedGraph:
+    """One row's graph as its paper's authors published it: the row, the spec of our graph that the
+    steps name (``gen:chainmm``), and the file names that stand for it, preferred first (none: the
+    authors published no file for this row)."""
+
+    row: str
+    ours: str
+    files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PublishedGraphs:
+    """The graphs a reproduction can run on instead of ours (``placelab reproduce NAME --graphs-dir DIR``,
+    :mod:`placelab.reproduce.published`): where to get them, one entry per row, and why a row's first
+    file name is preferred to the others when both are there."""
+
+    where: str
+    graphs: tuple[PublishedGraph, ...]
+    order_note: str = ""
+
+
 #: build(outputs by step key, run store root, quick) -> Build
 BuildFn = Callable[[Mapping[str, dict[str, Any]], str, bool], Build]
 
@@ -108,6 +130,8 @@ class Reproduction:
     exclusive : bool
         Its steps measure executions on this machine's cores: they must not run side by side
         (``--workers`` is refused).
+    published : PublishedGraphs, optional
+        The authors' own graph files it can run on (``--graphs-dir``) in place of our generated ones.
     """
 
     name: str
@@ -120,6 +144,7 @@ class Reproduction:
     reference: str | None = None
     requires: tuple[str, ...] = ()
     exclusive: bool = False
+    published: PublishedGraphs | None = None
 
     def missing(self) -> list[str]:
         """The requirements this installation lacks (empty when the reproduction can run)."""
@@ -157,7 +182,7 @@ def _load() -> None:
     import placelab.reproduce
     from engine._discover import import_submodules
 
-    import_submodules(placelab.reproduce, skip=("core", "papers", "reading", "runner"))
+    import_submodules(placelab.reproduce, skip=("core", "papers", "published", "reading", "runner"))
 
 
 def all_reproductions() -> dict[str, Reproduction]:

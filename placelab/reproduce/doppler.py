@@ -23,6 +23,10 @@ training (zero-shot, ``place --placer doppler --param policy=RUN``), then fine-t
 every DOPPLER training ε decays linearly over that training's own episodes (§6.1: 0.2 → 0;
 Stage I from 1).
 
+On the authors' own graphs (``--graphs-dir DIR``, :mod:`placelab.reproduce.published`): each row's file of
+:data:`AUTHORS_FILES` (Table 9: :data:`AUTHORS_FILES_8GPU`) replaces our ``gen:`` graph in every step, read in
+the authors' units (``engine/importers/doppler_text.py``); a row without a file runs on ours, marked.
+
 GDP (Zhou et al. 2019, ``policies/rl/gdp``) is trained as the DOPPLER authors ran it (§6.1;
 github.com/xinyuyao/Doppler at 87dda0d, ``config_files/run_gdp/``): an imitation stage
 (``--stage imitation``, the same critical-path teacher, at the constant learning rate
@@ -47,14 +51,34 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from placelab.reproduce.core import Build, Cell, Reproduction, Step, register
+from placelab.reproduce.core import Build, Cell, PublishedGraph, PublishedGraphs, Reproduction, Step, register
 from placelab.reproduce.reading import execution_cell
 
-__all__ = ["EXECUTIONS", "FULL", "GRAPHS", "NOISE", "QUICK", "TRANSFER_PAIRS", "Budgets", "execute_step",
-           "method_steps"]
+__all__ = ["AUTHORS_FILES", "AUTHORS_FILES_8GPU", "EXECUTIONS", "FULL", "GRAPHS", "NOISE", "QUICK", "TRANSFER_PAIRS",
+           "Budgets", "authors_graphs", "execute_step", "method_steps"]
 
 GRAPHS = {"CHAINMM": "gen:chainmm", "FFNN": "gen:ffnn", "LLAMA-BLOCK": "gen:llama-block",
           "LLAMA-LAYER": "gen:llama-layer"}
+#: The DOPPLER authors' own graph files, named in their README's "Compute Graphs" (xinyuyao/Doppler@87dda0d
+#: ``compute_graph/``), for ``placelab reproduce … --graphs-dir DIR``: per row the ``gdp_`` twin first — the same
+#: graph with op types, its edge lists intact where the file as published has a corrupted entry — then that file.
+AUTHORS_FILES = {"CHAINMM": ("gdp_chain_mm_112nodes.txt", "chain_mm_112nodes.txt"),
+                 "FFNN": ("gdp_ffnn_192nodes.txt", "ffnn_192nodes.txt"),
+                 "LLAMA-BLOCK": ("gdp_transformer_block_215nodes.txt", "transformer_block_215nodes.txt"),
+                 "LLAMA-LAYER": ("gdp_full_transformer_layer_261nodes.txt", "full_transformer_layer_261nodes.txt")}
+#: Their 8-GPU graphs (Table 9): the two transformer graphs only; CHAINMM and FFNN have none.
+AUTHORS_FILES_8GPU = {"CHAINMM": (), "FFNN": (), "LLAMA-BLOCK": ("8gpu_transformer_block.txt",),
+                      "LLAMA-LAYER": ("8gpu_full_transformer.txt",)}
+_AUTHORS_WHERE = ("github.com/xinyuyao/Doppler, folder compute_graph/ (it has no license file: placelab does not "
+                  "bundle them)")
+
+
+def authors_graphs(files: Mapping[str, tuple[str, ...]] = AUTHORS_FILES) -> PublishedGraphs:
+    """The authors' files that stand for :data:`GRAPHS` (``--graphs-dir``, :mod:`placelab.reproduce.published`)."""
+    return PublishedGraphs(_AUTHORS_WHERE, tuple(PublishedGraph(row, spec, files[row]) for row, spec in GRAPHS.items()),
+                           "a gdp_ file is the same graph with op types, its edge lists intact")
+
+
 #: Table 4's rows, (source, target); the quick setting runs the first two.
 TRANSFER_PAIRS = (("FFNN", "LLAMA-BLOCK"), ("CHAINMM", "LLAMA-LAYER"), ("CHAINMM", "LLAMA-BLOCK"),
                   ("FFNN", "LLAMA-LAYER"))
@@ -212,12 +236,13 @@ for _name, _tab, _cluster, _columns, _minutes in (
     register(Reproduction(_name, f"DOPPLER {_tab.replace('table', 'Table ')}: the App. D graphs on {_cluster}, "
                           "mean ± std of 10 noisy executions", "doppler", _tab, _steps, _build,
                           quick_minutes=_minutes, reference="Critical path",
-                          requires=("doppler", *(("gdp",) if "GDP" in _columns else ()), f"cluster:{_cluster}")))
+                          requires=("doppler", *(("gdp",) if "GDP" in _columns else ()), f"cluster:{_cluster}"),
+                          published=authors_graphs(AUTHORS_FILES_8GPU if _cluster == "v100x8" else AUTHORS_FILES)))
 
 _t3_steps, _t3_build = _table("p100x4", {"SYS": "doppler", "SEL": "doppler-sel", "PLC": "doppler-plc"})
 register(Reproduction("doppler-table3", "DOPPLER Table 3: DOPPLER vs its SEL-only / PLC-only ablations on p100x4",
                       "doppler", "table3", _t3_steps, _t3_build, quick_minutes=5.0, reference="SYS",
-                      requires=("doppler", "cluster:p100x4")))
+                      requires=("doppler", "cluster:p100x4"), published=authors_graphs()))
 
 
 # ------------------------------------------------------------------------------------ Table 4
@@ -263,4 +288,4 @@ def table4_build(out: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool) 
 
 register(Reproduction("doppler-table4", "DOPPLER Table 4: transfer — zero-shot and k-shot fine-tuning on a new graph",
                       "doppler", "table4", table4_steps, table4_build, quick_minutes=1.5, reference="Critical path",
-                      requires=("doppler", "cluster:p100x4")))
+                      requires=("doppler", "cluster:p100x4"), published=authors_graphs()))

@@ -14,7 +14,8 @@ Deviations: the placements stand in for an imitation training's, they are not on
 engine" is our executor on CPU cores, not the authors' engine on P100s. The graph is scaled so that
 one device's share of the work takes :data:`STEP_MS` ms. The full setting adds FFNN and the two
 Llama graphs; the paper reports ChainMM only. The steps measure, so they run one after another (the
-reproduction refuses ``--workers``); run it on an otherwise idle machine.
+reproduction refuses ``--workers``); run it on an otherwise idle machine. ``--graphs-dir DIR`` validates on
+the DOPPLER authors' own files instead (:data:`placelab.reproduce.doppler.AUTHORS_FILES`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from placelab.reproduce.core import Build, Cell, Reproduction, Step, register
-from placelab.reproduce.doppler import GRAPHS
+from placelab.reproduce.doppler import GRAPHS, authors_graphs
 from placelab.reproduce.reading import error_cell
 
 __all__ = ["FULL", "MODE", "QUICK", "STEP_MS"]
@@ -71,4 +72,4 @@ def _build(outputs: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool) ->
 
 register(Reproduction("doppler-g1", "DOPPLER App. G.1: simulated vs measured makespans (Pearson, Spearman) on "
                                     "this machine", "doppler", "g1", _steps, _build, quick_minutes=0.5,
-                      requires=("cluster:local",), exclusive=True))
+                      requires=("cluster:local",), exclusive=True, published=authors_graphs()))

@@ -28,6 +28,7 @@ from engine.jsonio import atomic_write_text, check_write_target
 from engine.runs import Run, RunStore
 from placelab.reproduce.core import Reproduction, all_reproductions
 from placelab.reproduce.papers import agreement, paper_table
+from placelab.reproduce.published import graphs_label
 
 __all__ = ["latest_runs", "main", "results_markdown", "table_rows", "write_results"]
 
@@ -37,7 +38,8 @@ _COLUMNS = ("row", "column", "ours", "paper", "ours / paper", "normalised", "agr
 
 
 def latest_runs(runs_dir: str | Path) -> dict[str, dict[str, Run]]:
-    """The newest finished ``reproduce`` run of each reproduction and setting: name → setting → run.
+    """The newest finished ``reproduce`` run of each reproduction and setting: name → setting → run. A run on
+    the authors' own graphs (``--graphs-dir``) is a setting of its own, e.g. ``quick, authors' graphs``.
 
     Raises
     ------
@@ -50,7 +52,9 @@ def latest_runs(runs_dir: str | Path) -> dict[str, dict[str, Run]]:
                        + ("it is not a folder" if root.exists() else "the folder does not exist"))
     out: dict[str, dict[str, Run]] = {}
     for run in RunStore(root).list(kind="reproduce", status="done"):  # newest first
-        setting = str(run.meta.get("parameters", {}).get("setting", "?"))
+        params = run.meta.get("parameters", {})
+        on = graphs_label(params)
+        setting = str(params.get("setting", "?")) + (f", {on}" if on else "")
         out.setdefault(str(run.meta.get("placer", "")), {}).setdefault(setting, run)
     return out
 
@@ -114,8 +118,10 @@ def _run_section(rep: Reproduction, run: Run, runs_dir: str) -> list[str]:
     setting = meta.get("parameters", {}).get("setting", "?")
     m = meta.get("metrics", {})
     version = (meta.get("code_version") or {}).get("git") or "unknown"
-    rerun = f"placelab reproduce {rep.name}" + (" --quick" if setting == "quick" else "")
-    out = [f"### {setting.capitalize()} setting: run `{run.id}`", "",
+    on = graphs_label(meta.get("parameters", {}))
+    rerun = (f"placelab reproduce {rep.name}" + (" --quick" if setting == "quick" else "")
+             + (" --graphs-dir DIR" if on else ""))
+    out = [f"### {setting.capitalize()} setting{' on the ' + on if on else ''}: run `{run.id}`", "",
            f"Created {str(meta.get('created', '?'))[:10]} on code version `{version}`, "
            f"{float(m.get('wall_s', 0)) / 60:.1f} min; {m.get('cells_within_10pct', 0)} of "
            f"{m.get('cells_compared', 0)} compared cells within 10 % of the paper. Rerun: `{rerun}`.", ""]
@@ -131,6 +137,11 @@ def _run_section(rep: Reproduction, run: Run, runs_dir: str) -> list[str]:
     if notes:
         out += ["", *(f"- {_md(n)}" for n in notes)]
     return [*out, ""]
+
+
+def _in_order(runs: Mapping[str, Run]) -> list[str]:
+    """The settings of ``runs``: :data:`SETTINGS` first, then the others (``quick, authors' graphs``) by name."""
+    return [s for s in SETTINGS if s in runs] + sorted(set(runs) - set(SETTINGS))
 
 
 def results_markdown(runs_dir: str | Path) -> str:
@@ -157,7 +168,7 @@ def results_markdown(runs_dir: str | Path) -> str:
              "| reproduction | paper, table | stored runs |", "|---|---|---|"]
     for rep in reps.values():
         runs = stored.get(rep.name, {})
-        found = ", ".join(f"{s}: `{runs[s].id}`" for s in SETTINGS if s in runs) or "none"
+        found = ", ".join(f"{s}: `{runs[s].id}`" for s in _in_order(runs)) or "none"
         lines.append(f"| {rep.name} | {_md(paper_table(rep.paper, rep.table)['citation'])} | {found} |")
     lines.append("")
     for rep in reps.values():
@@ -167,9 +178,8 @@ def results_markdown(runs_dir: str | Path) -> str:
         if not runs:
             lines += [f"No stored run of this reproduction in `{shown}`: `placelab reproduce {rep.name} --quick"
                       f" --runs-dir {shown}` makes one.", ""]
-        for setting in [*SETTINGS, *sorted(set(runs) - set(SETTINGS))]:
-            if setting in runs:
-                lines += _run_section(rep, runs[setting], shown)
+        for setting in _in_order(runs):
+            lines += _run_section(rep, runs[setting], shown)
     other = sorted(set(stored) - set(reps))
     if other:
         lines += ["## Stored runs of reproductions this version does not declare", "",

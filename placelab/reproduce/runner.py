@@ -30,6 +30,7 @@ from engine.errors import PlacelabError, SpecError, one_line
 from engine.runs import Run, RunStore, user_runs_dir
 from placelab.reproduce.core import REF, Reproduction, Step, get
 from placelab.reproduce.papers import TABLE_COLUMNS, agreement, join, paper_table
+from placelab.reproduce.published import GraphSources, graph_records, resolve
 from policies.parallel import ParallelMap
 
 __all__ = ["CommandRunner", "reproduce", "run_step"]
@@ -69,8 +70,8 @@ def _with_store(step: Step, runs_dir: str) -> tuple[str, ...]:
 
 def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_dir: str | None = None,
               workers: int | None = None, keep_step_runs: bool = True, only: str | None = None,
-              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run reproduction ``name`` and store it; returns ``{run_id, name, table, wall_s, setting}``.
+              progress: Callable[[str], None] | None = None, graphs_dir: str | None = None) -> dict[str, Any]:
+    """Run reproduction ``name`` and store it; returns ``{run_id, name, table, wall_s, setting, graphs}``.
 
     Each step is ``placelab ARGV`` run through ``command`` (``placelab.cli.run_command``).
 
@@ -78,14 +79,19 @@ def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_di
     ``reproduce:<run_id>``, or with ``keep_step_runs=False`` to a scratch store that is removed
     once the table and figures are built (the bundled runs keep only the reproduction's run).
     ``only`` (comma-separated texts) runs just the steps whose key contains one of them (e.g.
-    ``"NMT / 2 GPUs,cpu/NMT"``): the other cells read "step did not run". ``progress`` gets a first line
-    ("reproducing NAME (...)") once every check has passed, then one line per finished step.
+    ``"NMT / 2 GPUs,cpu/NMT"``): the other cells read "step did not run". ``graphs_dir``: run on the graphs
+    the paper's authors published, found there by name (:mod:`placelab.reproduce.published`; rows without
+    a file run on ours, marked). ``progress`` gets a first line ("reproducing NAME (...)") once every check
+    has passed, then one line per published file name looked for, then one line per finished step.
 
     Raises
     ------
     SpecError
         An unknown name, a reproduction whose requirements are missing, ``workers`` without
-        the parallel runner, or ``workers`` for an exclusive reproduction (one that measures).
+        the parallel runner, ``workers`` for an exclusive reproduction (one that measures), or a
+        ``graphs_dir`` that does not apply (:func:`placelab.reproduce.published.resolve`).
+    GraphError
+        A published graph file in ``graphs_dir`` that cannot be read.
     """
     runs_dir = runs_dir or user_runs_dir()
     rep = get(name)
@@ -95,9 +101,12 @@ def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_di
     if rep.exclusive and workers is not None and workers > 1:
         raise SpecError(f"reproduction '{name}' measures executions on this machine's cores: its steps must not "
                         "run side by side; run it without --workers")
+    sources = resolve(rep, graphs_dir) if graphs_dir is not None else None
     executor = _executor(workers)
     wanted = [w.strip() for w in (only or "").split(",") if w.strip()]
     steps = [s for s in rep.steps(quick) if not wanted or any(w in s.key for w in wanted)]
+    if sources is not None:
+        steps = [sources.substitute(s) for s in steps]
     if not steps:
         keys = ", ".join(s.key for s in rep.steps(quick))
         raise SpecError(f"--only '{only}' matches no step of {name} (steps: {keys})")
@@ -105,27 +114,29 @@ def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_di
         progress(f"reproducing {rep.name} ("
                  + ("quick setting: small budgets, minutes on a 2-core machine" if quick
                     else "full setting: paper-scale budgets") + f"; {len(steps)} steps)")
+        for line in sources.lines if sources else ():
+            progress(line)
     t = paper_table(rep.paper, rep.table)
     store = RunStore(runs_dir)
     setting = "quick" if quick else "full"
     run = store.create("reproduce", graph_name=rep.name, graph_hash="", cluster="", placer=rep.name,
                        parameters={"setting": setting, "paper": t["paper"], "citation": t["citation"],
                                    "seeds": sorted({s.seed for s in steps if s.seed is not None}),
-                                   "workers": workers or 1, "only": only},
+                                   "workers": workers or 1, "only": only, "graphs": graph_records(rep, sources)},
                        seed=None, tags=["reproduce", rep.name], name=f"{rep.name} ({setting})")
     t0 = time.perf_counter()
     cpu0 = time.process_time()
     scratch = None if keep_step_runs else tempfile.mkdtemp(prefix="placelab-reproduce-")
     step_dir = scratch or runs_dir
     try:
-        with run:
+        with run, sources.quiet() if sources else contextlib.nullcontext():
             wall, rows, built = _run(rep, steps, run, store if scratch is None else None, step_dir,
-                                     (executor, command), quick, setting, progress, (t0, cpu0))
+                                     (executor, command), quick, setting, progress, (t0, cpu0), sources)
     finally:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
     return {"run_id": run.id, "name": rep.name, "setting": setting, "wall_s": wall, "table": rows,
-            "notes": built.notes}
+            "notes": built.notes, "graphs": graph_records(rep, sources)}
 
 
 def _resolve(step: Step, outputs: dict[str, dict[str, Any]], step_dir: str) -> tuple[str, ...] | str:
@@ -204,10 +215,17 @@ def _run_steps(steps: list[Step], step_dir: str, runner: tuple[ParallelMap, Comm
 
 def _run(rep: Reproduction, steps: list[Step], run: Run, tag_store: RunStore | None, step_dir: str,
          runner: tuple[ParallelMap, CommandRunner],
-         quick: bool, setting: str, progress: Callable[[str], None] | None, start: tuple[float, float]):
-    """Run the steps, build and store the table, figures and commands; ``(wall_s, rows, build)``."""
+         quick: bool, setting: str, progress: Callable[[str], None] | None, start: tuple[float, float],
+         sources: GraphSources | None = None):
+    """Run the steps, build and store the table, figures and commands; ``(wall_s, rows, build)``. With
+    ``sources`` (``--graphs-dir``) the rows on our graphs are marked and the stored commands name the
+    folder ``$GRAPHS``."""
     outputs, log = _run_steps(steps, step_dir, runner, (tag_store, run.id) if tag_store else None, progress)
     built = rep.build(outputs, step_dir, quick)
+    if sources is not None:
+        built = sources.mark(built)
+        log = [{**e, "argv": [sources.hide(a) for a in e["argv"]], "command": sources.hide(e["command"]),
+                "resolved": e["resolved"] and sources.hide(e["resolved"])} for e in log]
     rows = join(built.cells, rep.paper, rep.table, rep.reference)
     run.write_table("table.csv", {c: [r[c] for r in rows] for c in TABLE_COLUMNS})
     for fname, fig in built.figures.items():

@@ -8,14 +8,17 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.figures.papers import (
     agreement_label,
+    graphs_rows,
     ratio_figure,
     reproduction_figure,
+    runs_beside,
     side_by_side,
     table_csv,
     table_latex,
     text_width_px,
 )
 from placelab.cli import run_command
+from placelab.reproduce import doppler
 from placelab.reproduce.core import all_reproductions
 from placelab.reproduce.runner import reproduce
 from tests.placelab.tiny import tiny_reproduction  # noqa: F401
@@ -311,3 +314,64 @@ def test_papers_buttons_export_at_the_popovers_size(monkeypatch):
         png = made["PNG"][0]()
         assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (width, height)
         assert made["SVG"][0]().startswith(b"<svg")
+
+
+# -- issue 38: the DOPPLER authors' own graphs ------------------------------------------------------------
+
+
+def test_graphs_rows_and_two_runs_beside():
+    graphs = [{"row": "CHAINMM", "source": "authors", "file": "gdp_chain_mm_112nodes.txt", "sha256": "ab" * 32,
+               "ops": 76, "replaces": "gen:chainmm"},
+              {"row": "FFNN", "source": "ours", "spec": "gen:ffnn", "why": "the authors' file was not found"}]
+    assert graphs_rows(graphs) == [
+        {"row": "CHAINMM", "graph": "gdp_chain_mm_112nodes.txt", "from": "the authors' file", "sha256": "ab" * 32,
+         "ops": "76"},
+        {"row": "FFNN", "graph": "gen:ffnn", "from": "ours, generated (the authors' file was not found)", "sha256": "",
+         "ops": ""}]
+    assert graphs_rows(None) == [] and graphs_rows(["junk"]) == []
+    first = [ROWS[0], ROWS[1]]
+    second = [{**ROWS[1], "ours": 4.5, "ours_std": None}, ROWS[2]]
+    shown = runs_beside(first, second, ("a", "b"))
+    assert [(r["row"], r["column"]) for r in shown] == [("A / 2 GPUs", "x_1"), ("A / 2 GPUs", "50%"), ("B", "x_1")]
+    assert shown[1] == {"row": "A / 2 GPUs", "column": "50%", "paper": "2 ± 0.5", "a": "3 ± 0.25", "b": "4.5",
+                        "b / a": "1.5"}  # 4.5 / 3
+    assert shown[0]["b"] == "" and shown[0]["b / a"] == "" and shown[2]["a"] == "" and shown[2]["paper"] == "OOM"
+
+
+def test_page_shows_the_graphs_a_run_used_and_a_run_on_ours_beside_one_on_the_authors(tmp_path, monkeypatch):
+    """doppler-table2's critical-path cells on our generated graphs, then on the authors' files (synthetic ones
+    written here in the published layout, tests/placelab/doppler_files.py)."""
+    import hashlib
+
+    from tests.placelab.doppler_files import write_authors_dir
+
+    written = write_authors_dir(tmp_path / "compute_graph")
+    root = tmp_path / "runs"
+    runs = [reproduce("doppler-table2", command=run_command, quick=True, runs_dir=str(root), only="critical-path",
+                      keep_step_runs=False, graphs_dir=d) for d in (None, str(tmp_path / "compute_graph"))]
+    monkeypatch.setenv("PLACELAB_RUNS_DIR", str(root))
+    app = papers_app().run()
+    assert not app.exception and not app.error
+    ours, theirs = "doppler-table2 (quick)", "doppler-table2 (quick, authors' graphs)"
+    assert app.selectbox(key="papers_pick").options == [ours, theirs] and app.selectbox(key="papers_pick").value == ours
+    graphs = app.dataframe[1].value  # after the table
+    assert list(graphs["graph"]) == ["gen:chainmm", "gen:ffnn", "gen:llama-block", "gen:llama-layer"]
+    assert set(graphs["from"]) == {"ours, generated"}
+    app.selectbox(key="papers_pick").set_value(theirs).run()
+    graphs = app.dataframe[1].value
+    twins = [twin for twin, _ in doppler.AUTHORS_FILES.values()]
+    assert list(graphs["graph"]) == twins and set(graphs["from"]) == {"the authors' file"}
+    assert list(graphs["sha256"]) == [hashlib.sha256(written[t]).hexdigest() for t in twins]
+    assert any("sha256" in c.value for c in app.caption)
+    beside = app.selectbox(key=f"papers_beside_{runs[1]['run_id']}")
+    assert beside.options == ["(none)", f"{ours} · {runs[0]['run_id']}"]
+    beside.set_value(beside.options[1]).run()
+    df = app.dataframe[-1].value
+    cell = df[(df["row"] == "LLAMA-LAYER") & (df["column"] == "Critical path")].iloc[0]
+    value, mine = (next(r["ours"] for r in res["table"] if (r["row"], r["column"]) == ("LLAMA-LAYER", "Critical path"))
+                   for res in runs)  # on gen:llama-layer (272 ops), on the 12-op file
+    assert float(cell[f"ours: {ours}"].split(" ± ")[0]) == pytest.approx(value, rel=1e-3)
+    assert float(cell[f"ours: {theirs}"].split(" ± ")[0]) == pytest.approx(mine, rel=1e-3)
+    assert float(cell[f"ours: {ours} / ours: {theirs}"]) == pytest.approx(value / mine, rel=1e-2)
+    app.selectbox(key="papers_pick").set_value(ours).run()  # back to the run on our graphs: nothing beside it yet
+    assert not app.exception and app.selectbox(key=f"papers_beside_{runs[0]['run_id']}").value == "(none)"

@@ -10,14 +10,16 @@ import numpy as np
 import pytest
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
-from engine.errors import PlacementError
+from engine.errors import PlacementError, SpecError
 from engine.graph import CompGraph
 from engine.graph_io import graph_from_dict
+from engine.importers.doppler_text import graph_from_doppler_text
 from engine.placement import check_placement
 from engine.presets import PRESETS
 from engine.simulator import simulate
 from engine.workloads.doppler import chainmm, ffnn, meta_ops
 from policies import make_placer
+from tests.placelab.doppler_files import published_text
 
 GB = 1e9
 
@@ -86,12 +88,37 @@ def test_deterministic_and_seed_independent():
     assert np.array_equal(a, place(g, c, seed=7))
 
 
-def test_untagged_graph_is_refused():
+def test_untagged_graph_is_refused_with_tags_only():
     g = graph([{"name": "a", "compute": 1.0}, {"name": "b", "compute": 1.0}], [("a", "b", GB)])
     with pytest.raises(PlacementError) as err:
-        make_placer("enumerative").place(g, cluster())
-    assert str(err.value) == ("enumerative needs a graph with DOPPLER meta-op tags (scope meta{id}/shard{k}); "
-                              "this graph has none")
+        make_placer("enumerative", meta_ops="tags").place(g, cluster())
+    assert str(err.value) == ("enumerative with meta_ops=tags needs a graph with DOPPLER meta-op tags (scope "
+                              "meta{id}/shard{k}); this graph has none (meta_ops=auto infers them)")
+    with pytest.raises(SpecError, match="meta_ops must be one of auto, tags, infer, got 'guess'"):
+        make_placer("enumerative", meta_ops="guess")
+    # auto: b costs as much as a, so both are shards, of stages 0 and 1; b next to its input (1 GB, 1 s away)
+    assert place(g, cluster()).tolist() == [0, 0]
+
+
+def test_authors_layout_places_by_inferred_meta_ops_and_given_transfer_times():
+    """The typed 12-op file of tests/placelab/doppler_files.py (the authors' units: 1e12 -> 100 ms, comm 4×).
+
+    On 2 devices: meta-op 0's shards 0..3 have no input to move (every assignment costs 0); the least busiest
+    device takes two each, the first such in enumeration order is (0, 0, 1, 1). Formation 10 <- 0, 1 costs 0 on
+    device 0, 11 <- 2, 3 costs 0 on 1 (elsewhere two transfers of 400 ms). Shards 4, 5 <- 10 and 6, 7 <- 11
+    cost 0 beside their input (else 4e8 units = 0.04 ms each), and formations 8, 9 follow them.
+    On p100x4: the shards one per device, (0, 1, 2, 3); 10 <- 0, 1 costs one 400 ms transfer on device 0 or
+    1, 11 on 2 or 3: the first cheapest is (0, 2); then 4, 5 and 8 beside 10, 6, 7 and 9 beside 11.
+    """
+    text = published_text(typed=True)
+    g = graph_from_doppler_text(text, name="t")
+    assert place(g, cluster()).tolist() == [0, 0, 1, 1, 0, 0, 1, 1, 0, 1, 0, 1]
+    assert place(g, PRESETS["p100x4"]()).tolist() == [0, 1, 2, 3, 0, 0, 2, 2, 0, 2, 0, 2]
+    # the given transfer time is costed, not the (zero) bytes: b (100 ms, after a) costs 0 beside a and 400 ms
+    # away; were the transfer free, the less busy device 1 would win the tie
+    pair = graph_from_doppler_text("2\n\n0,\n1,\n1e12,4e12\n1e12,4e12\n", name="pair")
+    assert not pair.edge_bytes.any() and pair.has_transfer_times
+    assert place(pair, cluster()).tolist() == [0, 0]
 
 
 @pytest.mark.parametrize("gen", [chainmm, ffnn])

@@ -13,11 +13,12 @@ KERNEL_SOURCES := engine/_simlayout.py engine/_simcore.py engine/_simkernel_*.py
   policies/_listsched_kernels.py
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: help setup browser-deps app test lint bench clean bundled-runs docs-results readme-picture
+.PHONY: help setup browser-deps app test test-cluster lint bench clean bundled-runs docs-results readme-picture
 
 help:
 	@echo "make app    - set up .venv and serve the app on http://localhost:$${PORT:-8501}"
 	@echo "make test   - set up .venv, lint, and run the whole test suite (what CI runs)"
+	@echo "make test-cluster - the tests that start a two-node Ray cluster on loopback (CI runs them too)"
 	@echo "make lint   - ruff check and the import layers (import-linter)"
 	@echo "make bench  - run the benchmarks (each prints its figures)"
 	@echo "make setup  - create/update .venv (quick when nothing changed)"
@@ -72,9 +73,13 @@ app: setup
 	  --server.port $${PORT:-8501} --server.address $${ADDRESS:-127.0.0.1} \
 	  --browser.gatherUsageStats false
 
-# --durations: the 25 slowest tests, so a slow one shows in every run (CI's included)
+# --durations: the 25 slowest tests, so a slow one shows in every run (CI's included). The tests that start a
+# real two-node Ray cluster (marker `cluster`, about 2 minutes) run apart: make test-cluster, which CI runs too.
 test: lint browser-deps
-	$(PY) -m pytest -n 2 -q --durations=25
+	$(PY) -m pytest -n 2 -q --durations=25 -m "not cluster"
+
+test-cluster: setup
+	$(PY) -m pytest -q --durations=5 -m cluster
 
 lint: setup
 	$(VENV)/bin/ruff check .

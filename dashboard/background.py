@@ -33,9 +33,15 @@ from typing import Any
 from engine.jsonio import atomic_write_json
 from engine.runs import Run
 
-__all__ = ["JOBS_DIR", "Job", "job_of_run", "launch", "list_jobs", "made_by", "resume_command", "train_command"]
+__all__ = ["JOBS_DIR", "RAY_ADDRESS_ENV", "Job", "job_of_run", "launch", "list_jobs", "made_by", "resume_command",
+           "train_command"]
 
 JOBS_DIR = ".jobs"
+#: The Ray cluster (``HOST:PORT``) whose CPUs the app's trainings with rollout workers use (``--address``), read
+#: when a training is launched; unset or empty: a local runtime per training (docs/guide/app.md, issue #39).
+#: The job inherits the app's environment, so the cluster's token variables (``RAY_AUTH_MODE``,
+#: ``RAY_AUTH_TOKEN``...) set for the app reach it too.
+RAY_ADDRESS_ENV = "PLACELAB_RAY_ADDRESS"
 _REPO_ROOT = Path(__file__).resolve().parents[1]
 #: A run created this long before its job's recorded start still counts as the job's (clock rounding).
 _CLOCK_SLACK = timedelta(seconds=1)
@@ -93,7 +99,8 @@ class Job:
 def train_command(placer: str, graphs: str, cluster: str, *, episodes: int, params: Mapping[str, Any], seed: int,
                   name: str | None, runs_dir: Path, workers: int = 0) -> list[str]:
     """The ``placelab train`` command line that trains ``placer`` and stores the run in ``runs_dir``
-    (``workers`` > 0: its rollouts on that many Ray workers)."""
+    (``workers`` > 0: its rollouts on that many Ray workers, on the cluster ``$PLACELAB_RAY_ADDRESS`` names
+    when set)."""
     cmd = [sys.executable, "-m", "placelab.cli", "train", "--placer", placer, "--graphs", graphs,
            "--cluster", cluster, "--episodes", str(episodes), "--seed", str(seed)]
     for key, value in params.items():
@@ -102,6 +109,9 @@ def train_command(placer: str, graphs: str, cluster: str, *, episodes: int, para
         cmd += ["--name", name]
     if workers:
         cmd += ["--workers", str(workers)]
+        address = os.environ.get(RAY_ADDRESS_ENV, "").strip()
+        if address:
+            cmd += ["--address", address]
     return [*cmd, "--save", "--runs-dir", str(runs_dir), "--threads", "1"]
 
 

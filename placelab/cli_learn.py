@@ -31,7 +31,8 @@ WorkersOpt = Annotated[int | None, typer.Option(
     help="train: rollout workers; experiment: parallel Optimized trainings — on a local Ray runtime with this "
          "many CPUs (default: in this process)")]
 AddressOpt = Annotated[str | None, typer.Option(
-    help="run them on the Ray cluster at this address (auto, HOST:PORT or ray://HOST:10001)")]
+    help="run them on the Ray cluster at this address (auto, HOST:PORT or ray://HOST:10001; a cluster with token "
+         "authentication also needs RAY_AUTH_MODE=token and its token: docs/guide/sweeps-and-ray.md)")]
 
 
 class ProgressLine:

@@ -15,13 +15,15 @@ from engine.runs import RunStore
 from placelab.cli_common import USER_RUNS_DIR, JsonOpt, ModeOpt, RunsDirOpt, SimParamOpt, emit, fmt_s, text_table
 from placelab.cli_learn import ProgressLine
 from policies.parallel import ParallelMap
+from policies.ray_cluster import nodes_line
 
 __all__ = ["AddressOpt", "WorkersOpt", "executor", "register"]
 
 WorkersOpt = Annotated[int | None, typer.Option(
     help="run the tasks on a local Ray runtime with this many CPUs (default: in this process)")]
 AddressOpt = Annotated[str | None, typer.Option(
-    help="run the tasks on the Ray cluster at this address (auto, HOST:PORT or ray://HOST:10001)")]
+    help="run the tasks on the Ray cluster at this address (auto, HOST:PORT or ray://HOST:10001; a cluster with "
+         "token authentication also needs RAY_AUTH_MODE=token and its token: docs/guide/sweeps-and-ray.md)")]
 
 
 def executor(workers: int | None, address: str | None) -> ParallelMap:
@@ -71,9 +73,10 @@ def sweep(graphs: Annotated[str | None, typer.Option(
     placer_names = list(dict.fromkeys(r["placer"] for r in out["results"]))
     rows = [[r["graph"], r["cluster"], str(r["seed"]), *(fmt_s(r.get(p)) for p in placer_names)] for r in table]
     errors = sum(1 for r in out["results"] if r["error"])
+    where = "; ".join(filter(None, (ex.describe(), nodes_line(out["nodes"]))))
     text = (text_table(rows, ["graph", "cluster", "seed", *placer_names])
             + f"\n{out['tasks']} tasks ({out['ran']} run now, {errors} not applicable) in {out['wall_s']:.1f} s "
-              f"({ex.describe()}); saved as sweep run {out['run_id']}")
+              f"({where}); saved as sweep run {out['run_id']}")
     if out.get("orphans_deleted"):
         text += (f"\n{len(out['orphans_deleted'])} run(s) stored by the killed driver but missing from the "
                  "table were deleted and run again")

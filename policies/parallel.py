@@ -10,12 +10,16 @@ In-process (``ParallelMap()``) the tasks run one after another in the calling pr
 order, through the same code path the caller uses with Ray.
 
 On Ray (``ParallelMap(workers=N)`` starts a local Ray runtime with N CPUs, one task per CPU;
-``ParallelMap(address=...)`` joins an existing cluster, ``"auto"`` or ``ray://host:10001``):
+``ParallelMap(address=...)`` joins an existing cluster, ``HOST:PORT``, ``"auto"`` or ``ray://host:10001``,
+token authentication included: :mod:`policies.ray_cluster`):
 
 * a task whose worker process dies is retried up to ``max_retries`` times (Ray's task
   retries; exceptions the task raises are *not* retried, they are the task's answer);
 * an object passed to more than one task (the same graph or cluster) is put into Ray's
   object store once, not shipped with every task;
+* each task reports the node it ran on: :meth:`ParallelMap.nodes` counts them;
+* the messages Ray's driver prints about the cluster (a task retried because its node died) go to stderr,
+  not to the command's stdout (:class:`policies.ray_cluster.RayMessagesToStderr`);
 * Ctrl-C (or any exception in ``on_result`` or a task) stops every task still pending or
   running before the exception propagates, so the caller can mark its runs ``interrupted``:
   the executor shuts down the runtime it started (Ray kills its workers) or leaves the cluster
@@ -49,20 +53,19 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from engine.errors import SpecError
+from policies.ray_cluster import RayMessagesToStderr, join, node_counts, where
 from policies.ray_runtimes import LocalRuntimeRecord, stop_orphaned_runtimes, stopped_line
 
 __all__ = ["ParallelMap", "TaskLost"]
 
 _PLAIN = (str, int, float, bool, bytes, type(None))
 _POLL_S = 0.2  # ray.wait timeout: keeps the driver responsive to Ctrl-C
-_CONNECT_S = 5.0
 
 
 class TaskLost(RuntimeError):
@@ -106,6 +109,8 @@ class ParallelMap:
         self.max_retries = max_retries
         self._started = False
         self._state: LocalRuntimeRecord | None = None  # the record of the local runtime this executor started
+        self._places: list[tuple[str, str]] = []  # where each task finished on Ray ran: (node id, IP)
+        self._messages = RayMessagesToStderr()  # Ray's error messages: stderr, not the command's stdout
 
     @property
     def in_process(self) -> bool:
@@ -117,6 +122,10 @@ class ParallelMap:
         if self.in_process:
             return "in-process"
         return f"ray local, {self.workers} CPUs" if self.workers else f"ray cluster at {self.address}"
+
+    def nodes(self) -> list[dict[str, Any]]:
+        """``{node_id, ip, tasks}`` for each Ray node that ran tasks of this executor (empty in-process)."""
+        return node_counts(self._places)
 
     def __enter__(self) -> ParallelMap:
         self.start()
@@ -153,12 +162,9 @@ class ParallelMap:
                 raise
             self._state.record()
         else:
-            _check_reachable(self.address)
-            try:
-                ray.init(address=self.address, **quiet)
-            except (ConnectionError, ValueError) as exc:
-                raise SpecError(f"cannot join the Ray cluster at {self.address}: {exc}") from None
+            join(self.address, **quiet)
         self._started = True
+        self._messages.install()
 
     def shutdown(self) -> None:
         """Stop the Ray runtime this executor started (or disconnect from the cluster it joined)."""
@@ -167,6 +173,7 @@ class ParallelMap:
 
             ray.shutdown()
             self._started = False
+            self._messages.remove()
         if self._state is not None:
             self._state.remove()
             self._state = None
@@ -215,14 +222,16 @@ class ParallelMap:
         import ray
         from ray.exceptions import RayError, RayTaskError
 
-        remote = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(fn)
+        remote = ray.remote(max_retries=self.max_retries, retry_exceptions=False)(_located).options(
+            name=getattr(fn, "__name__", "task"))
+        fn_ref = ray.put(fn)
         shared = _shared_refs(tasks, ray.put)
         pending: dict[Any, int] = {}
         results: list[Any] = []
 
         def submit(batch: Sequence[tuple]) -> None:
             for args in batch:
-                pending[remote.remote(*(shared.get(id(a), a) for a in args))] = len(results)
+                pending[remote.remote(fn_ref, *(shared.get(id(a), a) for a in args))] = len(results)
                 results.append(None)
                 if on_start:
                     on_start(len(results) - 1)
@@ -234,12 +243,13 @@ class ParallelMap:
                 for ref in done:
                     i = pending.pop(ref)
                     try:
-                        results[i] = ray.get(ref)
+                        place, results[i] = ray.get(ref)
                     except RayTaskError as exc:  # the task's own exception: re-raise it as raised
                         raise exc.cause from None
                     except RayError as exc:  # the worker or its node died more often than retried
                         raise TaskLost(f"task {i}: its worker died in each of its {self.max_retries + 1} "
                                        f"attempt(s) ({type(exc).__name__})") from None
+                    self._places.append(place)
                     submit(self._finished(i, results[i], on_result, more))
         except BaseException:
             self.shutdown()  # stops the pending tasks (see the module docstring: no ray.cancel)
@@ -288,17 +298,9 @@ def _shared_refs(tasks: Sequence[tuple], put: Callable[[Any], Any]) -> dict[int,
     return {k: put(seen[k]) for k, n in counts.items() if n > 1}
 
 
-def _check_reachable(address: str) -> None:
-    """Refuse an address nothing listens on in seconds (Ray itself retries for minutes)."""
-    if address == "auto":  # Ray looks up the cluster started on this machine and says so at once
-        return
-    host, sep, port = address.removeprefix("ray://").rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise SpecError(f"--address expects auto, HOST:PORT or ray://HOST:PORT, got '{address}'")
-    try:
-        socket.create_connection((host, int(port)), timeout=_CONNECT_S).close()
-    except OSError as exc:
-        raise SpecError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
+def _located(fn: Callable[..., Any], *args: Any) -> tuple[tuple[str, str], Any]:
+    """A task on Ray: ``fn(*args)`` and the node it ran on (:func:`policies.ray_cluster.where`)."""
+    return where(), fn(*args)
 
 
 def _import_roots() -> list[str]:

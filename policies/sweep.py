@@ -13,11 +13,12 @@ worker (or in this process) — and each result is stored by the driver as it ar
 
 The plan is deterministic (graphs, then clusters, placers, seeds, in the order given), and
 every task carries its own seed, so a sweep gives the same results in-process and on any
-number of Ray workers. Ctrl-C leaves the sweep run ``interrupted`` with the rows finished so
-far; :func:`resume_sweep` runs only the combinations its table does not hold yet — on the same graphs:
-the sweep run stores each graph's content hash (``parameters.graph_hashes``; older sweeps: only the
-digest of them all, ``graph.hash``), and a graph that changed since (a file edited) is refused with
-one line, since the table would mix two versions of it.
+number of Ray workers. On Ray, the sweep run's metrics and the summary name the nodes that ran
+its tasks (``nodes``: node id, IP and task count each). Ctrl-C leaves the sweep run ``interrupted``
+with the rows finished so far; :func:`resume_sweep` runs only the combinations its table does not
+hold yet — on the same graphs: the sweep run stores each graph's content hash
+(``parameters.graph_hashes``; older sweeps: only the digest of them all, ``graph.hash``), and a graph
+that changed since (a file edited) is refused with one line, since the table would mix two versions of it.
 
 A driver killed hard (``kill -9``) between storing a combination's run and appending its row leaves a
 run tagged ``sweep:<id>`` that the table does not index (an *orphan*, its ``run.json`` possibly still
@@ -239,9 +240,9 @@ def _execute(store: RunStore, run: Run, spec: SweepSpec, graphs: dict[str, CompG
         rows = sweep_rows(run)
         run.write_table(SWEEP_TABLE, {k: [r[k] for r in rows] for k in SWEEP_COLUMNS})
         run.finish("done", {"tasks": len(plan), "errors": sum(1 for r in rows if r["error"]),
-                            "wall_s": time.perf_counter() - t0, "executor": ex.describe()})
+                            "wall_s": time.perf_counter() - t0, "executor": ex.describe(), "nodes": ex.nodes()})
     return {"run_id": run.id, "tasks": len(plan), "ran": len(todo), "wall_s": time.perf_counter() - t0,
-            "results": rows, "orphans_deleted": orphans}
+            "results": rows, "orphans_deleted": orphans, "nodes": ex.nodes()}
 
 
 def _row(task: int, combo: tuple[str, str, str, int], graph_name: str, res: PlaceResult | PlaceFailed) -> dict:

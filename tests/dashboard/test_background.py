@@ -6,7 +6,16 @@ from dataclasses import replace
 
 import pytest
 
-from dashboard.background import JOBS_DIR, job_of_run, launch, list_jobs, made_by, resume_command, train_command
+from dashboard.background import (
+    JOBS_DIR,
+    RAY_ADDRESS_ENV,
+    job_of_run,
+    launch,
+    list_jobs,
+    made_by,
+    resume_command,
+    train_command,
+)
 from engine.runs import RunStore
 
 
@@ -20,7 +29,8 @@ def wait_exit(root, timeout=300):
     pytest.fail("the job's exit code was not recorded")
 
 
-def test_train_and_resume_command_lines(tmp_path):
+def test_train_and_resume_command_lines(tmp_path, monkeypatch):
+    monkeypatch.delenv(RAY_ADDRESS_ENV, raising=False)
     cmd = train_command("placeto", "family:nmt:train", "k80x2", episodes=50, params={"groups": 16, "lr": 0.0005},
                         seed=3, name="nmt run", runs_dir=tmp_path)
     assert cmd[:4] == [sys.executable, "-m", "placelab.cli", "train"]
@@ -34,6 +44,19 @@ def test_train_and_resume_command_lines(tmp_path):
     assert with_workers[-7:-4] == ["--workers", "2", "--save"]
     assert resume_command("RUN", episodes=80, runs_dir=tmp_path)[4:] == [
         "--resume", "RUN", "--episodes", "80", "--runs-dir", str(tmp_path), "--threads", "1"]
+
+
+def test_trainings_with_workers_join_the_cluster_the_app_is_given(tmp_path, monkeypatch):
+    """``PLACELAB_RAY_ADDRESS`` (issue #39): a training with rollout workers runs them on that cluster; one without
+    workers, or an app without the setting, is as before."""
+    monkeypatch.setenv(RAY_ADDRESS_ENV, " 127.0.0.2:6390 ")
+    cmd = train_command("rnn", "g", "k80x2", episodes=1, params={}, seed=0, name=None, runs_dir=tmp_path, workers=2)
+    assert cmd[-9:-4] == ["--workers", "2", "--address", "127.0.0.2:6390", "--save"]
+    assert "--address" not in train_command("rnn", "g", "k80x2", episodes=1, params={}, seed=0, name=None,
+                                            runs_dir=tmp_path)
+    monkeypatch.setenv(RAY_ADDRESS_ENV, "")
+    assert "--address" not in train_command("rnn", "g", "k80x2", episodes=1, params={}, seed=0, name=None,
+                                            runs_dir=tmp_path, workers=2)
 
 
 def test_launch_records_exit_code_and_log(tmp_path):

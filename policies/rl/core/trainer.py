@@ -232,7 +232,8 @@ class Trainer:
     def status(self) -> dict[str, Any]:
         """What the app shows while the run trains."""
         last = self.last_rows[-1] if self.last_rows else {}
-        workers = {"worker_episodes": list(self.rollouts.episodes)} if self.rollouts is not None else {}
+        workers = ({"worker_episodes": list(self.rollouts.episodes), "worker_nodes": list(self.rollouts.nodes)}
+                   if self.rollouts is not None else {})
         return {**workers, "episodes": self.episodes, "episodes_total": self.budget.episodes, "updates": self.updates,
                 "placements_evaluated": self.placements, "placements_sampled": self.sampled,
                 "wall_s": round(self.wall, 3),

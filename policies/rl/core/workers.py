@@ -36,6 +36,9 @@ worker's seed is drawn from the learner's generator (which is seeded by ``--seed
 checkpointed), so a run with the same seed and worker count repeats
 exactly, resumes exactly, and a rollout run again on a restarted worker returns the same episodes.
 
+**Where:** each worker says which Ray node it ran its last rollout on (:attr:`RolloutWorkers.nodes`, in the
+training's progress as ``worker_nodes``).
+
 **Reliability:** a worker whose process dies is restarted by Ray and its rollout is run again
 (``max_restarts``/``max_task_retries``): the update waits for it and nothing is lost. A worker
 restarted between its rollout and its gradient no longer holds its episodes: it says so, and the
@@ -54,6 +57,7 @@ import numpy as np
 from engine.cluster import Cluster
 from engine.graph import CompGraph
 from policies.parallel import ParallelMap, TaskLost
+from policies.ray_cluster import where
 from policies.rl.core.agent import Advantages, Rollout, record_entropies
 
 __all__ = ["RolloutWorker", "RolloutWorkers"]
@@ -106,6 +110,10 @@ class RolloutWorker:
 
         return os.getpid()
 
+    def node(self) -> tuple[str, str]:
+        """The node this worker runs on (:func:`policies.ray_cluster.where`)."""
+        return where()
+
 
 class RolloutWorkers:
     """N rollout workers on a local Ray runtime (``workers``) or an existing cluster (``address``).
@@ -128,6 +136,7 @@ class RolloutWorkers:
         self.tasks = tasks
         self.actors: list[Any] = []
         self.episodes: list[int] = []
+        self.nodes: list[dict[str, str]] = []  # per worker: {node_id, ip} of the node of its last rollout
         self._last: tuple[Any, list[Rollout]] | None = None  # the last collect's weights and parts
 
     def describe(self) -> str:
@@ -158,8 +167,13 @@ class RolloutWorkers:
         seeds = rng.integers(2**63, size=len(parts)).tolist()
         weights = ray.put({k: v.detach() for k, v in self.agent.model.state_dict().items()})
         state = ray.put(self.agent.state_dict())
-        out = self._gather([a.rollout.remote(weights, state, [keys[j] for j in p], s)
-                            for a, p, s in zip(self.actors, parts, seeds, strict=False)])
+        n = len(parts)
+        # node() runs after rollout() on each actor (an actor runs its calls in order): where the rollout ran
+        done = self._gather([a.rollout.remote(weights, state, [keys[j] for j in p], s)
+                             for a, p, s in zip(self.actors, parts, seeds, strict=False)]
+                            + [a.node.remote() for a in self.actors[:n]], list(range(n)) * 2)
+        out = done[:n]
+        self.nodes = [{"node_id": node_id, "ip": ip} for node_id, ip in done[n:]]
         for i, part in enumerate(out):
             self.episodes[i] += len(part.episodes)
         self._last = (weights, out)

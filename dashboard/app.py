@@ -23,7 +23,9 @@ from dashboard.widgets.link import read_link, show_link_warnings, write_link
 # Everything larger, nothing recoloured: the app's light or dark theme stays, so text stays readable.
 # Metric values hold a markdown container with a <p>, so their rule must be more specific than the general
 # text rule (two attribute selectors beat one and a tag), or headline numbers would shrink to the body size.
-# At that size a number or label wider than its column wraps instead of ending in "…" ("344.5…").
+# At that size a number or label wider than its column wraps instead of ending in "…" ("344.5…"). Tables of up
+# to 40 rows become plain tables in presentation mode (dashboard/widgets/ui.py show_table), whose cells take the
+# font size here (a data grid draws on a canvas at its own size); inputs, selections and chips grow too.
 PRESENTATION_CSS = """
 <style>
 [data-testid="stAppViewContainer"] p, [data-testid="stAppViewContainer"] li,
@@ -39,6 +41,10 @@ PRESENTATION_CSS = """
 h1 { font-size: 3.2rem !important; line-height: 1.25 !important; padding-top: 0.4rem !important; }
 h2, h3 { font-size: 2.3rem !important; line-height: 1.25 !important; }
 [data-testid="stDataFrame"] { font-size: 1.2rem !important; }
+[data-testid="stTable"] th, [data-testid="stTable"] td { font-size: 1.25rem !important; }
+[data-testid="stAppViewContainer"] input, [data-testid="stAppViewContainer"] textarea,
+[data-testid="stMain"] [data-testid="stSelectbox"] *,
+[data-testid="stMain"] [data-testid="stMultiSelectTagsContainer"] [data-tag] > span { font-size: 1.2rem !important; }
 </style>
 """
 

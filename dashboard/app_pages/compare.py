@@ -24,10 +24,9 @@ from dashboard.data.runs import (
 )
 from dashboard.figures import makespan_bars
 from dashboard.figures.fidelity import measured_bars
-from dashboard.figures.tables import table_view
 from dashboard.widgets.compare_sections import cdfs, learning_curves_section, sweeps, timelines
 from dashboard.widgets.link import linked_runs, set_page_params
-from dashboard.widgets.ui import show_figure, table_downloads
+from dashboard.widgets.ui import show_figure, show_table, table_downloads
 from engine.runs import Run
 
 #: Runs preselected from one group.
@@ -99,7 +98,7 @@ def _placements(runs: list[Run]) -> None:
                  + ". Makespans of different graphs or clusters say nothing about the placers; compare within "
                    "one graph and cluster (turn off *Mix*).", icon=":material/warning:")
     table = pd.DataFrame([comparison_row(r) for r in selected])
-    st.dataframe(table_view(table), hide_index=True)
+    show_table(table)
     table_downloads(table, keys.COMPARE_TABLE, "comparison")
     graph, cluster = next(iter(mixed)) if len(mixed) == 1 else ("several graphs", "clusters")
     rows = [{"label": lb, "hover": f"run {r.id} · {r.meta.get('name') or ''}", **(r.meta.get("metrics") or {})}

@@ -17,8 +17,7 @@ from dashboard.data.fidelity import (
 )
 from dashboard.data.runs import list_runs
 from dashboard.figures.fidelity import fidelity_scatter, measured_vs_simulated
-from dashboard.figures.tables import table_view
-from dashboard.widgets.ui import guard, show_figure
+from dashboard.widgets.ui import guard, show_figure, show_table
 from dashboard.widgets.validation import new_validation
 
 
@@ -38,7 +37,7 @@ def page() -> None:
     run = runs[st.selectbox("Validation run", list(runs), format_func=lambda i: run_label(runs[i]),
                             key=keep(keys.FIDELITY_RUN, options=list(runs)))]
     with guard("Cannot show this run"):
-        st.dataframe(table_view(pd.DataFrame(statistics_rows(run.meta.get("metrics") or {}))), hide_index=True)
+        show_table(pd.DataFrame(statistics_rows(run.meta.get("metrics") or {})))
         for line in notes(run):
             st.caption(line)
         table = run.read_table("fidelity.csv")

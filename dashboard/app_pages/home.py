@@ -6,13 +6,13 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.data.run_tables import runs_table
-from dashboard.figures.tables import table_view
 from dashboard.stores import example_runs_dir, runs_dir
+from dashboard.widgets.ui import show_table
 
 
 def _show_runs(table: pd.DataFrame) -> None:
     """The table with missing values as a dash (not "None") and makespans to 4 significant digits."""
-    st.dataframe(table_view(table), hide_index=True)
+    show_table(table)
 
 
 def page() -> None:

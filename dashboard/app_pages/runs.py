@@ -10,12 +10,11 @@ from dashboard.context import keep
 from dashboard.data import link
 from dashboard.data.measured import has_measurement
 from dashboard.data.runs import is_example, list_runs, run_label
-from dashboard.figures.tables import table_view
 from dashboard.stores import example_runs_dir, run_store, runs_dir
 from dashboard.widgets.link import linked_runs, set_page_params
 from dashboard.widgets.measured import show_measured_run
 from dashboard.widgets.run_panel import downloads, edit
-from dashboard.widgets.ui import table_downloads
+from dashboard.widgets.ui import show_table, table_downloads
 from engine.run_meta import STATUSES
 from engine.runs import Run
 from engine.summary import run_summary
@@ -67,7 +66,7 @@ def page() -> None:
         return
     table = pd.DataFrame([{"source": "example" if is_example(r) else "yours", **run_summary(r)} for r in runs])
     table["tags"] = table["tags"].map(", ".join)
-    st.dataframe(table_view(table), hide_index=True)
+    show_table(table)
     table_downloads(table, keys.RUNS_TABLE, "runs")
     run = _select({r.id: r for r in runs})
     with st.expander("Metadata (run.json)"):

@@ -37,7 +37,8 @@ def _cell(value: object) -> str:
 def table_view(table: pd.DataFrame, missing: Mapping[str, str] | None = None) -> Styler:
     """``table`` for ``st.dataframe``: float columns to :data:`DIGITS` significant digits with the same
     precision down a column (``2.000``, ``1.001``), missing values as :data:`MISSING` or as ``missing[column]``
-    (e.g. "unknown" for the sizes of a graph whose source gives none). The values stay numbers (sorting, CSV)."""
+    (e.g. "unknown" for the sizes of a graph whose source gives none), booleans as yes / no. The values stay what
+    they are (sorting, CSV)."""
     missing = missing or {}
 
     def shown(column: str):
@@ -51,6 +52,8 @@ def table_view(table: pd.DataFrame, missing: Mapping[str, str] | None = None) ->
     styler = table.style.format(na_rep=MISSING)
     for c in floats:
         styler = styler.format(shown(c), subset=[c])
+    for c in (c for c in table.columns if pd.api.types.is_bool_dtype(table[c])):
+        styler = styler.format(_cell, subset=[c])  # yes / no, as the LaTeX export
     return styler
 
 

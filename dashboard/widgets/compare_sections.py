@@ -15,9 +15,8 @@ from dashboard.data.runs import list_runs, replay, run_label, setting_of
 from dashboard.data.series import cdf_series, eval_series, experiment_series
 from dashboard.figures import cdf_figure, learning_curves, timeline
 from dashboard.figures.diff import moved_ops, placement_diff
-from dashboard.figures.tables import table_view
 from dashboard.widgets.schedule import curve_controls, show_graph_view
-from dashboard.widgets.ui import guard, show_figure, table_downloads
+from dashboard.widgets.ui import guard, show_figure, show_table, table_downloads
 from engine.executor.fidelity import load_measured_schedule
 from engine.runs import Run
 from policies.sweep import sweep_pivot, sweep_rows
@@ -72,7 +71,7 @@ def sweeps() -> None:
         by_id = {r.id: r for r in sweeps}
         rid = st.selectbox("Sweep", list(by_id), key=keep(keys.COMPARE_SWEEP, options=list(by_id)),
                            format_func=lambda i: run_label(by_id[i]))
-        st.dataframe(table_view(pd.DataFrame(sweep_pivot(sweep_rows(by_id[rid])))), hide_index=True)
+        show_table(pd.DataFrame(sweep_pivot(sweep_rows(by_id[rid]))))
 
 
 def _diff(a, b) -> None:
@@ -86,7 +85,7 @@ def _diff(a, b) -> None:
     st.caption(f"{len(table):,} of {n:,} ops ({len(table) / n:.1%}) are on a different device; "
                f"{table['compute (ms)'].sum():.4g} ms of compute moved. Heaviest first.")
     if len(table):
-        st.dataframe(table_view(table.head(500)), hide_index=True, height=240)
+        show_table(table.head(500), height=240)
         table_downloads(table, keys.COMPARE_DIFF, "placement_diff")
     moved = moved_ops(a.placement.devices, b.placement.devices, [d.name for d in a.cluster.devices],
                       [d.name for d in b.cluster.devices])
@@ -156,7 +155,7 @@ def _learning_health(runs: list[Run]) -> None:
     st.markdown("**Learning health** — entropy and sampled runtime, first vs last window; the best found vs "
                 "the best of as many uniformly random placements on the same simulator")
     table = pd.DataFrame([health_row(r, h) for r, h in zip(runs, healths, strict=True)])
-    st.dataframe(table_view(table), hide_index=True, key=keys.COMPARE_HEALTH)
+    show_table(table, key=keys.COMPARE_HEALTH)
     uniform = [run_label(r) for r, h in zip(runs, healths, strict=True) if h is not None and h.never_left_uniform]
     if uniform:
         st.warning(f"{', '.join(uniform)}: {NEVER_LEFT_UNIFORM}.", icon=":material/warning:")

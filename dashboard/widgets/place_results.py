@@ -10,12 +10,11 @@ from dashboard.context import cluster_label, keep
 from dashboard.data.measured import execution_problem, start_execution
 from dashboard.data.place import UNKNOWN_SIZES, default_run_name, results_table, save_result
 from dashboard.figures import makespan_bars
-from dashboard.figures.tables import table_view
 from dashboard.stores import run_store
 from dashboard.visitor import APP_MAX_STEP_MS, check_jobs, check_number
 from dashboard.widgets.measured import execution_panel
 from dashboard.widgets.schedule import show_graph_view, show_metrics, show_schedule_figures
-from dashboard.widgets.ui import guard, show_figure, table_downloads
+from dashboard.widgets.ui import guard, show_figure, show_table, table_downloads
 
 __all__ = ["show_results"]
 
@@ -95,7 +94,7 @@ def show_results(g, cluster) -> None:
     if message:
         st.success(message)
     table = results_table(results, memory_known=rg.memory_known)
-    st.dataframe(table_view(table, UNKNOWN_SIZES), hide_index=True)
+    show_table(table, UNKNOWN_SIZES)
     table_downloads(table, keys.PLACE_TABLE, f"results-{rg.name}-{rc.name}")
     show_figure(makespan_bars([{"label": r["placer"], "hover": r["run_id"] or "not saved", **r["metrics"]}
                                for r in results], title=f"Makespan on {rg.name} · {cluster_label(rc)}"),

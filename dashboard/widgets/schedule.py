@@ -27,7 +27,7 @@ from dashboard.figures import (
 from dashboard.figures.timeline import bin_at_points, match_ops
 from dashboard.trace_view import show_trace_view
 from dashboard.widgets.explorer import op_index, pick_op, selected_op, show_explorer
-from dashboard.widgets.ui import show_figure
+from dashboard.widgets.ui import presentation, show_figure
 from engine.cluster import Cluster
 from engine.graph import CompGraph
 from engine.schedule import Schedule
@@ -70,8 +70,9 @@ def show_graph_view(graph: CompGraph, devices: np.ndarray | None, cluster: Clust
 def show_metrics(metrics: dict, seconds_to_place: float | None = None, startup_s: float | None = None,
                  memory_known: bool = True) -> None:
     """Makespan, ratio to the lower bound, peak memory, OOM, communication volume; the sizes read "unknown" on a
-    graph whose source gives none (``memory_known``)."""
-    cols = st.columns(6)
+    graph whose source gives none (``memory_known``). Six in a row; three in two rows in presentation mode, where
+    a headline number at its large size would wrap in a sixth of the page ("2392 / ms")."""
+    cols = [*st.columns(3), *st.columns(3)] if presentation() else st.columns(6)
     cols[0].metric("Makespan", fmt_ms(metrics["makespan_s"]))
     cols[1].metric("Lower bound", fmt_ms(metrics.get("lower_bound_s")))
     ratio = metrics.get("ratio_to_lower_bound")

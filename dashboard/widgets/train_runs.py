@@ -21,10 +21,9 @@ from dashboard.data.learning import (
 )
 from dashboard.data.training import ACTIVE, TrainingState, graphs_of, progress_text, run_row, training_state
 from dashboard.figures import learning_curves
-from dashboard.figures.tables import table_view
 from dashboard.visitor import check_training
 from dashboard.widgets.schedule import curve_controls
-from dashboard.widgets.ui import guard, show_error, show_figure
+from dashboard.widgets.ui import guard, show_error, show_figure, show_table
 from engine.runs import Run, RunStore
 
 __all__ = ["MAX_CARDS", "POLL_S", "training_runs"]
@@ -125,10 +124,9 @@ def _learning_health(run: Run, status: str) -> None:
                                          "training runs kept their verdict.")
     st.caption(f"{health.summary}. Uniform entropy: {health.uniform_basis}.{how}")
     with st.expander("Learning health in numbers"):
-        st.dataframe(table_view(health_table(health)), hide_index=True, key=keys.train_run("health", run.id))
+        show_table(health_table(health), key=keys.train_run("health", run.id))
         if health.random_search:
-            st.dataframe(table_view(random_table(health)), hide_index=True,
-                         key=keys.train_run("health_random", run.id))
+            show_table(random_table(health), key=keys.train_run("health_random", run.id))
         else:
             st.caption(f"No random-search comparison: {health.random_missing}.")
 
@@ -177,7 +175,7 @@ def training_runs(store: RunStore, polling: bool) -> None:
             st.info("No training runs yet — start one above, or run `placelab train --placer placeto --graphs SPEC "
                     "--cluster C --save`.")
         return
-    st.dataframe(table_view(pd.DataFrame([run_row(r, state.status[r.id]) for r in state.runs])), hide_index=True)
+    show_table(pd.DataFrame([run_row(r, state.status[r.id]) for r in state.runs]))
     chosen = _selection(state)
     curve_controls(keys.TRAIN)
     if len(chosen) > 1:

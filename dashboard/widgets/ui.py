@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -11,14 +11,18 @@ import streamlit as st
 
 from dashboard import state as keys
 from dashboard.figures import apply_presentation, table_latex
+from dashboard.figures.tables import table_view
 from dashboard.figures.theme import EXPORT_DEFAULTS, EXPORT_FORMATS, export_bytes
 from engine.errors import PlacelabError, one_line
 
-__all__ = ["PRESENTATION_FONT", "figure_export_controls", "guard", "presentation", "show_error", "show_figure",
-           "table_downloads"]
+__all__ = ["PRESENTATION_FONT", "PRESENTATION_TABLE_ROWS", "figure_export_controls", "guard", "presentation",
+           "show_error", "show_figure", "show_table", "table_downloads"]
 
 #: Base font size (px) of figures in presentation mode.
 PRESENTATION_FONT = 22
+#: Most rows a table shows as a plain table in presentation mode, whose text follows the large fonts (a data
+#: grid is drawn on a canvas at its own small size); longer tables stay scrollable grids.
+PRESENTATION_TABLE_ROWS = 40
 
 
 def show_error(message: object) -> None:
@@ -41,6 +45,17 @@ def guard(action: str = "") -> Iterator[None]:
 
 def presentation() -> bool:
     return bool(st.session_state.get(keys.PRESENTATION, False))
+
+
+def show_table(table: pd.DataFrame, missing: Mapping[str, str] | None = None, **kwargs) -> None:
+    """A table as every page shows it (:func:`dashboard.figures.tables.table_view`: 4 significant digits, missing
+    values as a dash or ``missing[column]``), index hidden; in presentation mode a plain table at the large font
+    when it has at most :data:`PRESENTATION_TABLE_ROWS` rows. ``kwargs`` go to ``st.dataframe`` (key, height)."""
+    view = table_view(table, missing)
+    if presentation() and len(table) <= PRESENTATION_TABLE_ROWS:
+        st.table(view, hide_index=True)
+    else:
+        st.dataframe(view, hide_index=True, **kwargs)
 
 
 def show_figure(fig: go.Figure, *, key: str | None = None, export: bool = True,

@@ -20,8 +20,8 @@ def test_numbers_to_four_significant_digits_with_one_precision_per_column():
     table = pd.DataFrame({"placer": ["single-device", "round-robin"], "makespan (ms)": [2392.3057, 1197.4353],
                           "ratio to lower bound": [2.0, 1.0011], "seconds to place": [0.000345, 1600.0],
                           "episodes": [300, 304], "OOM": [False, True]})
-    assert shown(table) == [["single-device", "2392", "2.000", "0.0003450", "300", "False"],
-                            ["round-robin", "1197", "1.001", "1600", "304", "True"]]
+    assert shown(table) == [["single-device", "2392", "2.000", "0.0003450", "300", "no"],
+                            ["round-robin", "1197", "1.001", "1600", "304", "yes"]]
     # the values stay numbers: sorting and the CSV download see them whole
     assert table_view(table).data["makespan (ms)"][0] == 2392.3057
     assert "1.6e+03" not in table_latex(table) and " 1600 " in table_latex(table)
@@ -40,3 +40,22 @@ def test_the_place_table_of_a_graph_without_sizes_reads_unknown():
     assert shown(unknown, UNKNOWN_SIZES)[0][4:7:2] == ["unknown", "unknown"]
     known = results_table([row], memory_known=True)
     assert shown(known, UNKNOWN_SIZES)[0][4:7:2] == ["0.000", "0.000"]
+
+
+def test_presentation_mode_shows_short_tables_as_plain_tables_at_the_large_font():
+    """A data grid draws on a canvas at its own small size; in presentation mode a table of up to
+    ``PRESENTATION_TABLE_ROWS`` rows is a plain table whose cells take the large font (the browser walk checks
+    the size), a longer one stays a scrollable grid."""
+    from streamlit.testing.v1 import AppTest
+
+    script = ("import pandas as pd, streamlit as st\nfrom dashboard import state as keys\n"
+              "from dashboard.widgets.ui import PRESENTATION_TABLE_ROWS, show_table\n"
+              "st.session_state[keys.PRESENTATION] = st.session_state.get('on', False)\n"
+              "show_table(pd.DataFrame({'makespan (ms)': [2392.3057, 1.5]}))\n"
+              "show_table(pd.DataFrame({'x': [0.5] * (PRESENTATION_TABLE_ROWS + 1)}))\n")
+    app = AppTest.from_string(script, default_timeout=300).run()
+    assert (len(app.table), len(app.dataframe)) == (0, 2)
+    app.session_state["on"] = True
+    app.run()
+    assert (len(app.table), len(app.dataframe)) == (1, 1)
+    assert not app.exception

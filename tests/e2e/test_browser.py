@@ -185,6 +185,19 @@ def clipped_metrics(page) -> list[str]:
                          ".map(e => e.textContent)")
 
 
+def wrapped_metrics(page) -> list[str]:
+    """The headline numbers on screen that take more than one line."""
+    return page.evaluate("[...document.querySelectorAll('[data-testid=\"stMetricValue\"]')]"
+                         ".filter(e => e.getClientRects().length).filter(e => { const t = e.querySelector('p') || e;"
+                         " return t.getBoundingClientRect().height > 1.6 * parseFloat(getComputedStyle(t).lineHeight"
+                         " || getComputedStyle(t).fontSize); }).map(e => e.textContent)")
+
+
+#: The smallest font size (px) among the visible elements matching a selector; null when none is visible.
+_SMALLEST_FONT_JS = ("(sel) => { const s = [...document.querySelectorAll(sel)].filter(e => e.getClientRects().length)"
+                     ".map(e => parseFloat(getComputedStyle(e).fontSize)); return s.length ? Math.min(...s) : null; }")
+
+
 _TITLE_JS = "document.querySelectorAll('[data-testid=\"stPlotlyChart\"]')[1].querySelector('.gtitle').textContent"
 
 
@@ -485,6 +498,12 @@ def test_walk_through_the_app(browser_page, app_url, spec, graph, query):
                          ".filter(e => !e.children.length).map(e => parseFloat(getComputedStyle(e).fontSize)))")
     assert size >= 40, f"headline numbers shrank to {size}px in presentation mode"
     assert clipped_metrics(page) == [], "headline numbers or labels cut off in presentation mode"
+    assert wrapped_metrics(page) == [], "headline numbers wrapped onto two lines in presentation mode"
+    # the results table is a plain table at the large font, and so are the inputs and the placers' chips
+    for what, sel in (("results table cells", '[data-testid="stTable"] td'), ("inputs", "input"),
+                      ("placer chips", '[data-testid="stMultiSelectTagsContainer"] [data-tag] > span')):
+        px = page.evaluate(_SMALLEST_FONT_JS, sel)
+        assert px is not None and px >= 18, f"{what} at {px}px in presentation mode"
     assert_clean(page, f"{tag}-09-place-presentation")
     toggle.click()
     wait_idle(page)
@@ -646,6 +665,8 @@ def test_dark_theme_is_readable_in_and_out_of_presentation_mode(browser_page, ap
         wait_idle(page)
         page.wait_for_timeout(800)
         low_presenting = check_readable(page, "dark theme, presentation mode")
+        cells = [contrast(f["fg"], f["bg"]) for f in page.evaluate(_COLOURS_JS, '[data-testid="stTable"] td')]
+        assert cells and min(cells) >= 4.5, f"table cells in the dark theme, presentation mode: {cells}"
         assert clipped_metrics(page) == [], "headline numbers or labels cut off in presentation mode"
         assert_clean(page, "dark-02-place-presentation")
         print(f"\ndark theme: lowest contrast {low:.1f} (presentation mode {low_presenting:.1f}); "

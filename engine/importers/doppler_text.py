@@ -43,9 +43,9 @@ authors' simulator delivers an op's outputs.
 
 Every malformed input (a bad number, an out-of-range id, edge lists of different lengths, a
 wrong number of node lines, a cycle) raises one :class:`~engine.errors.GraphError` sentence.
-An entry glued by a bare comma (``16,6``) in a line whose other entries are separated by a comma
-and a blank — the one corrupted entry of three of the authors' published files — is read as the
-authors' reader reads it (two ids) with one warning (``UserWarning``) naming the line and the edges.
+An entry glued by a bare comma (``16,6``) in a line whose other entries are separated by a comma and a
+blank — the one corrupted entry of three of the authors' published files — is read as the authors' reader
+reads it (two ids) with one warning (``UserWarning``) naming the line and the edges.
 """
 
 from __future__ import annotations
@@ -106,8 +106,9 @@ def _ints(line: str, lineno: int, what: str) -> list[int]:
 
 def _warn_glued_entries(line: str, lineno: int, name: str, src: list[int], dst: list[int]) -> None:
     """Warn (one line) about an entry like ``16,6`` in an id line whose other entries are separated by a
-    comma *and a blank*: a corrupted entry (three of the authors' published files have one, in line 4,
-    where ``16, 16`` lost a ``, 1``). It is read as the authors' reader reads it — every run of digits is
+    comma *and a blank*: a corrupted entry (three of the authors' published files have one, in line 4:
+    ``16,6``, ``4,7`` and ``95,38`` where their ``gdp_`` twins have ``16, 16``, ``4, 18`` and ``95, 97``).
+    It is read as the authors' reader reads it — every run of digits is
     an id, so ``16,6`` is the two ids 16 and 6 — and, as there, the graph gets an edge the file's
     author did not mean; the warning names the edges read from it."""
     parts = re.split(r",[ \t]+", line.strip().rstrip(",").strip())

@@ -31,6 +31,8 @@ help:
 # last successful install, the editable package only when pyproject.toml or the set of
 # top-level packages changed (an editable install maps the packages it found), and the numba
 # kernels are compiled into their on-disk cache only when their sources or the requirements changed.
+# --no-compile: pip would byte-compile every module of every package (tensorflow, torch, ray: most never
+# imported here); Python compiles the ones a run imports, on first use.
 setup:
 	@if [ ! -x $(PY) ]; then \
 	  echo "creating $(VENV) with $(PYTHON)"; \
@@ -39,7 +41,7 @@ setup:
 	@want=$$(sha256sum requirements.txt | cut -d' ' -f1); \
 	if [ "$$(cat $(REQ_STAMP) 2>/dev/null)" != "$$want" ]; then \
 	  echo "installing requirements.txt into $(VENV)"; \
-	  $(PY) -m pip install -r requirements.txt; \
+	  $(PY) -m pip install --no-compile -r requirements.txt; \
 	  echo "$$want" > $(REQ_STAMP); \
 	fi
 	@want=$$({ cat pyproject.toml; echo $(wildcard */__init__.py); } | sha256sum | cut -d' ' -f1); \

@@ -388,6 +388,14 @@ def use_graph(page, spec: str) -> None:
     wait_idle(page)
 
 
+def open_on(page, app_url: str, spec: str, cluster: str) -> None:
+    """Open the app, make ``spec`` the current graph and pick ``cluster`` in the sidebar."""
+    page.goto(app_url)
+    page.locator("h1", has_text="placelab").wait_for()
+    use_graph(page, spec)
+    choose(page, "Cluster", cluster)
+
+
 def sidebar_text(page) -> str:
     return page.locator('[data-testid="stSidebar"]').inner_text()
 
@@ -703,10 +711,7 @@ def test_a_reload_keeps_the_view_and_leaving_a_page_keeps_its_choices(browser_pa
     and names the results, kept as runs); the placers chosen, the Graphs source and the Train form survive a
     visit to another page."""
     page = browser_page
-    page.goto(app_url)
-    page.locator("h1", has_text="placelab").wait_for()
-    use_graph(page, "gen:random?ops=300&seed=4")
-    choose(page, "Cluster", "p100x4")
+    open_on(page, app_url, "gen:random?ops=300&seed=4", "p100x4")
     goto(page, "Place")
     add_option(page, "Placers", "critical-path")
     page.get_by_role("button", name="Run placers").click()
@@ -748,10 +753,7 @@ def test_a_validation_started_on_the_fidelity_page(browser_page, app_url):
     ``placelab validate`` in the background, the page polls the job, then shows the stored run: the statistics
     table, the measured-vs-simulated scatter (one marker per placement) and placement 0's two timelines."""
     page = browser_page
-    page.goto(app_url)
-    page.locator("h1", has_text="placelab").wait_for()
-    use_graph(page, "gen:random?ops=30&seed=3")
-    choose(page, "Cluster", "local")
+    open_on(page, app_url, "gen:random?ops=30&seed=3", "local")
     goto(page, "Fidelity")
     page.get_by_text("No validation runs yet").wait_for(timeout=GUARD_MS)
     fill(page, "placements", "3")

@@ -30,6 +30,7 @@ from engine.errors import PlacelabError, SpecError
 
 __all__ = [
     "GENERATOR_STRUCTURE_CAPS",
+    "MAX_BATCH",
     "MAX_COUNT",
     "MAX_DEVICES",
     "MAX_GENERATED_EDGES",
@@ -42,10 +43,12 @@ __all__ = [
     "MAX_SEED",
     "MAX_SIM_RUNS",
     "MAX_SWEEP_TASKS",
+    "MAX_THREADS",
     "MAX_TOTAL",
     "ExhaustionError",
     "check_at_most",
     "check_seed",
+    "check_simulations",
     "check_total",
     "exhaustion",
 ]
@@ -90,6 +93,13 @@ MAX_NET_WIDTH = 4096
 #: Message-passing rounds of a learned placer's graph network (Placeto: 4 or 8; DOPPLER: 6); each
 #: round is a pass over every edge at every step of an episode.
 MAX_NET_DEPTH = 64
+#: Episodes a learned placer rolls out per update (``batch``, the RNN placer's ``samples``) and Placeto's passes
+#: per episode: an update runs whole whatever the episode budget, so ``batch=10^6`` with ``--episodes 2`` rolled
+#: out a million episodes. 128× the papers' 8 (Placeto App. A.7's workers, Mirhoseini §3.4's samples).
+MAX_BATCH = 1024
+#: Torch CPU threads (``--threads``): more than the hardware threads of any one machine; a million made
+#: thread creation fail inside torch (signal 11).
+MAX_THREADS = 1024
 
 
 class ExhaustionError(PlacelabError):
@@ -131,6 +141,14 @@ def check_seed(what: str, value: int, error: type[PlacelabError] = SpecError) ->
     if value < 0:
         raise error(f"{what} must be >= 0, got {value}")
     check_at_most(what, value, MAX_SEED, "MAX_SEED", error)
+
+
+def check_simulations(what: str, count: int, runs: int, error: type[PlacelabError] = SpecError) -> None:
+    """Raise ``error`` unless ``count`` evaluations (a budget, a repeat) of ``runs`` simulations each
+    (``simulation.runs``) stay within :data:`MAX_COUNT` simulations: a count of work like any other
+    (``--repeat 10^6`` with ``runs=10^4``, each within its own limit, asked for 10^10 simulations)."""
+    if runs > 1:
+        check_at_most(f"{what} × simulation.runs", count * runs, MAX_COUNT, "MAX_COUNT", error)
 
 
 def check_total(values: Iterable[float] | np.ndarray, what: str, error: type[PlacelabError]) -> None:

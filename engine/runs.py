@@ -49,6 +49,7 @@ __all__ = ["RUNS_DIR_ENV", "Run", "RunStore", "resolve_run", "user_runs_dir"]
 
 _RUN_JSON = RUN_JSON
 _STALE_AFTER = timedelta(hours=24)
+_NAME_MAX = 255  # bytes of a file name on Linux file systems: a longer ref names no run's folder
 _LOCK_FILES = frozenset({LIVE_LOCK, META_LOCK})
 #: The one environment variable naming the user's run store (CLI ``--runs-dir`` reads it too).
 RUNS_DIR_ENV = "PLACELAB_RUNS_DIR"
@@ -166,7 +167,7 @@ class RunStore:
 
     def _run_dir(self, ref: str) -> Path:
         """The folder of the run ``ref`` (an id or a unique prefix), its run.json unread."""
-        if not ref or Path(ref).name != ref or ref.startswith("."):
+        if not ref or Path(ref).name != ref or ref.startswith(".") or len(os.fsencode(ref)) > _NAME_MAX:
             raise RunError(f"{ref!r} is not a run id")
         if (self.root / ref).is_dir():
             return self.root / ref
@@ -260,7 +261,11 @@ def resolve_run(ref: str, runs_dir: str | os.PathLike | None = None) -> Run:
     """A run given by id (or unique prefix) in ``runs_dir`` (default: the user's store), or by the path of
     its directory."""
     p = Path(ref)
-    if p.is_dir() and (p / "run.json").is_file():
+    try:
+        is_run_dir = p.is_dir() and (p / "run.json").is_file()
+    except OSError:  # a name or path too long to be a folder: an id, then (refused as one)
+        is_run_dir = False
+    if is_run_dir:
         return RunStore(p.parent).load(p.name)
     return RunStore(runs_dir).load(ref)
 

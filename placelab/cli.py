@@ -21,6 +21,7 @@ from typer.exceptions import TyperException
 
 from engine.errors import MAX_LINE, PlacelabError, SpecError, one_line
 from engine.jsonio import atomic_write_json, check_write_target
+from engine.limits import check_simulations
 from engine.objectives import lower_bound
 from engine.placement import load_placement
 from engine.run_records import export_trace, placement_metrics
@@ -225,6 +226,7 @@ def bench_simulate(graph: GraphArg, cluster: ClusterOpt, placement: Annotated[st
                    sim_param: SimParamOpt = None, as_json: JsonOpt = False) -> None:
     """Median seconds per simulation of one placement (prepared simulator, warm)."""
     g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
+    check_simulations("--repeat", repeat, c.simulation.runs)
     p = load_placement(placement, g, c)
     sim = Simulator(g, c)
     makespan = sim.makespan(p)

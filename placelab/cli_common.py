@@ -11,7 +11,7 @@ import typer
 from engine.cluster import SIMULATION_MODES, Cluster, parse_simulation_options
 from engine.errors import SpecError, printable
 from engine.jsonio import dumps
-from engine.limits import MAX_COUNT, MAX_SEED, check_at_most, exhaustion
+from engine.limits import MAX_COUNT, MAX_SEED, MAX_THREADS, check_at_most, exhaustion
 from engine.runs import RUNS_DIR_ENV, user_runs_dir
 from engine.specs import load_cluster
 
@@ -25,6 +25,8 @@ ModeOpt = Annotated[str | None, typer.Option(
 SimParamOpt = Annotated[list[str] | None, typer.Option(
     "--sim-param", help="simulation setting key=value, e.g. choose=b_level, noise=0.1, runs=10 "
                         "(docs/reference/simulation.md)")]
+#: Options with a limit of their own (:mod:`engine.limits`); every other integer option is a count (``MAX_COUNT``).
+OPTION_LIMITS = {"seed": (MAX_SEED, "MAX_SEED"), "threads": (MAX_THREADS, "MAX_THREADS")}
 #: Where runs are saved unless ``--runs-dir`` says otherwise: the user's own store, apart from the read-only
 #: examples shipped in ``runs/`` (:func:`engine.runs.user_runs_dir`).
 USER_RUNS_DIR = user_runs_dir()
@@ -107,7 +109,8 @@ def guard_numbers(command: Any) -> None:
     Before a command body runs, each int or float value it received is checked: floats must
     be finite (``nan`` or ``inf`` would make a time budget never end), a number is >= 0 unless
     the option declares its own range (typer's ``min``/``max``), a ``--seed`` is at most
-    :data:`~engine.limits.MAX_SEED` and every other integer (a budget, a repeat, a count) at most
+    :data:`~engine.limits.MAX_SEED`, ``--threads`` at most :data:`~engine.limits.MAX_THREADS` and every
+    other integer (a budget, a repeat, a count) at most
     :data:`~engine.limits.MAX_COUNT` unless the option declares its own ``max``. A bad value is
     one :class:`SpecError` naming the option and the limit (exit 2), and no work has started.
     Memory exhaustion while the command runs becomes an :class:`~engine.limits.ExhaustionError`
@@ -127,8 +130,8 @@ def guard_numbers(command: Any) -> None:
                 low = getattr(p, "min", None)
                 high = getattr(p, "max", None)
                 limit = None
-                if isinstance(value, int) and (key == "seed" or high is None):
-                    high, limit = (MAX_SEED, "MAX_SEED") if key == "seed" else (MAX_COUNT, "MAX_COUNT")
+                if isinstance(value, int) and (key in OPTION_LIMITS or high is None):
+                    high, limit = OPTION_LIMITS.get(key, (MAX_COUNT, "MAX_COUNT"))
                 check_number(max(opts, key=len), value, 0 if low is None else low, high, limit)
             try:
                 return callback(*args, **kwargs)

@@ -14,7 +14,7 @@ from engine.cluster import Cluster
 from engine.errors import PlacelabError
 from engine.graph import CompGraph
 from engine.jsonio import atomic_write_bytes
-from engine.limits import MAX_COUNT, check_at_most, check_seed
+from engine.limits import MAX_COUNT, check_at_most, check_seed, check_simulations
 from engine.placement import Placement
 from engine.run_records import placement_metrics, save_placement_run, write_placement_files
 from engine.runs import RunStore
@@ -158,6 +158,7 @@ def _place(graph, cluster, placer, seed, budget, params, progress) -> PlaceResul
     check_seed("seed", seed)  # one range for every placer (KaHIP and METIS take a C int)
     if budget is not None:
         check_at_most("budget", budget, MAX_COUNT, "MAX_COUNT")
+        check_simulations("budget", budget, cluster.simulation.runs)
     p = make_placer(placer, **(params or {}))
     startup = warm_up(placer, cluster, params)
     t0 = time.perf_counter()

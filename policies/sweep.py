@@ -40,7 +40,7 @@ from typing import Any
 from engine.cluster import Cluster, parse_simulation_options
 from engine.errors import RunError, SpecError
 from engine.graph import CompGraph
-from engine.limits import MAX_SEED, MAX_SWEEP_TASKS, check_at_most, check_seed
+from engine.limits import MAX_SEED, MAX_SWEEP_TASKS, check_at_most, check_seed, check_simulations
 from engine.runs import Run, RunStore
 from engine.simulator import Simulator
 from engine.specs import expand_graph_specs, load_cluster, load_graph
@@ -267,6 +267,8 @@ def _load_inputs(spec: SweepSpec) -> tuple[dict[str, CompGraph], dict[str, Clust
         if spec.mode or spec.sim_params:
             c = c.with_simulation(mode=spec.mode, **parse_simulation_options(list(spec.sim_params)))
         Simulator(next(iter(graphs.values())), c)  # an unavailable mode is bad input: say so before any task
+        if spec.budget is not None:
+            check_simulations("--budget", spec.budget, c.simulation.runs)
         clusters[name] = c
     return graphs, clusters
 

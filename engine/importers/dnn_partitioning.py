@@ -48,6 +48,7 @@ from engine.errors import ClusterError, GraphError, PlacementError
 from engine.formats import register_format
 from engine.graph import CompGraph
 from engine.jsonio import read_json_file
+from engine.limits import MAX_DEVICES, check_at_most
 from engine.placement import Placement, check_placement
 
 __all__ = [
@@ -211,6 +212,7 @@ def dnn_partitioning_cluster(doc_or_path: dict | str | os.PathLike, *, accelerat
             raise ClusterError(f"{name}: '{what}' must be an integer >= 0, got {v!r}")
     if n_acc + n_cpu == 0:
         raise ClusterError(f"{name}: the workload allows no accelerator and no CPU")
+    check_at_most(f"{name}: maxFPGAs + maxCPUs", n_acc + n_cpu, MAX_DEVICES, "MAX_DEVICES", ClusterError)
     if not _is_number(memory):
         raise ClusterError(f"{name}: 'maxSizePerFPGA' must be a number of bytes, got {memory!r}")
     devices = (*(Device(f"gpu:{i}", "gpu", float(memory)) for i in range(n_acc)),

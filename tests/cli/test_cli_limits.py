@@ -17,7 +17,7 @@ from test_cli_errors import CLUSTER, assert_bad_input
 from engine.errors import SpecError
 from engine.generators import random_dag
 from engine.importers.doppler_text import graph_from_doppler_text
-from engine.limits import MAX_COUNT, MAX_NET_WIDTH, MAX_NOISE, MAX_SEED, MAX_SIM_RUNS
+from engine.limits import MAX_BATCH, MAX_COUNT, MAX_NET_WIDTH, MAX_NOISE, MAX_SEED, MAX_SIM_RUNS, MAX_THREADS
 from engine.presets import PRESETS
 
 SMALL = "gen:random?ops=12&seed=1"
@@ -33,6 +33,7 @@ def env(tmp_path, monkeypatch):
 def test_limit_values():
     """The documented values (docs/reference/contracts.md, "Limits")."""
     assert (MAX_SEED, MAX_COUNT, MAX_SIM_RUNS, MAX_NOISE, MAX_NET_WIDTH) == (2**31 - 1, 10**6, 10**4, 1.0, 4096)
+    assert (MAX_BATCH, MAX_THREADS) == (1024, 1024)
 
 
 # ---- 1. unbounded values used to run until killed -------------------------------------------------
@@ -52,6 +53,21 @@ HANGS = {
                           "--param", "evaluations=100000000000"], ["--param evaluations must be <= 1,000,000"]),
     "train episodes": (["train", "--placer", "placeto", "-g", SMALL, "-c", "k80x2", "--episodes", "10000000000"],
                        ["--episodes must be <= 1,000,000", "MAX_COUNT"]),
+    # each value within its own limit, their product 10^10 simulations (benchmarks/adversarial_pass.py, limits)
+    "bench repeat × runs": (["bench", "simulate", SMALL, "-c", "k80x2", "--placement", "x.json", "--repeat",
+                             "1000000", "--mode", "work_conserving", "--sim-param", "runs=10000"],
+                            ["--repeat × simulation.runs must be <= 1,000,000", "MAX_COUNT", "got 10,000,000,000"]),
+    "budget × runs": (["place", SMALL, "-c", "k80x2", "--placer", "local-search", "--budget", "1000000",
+                       "--mode", "work_conserving", "--sim-param", "runs=10000"],
+                      ["budget × simulation.runs must be <= 1,000,000", "got 10,000,000,000"]),
+    "sweep budget × runs": (["sweep", "-g", SMALL, "-c", "k80x2", "--placers", "local-search", "--budget", "1000000",
+                             "--mode", "work_conserving", "--sim-param", "runs=10000"],
+                            ["--budget × simulation.runs must be <= 1,000,000"]),
+    # an update rolls out its whole batch whatever --episodes says: a million episodes for --episodes 2
+    **{f"{placer} {key}": (["train", "--placer", placer, "-g", SMALL, "-c", "k80x2", "--episodes", "2", "--param",
+                            f"{key}=1000000"], [f"parameter '{key}' must be in [1, 1024]"])
+       for placer, key in (("placeto", "batch"), ("placeto", "passes"), ("doppler", "batch"), ("gdp", "batch"),
+                           ("rnn", "samples"))},
 }
 
 
@@ -82,14 +98,17 @@ EXHAUSTION = {
                     ["--seeds must be <= 1,000,000", "MAX_COUNT"]),
     "sweep tasks": (["sweep", "-g", SMALL, "-c", "k80x2", "--placers", "random,round-robin", "--seeds", "60000"],
                     ["the sweep's tasks", "must be <= 100,000", "MAX_SWEEP_TASKS", "got 120,000"]),
+    # before: a million torch threads, thread creation failed inside torch: signal 11 or an internal error
+    "torch threads": (["train", "--placer", "placeto", "-g", SMALL, "-c", "k80x2", "--threads", "1000000"],
+                      ["--threads must be <= 1,024 (placelab's limit MAX_THREADS), got 1,000,000"]),
 }
 
 
 def test_learned_config_integers_are_bounded_without_a_declared_high():
     from policies.rl.core.registry import make_config
 
-    with pytest.raises(SpecError, match=r"'samples' must be <= 1,000,000 \(placelab's limit MAX_COUNT\)"):
-        make_config("rnn", {"samples": MAX_COUNT + 1})
+    with pytest.raises(SpecError, match=r"'failing_grace_steps' must be <= 1,000,000 \(placelab's limit MAX_COUNT\)"):
+        make_config("rnn", {"failing_grace_steps": MAX_COUNT + 1})
 
 
 @pytest.mark.parametrize("exc, fragment", [
@@ -109,6 +128,14 @@ def test_exhaustion_not_foreseen_is_exit_2_with_one_line(env, capsys, monkeypatc
 
     monkeypatch.setitem(generators.GENERATORS, "random", generators.Generator("random", exhausted, "test"))
     assert_bad_input(*run_cli(capsys, "graph", "info", SMALL), fragment, "docs/reference/contracts.md")
+
+
+def test_a_dnn_partitioning_machine_of_a_trillion_devices_is_refused_before_it_is_built(env, capsys):
+    # before: 10^12 Device objects were made before the cluster's own check (a hang)
+    doc = {"maxSizePerFPGA": 1e9, "maxFPGAs": 10**12, "maxCPUs": 1, "nodes": [], "edges": []}
+    (env / "dnn.json").write_text(json.dumps(doc))
+    assert_bad_input(*run_cli(capsys, "place", SMALL, "-c", "dnn.json", "--placer", "round-robin"),
+                     "maxFPGAs + maxCPUs must be <= 4,096 (placelab's limit MAX_DEVICES), got 1,000,000,000,001")
 
 
 def test_other_failures_stay_internal_errors(env, capsys, monkeypatch):

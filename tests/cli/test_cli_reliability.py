@@ -154,6 +154,16 @@ def test_runs_show_parent_and_hidden_refs(env, capsys, trace_run):
         assert_bad_input(*run_cli(capsys, "runs", "show", ref), f"'{ref}' is not a run id")
 
 
+def test_a_run_id_longer_than_a_file_name_is_one_line(env, capsys, trace_run):
+    # before: internal error OSError "File name too long" (benchmarks/adversarial_pass.py, store and one-line)
+    for ref in ("r" * 256, "r" * 100_000):
+        for argv in (["runs", "show", ref, "--json"], ["runs", "delete", ref], ["eval", ref, "-g", "graph.json"]):
+            code, out, err = run_cli(capsys, *argv)
+            assert_bad_input(code, out, err, "is not a run id")
+            assert len(err) <= 301
+    assert runs_in(env / "runs") == [trace_run]
+
+
 @pytest.mark.parametrize("corrupt", ['{"schema": "placelab.run/1", "metrics": []}', "{not json", "[1, 2]",
                                      '{"schema": "placelab.run/1", "tags": "a,b"}'])
 def test_corrupt_run_json_is_skipped_with_a_warning(env, capsys, trace_run, corrupt):

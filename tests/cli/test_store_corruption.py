@@ -218,6 +218,8 @@ def test_corrupt_checkpoint_is_one_line_naming_the_run(trained, capsys, tmp_path
 POLICY_DAMAGE = {
     **{f"no {key}": (key, None) for key in ("placer", "config", "num_devices", "cluster", "graphs", "seed")},
     "num_devices a word": ("num_devices", "two"),
+    "num_devices 10^12": ("num_devices", 10**12),  # before: internal error, torch's storage size overflowed
+    "num_devices 0": ("num_devices", 0),
     "config a list": ("config", [1]),
     "config with a bad value": ("config", "bad-hidden"),
 }

@@ -36,6 +36,7 @@ import numpy as np
 
 from engine.cluster import Cluster, cluster_from_dict, cluster_to_dict
 from engine.errors import PlacelabError, RunError, SpecError
+from engine.limits import MAX_DEVICES
 from engine.objectives import lower_bound
 from engine.placement import Placement
 from engine.run_records import write_placement_files
@@ -342,6 +343,8 @@ def _policy_doc(run: Run, *, resume: bool = False) -> dict[str, Any]:
             raise RunError(f"run {run.id}: {POLICY} has no {key!r}; it is damaged or not written by placelab")
         if not isinstance(doc[key], kind) or isinstance(doc[key], bool):
             raise RunError(f"run {run.id}: {POLICY} key {key!r} has the wrong type ({type(doc[key]).__name__})")
+    if not 1 <= doc["num_devices"] <= MAX_DEVICES:  # a network sized by it: 10^12 overflowed torch
+        raise RunError(f"run {run.id}: {POLICY} has num_devices {doc['num_devices']:,}, not 1 to {MAX_DEVICES:,}")
     return doc
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.limits import MAX_NET_DEPTH, MAX_NET_WIDTH
+from engine.limits import MAX_BATCH, MAX_NET_DEPTH, MAX_NET_WIDTH
 from policies.rl.core.config import LearnedConfig, param
 
 __all__ = ['STAGES', 'VARIANTS', 'DopplerConfig', 'stage_reward']
@@ -61,7 +61,7 @@ class DopplerConfig(LearnedConfig):
                                        "over which the learning rate decays to lr_final too)",
                                        "DOPPLER §6.1: both decay linearly over the 4k–8k episodes of a training",
                                        low=1)
-    batch: int = param(1, "episodes per update", "ours: the paper does not batch episodes", low=1)
+    batch: int = param(1, "episodes per update", "ours: the paper does not batch episodes", low=1, high=MAX_BATCH)
     reward_unit_s: float = param(1e-3, "the time unit of the reward −makespan (s)",
                                  "DOPPLER §4.1: R = −ExecTime in the authors' simulator's milliseconds; against "
                                  "β = 1e-2 the advantages must be on that scale (in lower-bound units, ~1/200 of "

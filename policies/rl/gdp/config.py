@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.limits import MAX_NET_DEPTH, MAX_NET_WIDTH
+from engine.limits import MAX_BATCH, MAX_NET_DEPTH, MAX_NET_WIDTH
 from policies.rl.core.config import LearnedConfig, param
 
 __all__ = ["ACTING", "STAGES", "GdpConfig"]
@@ -77,7 +77,8 @@ class GdpConfig(LearnedConfig):
     decay_episodes: int | None = param(None, "episodes over which ε decays (None: the training's episode budget)",
                                        f"DOPPLER §6.1; {_CODE} run_placement.py:129 (over num_episode)", low=1)
     batch: int = param(1, "episodes per update",
-                       f"{_CODE} run_placement.py:159-165, 258 (one episode, then its update)", low=1)
+                       f"{_CODE} run_placement.py:159-165, 258 (one episode, then its update)", low=1,
+                       high=MAX_BATCH)
     ppo_epochs: int = param(4, "PPO sample reuse: each update's loss is the clipped surrogate of its own episodes "
                             "and of the previous ppo_epochs − 1 updates' (1: the plain policy gradient)",
                             "ours: GDP §3.1 trains with PPO, whose epochs per batch are 3–10 in Schulman et al. "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from engine.limits import MAX_NET_DEPTH, MAX_NET_WIDTH
+from engine.limits import MAX_BATCH, MAX_NET_DEPTH, MAX_NET_WIDTH
 from policies.rl.core.config import LearnedConfig, param
 
 __all__ = ['NETWORKS', 'VARIANTS', 'PlacetoConfig']
@@ -25,7 +25,8 @@ class PlacetoConfig(LearnedConfig):
     network: str = param("authors", "authors: the authors' code (one sweep each way, sums, Glorot; "
                          "placeto/sweep_net.py); paper: the §2.2 text (k rounds, means; placeto/net.py)",
                          "Placeto's code: mp_progressive_nn.py:44-96, nn_primitives.py:140-184", choices=NETWORKS)
-    passes: int = param(1, "n: each group re-placed n times per episode", "Placeto App. A.7 (n = 1 or 2)", low=1)
+    passes: int = param(1, "n: each group re-placed n times per episode", "Placeto App. A.7 (n = 1 or 2)", low=1,
+                        high=MAX_BATCH)
     rounds: int = param(4, "network=paper: k message-passing rounds", "Placeto §2.2 (k a tunable hyper-parameter; "
                         "4 or 8)", low=0, high=MAX_NET_DEPTH)
     emb: int = param(8, "network=paper: node embedding size |E|", "Placeto App. A.7", low=1,
@@ -46,7 +47,7 @@ class PlacetoConfig(LearnedConfig):
                             "1: with the rest of the episode's)", "ours: deviation 1 (the paper's App. A.1 Eq. 1 and "
                             "the authors' progressive_placer_test.py:168 use 1)", low=0.0, high=1.0)
     batch: int = param(8, "episodes per update, rolled out together", "Placeto App. A.7: 8 synchronous workers",
-                       low=1)
+                       low=1, high=MAX_BATCH)
     init: str = param("fixed-random", "initial placement: one random placement drawn once per graph and kept "
                       "(fixed-random), every group on its first feasible device (single), or a fresh random one "
                       "per episode (random)", "Placeto's code: progressive_placer.py:163, 178-187 (drawn once, before "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.limits import MAX_NET_WIDTH
+from engine.limits import MAX_BATCH, MAX_NET_WIDTH
 from policies.rl.core.config import LearnedConfig, param
 
 __all__ = ['RNNConfig']
@@ -24,7 +24,8 @@ class RNNConfig(LearnedConfig):
                            "update, so below the hidden size", low=1, high=MAX_NET_WIDTH)
     shape_len: int = param(8, "outgoing tensor sizes kept per group", "Mirhoseini §3.2 \"fixed-size zero-padded "
                            "list\" (length not given)", low=0, high=MAX_NET_WIDTH)
-    samples: int = param(8, "K placements per update", "Mirhoseini §3.4: 4 or 8 workers per controller", low=1)
+    samples: int = param(8, "K placements per update", "Mirhoseini §3.4: 4 or 8 workers per controller", low=1,
+                         high=MAX_BATCH)
     baseline_decay: float = param(0.95, "decay of the moving-average baseline B", "ours: Mirhoseini §3.1 gives "
                                   "none", low=0.0, high=0.999999)
     baseline_init: str = param("first", "B's first value: the mean reward of the graph's first update, or the "

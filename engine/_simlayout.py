@@ -228,6 +228,8 @@ def wc_workspace(n: int, m: int, num_devices: int, record_memory: bool, shared_b
         row_i=np.zeros((rows, 4), np.int64), row_f=np.zeros((rows, 4)), row_of_edge=np.zeros(rows, np.int64),
         row_next=np.zeros(rows, np.int64),
         chan=np.zeros((d * d, 3), np.int64), ev_t=np.zeros(events), ev_k=np.zeros(events, np.int64),
-        mem_log=np.zeros(((3 * n + 2 * m + 8) if record_memory else 1, 3)),
+        # memory changes: an op's temp and output allocated and freed (4 each), a received copy allocated
+        # when it lands and freed when its consumer ends (2 per edge); the kernels do not check bounds
+        mem_log=np.zeros(((4 * n + 2 * m + 8) if record_memory else 1, 3)),
         dev_i=np.zeros((d, 9), np.int64), dev_f=np.zeros((d, 8)),
         counts=np.zeros(N_COUNTS, np.int64))

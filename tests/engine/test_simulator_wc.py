@@ -330,6 +330,22 @@ def test_memory_timeline_agrees_with_peak(case):
         assert timeline.bytes[d].max() <= s.peak_memory[d] + 1e-9
 
 
+def test_the_memory_log_holds_four_changes_per_op():
+    """Each op allocates its temp bytes and its output when it starts and frees both when it ends: 4 changes
+    an op, 120 for 30 unconnected ops on one device. The work-conserving workspace had room for 3 an op (98
+    rows here) and the kernel, which does not check bounds, wrote past its end: a segfault (found by
+    ``test_memory_timeline_agrees_with_peak`` in a fresh-clone run)."""
+    n = 30
+    g = CompGraph("log", [f"op{i}" for i in range(n)], compute_any=[1.0] * n, output_bytes=[1.0] * n,
+                  temp_bytes=[1.0] * n, edge_src=[], edge_dst=[])
+    c = Cluster("one", (Device("gpu:0", "gpu", 1e9),), Link(1.0), (), SimulationSettings("work_conserving"))
+    s = Simulator(g, c).run(np.zeros(n, dtype=np.int64), record_memory=True)
+    _t, dev, b = s._memory_events
+    assert len(b) == 4 * n and (dev == 0).all()
+    assert b.tolist() == [1.0, 1.0, -1.0, -1.0] * n  # temp and output up at the start, both down at the end
+    assert s.peak_memory.tolist() == [2.0] and s.makespan == n
+
+
 @settings(max_examples=100, **SETTINGS)
 @given(wc_cases(), st.randoms(use_true_random=False))
 def test_identical_devices_are_interchangeable(case, rnd):

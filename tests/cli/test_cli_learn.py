@@ -116,7 +116,7 @@ def test_params_take_true_and_false_as_bools():
     (["train", "--placer", "placeto", "--graphs", "G", "--cluster", "C2", "--param", "lr=-1"], "must be > 0"),
     (["train", "--placer", "placeto", "--graphs", "G", "--cluster", "C2", "--param", "normalize_advantages=maybe"],
      "must be bool, got 'maybe'"),
-    (["train", "--placer", "rnn", "--graphs", "G", "--cluster", "C2", "--param", "samples=0"], "must be >= 1"),
+    (["train", "--placer", "rnn", "--graphs", "G", "--cluster", "C2", "--param", "samples=0"], "must be in [1, 1024]"),
     (["train", "--placer", "rnn", "--graphs", "G", "--cluster", "C2", "--param", "grouping=layers"],
      "must be one of merge, units, ops, got 'layers'"),
     (["train", "--placer", "placeto", "--graphs", "G", "--cluster", "C2", "--param", "unit_depth=0"], "must be >= 1"),

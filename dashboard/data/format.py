@@ -12,10 +12,14 @@ def fmt_bytes(b: float | None) -> str:
     return f"{b:.0f} B"
 
 
+#: A size the graph's source does not give (``CompGraph.memory_known`` False).
+UNKNOWN = "unknown"
+
+
 def fmt_size(b: float | None, known: bool = True) -> str:
     """Bytes as :func:`fmt_bytes`, or "unknown" where the graph's source gives no sizes
     (``CompGraph.memory_known``: DOPPLER's text files), rather than a made-up "0 B"."""
-    return fmt_bytes(b) if known else "unknown"
+    return fmt_bytes(b) if known else UNKNOWN
 
 
 def fmt_ms(s: float | None) -> str:

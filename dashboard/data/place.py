@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from dashboard import visitor
+from dashboard.data.format import UNKNOWN
 from dashboard.data.runs import replay
 from engine.cluster import Cluster
 from engine.errors import PlacelabError
@@ -53,7 +54,7 @@ def checked_params(chosen: list[str], settings: dict[str, dict]) -> tuple[dict[s
 
 
 #: The Place table's size columns, shown as "unknown" where the graph's source gives no sizes.
-UNKNOWN_SIZES = {"peak memory (GB)": "unknown", "communication (MB)": "unknown"}
+UNKNOWN_SIZES = {"peak memory (GB)": UNKNOWN, "communication (MB)": UNKNOWN}
 
 
 def results_table(results: list[dict], memory_known: bool = True) -> pd.DataFrame:

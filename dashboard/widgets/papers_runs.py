@@ -9,6 +9,7 @@ import streamlit as st
 from dashboard import state as keys
 from dashboard.data.runs import list_runs
 from dashboard.figures.papers import graphs_rows, runs_beside
+from dashboard.widgets.ui import show_table
 from placelab.reproduce.published import graphs_label
 from placelab.reproduce.results_doc import table_rows
 
@@ -28,7 +29,7 @@ def graphs_used(params: dict) -> None:
     if rows:
         st.caption("Graphs this run used" + (" (`--graphs-dir`: the authors' files, by name and sha256)"
                                               if graphs_label(params) else ""))
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=keys.PAPERS_GRAPHS)
+        show_table(pd.DataFrame(rows), width="stretch", key=keys.PAPERS_GRAPHS)
 
 
 def runs_beside_this(run, table: list[dict]) -> None:
@@ -46,4 +47,4 @@ def runs_beside_this(run, table: list[dict]) -> None:
     labels = (f"ours: {reproduction_label(run)}", f"ours: {reproduction_label(other)}")
     if labels[0] == labels[1]:  # two runs of one setting on the same kind of graphs: their ids tell them apart
         labels = (f"{labels[0]} · {run.id}", f"{labels[1]} · {other.id}")
-    st.dataframe(pd.DataFrame(runs_beside(table, table_rows(other), labels)), hide_index=True, width="stretch")
+    show_table(pd.DataFrame(runs_beside(table, table_rows(other), labels)), width="stretch")

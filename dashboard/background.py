@@ -183,12 +183,31 @@ def _job(doc: dict[str, Any], record: Path) -> Job:
 
 
 def _record_exit(proc: subprocess.Popen, record: Path) -> None:
-    code = proc.wait()
+    """Write the child's exit code into its record, then reap it.
+
+    The code is read with ``WNOWAIT``, which leaves the child a zombie: until the record holds the code, the pid
+    still exists and :attr:`Job.alive` stays true. Reaping first opened a window in which the job read as
+    neither alive nor ended, so a page polling at that moment counted a finished job as failed (seen under
+    load: an execution whose log ended with its JSON)."""
+    code = _exit_code(proc.pid)
     try:
         doc = json.loads(record.read_text(encoding="utf-8"))
-        atomic_write_json(record, {**doc, "returncode": code})
+        atomic_write_json(record, {**doc, "returncode": code if code is not None else proc.wait()})
     except (OSError, ValueError):  # the record was forgotten meanwhile
         pass
+    proc.wait()
+
+
+def _exit_code(pid: int) -> int | None:
+    """The exit code of child ``pid`` once it ended, in :class:`subprocess.Popen`'s convention (``-N`` when
+    killed by signal N), leaving it unreaped; None where ``waitid`` cannot tell (then the caller reaps)."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+    except (OSError, AttributeError):  # AttributeError: a platform without waitid
+        return None
+    if info is None:
+        return None
+    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
 
 
 def _pid_alive(pid: int) -> bool:

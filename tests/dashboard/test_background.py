@@ -77,6 +77,29 @@ def test_interrupted_job_is_not_failed(tmp_path):
     assert not wait_exit(tmp_path).failed
 
 
+def test_a_job_reads_as_alive_until_its_exit_code_is_recorded(tmp_path, monkeypatch):
+    """No instant where a job is neither alive nor ended: the record gets the exit code while the child is still
+    unreaped (a zombie's pid exists). Reaping first let a page that polled in between count a finished job as
+    failed."""
+    import dashboard.background as background
+
+    seen = []
+    write = background.atomic_write_json
+
+    def spy(path, doc):
+        if doc.get("returncode") is not None:
+            seen.append((doc["returncode"], background._pid_alive(doc["pid"])))
+        write(path, doc)
+
+    monkeypatch.setattr(background, "atomic_write_json", spy)
+    launch(tmp_path, [sys.executable, "-c", "import sys; sys.exit(3)"], label="three")
+    assert wait_exit(tmp_path).returncode == 3
+    assert seen == [(3, True)]  # the pid still existed when the code was written
+    launch(tmp_path / "b", [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"],
+           label="killed")
+    assert wait_exit(tmp_path / "b").returncode == -15  # Popen's convention for a signal
+
+
 def test_jobs_are_tied_to_the_runs_they_made(tmp_path):
     store = RunStore(tmp_path)
     run = store.create("train", graph_name="g", graph_hash="0", cluster="k80x2", placer="placeto", parameters={},

@@ -737,6 +737,11 @@ def test_a_reload_keeps_the_view_and_leaving_a_page_keeps_its_choices(browser_pa
     goto(page, "Train")  # the Train form, left and found again
     fill(page, "episodes", "77")
     fill(page, "run name (optional)", "kept across pages")
+    # the server has both values once the form's command line shows them (on a loaded machine the rerun that
+    # carries them can start after wait_idle's first look; leaving the page before it ran was the lost name)
+    page.wait_for_function("[...document.querySelectorAll('[data-testid=\"stCode\"]')].some(c => "
+                           "c.textContent.includes('--episodes 77') && c.textContent.includes('kept across pages'))",
+                           timeout=GUARD_MS)
     goto(page, "Graphs")  # the source the link set after the reload: the generator spec, typed
     assert page.get_by_role("textbox", name="Generator spec").input_value() == "gen:random?ops=300&seed=4"
     goto(page, "Place")

@@ -21,7 +21,7 @@ from dashboard.figures.papers import (
 )
 from dashboard.figures.theme import EXPORT_DEFAULTS, EXPORT_FORMATS, export_bytes
 from dashboard.widgets.papers_runs import graphs_used, reproduction_label, runs_beside_this
-from dashboard.widgets.ui import guard, show_figure
+from dashboard.widgets.ui import guard, show_figure, viewer_theme
 from engine.errors import PlacelabError
 from placelab.reproduce.results_doc import table_rows
 
@@ -46,17 +46,12 @@ def _figure_downloads(fig, name: str, key: str) -> None:
                             help=f"{size}, as *Export figure* exports by default")
 
 
-def _theme() -> str:
-    """The theme the viewer's browser shows the app in (``light`` or ``dark``). The browser reports it from the
-    second run of the page on; until then ``light``, whose cells set their text colour too (dark on pastel),
-    so they stay readable on a dark page."""
-    return getattr(st.context.theme, "type", None) or "light"
-
-
 def _show_table(shown: pd.DataFrame) -> None:
-    """The side-by-side table, its agreement cells readable in the viewer's theme and its labels whole."""
+    """The side-by-side table, its agreement cells readable in the viewer's theme and its labels whole (before
+    the browser reports its theme: ``light``, whose cells set their text colour too, dark on pastel, so they stay
+    readable on a dark page)."""
     widths = {c: st.column_config.TextColumn(width=text_width_px(shown[c], c)) for c in ("row", "column")}
-    st.dataframe(shown.style.apply(cell_styles, theme=_theme(), axis=None), width="stretch", hide_index=True,
+    st.dataframe(shown.style.apply(cell_styles, theme=viewer_theme(), axis=None), width="stretch", hide_index=True,
                  column_config=widths)
 
 

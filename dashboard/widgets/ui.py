@@ -16,7 +16,7 @@ from dashboard.figures.theme import EXPORT_DEFAULTS, EXPORT_FORMATS, export_byte
 from engine.errors import PlacelabError, one_line
 
 __all__ = ["PRESENTATION_FONT", "PRESENTATION_TABLE_ROWS", "figure_export_controls", "guard", "presentation",
-           "show_error", "show_figure", "show_table", "table_downloads"]
+           "show_error", "show_figure", "show_table", "table_downloads", "viewer_theme"]
 
 #: Base font size (px) of figures in presentation mode.
 PRESENTATION_FONT = 22
@@ -45,6 +45,12 @@ def guard(action: str = "") -> Iterator[None]:
 
 def presentation() -> bool:
     return bool(st.session_state.get(keys.PRESENTATION, False))
+
+
+def viewer_theme() -> str:
+    """The theme the viewer's browser shows the app in (``light`` or ``dark``). The browser reports it from the
+    second run of the page on; until then ``light``."""
+    return getattr(st.context.theme, "type", None) or "light"
 
 
 def show_table(table: pd.DataFrame, missing: Mapping[str, str] | None = None, **kwargs) -> None:

@@ -273,7 +273,7 @@ def test_the_page_styles_its_table_for_the_viewers_theme(theme, tmp_path, monkey
     from dashboard.app_pages import papers
     from dashboard.figures.papers import text_width_px
 
-    monkeypatch.setattr(papers, "_theme", lambda: theme)
+    monkeypatch.setattr(papers, "viewer_theme", lambda: theme)
     app = bundled_papers_app("placeto-table1", tmp_path, monkeypatch)
     df = app.dataframe[0].value
     cells = _page_cell_css(app)

@@ -162,8 +162,7 @@ class ParallelMap:
                     # "local": always a runtime of our own. Without an address Ray joins the newest cluster
                     # started on this machine (/tmp/ray/ray_current_cluster), e.g. another program's.
                     # Workers at the driver's priority: Ray's default niceness 15 starves them, the job's whole
-                    # compute, beside any other load (beside two CPU hogs a worker got ~3 % of a core and one
-                    # test's 8 episodes took over 15 minutes).
+                    # compute, beside any other load (docs/lab/2026-11-27-test-suite-under-load.md).
                     ray.init(address="local", num_cpus=self.workers, runtime_env=env,
                              _system_config={"worker_niceness": WORKER_NICENESS}, **quiet)
             except BaseException:

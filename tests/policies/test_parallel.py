@@ -105,8 +105,9 @@ def _niceness(_: int) -> int:
 
 
 def test_workers_run_at_the_drivers_priority(ray_executor):
-    """Ray starts workers at niceness 15; beside two CPU hogs (nice 0) such a worker got about 3 % of a core.
-    The runtime ParallelMap starts adds none to the niceness they inherit from the driver."""
+    """Ray starts workers at niceness 15, which starves them beside other load
+    (docs/lab/2026-11-27-test-suite-under-load.md). The runtime ParallelMap starts adds none to the niceness
+    they inherit from the driver."""
     assert WORKER_NICENESS == 0
     assert ray_executor.map(_niceness, [(i,) for i in range(4)]) == [os.nice(0)] * 4
 

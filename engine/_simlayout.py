@@ -159,6 +159,13 @@ class QueueWorkspace(NamedTuple):
     counts: np.ndarray
 
 
+def _mem_log(n: int, m: int, record_memory: bool) -> np.ndarray:
+    """The memory log of every workspace: an op's temp and output allocated and freed (4 changes an op), a
+    received copy allocated when it lands and freed when its consumer ends (2 an edge). The kernels do not
+    check bounds, so one size for all of them (the work-conserving one had room for 3 an op: a segfault)."""
+    return np.zeros(((4 * n + 2 * m + 8) if record_memory else 1, 3))
+
+
 def queue_workspace(n: int, m: int, num_devices: int, record_memory: bool) -> QueueWorkspace:
     """A :class:`QueueWorkspace` for ``n`` ops, ``m`` edges and ``num_devices`` devices."""
     d, rows, events = num_devices, max(m, 1), n + m + 2 * num_devices + 8
@@ -166,7 +173,7 @@ def queue_workspace(n: int, m: int, num_devices: int, record_memory: bool) -> Qu
         op_i=np.zeros((n, 6), np.int64), op_f=np.zeros((n, 4)), ready=np.zeros(n, np.int64),
         frees=np.zeros((n, 2)), row_i=np.zeros((rows, 5), np.int64), row_f=np.zeros((rows, 3)),
         chan_key=np.zeros(rows, np.int64), chan_t=np.zeros(rows), ev_t=np.zeros(events),
-        ev_k=np.zeros(events, np.int64), mem_log=np.zeros(((4 * n + 2 * m + 8) if record_memory else 1, 3)),
+        ev_k=np.zeros(events, np.int64), mem_log=_mem_log(n, m, record_memory),
         dev_i=np.zeros((d + 1, 12), np.int64), dev_f=np.zeros((d, 11)),
         counts=np.zeros(N_COUNTS, np.int64))
 
@@ -228,8 +235,6 @@ def wc_workspace(n: int, m: int, num_devices: int, record_memory: bool, shared_b
         row_i=np.zeros((rows, 4), np.int64), row_f=np.zeros((rows, 4)), row_of_edge=np.zeros(rows, np.int64),
         row_next=np.zeros(rows, np.int64),
         chan=np.zeros((d * d, 3), np.int64), ev_t=np.zeros(events), ev_k=np.zeros(events, np.int64),
-        # memory changes: an op's temp and output allocated and freed (4 each), a received copy allocated
-        # when it lands and freed when its consumer ends (2 per edge); the kernels do not check bounds
-        mem_log=np.zeros(((4 * n + 2 * m + 8) if record_memory else 1, 3)),
+        mem_log=_mem_log(n, m, record_memory),
         dev_i=np.zeros((d, 9), np.int64), dev_f=np.zeros((d, 8)),
         counts=np.zeros(N_COUNTS, np.int64))

@@ -31,8 +31,12 @@ help:
 # last successful install, the editable package only when pyproject.toml or the set of
 # top-level packages changed (an editable install maps the packages it found), and the numba
 # kernels are compiled into their on-disk cache only when their sources or the requirements changed.
-# --no-compile: pip would byte-compile every module of every package (tensorflow, torch, ray: most never
-# imported here); Python compiles the ones a run imports, on first use.
+# Byte code: pip installs with --no-compile and compileall then compiles site-packages on every core (pip's own
+# compile is serial). Python would compile on first use instead, but where PYTHONDONTWRITEBYTECODE is set (CI's
+# machines, this one) it never writes the result, so every process compiled tensorflow again: its import took
+# 12.7 s instead of 4.4 s and the test suite 21 min instead of ~13 (docs/lab/2026-11-27-byte-code.md). Files
+# written for newer Pythons (torch's py312_intrinsics.py) do not compile; pip skips them the same way, hence -qq
+# and || true. The project's own packages are compiled on every setup (only changed files are redone).
 setup:
 	@if [ ! -x $(PY) ]; then \
 	  echo "creating $(VENV) with $(PYTHON)"; \
@@ -42,6 +46,8 @@ setup:
 	if [ "$$(cat $(REQ_STAMP) 2>/dev/null)" != "$$want" ]; then \
 	  echo "installing requirements.txt into $(VENV)"; \
 	  $(PY) -m pip install --no-compile -r requirements.txt; \
+	  echo "byte-compiling the installed packages"; \
+	  $(PY) -m compileall -qq -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" || true; \
 	  echo "$$want" > $(REQ_STAMP); \
 	fi
 	@want=$$({ cat pyproject.toml; echo $(wildcard */__init__.py); } | sha256sum | cut -d' ' -f1); \
@@ -56,6 +62,7 @@ setup:
 	  $(PY) -m placelab.warmup; \
 	  echo "$$want" > $(KERNEL_STAMP); \
 	fi
+	@$(PY) -m compileall -q -j 0 dashboard engine policies placelab
 
 # Chromium drives the browser end-to-end tests (marker `e2e`). When it cannot be
 # installed, those tests skip with a reason in pytest's summary; they never pass silently.

@@ -61,6 +61,23 @@ import numpy as np
 # ------------------------------------------------------------------------------ every kernel
 MEM_OFF, MEM_PEAK, MEM_RECORD = range(3)
 
+
+def readonly(a: np.ndarray) -> np.ndarray:
+    """``a`` as a read-only array: itself when it is one, else a read-only view (no copy).
+
+    numba compiles a kernel once per argument types, and a read-only array is another type than a
+    writable one. A placement from :class:`~engine.placement.Placement` is read-only, one from an RL
+    loop writable; a graph's arrays are read-only, a duration vector writable. Every array a kernel only
+    reads goes in read-only, so each kernel has one compiled version: the one ``make setup`` puts in
+    numba's cache (``placelab/warmup.py``), not a second compiled in the first process that needs it
+    (20-40 s each for the work-conserving kernel on 2 cores, in every test worker at once).
+    """
+    if not a.flags.writeable:
+        return a
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
 # counts: int64 [N_COUNTS]
 HEAP_SIZE, MEM_RECORDS, EVENT_SEQ, ROWS, TIE_SEQ = range(5)
 N_COUNTS = 5

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine import _dagkernels as _k
+from engine._simlayout import readonly
 from engine.graph import CompGraph
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,7 +46,7 @@ def _costs(g: CompGraph, node_cost, edge_cost) -> tuple[np.ndarray, np.ndarray]:
     ec = np.zeros(g.num_edges) if edge_cost is None else np.asarray(edge_cost, dtype=np.float64)
     if nc.shape != (g.num_ops,) or ec.shape != (g.num_edges,):
         raise ValueError("node_cost must have one entry per op and edge_cost one per edge")
-    return nc, ec
+    return readonly(np.ascontiguousarray(nc)), readonly(np.ascontiguousarray(ec))
 
 
 def edge_transfer_cost(graph: CompGraph, cluster: Cluster, devices: np.ndarray | None = None) -> np.ndarray:

@@ -178,8 +178,9 @@ class _WorkConservingKernel(_Kernel):
         self.inputs = L.WCInputs(
             num_devices=cluster.num_devices, out_ptr=graph.succ.ptr, out_edge=order.astype(np.int64),
             out_dst=graph.edge_dst[order], pred_ptr=graph.pred.ptr, pred_edge=graph.pred.edge, pred_src=graph.pred.idx,
-            edge_bytes=graph.edge_bytes, edge_given=given, bandwidth=np.ascontiguousarray(cluster.bandwidth),
-            latency=np.ascontiguousarray(cluster.latency), out_bytes=graph.output_bytes,
+            edge_bytes=graph.edge_bytes, edge_given=L.readonly(given),
+            bandwidth=np.ascontiguousarray(cluster.bandwidth), latency=np.ascontiguousarray(cluster.latency),
+            out_bytes=graph.output_bytes,
             persistent=graph.persistent_bytes, temp=graph.temp_bytes, need=graph.temp_bytes + graph.output_bytes,
             capacity=cluster.memory, choose=self.choose,
             contention={"none": L.NO_CONTENTION, "per_device": L.PER_DEVICE, "per_link": L.PER_LINK}[s.contention],
@@ -196,7 +197,8 @@ class _WorkConservingKernel(_Kernel):
             return self.no_priority
         g = self.graph
         ec = edge_transfer_cost(g, self.cluster, dev) * edge_noise
-        return _dagkernels.longest_to_sinks(g.topo_order, g.succ.ptr, g.succ.idx, g.succ.edge, dur, ec)
+        return _dagkernels.longest_to_sinks(g.topo_order, g.succ.ptr, g.succ.idx, g.succ.edge, L.readonly(dur),
+                                            L.readonly(ec))
 
     def __call__(self, dev: np.ndarray, dur: np.ndarray, record_memory: bool, run: int = 0, memory: bool = True):
         """``memory=False``: op and transfer times only (peaks not computed), unless memory-aware."""
@@ -261,7 +263,7 @@ class Simulator:
 
     def _prepare(self, devices: np.ndarray | Placement) -> tuple[np.ndarray, np.ndarray]:
         dev = devices.devices if isinstance(devices, Placement) else devices
-        dev = np.ascontiguousarray(dev, dtype=np.int64)
+        dev = L.readonly(np.ascontiguousarray(dev, dtype=np.int64))
         return dev, self.constraints.check(dev)
 
     def run(self, devices: np.ndarray | Placement, *, record_memory: bool = False, run: int = 0) -> Schedule:

@@ -11,15 +11,19 @@ placelab.warmup``), so both start warm; it takes the time of the slowest group, 
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
 #: One job per group of kernels, each compiled in its own process: the three simulation modes
-#: (``engine.simulator.KERNELS``) and the list schedulers (``policies/_listsched_kernels.py``). All four run at
-#: once, also on two cores: the wall time is then about their CPU time over the cores, or the slowest job.
-JOBS = ("work_conserving", "placeto", "default", "list-scheduling")
+#: (``engine.simulator.KERNELS``), the list schedulers (``policies/_listsched_kernels.py``) and the DAG helpers
+#: (``engine/_dagkernels.py``: levels, t-/b-levels, reachability, the cycle finder). All run at once, also on two
+#: cores: the wall time is then about their CPU time over the cores, or the slowest job. Each kernel gets the
+#: argument types every caller passes (read-only input arrays, ``engine._simlayout.readonly``), so the cache
+#: holds the one version that later processes load.
+JOBS = ("work_conserving", "placeto", "default", "list-scheduling", "dag")
 
 #: The list-scheduling placers whose kernels the last job compiles.
 LIST_SCHEDULERS = ("heft", "critical-path", "m-etf", "m-topo", "m-sct")
@@ -43,6 +47,8 @@ def compile_job(name: str) -> float:
 
         for placer in LIST_SCHEDULERS:
             make_placer(placer).place(graph, cluster, seed=0)
+    elif name == "dag":
+        _dag_helpers(graph)
     else:
         from engine.simulator import Simulator
 
@@ -52,6 +58,22 @@ def compile_job(name: str) -> float:
         sim.makespan_peak_and_start(devices, start=True)
         sim.makespan(devices)
     return time.perf_counter() - start
+
+
+def _dag_helpers(graph) -> None:
+    """Use every kernel of ``engine/_dagkernels.py``: the helpers of ``engine.dag`` and a graph's cycle check."""
+    import numpy as np
+
+    from engine import dag
+    from engine.errors import GraphError
+    from engine.graph import CompGraph
+
+    dag.levels(graph)
+    dag.t_level(graph)
+    dag.critical_path(graph)
+    dag.reachability(graph)
+    with contextlib.suppress(GraphError):  # its cycle check runs the cycle finder
+        CompGraph("cycle", ["a", "b"], compute_any=np.ones(2), edge_src=[0, 1], edge_dst=[1, 0])
 
 
 def main() -> int:

@@ -2,6 +2,7 @@
 warm cache finishes and says so."""
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_job_for_every_simulation_mode_and_the_list_schedulers():
-    assert set(warmup.JOBS) == set(KERNELS) | {"list-scheduling"}
+    assert set(warmup.JOBS) == set(KERNELS) | {"list-scheduling", "dag"}
     assert set(warmup.LIST_SCHEDULERS) <= set(PLACERS)
 
 
@@ -26,6 +27,17 @@ def test_the_list_scheduling_job_covers_every_placer_of_the_kernels_module():
                   for d in node.decorator_list
                   if isinstance(d, ast.Call) and getattr(d.func, "id", None) == "register"}
     assert registered and registered <= set(warmup.LIST_SCHEDULERS)
+
+
+def test_the_dag_job_uses_every_kernel_of_the_dag_module():
+    """In a fresh process, after the job alone, every compiled function of engine/_dagkernels.py has a version."""
+    script = ("import json; from numba.core.registry import CPUDispatcher; from engine import _dagkernels as k; "
+              "from placelab import warmup; warmup.compile_job('dag'); "
+              "print(json.dumps({n: len(f.signatures) for n, f in vars(k).items() if isinstance(f, CPUDispatcher)}))")
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    versions = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(versions) >= 6 and all(versions.values()), versions
 
 
 def test_the_tiny_job_compiles_and_runs_a_mode():

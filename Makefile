@@ -33,10 +33,10 @@ help:
 # kernels are compiled into their on-disk cache only when their sources or the requirements changed.
 # Byte code: pip installs with --no-compile and compileall then compiles site-packages on every core (pip's own
 # compile is serial). Python would compile on first use instead, but where PYTHONDONTWRITEBYTECODE is set (CI's
-# machines, this one) it never writes the result, so every process compiled tensorflow again: its import took
-# 12.7 s instead of 4.4 s and the test suite 21 min instead of ~13 (docs/lab/2026-11-27-byte-code.md). Files
-# written for newer Pythons (torch's py312_intrinsics.py) do not compile; pip skips them the same way, hence -qq
-# and || true. The project's own packages are compiled on every setup (only changed files are redone).
+# machines, the development VM) it never writes the result, and every process compiled tensorflow, torch and ray
+# again (docs/lab/2026-11-27-byte-code-and-kernel-versions.md). Files written for newer Pythons (torch's
+# py312_intrinsics.py) do not compile; pip skips them the same way, hence -qq and || true. The project's own
+# packages are compiled on every setup (compileall redoes only changed files).
 setup:
 	@if [ ! -x $(PY) ]; then \
 	  echo "creating $(VENV) with $(PYTHON)"; \

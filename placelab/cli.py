@@ -46,6 +46,7 @@ from placelab.cli_common import (
     simulation_cluster,
     text_table,
 )
+from policies.base import PLACERS
 from policies.runner import compare as run_compare
 from policies.runner import place_and_simulate
 
@@ -183,7 +184,8 @@ def place(graph: GraphArg, cluster: ClusterOpt,
 
 @app.command()
 def compare(graph: GraphArg, cluster: ClusterOpt,
-            placers: Annotated[str | None, typer.Option(help="comma-separated placers (default: all)")] = None,
+            placers: Annotated[str | None, typer.Option(
+                help="comma-separated placers (default: every placer but the learned ones, which train)")] = None,
             seed: int = 0, save: Annotated[bool, typer.Option(help="store each result as a run")] = True,
             mode: ModeOpt = None, sim_param: SimParamOpt = None,
             execute: cli_exec.ExecuteOpt = False, repeats: cli_exec.RepeatsOpt = 3,
@@ -191,7 +193,7 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
             workers: cli_sweep.WorkersOpt = None, address: cli_sweep.AddressOpt = None,
             runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Run several placers on one graph and cluster; a table like Placeto Table 1 (measured too: --execute)."""
-    names = [p.strip() for p in placers.split(",") if p.strip()] if placers is not None else None
+    names = [p.strip() for p in placers.split(",") if p.strip()] if placers is not None else default_compare_placers()
     if names == []:
         raise SpecError(f"--placers names no placer: '{placers}'")
     if execute and (workers or address):
@@ -217,6 +219,15 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
     lb = lower_bound(g, c)
     emit({"graph": g.name, "cluster": c.name, "lower_bound_s": lb, "results": results}, as_json,
          f"{g.name} on {c.name} (lower bound {fmt_s(lb)})\n" + text_table(rows, header))
+
+
+def default_compare_placers() -> list[str]:
+    """``compare``'s placers when ``--placers`` is not given: every registered placer but the learned ones, which
+    train with their default budgets (minutes to hours each); a note on stderr names those left out."""
+    learned = [name for name, info in PLACERS.items() if info.family == "learned"]
+    typer.echo(f"note: comparing every placer but the learned ones ({', '.join(learned)}), which train for minutes "
+               "to hours each; name them in --placers to include them", err=True)
+    return [name for name in PLACERS if name not in learned]
 
 
 # ---------------------------------------------------------------------------------- bench

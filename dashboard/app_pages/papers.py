@@ -114,6 +114,7 @@ def page() -> None:
     st.subheader("Rerun")
     st.code(f"placelab reproduce {meta.get('placer')}" + (" --quick" if params.get("setting") == "quick" else ""),
             language="bash")
-    with st.expander(f"The {len(commands.get('steps', []))} commands it ran, with seeds and wall times"):
+    steps = len(commands.get("steps", []))
+    with st.expander(f"The {steps} command{'' if steps == 1 else 's'} it ran, with seeds and wall times"):
         st.code("\n".join(s["command"] for s in commands.get("steps", [])), language="bash")
         st.json(json.loads(json.dumps(commands.get("steps", []))), expanded=False)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from dashboard import state as keys
 from dashboard.context import keep
 from dashboard.data import link
 from dashboard.data.measured import has_measurement
+from dashboard.data.run_tables import summary_table
 from dashboard.data.runs import is_example, list_runs, run_label
 from dashboard.stores import example_runs_dir, run_store, runs_dir
 from dashboard.widgets.link import linked_runs, set_page_params
@@ -17,7 +17,6 @@ from dashboard.widgets.run_panel import downloads, edit
 from dashboard.widgets.ui import show_table, table_downloads
 from engine.run_meta import STATUSES
 from engine.runs import Run
-from engine.summary import run_summary
 
 ALL = "(all)"
 
@@ -64,8 +63,7 @@ def page() -> None:
     if not runs:
         st.info("No run matches these filters.")
         return
-    table = pd.DataFrame([{"source": "example" if is_example(r) else "yours", **run_summary(r)} for r in runs])
-    table["tags"] = table["tags"].map(", ".join)
+    table = summary_table(runs, ["example" if is_example(r) else "yours" for r in runs], st.context.timezone)
     show_table(table)
     table_downloads(table, keys.RUNS_TABLE, "runs")
     run = _select({r.id: r for r in runs})

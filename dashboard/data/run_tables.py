@@ -1,4 +1,4 @@
-"""The Home page's tables of stored runs: one row per run, newest first, times in the viewer's time zone."""
+"""The Home and Runs pages' tables of stored runs: one row per run, times in the viewer's time zone, makespans in ms."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from engine.runs import RunStore
+from engine.runs import Run, RunStore
 from engine.summary import run_summary
 
-__all__ = ["local_time", "runs_table"]
+__all__ = ["local_time", "runs_table", "summary_table"]
 
 #: What a table shows where a run has no value (no cluster, no makespan yet).
 _TEXT_COLUMNS = ("id", "name", "kind", "status", "placer", "cluster", "graph")
@@ -42,3 +42,22 @@ def runs_table(root: Path, tz: str | None = None) -> pd.DataFrame:
                      "makespan (ms)": None if s["makespan_s"] is None else s["makespan_s"] * 1e3,
                      "created": local_time(s["created"], tz)})
     return pd.DataFrame(rows) if rows else pd.DataFrame()
+
+
+def summary_table(runs: list[Run], sources: list[str], tz: str | None = None) -> pd.DataFrame:
+    """The Runs page's table: each run's summary (:func:`engine.summary.run_summary`) after its ``sources``
+    entry ("example" or "yours"), with the makespan and lower bound in ms (as every page shows times) and the
+    creation time by :func:`local_time` in ``tz``; tags joined by commas."""
+    rows = []
+    for run, source in zip(runs, sources, strict=True):
+        s = run_summary(run)
+        row = {"source": source}
+        for key, value in s.items():
+            if key.endswith("_s"):
+                row[key[:-2].replace("_", " ") + " (ms)"] = None if value is None else value * 1e3
+            elif key == "created":
+                row[key] = local_time(value, tz)
+            else:
+                row[key] = ", ".join(value) if key == "tags" else value
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -40,6 +40,10 @@ def table_view(table: pd.DataFrame, missing: Mapping[str, str] | None = None) ->
     (e.g. "unknown" for the sizes of a graph whose source gives none), booleans as yes / no. The values stay what
     they are (sorting, CSV)."""
     missing = missing or {}
+    # A column with no value at all is its word in every cell ("unknown": the browser's grid draws an empty cell
+    # as the dataframe's one placeholder, not as the Styler's text for it)
+    words = {c: word for c, word in missing.items() if c in table.columns and table[c].map(_missing).all()}
+    table = table.assign(**words) if words else table
 
     def shown(column: str):
         def fmt(v: object) -> str:

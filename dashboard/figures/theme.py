@@ -13,11 +13,13 @@ import plotly.graph_objects as go
 __all__ = ["EXPORT_DEFAULTS", "EXPORT_FORMATS", "PALETTE", "apply_presentation", "device_color", "export_bytes",
            "export_figure", "figure_html", "figure_image", "run_color", "run_colors"]
 
-# Okabe–Ito plus extras: distinguishable for color-blind viewers, good on a projector.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000",
+# Okabe–Ito plus extras: distinguishable for color-blind viewers, good on a projector. Okabe–Ito's black is
+# replaced by a purple (#9467BD, 4.3:1 on white and on the dark theme's background): black op types and devices
+# vanished on the dark canvas (issue #33).
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#9467BD",
            "#8C564B", "#7F7F7F", "#17BECF", "#BCBD22")
-#: Colours for runs and placers: the palette without black and yellow (lost on dark or light backgrounds).
-_RUN_PALETTE = tuple(c for c in PALETTE if c not in ("#000000", "#F0E442"))
+#: Colours for runs and placers: the palette without yellow (1.3:1 on white, lost on a light background).
+_RUN_PALETTE = tuple(c for c in PALETTE if c != "#F0E442")
 #: Debian's chromium; kaleido (>= 1, through choreographer) is pointed at it and never downloads one.
 SYSTEM_CHROMIUM = Path("/usr/bin/chromium")
 EXPORT_FORMATS = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf", "html": "text/html"}

@@ -164,6 +164,8 @@ def show_explorer(graph: CompGraph, *, key: str, devices: np.ndarray | None = No
                f"{op_click}; scroll to zoom, the side panel shows the clicked node's card.")
     if highlight is not None and highlight.any():
         st.caption(f"Red border: {highlight_label} ({int(highlight.sum()):,} ops).")
+    elif query.strip():
+        st.caption(f"No op matches '{query.strip()}' (0 matches in names, types and scopes).")
     legend = " ".join(f'<span style="color:{c}">●</span> {html.escape(name or "(none)")}'
                       for name, c in list(view.legend.items())[:14])
     st.markdown(legend, unsafe_allow_html=True)

@@ -11,7 +11,7 @@ import streamlit as st
 
 from dashboard import state as keys
 from dashboard.figures import apply_presentation, table_latex
-from dashboard.figures.tables import table_view
+from dashboard.figures.tables import MISSING, table_view
 from dashboard.figures.theme import EXPORT_DEFAULTS, EXPORT_FORMATS, export_bytes
 from engine.errors import PlacelabError, one_line
 
@@ -60,8 +60,8 @@ def show_table(table: pd.DataFrame, missing: Mapping[str, str] | None = None, **
     view = table_view(table, missing)
     if presentation() and len(table) <= PRESENTATION_TABLE_ROWS:
         st.table(view, hide_index=True)
-    else:
-        st.dataframe(view, hide_index=True, **kwargs)
+    else:  # the grid draws an empty cell as its placeholder, whatever the Styler's text for it ("None" unless set)
+        st.dataframe(view, hide_index=True, placeholder=MISSING, **kwargs)
 
 
 def show_figure(fig: go.Figure, *, key: str | None = None, export: bool = True,

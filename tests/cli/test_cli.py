@@ -269,6 +269,21 @@ def test_compare_no_save_human(files, capsys):
     assert not Path(files.runs).exists()
 
 
+def test_compare_without_placers_leaves_the_learned_ones_out_and_says_so(files, capsys):
+    """Issue #33: `compare GRAPH` trained all the learned placers with their default budgets (over 15 minutes on
+    a 112-op graph); without --placers it now runs every other placer and names the ones it left out."""
+    code, out, err = run_cli(capsys, "compare", files.graph, "-c", files.cluster, "--no-save", "--json")
+    assert code == 0
+    ran = [r["placer"] for r in json.loads(out)["results"]]
+    assert {"doppler", "gdp", "placeto", "rnn"}.isdisjoint(ran)
+    assert {"single-device", "round-robin", "metis", "heft", "m-etf", "local-search", "enumerative"} <= set(ran)
+    assert ("note: comparing every placer but the learned ones (doppler, gdp, placeto, rnn), which train for "
+            "minutes to hours each; name them in --placers to include them") in err
+    code, out, err = run_cli(capsys, "compare", files.graph, "-c", files.cluster, "--no-save", "--json",
+                             "--placers", "single-device")
+    assert code == 0 and "learned ones" not in err
+
+
 # ---- bench simulate ------------------------------------------------------------------------
 
 

@@ -481,11 +481,14 @@ def _colliding_names(count):
 def test_runs_shown_together_never_share_a_colour(count):
     from dashboard.figures.theme import run_color, run_colors
 
-    names = _colliding_names(3)[:min(count, 3)] + [f"placer-{i}" for i in range(count - min(count, 3))]
+    colliding = _colliding_names(3)[:min(count, 3)]
+    home = run_color(colliding[0])
+    others = [n for n in (f"placer-{i}" for i in range(500)) if run_color(n) != home][:count - len(colliding)]
+    names = colliding + others
     colors = run_colors(names)
     assert sorted(colors) == sorted(names) and len(set(colors.values())) == count
     assert run_colors(list(reversed(names))) == colors  # the set decides, not the order
-    assert colors[min(_colliding_names(3)[:min(count, 3)])] == run_color(min(_colliding_names(3)[:min(count, 3)]))
+    assert colors[min(colliding)] == home  # the first of those sharing a home colour keeps it
 
 
 def test_a_run_keeps_its_home_colour_unless_another_claims_it_first():

@@ -153,6 +153,8 @@ def test_graphs_page_explorer_opens_and_closes_scopes_on_click(empty_runs):
     app.text_input(key="graphs_gv_search").set_value("m0.A/shard0").run()  # reveals and marks the match
     marked = [n["data"]["id"] for n in explorers(app)[0]["elements"]["nodes"] if n["data"].get("_bw", 0) >= 4]
     assert "op:m0.A/shard0" in marked
+    app.text_input(key="graphs_gv_search").set_value("nosuchop").run()  # said, not silent (issue #33)
+    assert any(c.value == "No op matches 'nosuchop' (0 matches in names, types and scopes)." for c in app.caption)
     app.radio(key="graphs_gv_color_by").set_value("compute").run()
     assert not app.exception and not app.error
 

@@ -235,6 +235,17 @@ def test_contrast_of_wcag_reference_colours():
     assert _contrast("#777777", "#FFFFFF") == pytest.approx(4.48, abs=0.01)  # the classic just-failing grey
 
 
+def test_no_palette_colour_vanishes_on_either_theme():
+    """Okabe–Ito's black drew an op type (and the 8th device) invisibly on the dark canvas (1.2:1, issue #33); each
+    colour now stands out from the light and both dark backgrounds (yellow, 1.3:1 on white, is the weakest and is
+    kept out of the run colours)."""
+    from dashboard.figures.theme import PALETTE
+
+    for colour in PALETTE:
+        for background in ("#FFFFFF", THEME_DEFAULTS["dark"][0], "#171614"):
+            assert _contrast(colour, background) >= 1.3, (colour, background)
+
+
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_every_table_cell_is_readable_in_both_themes(theme):
     """Papers in dark mode showed light text on pastel fills ("close", "differ"): every cell now has a WCAG

@@ -4,7 +4,7 @@ past its episode budget told as it is."""
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.data.run_tables import local_time, runs_table
+from dashboard.data.run_tables import local_time, runs_table, summary_table
 from dashboard.data.training import episode_progress
 from dashboard.figures.tables import MISSING
 
@@ -34,6 +34,23 @@ def test_home_table_in_ms_with_missing_values_as_none(tmp_path):
     assert table.loc[bare.id, "created"] == local_time(bare.meta["created"], "UTC")
 
 
+def test_runs_page_table_in_ms_and_local_times(tmp_path):
+    """The Runs page showed makespans in seconds and raw ISO timestamps (2026-11-27T06:03:48.942448+00:00)."""
+    from engine.generators import random_dag
+    from engine.presets import PRESETS
+    from engine.runs import RunStore
+    from policies.runner import place_and_simulate
+
+    store = RunStore(tmp_path)
+    res = place_and_simulate(random_dag(ops=30, seed=2), PRESETS["k80x2"](), "round-robin", store=store)
+    (run,) = store.list()
+    table = summary_table([run], ["yours"], "Europe/Berlin")
+    assert list(table.columns[:3]) == ["source", "id", "name"] and "makespan_s" not in table.columns
+    assert table.loc[0, "makespan (ms)"] == pytest.approx(res.schedule.makespan * 1e3)
+    assert table.loc[0, "lower bound (ms)"] == pytest.approx(run.meta["metrics"]["lower_bound_s"] * 1e3)
+    assert table.loc[0, "created"] == local_time(run.meta["created"], "Europe/Berlin")
+
+
 def test_home_page_shows_dashes_not_none(tmp_path, monkeypatch):
     from engine.runs import RunStore
 
@@ -48,6 +65,9 @@ def test_home_page_shows_dashes_not_none(tmp_path, monkeypatch):
     shown = pa.ipc.open_stream(app.dataframe[0].proto.arrow_data.styler.display_values).read_all().to_pandas()
     row = shown.iloc[0].astype(str).tolist()
     assert row.count(MISSING) >= 3 and "None" not in row and "nan" not in row  # cluster, placer, makespan
+    # ... and the grid's placeholder: the browser draws an empty cell as that, not as the Styler's text (it was
+    # "None" in the browser while the display values above held the dash)
+    assert app.dataframe[0].proto.placeholder == MISSING
     row = app.dataframe[0].value.iloc[0]
     assert row["created"].count(":") == 1 and "T" not in row["created"]  # 2026-11-24 10:46, not ISO
 

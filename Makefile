@@ -127,7 +127,7 @@ bundled-runs: setup
 	$(VENV)/bin/placelab compare "gen:family-cifar10?index=0" -c k80x2 --placers single-device,metis,m-etf,local-search --runs-dir runs
 	$(VENV)/bin/placelab train --placer placeto -g "gen:family-cifar10?index=0" -c k80x2 --episodes 400 --save \
 	  --name "Placeto on cifar10 #0" --runs-dir runs --threads 1
-	$(VENV)/bin/placelab train --placer rnn -g "gen:family-cifar10?index=0" -c k80x2 --episodes 800 --param hidden=128 --save \
+	$(VENV)/bin/placelab train --placer rnn -g "gen:family-cifar10?index=0" -c k80x2 --episodes 4000 --param hidden=128 --save \
 	  --name "RNN placer on cifar10 #0" --runs-dir runs --threads 1
 	$(VENV)/bin/placelab experiment --family cifar10 -c k80x2 --episodes 400 --optimized-episodes 50 \
 	  --runs-dir runs --threads 1

@@ -18,7 +18,7 @@ from placelab.reproduce.results_doc import main, results_markdown, write_results
 
 BUNDLED = Path(__file__).resolve().parents[2] / "runs"
 DOPPLER = "20261126-134823-reproduce-doppler-table2-85c4"
-ABLATIONS = "20261123-233130-reproduce-placeto-ablations-52ab"
+ABLATIONS = "20261127-063729-reproduce-placeto-ablations-b6b5"
 NUMBER = re.compile(r"-?[0-9][0-9,]*\.?[0-9]*(?:e[+-]?[0-9]+)?")
 
 

@@ -70,13 +70,14 @@ def readonly(a: np.ndarray) -> np.ndarray:
     loop writable; a graph's arrays are read-only, a duration vector writable. Every array a kernel only
     reads goes in read-only, so each kernel has one compiled version: the one ``make setup`` puts in
     numba's cache (``placelab/warmup.py``), not a second compiled in the first process that needs it
-    (20-40 s each for the work-conserving kernel on 2 cores, in every test worker at once).
+    (docs/lab/2026-11-27-byte-code-and-kernel-versions.md).
     """
     if not a.flags.writeable:
         return a
     view = a.view()
     view.flags.writeable = False
     return view
+
 
 # counts: int64 [N_COUNTS]
 HEAP_SIZE, MEM_RECORDS, EVENT_SEQ, ROWS, TIE_SEQ = range(5)

@@ -3,7 +3,8 @@ arrays read-only, ``engine._simlayout.readonly``), so the version ``make setup``
 (``placelab/warmup.py``) is the one every later process loads. Before, a placement given as a
 :class:`~engine.placement.Placement` (read-only) and one given as a plain array (writable) were two versions
 of each simulator kernel, and a cluster with a measured copy curve a third of the work-conserving one: each
-compiled (20-40 s on 2 cores) in the first process that needed it, in every test worker at once.
+compiled in the first process that needed it, in every test worker at once
+(docs/lab/2026-11-27-byte-code-and-kernel-versions.md).
 
 Counted in a fresh process: the warm-up's jobs, then every caller's variant, then the versions each
 dispatcher holds.

@@ -19,6 +19,7 @@ from dashboard.figures.papers import (
     table_latex,
     text_width_px,
 )
+from dashboard.figures.tables import MISSING
 from dashboard.figures.theme import EXPORT_DEFAULTS, EXPORT_FORMATS, export_bytes
 from dashboard.widgets.papers_runs import graphs_used, reproduction_label, runs_beside_this
 from dashboard.widgets.ui import guard, show_figure, viewer_theme
@@ -52,7 +53,7 @@ def _show_table(shown: pd.DataFrame) -> None:
     readable on a dark page)."""
     widths = {c: st.column_config.TextColumn(width=text_width_px(shown[c], c)) for c in ("row", "column")}
     st.dataframe(shown.style.apply(cell_styles, theme=viewer_theme(), axis=None), width="stretch", hide_index=True,
-                 column_config=widths)
+                 column_config=widths, placeholder=MISSING)  # an empty cell as every table draws it
 
 
 def page() -> None:

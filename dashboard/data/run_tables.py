@@ -29,35 +29,31 @@ def local_time(iso: str | None, tz: str | None = None) -> str | None:
     return None if when is None else when.astimezone(zone).strftime("%Y-%m-%d %H:%M")
 
 
-def runs_table(root: Path, tz: str | None = None) -> pd.DataFrame:
-    """One row per stored run under ``root``, newest first, makespans in ms, creation times in ``tz``
-    (:func:`local_time`) and None where a run has no value (shown as ``dashboard.figures.tables.MISSING``);
-    empty when there are none (or no such folder)."""
-    if not root.is_dir():
-        return pd.DataFrame()
-    rows = []
-    for r in RunStore(root).list():
-        s = run_summary(r)
-        rows.append({**{k: s[k] or None for k in _TEXT_COLUMNS},
-                     "makespan (ms)": None if s["makespan_s"] is None else s["makespan_s"] * 1e3,
-                     "created": local_time(s["created"], tz)})
-    return pd.DataFrame(rows) if rows else pd.DataFrame()
-
-
 def summary_table(runs: list[Run], sources: list[str], tz: str | None = None) -> pd.DataFrame:
     """The Runs page's table: each run's summary (:func:`engine.summary.run_summary`) after its ``sources``
-    entry ("example" or "yours"), with the makespan and lower bound in ms (as every page shows times) and the
-    creation time by :func:`local_time` in ``tz``; tags joined by commas."""
+    entry ("example" or "yours"), with the makespan and lower bound in ms (as every page shows times), the
+    creation time by :func:`local_time` in ``tz``, tags joined by commas, and None where a run has no value, an
+    empty text included (shown as ``dashboard.figures.tables.MISSING``)."""
     rows = []
     for run, source in zip(runs, sources, strict=True):
-        s = run_summary(run)
         row = {"source": source}
-        for key, value in s.items():
+        for key, value in run_summary(run).items():
             if key.endswith("_s"):
                 row[key[:-2].replace("_", " ") + " (ms)"] = None if value is None else value * 1e3
             elif key == "created":
                 row[key] = local_time(value, tz)
+            elif key == "tags":
+                row[key] = ", ".join(value)
             else:
-                row[key] = ", ".join(value) if key == "tags" else value
+                row[key] = None if value == "" else value
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def runs_table(root: Path, tz: str | None = None) -> pd.DataFrame:
+    """The Home page's table of the runs stored under ``root``, newest first: :func:`summary_table`'s
+    :data:`_TEXT_COLUMNS`, makespan (ms) and creation time; empty when there are none (or no such folder)."""
+    runs = RunStore(root).list() if root.is_dir() else []
+    if not runs:
+        return pd.DataFrame()
+    return summary_table(runs, [""] * len(runs), tz)[[*_TEXT_COLUMNS, "makespan (ms)", "created"]]

@@ -218,10 +218,11 @@ def papers_beside(run_id: str) -> str:
 
 def part(key: str, name: str) -> str:
     """Widget ``name`` of the group of widgets ``key`` (a view or a figure): a figure's export popover
-    (``x_title``, ``x_w``, ``x_h``, ``x_font``, ``x_fmt``, ``x_dl``), a table's downloads (``csv``, ``tex``),
-    one-click figure downloads (``html``, ``png``, ``svg``), a graph explorer's ``color_by``, ``search``,
-    ``reset``, ``pyvis`` and ``pyvis_dl``, a schedule's ``tl_find``, ``tl_arrows``, ``tl_plotly``,
-    ``tl_reset``, ``trace``, ``load`` and ``memory``, a measured run's ``measured_tl`` and ``mvs``."""
+    (``x_title``, ``x_w``, ``x_h``, ``x_font``, ``x_fmt``, ``x_dl``, ``x_preview``), a table's downloads
+    (``csv``, ``tex``), one-click figure downloads (``html``, ``png``, ``svg``), a graph explorer's
+    ``color_by``, ``search``, ``reset``, ``pyvis`` and ``pyvis_dl``, a schedule's ``tl_find``, ``tl_arrows``,
+    ``tl_plotly``, ``tl_reset``, ``trace``, ``load`` and ``memory``, a measured run's ``measured_tl`` and
+    ``mvs``."""
     return f"{key}_{name}"
 
 

@@ -5,7 +5,7 @@ layer scope that is not open is one node standing for all its ops; an open scope
 box around its children. Only the visible nodes go to the browser, so what the browser lays out
 and paints depends on what is open, not on the graph's
 size. Nodes sit at a nested layered position computed here (:func:`nested_layout`: each open
-scope a box laid out inside its parent, columns by median topological level) and the browser only
+scope a box laid out inside its parent, columns by the level where data enters) and the browser only
 paints them: dagre in the browser took 5–23 s on the collapsed views of 1k-op and ``gen:nmt``
 graphs (their edges are dense), against about 2 s for this preset layout — measured with
 ``benchmarks/bench_graph_view.py``.
@@ -28,8 +28,8 @@ from dashboard.figures.theme import device_color
 from engine.dag import levels
 from engine.graph import CompGraph
 
-__all__ = ["EXPLORER_COLOR_BY", "Explorer", "explorer_elements", "nested_layout", "op_node_id", "reveal",
-           "scope_node_id"]
+__all__ = ["EXPLORER_COLOR_BY", "Explorer", "explorer_elements", "focus_selector", "nested_layout", "op_node_id",
+           "reveal", "scope_node_id"]
 
 EXPLORER_COLOR_BY = ("device", "op type", "compute", "memory", "start time")
 HIGHLIGHT = "#D00000"
@@ -61,6 +61,26 @@ def reveal(hierarchy: Sequence[str], ops: np.ndarray) -> set[str]:
     return {prefix for i in np.asarray(ops, dtype=np.int64).tolist() for prefix in ancestors(hierarchy[i])}
 
 
+def _quoted(node_id: str) -> str:
+    return '"' + node_id.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def focus_selector(view: Explorer, ops: np.ndarray) -> str | None:
+    """A Cytoscape.js selector for the nodes drawing ``ops`` (indices) and their neighbours in ``view``:
+    the explorer fits the view to them (a preset layout fits its ``eles``), so a search or a pick in the
+    timeline pans and zooms to the match with its context around it. ``None`` when ``ops`` is empty."""
+    nodes = {view.node_ids[int(g)] for g in np.unique(view.node_of_op[np.asarray(ops, dtype=np.int64)])}
+    if not nodes:
+        return None
+    near = set(nodes)
+    for edge in view.elements["edges"]:
+        if edge["data"]["source"] in nodes:
+            near.add(edge["data"]["target"])
+        if edge["data"]["target"] in nodes:
+            near.add(edge["data"]["source"])
+    return ", ".join(f"[id = {_quoted(i)}]" for i in sorted(near))
+
+
 def _majority(values: Sequence, members: np.ndarray) -> object:
     return Counter(values[i] for i in members.tolist()).most_common(1)[0][0]
 
@@ -78,6 +98,8 @@ _LEAF_W, _GAP_X, _GAP_Y, _PAD, _TITLE, _ROW_GAP = 110.0, 40.0, 14.0, 16.0, 24.0,
 _ASPECT = 2.2
 _WRAP_WIDER = 1200.0
 _COLUMN_H = 600.0
+#: How many row widths :func:`_wrap` tries.
+_WRAP_TRIES = 48
 
 
 def _split(column: list[str], dims: dict[str, tuple[float, float]], limit: float) -> list[list[str]]:
@@ -94,26 +116,38 @@ def _split(column: list[str], dims: dict[str, tuple[float, float]], limit: float
     return parts
 
 
-def _wrap(widths: list[float], heights: list[float]) -> list[list[int]]:
-    """Columns cut into rows (left to right, then the next row below, like lines of text) so a long
-    chain — an unrolled RNN's 40 steps — fills a box of about :data:`_ASPECT` instead of a thread:
-    ``round(√(total width / (aspect × tallest column)))`` rows of about equal width; rows no wider
-    than :data:`_WRAP_WIDER` px stay one row."""
-    total = sum(widths) + _GAP_X * (len(widths) - 1)
-    tall = max(heights, default=0.0)
-    if total <= _WRAP_WIDER or tall <= 0:
-        return [list(range(len(widths)))]
-    count = max(1, round(float(np.sqrt(total / (_ASPECT * tall)))))
-    target = total / count
+def _rows(widths: list[float], limit: float) -> list[list[int]]:
+    """Columns filled left to right into rows at most ``limit`` px wide (a wider column alone), like
+    lines of text."""
     rows: list[list[int]] = [[]]
     used = 0.0
     for c, w in enumerate(widths):
-        if rows[-1] and used + w > target + 1e-9:
+        if rows[-1] and used + w > limit + 1e-9:
             rows.append([])
             used = 0.0
         rows[-1].append(c)
         used += w + _GAP_X
     return rows
+
+
+def _wrap(widths: list[float], heights: list[float]) -> list[list[int]]:
+    """Columns cut into rows (left to right, then the next row below, like lines of text) so a long
+    chain — an unrolled RNN's 40 steps — fills a box shaped like the explorer's frame instead of a
+    thread. Of :data:`_WRAP_TRIES` row widths from the widest column to all in one row, the one whose
+    box would be drawn largest in a frame of aspect :data:`_ASPECT` (the smallest
+    ``max(width, aspect × height)``); rows no wider than :data:`_WRAP_WIDER` px stay one row."""
+    total = sum(widths) + _GAP_X * (len(widths) - 1)
+    if total <= _WRAP_WIDER or max(heights, default=0.0) <= 0:
+        return [list(range(len(widths)))]
+    best: tuple[float, list[list[int]]] | None = None
+    for limit in np.geomspace(max(widths), total, _WRAP_TRIES).tolist():
+        rows = _rows(widths, limit)
+        wide = max(sum(widths[c] for c in row) + _GAP_X * (len(row) - 1) for row in rows)
+        tall = sum(max(heights[c] for c in row) for row in rows) + _ROW_GAP * (len(rows) - 1)
+        score = max(wide, _ASPECT * tall)
+        if best is None or score < best[0] - 1e-9:
+            best = (score, rows)
+    return best[1]
 
 
 def nested_layout(parent_of: dict[str, str], level_of: dict[str, float],
@@ -183,17 +217,27 @@ def nested_layout(parent_of: dict[str, str], level_of: dict[str, float],
 
 def _place(nodes: list[dict], graph: CompGraph, hierarchy: Sequence[str], members: list[np.ndarray],
            boxes: set[str]) -> None:
-    """Give each leaf node its ``position`` from :func:`nested_layout`; a node's level is the median
-    topological level of its ops (an open box's: of all ops inside it)."""
+    """Give each leaf node its ``position`` from :func:`nested_layout`; a node's level is where data first
+    flows into it: the lowest topological level of its ops that have an input (an open box's: of all ops
+    inside it; the lowest of all when none has one). Not the median: in a training graph most of a
+    layer's ops are its gradients, so the median put the first layer last and drew the forward pass
+    right to left; and not the lowest of all ops, which a layer's variables (level 0) would make 0."""
     lv = levels(graph)
+    entry = lv.astype(float)
+    entry[np.bincount(graph.edge_dst, minlength=graph.num_ops) == 0] = np.inf
+
+    def first(ops: np.ndarray) -> float:
+        low = entry[ops].min()
+        return float(low if np.isfinite(low) else lv[ops].min())
+
     inside: dict[str, list[int]] = {scope_node_id(b): [] for b in boxes}
     for i, scope in enumerate(hierarchy):
         for prefix in ancestors(scope):
             if prefix in boxes:
-                inside[scope_node_id(prefix)].append(int(lv[i]))
+                inside[scope_node_id(prefix)].append(i)
     leaves = [n["data"] for n in nodes if n["data"]["label"] != "open"]
-    level_of = {d["id"]: float(np.median(lv[m])) for d, m in zip(leaves, members, strict=True)}
-    level_of.update({b: float(np.median(v)) for b, v in inside.items()})
+    level_of = {d["id"]: first(m) for d, m in zip(leaves, members, strict=True)}
+    level_of.update({b: first(np.array(v, dtype=np.int64)) for b, v in inside.items()})
     parent_of = {n["data"]["id"]: n["data"].get("parent", "") for n in nodes}
     centres = nested_layout(parent_of, level_of, {d["id"]: d["_size"] for d in leaves})
     for n in nodes:

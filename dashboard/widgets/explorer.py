@@ -4,7 +4,8 @@ wheel; nothing is fetched at run time) over :func:`explorer_elements`.
 Click a collapsed scope to open it, click an open scope's box to close it, click an op to select
 it (the timeline above highlights it). Ops picked in the timeline arrive through
 :func:`pick_op` and are revealed and marked here. The state per view lives in
-``st.session_state[keys.explorer_state(key)]``: ``{"expanded": set, "selected": int | None, "seen": ts}``.
+``st.session_state[keys.explorer_state(key)]``: ``{"expanded": set, "selected": int | None, "seen": ts,
+"revealed": the search last handled, "focus": ops the view fits to (a search's matches, a timeline pick)}``.
 """
 
 from __future__ import annotations
@@ -19,19 +20,33 @@ from streamlit_cytoscape import EdgeStyle, Event, NodeStyle, streamlit_cytoscape
 
 from dashboard import state as keys
 from dashboard.context import keep
-from dashboard.figures.explorer import EXPLORER_COLOR_BY, REVEAL_UP_TO, Explorer, explorer_elements, reveal
+from dashboard.figures.explorer import (
+    EXPLORER_COLOR_BY,
+    REVEAL_UP_TO,
+    Explorer,
+    explorer_elements,
+    focus_selector,
+    reveal,
+)
 from dashboard.figures.scope_tree import hierarchy_scopes, initial_expanded
 from dashboard.figures.timeline import match_ops
 from engine.dag import levels
 from engine.graph import CompGraph
 
-#: Visible nodes the explorer opens scopes up to on first view.
-FIRST_VIEW_NODES = 150
+#: Visible nodes the explorer opens scopes up to on first view: few enough that the first view, fit to
+#: the frame, is drawn at a zoom where the labels show (about 0.4–1.1 on the generators' graphs, where
+#: 150 nodes gave 0.24–0.38 and no label at all; ``min-zoomed-font-size`` below).
+FIRST_VIEW_NODES = 40
+#: An op's label size, and the size on screen under which Cytoscape leaves labels out (so a label shows
+#: at zoom ≥ LABEL_MIN_PX / LABEL_PX; a scope's, 14 px, a little further out).
+LABEL_PX, LABEL_MIN_PX = 11, 5
+#: Labels are cut with an ellipsis at a leaf's slot (110 px wide, 40 apart), so they never overlap.
 _NODE = {"background-color": "data(_color)", "width": "data(_size)", "height": "data(_size)",
-         "border-width": "data(_bw)", "border-color": "data(_bc)", "font-size": 9, "min-zoomed-font-size": 6}
+         "border-width": "data(_bw)", "border-color": "data(_bc)", "font-size": LABEL_PX,
+         "min-zoomed-font-size": LABEL_MIN_PX, "text-wrap": "ellipsis", "text-max-width": 140}
 STYLES = [
     NodeStyle("op", caption="name", custom_styles=_NODE),
-    NodeStyle("scope", caption="name", custom_styles={**_NODE, "shape": "round-rectangle", "font-size": 11,
+    NodeStyle("scope", caption="name", custom_styles={**_NODE, "shape": "round-rectangle", "font-size": 14,
                                                       "font-weight": "bold"}),
     NodeStyle("open", caption="name", custom_styles={
         "shape": "round-rectangle", "background-color": "#8899aa", "background-opacity": 0.08, "border-width": 1,
@@ -43,11 +58,14 @@ STYLES = [
 _EVENTS = [Event("tap_node", "tap", "node")]
 
 
-def layout_for(expanded: set[str] | frozenset[str], graph_hash: str = "") -> dict:
+def layout_for(expanded: set[str] | frozenset[str], graph_hash: str = "", focus: str | None = None) -> dict:
     """The positions computed in Python (Cytoscape's ``preset``), fit to the view; ``view`` changes with
-    the graph and the open set, so the component places (and fits) again after each expand / collapse."""
+    the graph and the open set, so the component places (and fits) again after each expand / collapse.
+    ``focus``, a selector (:func:`~dashboard.figures.explorer.focus_selector`), fits the view to those
+    nodes instead: Cytoscape's preset layout fits its ``eles``."""
     view = hashlib.sha1("\n".join([graph_hash, *sorted(expanded)]).encode()).hexdigest()[:12]
-    return {"name": "preset", "fit": True, "padding": 24, "animate": False, "view": view}
+    layout = {"name": "preset", "fit": True, "padding": 48, "animate": False, "view": view}
+    return layout if focus is None else {**layout, "eles": focus}
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -66,12 +84,14 @@ def _state(key: str, graph: CompGraph) -> dict:
 
 
 def pick_op(key: str, graph: CompGraph, op: int | None) -> None:
-    """Select ``op`` in the explorer ``key`` (from the timeline): its scopes open, its node is marked."""
+    """Select ``op`` in the explorer ``key`` (from the timeline): its scopes open, its node is marked and
+    the view pans and zooms to it."""
     state = _state(key, graph)
     state["selected"] = op
     if op is not None:
         hierarchy, _, _ = _hierarchy(graph, graph.content_hash)
         state["expanded"] |= reveal(hierarchy, np.array([op]))
+        state["focus"] = [op]
 
 
 def selected_op(key: str) -> int | None:
@@ -83,7 +103,8 @@ def selected_op(key: str) -> int | None:
 def apply_event(key: str, graph: CompGraph, event: dict | None) -> None:
     """Apply a component event (``{"action", "data": {"target_id"}, "timestamp"}``) to explorer ``key``:
     a click on a collapsed scope opens it, on an open scope's box closes it (and all below), on an op
-    selects it. An event already applied (same timestamp) does nothing."""
+    selects it. An event already applied (same timestamp) does nothing. Opening or closing a scope
+    fits the view to the whole graph again."""
     state = _state(key, graph)
     if not event or event.get("timestamp") == state["seen"]:
         return
@@ -92,6 +113,7 @@ def apply_event(key: str, graph: CompGraph, event: dict | None) -> None:
     if target.startswith("op:"):
         state["selected"] = op_index(graph).get(target[3:])
     elif target.startswith("s:"):
+        state["focus"] = None
         scope = target[2:]
         if scope in state["expanded"]:
             state["expanded"] = {s for s in state["expanded"] if s != scope and not s.startswith(scope + "/")}
@@ -132,7 +154,8 @@ def show_explorer(graph: CompGraph, *, key: str, devices: np.ndarray | None = No
                   device_names: list[str] | None = None, op_start: np.ndarray | None = None,
                   highlight: np.ndarray | None = None, highlight_label: str = "marked") -> None:
     """The explorer with its controls: colour by, search by op name / type / scope (up to
-    :data:`REVEAL_UP_TO` matches open their scopes, all are marked), reset to the first view."""
+    :data:`REVEAL_UP_TO` matches open their scopes and the view pans and zooms to them; all are marked),
+    reset to the first view."""
     hierarchy, own, first = _hierarchy(graph, graph.content_hash)
     state = _state(key, graph)
     options = [c for c in EXPLORER_COLOR_BY if (c != "device" or devices is not None)
@@ -143,15 +166,19 @@ def show_explorer(graph: CompGraph, *, key: str, devices: np.ndarray | None = No
     query = cols[1].text_input("Search ops (name, type or scope)", key=keep(keys.part(key, "search"), ""))
     if cols[2].button("Reset view", key=keys.part(key, "reset"),
                       help="Back to the first view: scopes closed as on opening"):
-        state.update(expanded=set(first), selected=None)
+        state.update(expanded=set(first), selected=None, focus=None)
     if query.strip():
         hits = match_ops(graph, query)
-        if 0 < hits.sum() <= REVEAL_UP_TO and state.get("revealed") != query:  # once: a scope closed after stays so
-            state["expanded"] |= reveal(hierarchy, np.flatnonzero(hits))
-            state["revealed"] = query
+        if state.get("revealed") != query:  # once per query: a scope closed after stays so
+            few = 0 < hits.sum() <= REVEAL_UP_TO
+            if few:
+                state["expanded"] |= reveal(hierarchy, np.flatnonzero(hits))
+            state.update(revealed=query, focus=np.flatnonzero(hits).tolist() if few else None)
         highlight = hits
         highlight_label = f"matches '{query.strip()}'" + (
             "" if hits.sum() <= REVEAL_UP_TO else f"; more than {REVEAL_UP_TO}, so their scopes stay as they are")
+    elif state.get("revealed"):  # the search cleared: the whole graph again
+        state.update(revealed=None, focus=None)
     view = _elements(graph.content_hash, frozenset(state["expanded"]), _digest(devices),
                      None if device_names is None else tuple(device_names), _digest(op_start), color_by,
                      _digest(highlight), state["selected"], graph, hierarchy, devices, op_start, highlight)
@@ -169,6 +196,7 @@ def show_explorer(graph: CompGraph, *, key: str, devices: np.ndarray | None = No
     legend = " ".join(f'<span style="color:{c}">●</span> {html.escape(name or "(none)")}'
                       for name, c in list(view.legend.items())[:14])
     st.markdown(legend, unsafe_allow_html=True)
-    streamlit_cytoscape(view.elements, layout=layout_for(state["expanded"], graph.content_hash),
+    focus = focus_selector(view, np.array(state["focus"])) if state.get("focus") else None
+    streamlit_cytoscape(view.elements, layout=layout_for(state["expanded"], graph.content_hash, focus),
                         node_styles=STYLES[:3], edge_styles=STYLES[3:], height=620, key=keys.explorer_event(key),
                         events=_EVENTS, on_change=partial(_on_event, key, graph))

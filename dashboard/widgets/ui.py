@@ -23,6 +23,8 @@ PRESENTATION_FONT = 22
 #: Most rows a table shows as a plain table in presentation mode, whose text follows the large fonts (a data
 #: grid is drawn on a canvas at its own small size); longer tables stay scrollable grids.
 PRESENTATION_TABLE_ROWS = 40
+#: Width (px) of the export preview in its popover: wide enough to judge tick labels and margins.
+PREVIEW_PX = 640
 
 
 def show_error(message: object) -> None:
@@ -79,7 +81,8 @@ def show_figure(fig: go.Figure, *, key: str | None = None, export: bool = True,
 
 
 def figure_export_controls(fig: go.Figure, key: str) -> None:
-    """A popover to download ``fig`` as PNG/SVG/PDF (kaleido, chosen size) or HTML, with an editable title."""
+    """A popover to download ``fig`` as PNG/SVG/PDF (kaleido, chosen size) or HTML, with an editable title and
+    a preview of the export (rendered only while its toggle is on: kaleido takes a second or more)."""
     with st.popover("Export figure", icon=":material/download:"):
         title = st.text_input("Title", value=fig.layout.title.text or "", key=keys.part(key, "x_title"))
         cols = st.columns(3)
@@ -102,6 +105,13 @@ def figure_export_controls(fig: go.Figure, key: str) -> None:
         name = "".join(c if c.isalnum() or c in "-_" else "_" for c in (title or key)).strip("_")[:80] or key
         st.download_button(f"Download {fmt.upper()}", data, file_name=f"{name}.{fmt}", mime=EXPORT_FORMATS[fmt],
                            key=keys.part(key, "x_dl"), on_click="ignore")
+        if st.toggle("Preview", key=keys.part(key, "x_preview"),
+                     help="The figure as the download draws it: this title, size and font, rendered by kaleido"):
+            preview = export_bytes(fig, "png", title=title, width=width, height=height, font_size=font)
+            if preview is None:
+                st.caption("No preview: it needs kaleido and the system chromium (make setup browser-deps).")
+            else:
+                st.image(preview, caption=f"{width} × {height} px, as exported (shown scaled)", width=PREVIEW_PX)
 
 
 def table_downloads(table: pd.DataFrame, key: str, name: str) -> None:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from plotly.colors import sample_colorscale
 
-from dashboard.figures.explorer import HIGHLIGHT, explorer_elements, reveal
+from dashboard.figures.explorer import HIGHLIGHT, _wrap, explorer_elements, focus_selector, reveal
 from dashboard.figures.theme import device_color
 from engine.graph import CompGraph
 
@@ -34,8 +34,9 @@ def test_open_scope_is_a_compound_box_around_its_children(graph):
     assert nodes["s:enc/l0"]["data"]["parent"] == nodes["s:enc/l1"]["data"]["parent"] == "s:enc"
     assert "parent" not in nodes["s:dec"]["data"] and "parent" not in nodes["op:e"]["data"]
     assert nodes["s:enc/l0"]["data"]["name"] == "l0 (2)" and nodes["s:enc/l0"]["data"]["ops"] == 2
-    # nested layout by hand: root columns [box enc (median level 1)] [dec (3)] [e (4)]; inside the box
-    # [l0 (0.5)] [l1 (2)]. Leaves are 110 wide, 40 apart; the box adds 16 padding each side and a 24 title:
+    # nested layout by hand, each node at the lowest level of its ops that have an input: root columns
+    # [box enc (b: 1)] [dec (3)] [e (4)]; inside the box [l0 (b: 1)] [l1 (2)]. Leaves are 110 wide, 40 apart;
+    # the box adds 16 padding each side and a 24 title:
     # l0 centre x = 16 + 55, l1 = 16 + 150 + 55; the box is 292 wide, so dec = 292 + 40 + 55, e = 482 + 55.
     # Sizes (14 + 26 √(compute / max), +10 for scopes): l0 = l1 = 14 + 26 √.5 + 10, dec 50, e 14.
     s = 24 + 26 * np.sqrt(0.5)
@@ -94,3 +95,41 @@ def test_highlight_and_selection_mark_the_nodes_holding_the_ops(graph):
 
 def test_reveal_opens_every_scope_above_the_ops():
     assert reveal(SCOPES, np.array([0, 3, 4])) == {"enc", "enc/l0", "dec"}
+
+
+def test_focus_selector_names_the_nodes_of_the_ops_and_their_neighbours(graph):
+    view = explorer_elements(graph, SCOPES, {"enc", "enc/l0", "enc/l1", "dec"})  # every op a node
+    # c's edges: b→c, a→c, c→d
+    assert focus_selector(view, np.array([2])) == '[id = "op:a"], [id = "op:b"], [id = "op:c"], [id = "op:d"]'
+    closed = explorer_elements(graph, SCOPES, set())  # a and b inside the collapsed enc: its node stands for them
+    assert focus_selector(closed, np.array([0, 1])) == '[id = "s:dec"], [id = "s:enc"]'
+    assert focus_selector(view, np.array([], dtype=int)) is None
+
+
+def test_focus_selector_quotes_ids_as_cytoscape_reads_them():
+    g = CompGraph("q", ['say "hi"', "back\\slash"], compute_any=np.ones(2), output_bytes=np.ones(2),
+                  persistent_bytes=np.zeros(2), edge_src=[0], edge_dst=[1], edge_bytes=np.ones(1),
+                  op_types=["A", "B"], scope=["", ""])
+    view = explorer_elements(g, ["", ""], set())
+    assert focus_selector(view, np.array([0])) == '[id = "op:back\\\\slash"], [id = "op:say \\"hi\\""]'
+
+
+def test_wrap_cuts_a_long_row_into_the_rows_that_fit_the_frame_best():
+    # six columns 300 wide and 100 tall, 40 apart: one row is 2,000 × 100 (score max(2000, 2.2 × 100) = 2000);
+    # rows of 3 are 980 × 240 (980), of 2 are 640 × 380 (836), of 1 are 300 × 740 (1628): rows of 2 win
+    assert _wrap([300.0] * 6, [100.0] * 6) == [[0, 1], [2, 3], [4, 5]]
+    assert _wrap([300.0, 300.0], [100.0, 100.0]) == [[0, 1]]  # 640 wide: under 1,200, one row
+
+
+def test_a_training_graph_flows_left_to_right_from_its_first_layer():
+    # x → f1 → f2 → loss → g2 → g1a → g1b → g1c (levels 0..7); l1 = {f1, g1a, g1b, g1c}, l2 = {f2, g2}. By the
+    # median level l1 (5.5) would sit right of l2 (3), the forward pass drawn backwards; data enters l1 at
+    # level 1 (f1) and l2 at level 2 (f2), so l1 is left of l2; x, a source alone, stays at its level 0
+    names = ["x", "f1", "f2", "loss", "g2", "g1a", "g1b", "g1c"]
+    scopes = ["", "l1", "l2", "", "l2", "l1", "l1", "l1"]
+    g = CompGraph("train", names, compute_any=np.ones(8), output_bytes=np.ones(8), persistent_bytes=np.zeros(8),
+                  edge_src=list(range(7)), edge_dst=list(range(1, 8)), edge_bytes=np.ones(7),
+                  op_types=["T"] * 8, scope=scopes)
+    nodes = _by_id(explorer_elements(g, scopes, set()))
+    x = {i: n["position"]["x"] for i, n in nodes.items()}
+    assert x["op:x"] < x["s:l1"] < x["s:l2"] < x["op:loss"]

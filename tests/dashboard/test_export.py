@@ -60,3 +60,37 @@ def test_kaleido_writes_png_svg_pdf_at_the_chosen_size():
     assert int.from_bytes(png[16:20], "big") == 640 and int.from_bytes(png[20:24], "big") == 360
     assert figure_image(fig, "svg", width=640, height=360).startswith(b"<svg")
     assert figure_image(fig, "pdf", width=640, height=360)[:5] == b"%PDF-"
+
+
+def test_export_popover_previews_the_figure_as_exported(monkeypatch):
+    """The *Preview* toggle shows the PNG the download would hold: this title, size and font (issue #33)."""
+    from streamlit.testing.v1 import AppTest
+
+    import dashboard.widgets.ui as ui
+
+    made = []
+
+    real = ui.export_bytes
+
+    def spy(fig, fmt, **kw):
+        out = real(fig, fmt, **kw)
+        made.append((fmt, kw, out))
+        return out
+
+    monkeypatch.setattr(ui, "export_bytes", spy)
+    script = ("import plotly.graph_objects as go\nfrom dashboard.widgets.ui import show_figure\n"
+              "show_figure(go.Figure(go.Bar(x=['a', 'b'], y=[1, 2]), layout={'title': {'text': 'bars'}}), key='fig')\n")
+    app = AppTest.from_string(script, default_timeout=300).run()
+    assert not app.get("image") and not made  # off by default: nothing rendered
+    app.text_input(key="fig_x_title").set_value("For the slide")
+    app.number_input(key="fig_x_w").set_value(800)
+    app.toggle(key="fig_x_preview").set_value(True).run()
+    assert not app.exception
+    assert [m[:2] for m in made] == [("png", {"title": "For the slide", "width": 800, "height": 900,
+                                               "font_size": 22})]
+    png = made[0][2]  # the bytes the preview shows: a PNG at the chosen size
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (800, 900)
+    images = app.get("image")
+    assert len(images) == 1 and images[0].proto.imgs[0].caption.startswith("800 × 900 px, as exported")
+    assert images[0].proto.imgs[0].url.endswith(".png")

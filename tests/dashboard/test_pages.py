@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard.widgets.explorer import FIRST_VIEW_NODES
+
 APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
 TIMEOUT = 300  # generous: only catches a hang; a busy machine must not fail a page on a clock (issue 34)
 
@@ -96,9 +98,10 @@ def test_graphs_page_example_summary_and_view(empty_runs):
     assert metrics["Ops"] == "200"  # the first example: gen:random?ops=200
     assert "Lower bound on k80x2" in metrics
     assert len(charts(app)) == 1 and len(explorers(app)) == 1
-    # no layer scopes: bands of levels, opened up to the first view's 150 nodes
+    # no layer scopes: bands of levels, opened up to the first view's 40 nodes
     assert any(c.value.startswith("200 ops grouped by bands of topological levels") for c in app.caption)
-    assert len([n for n in explorers(app)[0]["elements"]["nodes"] if n["data"]["label"] != "open"]) <= 150
+    shown = [n for n in explorers(app)[0]["elements"]["nodes"] if n["data"]["label"] != "open"]
+    assert 20 <= len(shown) <= FIRST_VIEW_NODES == 40
 
 
 def test_graphs_page_generator_spec_and_bad_spec(empty_runs):
@@ -132,20 +135,23 @@ def test_graphs_page_explorer_opens_and_closes_scopes_on_click(empty_runs):
     app.session_state["explorer"] = "graphs_gv"
     app.run()
     assert not app.exception
-    first = _shown(app)  # 112 ops in 121 scopes fit the first view: every scope open, every op a node
-    assert sum(k == "op" for k in first.values()) == g.num_ops and first["s:meta0"] == "open"
+    first = _shown(app)  # the first view: the biggest scopes opened while at most 40 nodes show; meta0 is open
+    opened = len(app.session_state["graphs_gv_explorer"]["expanded"])
+    assert len([k for k in first.values() if k != "open"]) <= FIRST_VIEW_NODES and first["s:meta0"] == "open"
+    ops_first = sum(k == "op" for k in first.values())
     layout = explorers(app)[0]["layout"]
-    assert layout["name"] == "preset" and layout["fit"] is True
+    assert layout["name"] == "preset" and layout["fit"] is True and "eles" not in layout  # fit to everything
     app.session_state["event"] = {"action": "tap_node", "data": {"target_id": "s:meta0"}, "timestamp": 1}
     app.run()  # a click on the open box closes meta0 and everything below it
     shown = _shown(app)
-    assert shown["s:meta0"] == "scope" and sum(k == "op" for k in shown.values()) == g.num_ops - len(in_meta0)
-    assert any(f"{121 - 1 - len(set(in_meta0))} scopes open" in c.value for c in app.caption)
+    assert shown["s:meta0"] == "scope" and sum(k == "op" for k in shown.values()) == ops_first - len(in_meta0)
+    assert any(f"{opened - 1 - len(set(in_meta0))} scopes open" in c.value for c in app.caption)
     app.session_state["event"] = {"action": "tap_node", "data": {"target_id": "s:meta0"}, "timestamp": 2}
     app.run()  # a click on the closed scope opens it one level: its shards, closed
     shown = _shown(app)
     assert shown["s:meta0"] == "open"
-    assert {i for i, k in shown.items() if k == "scope"} == {f"s:{s}" for s in set(in_meta0)}
+    closed_first = {i for i, k in first.items() if k == "scope"}  # the scopes the first view left closed
+    assert {i for i, k in shown.items() if k == "scope"} == closed_first | {f"s:{s}" for s in set(in_meta0)}
     name = g.op_names[0]
     app.session_state["event"] = {"action": "tap_node", "data": {"target_id": f"op:{name}"}, "timestamp": 3}
     app.run()
@@ -153,6 +159,13 @@ def test_graphs_page_explorer_opens_and_closes_scopes_on_click(empty_runs):
     app.text_input(key="graphs_gv_search").set_value("m0.A/shard0").run()  # reveals and marks the match
     marked = [n["data"]["id"] for n in explorers(app)[0]["elements"]["nodes"] if n["data"].get("_bw", 0) >= 4]
     assert "op:m0.A/shard0" in marked
+    # and the view fits to it and its neighbours (a preset layout fits its eles)
+    focus = explorers(app)[0]["layout"]["eles"]
+    assert '[id = "op:m0.A/shard0"]' in focus.split(", ") and len(focus.split(", ")) > 1
+    app.radio(key="graphs_gv_color_by").set_value("memory").run()  # another rerun keeps the view where it is
+    assert explorers(app)[0]["layout"]["eles"] == focus
+    app.text_input(key="graphs_gv_search").set_value("").run()  # the search cleared: the whole graph again
+    assert "eles" not in explorers(app)[0]["layout"]
     app.text_input(key="graphs_gv_search").set_value("nosuchop").run()  # said, not silent (issue #33)
     assert any(c.value == "No op matches 'nosuchop' (0 matches in names, types and scopes)." for c in app.caption)
     app.radio(key="graphs_gv_color_by").set_value("compute").run()
@@ -175,6 +188,7 @@ def test_place_timeline_and_explorer_are_linked(empty_runs):
     g_names = [n["data"]["id"] for n in explorers(app)[0]["elements"]["nodes"]
                if n["data"].get("_bw") == 6.0]
     assert state["selected"] == 5 and len(g_names) == 1 and g_names[0].startswith("op:")
+    assert f'[id = "{g_names[0]}"]' in explorers(app)[0]["layout"]["eles"].split(", ")  # the view goes to it
     # and back: the op selected in the graph is marked in the timeline, with its name
     caption = [c.value for c in app.caption if c.value.startswith("Selected in the graph:")]
     assert len(caption) == 1 and g_names[0][3:] in caption[0]

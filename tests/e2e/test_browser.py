@@ -20,6 +20,8 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from dashboard.widgets.explorer import LABEL_MIN_PX, LABEL_PX
+
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 pytestmark = pytest.mark.e2e
@@ -108,6 +110,9 @@ def click_node(page, frame, node_id: str) -> None:
 def check_explorer_scopes(page) -> str:
     """A real click on a closed scope opens it (first closing an open one by a tap when all are open)."""
     frame = explorer_frame(page)
+    # the first view fits the frame at a zoom where the ops' labels are drawn (issue #33: none showed)
+    zoom = frame.evaluate(f"() => {_CY}.zoom()")
+    assert zoom * LABEL_PX >= LABEL_MIN_PX, f"first view at zoom {zoom:.2f}: labels left out"
     nodes = explorer_nodes(frame)
     closed = sorted(i for i, k in nodes.items() if k == "scope")
     if not closed:  # a small graph opens whole: close the first box (taps reach the component as clicks do)
@@ -153,6 +158,7 @@ def check_linked_highlight(page, query: str) -> str:
     wait_idle(page)
     page.get_by_text(re.compile(r"^[\d,]+ ops match")).first.wait_for(timeout=GUARD_MS)
     chart = page.locator('[data-testid="stPlotlyChart"]').nth(1)  # the first result tab's timeline
+    before = explorer_frame(page).evaluate(f"() => {_CY}.zoom()")
     click_last_marker(page, chart)
     page.get_by_text("Selected in the graph:").first.wait_for(timeout=GUARD_MS)
     wait_idle(page)
@@ -160,6 +166,11 @@ def check_linked_highlight(page, query: str) -> str:
     frame.wait_for_function(f"() => {_CY}.nodes().some(n => n.data('_bw') === 6)", timeout=GUARD_MS)
     picked = frame.evaluate(f"() => {_CY}.nodes().filter(n => n.data('_bw') === 6).map(n => n.id())")
     assert len(picked) == 1 and picked[0].startswith("op:"), picked
+    # and the view went to it: zoomed in from the whole graph, the op inside the visible extent
+    frame.wait_for_function(f"""() => {{ const cy = {_CY}; const n = cy.getElementById({json.dumps(picked[0])});
+        const e = cy.extent(), p = n.position();
+        return cy.zoom() > {before} && p.x >= e.x1 && p.x <= e.x2 && p.y >= e.y1 && p.y <= e.y2; }}""",
+                            timeout=GUARD_MS)
     caption = page.get_by_text("Selected in the graph:").first.inner_text()
     assert picked[0][3:] in caption, (picked, caption)
     return picked[0][3:]

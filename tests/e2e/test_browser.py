@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from dashboard.widgets.explorer import LABEL_MIN_PX, LABEL_PX
+from dashboard.widgets.explorer import FIRST_VIEW_NODES, LABEL_MIN_PX, LABEL_PX
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
@@ -545,7 +545,11 @@ def test_large_graph_views(browser_page, app_url):
         frame = explorer_frame(page)
         frame.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
         times[ops] = (time.perf_counter() - start) * 1e3
-        assert "open" in explorer_nodes(frame).values()  # the first view opens level bands
+        # the first view: bands of topological levels, as many as fit FIRST_VIEW_NODES, at a zoom where labels show
+        shown = [kind for kind in explorer_nodes(frame).values() if kind != "open"]
+        assert 20 <= len(shown) <= FIRST_VIEW_NODES, len(shown)
+        zoom = frame.evaluate(f"() => {_CY}.zoom()")
+        assert zoom * LABEL_PX >= LABEL_MIN_PX, f"{ops} ops: first view at zoom {zoom:.2f}, labels left out"
         assert_clean(page, f"10-graphs-{ops}-explorer")
     print("\ngraph explorer, click to painted (load + summary + explorer + browser): "
           + ", ".join(f"{ops} ops {ms:.0f} ms" for ops, ms in times.items()))

@@ -36,6 +36,9 @@ def reproduce(ctx: typer.Context,
                                        "their file names (DOPPLER: the compute_graph/ folder of a clone of "
                                        "github.com/xinyuyao/Doppler); a row whose file is missing runs on ours, "
                                        "marked")] = None,
+              resume: Annotated[str | None, typer.Option(
+                  "--resume", help="go on with this stopped reproduction run (id or prefix) in the same run, with the "
+                                   "options it started with: the steps it finished are not run again")] = None,
               runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Run a paper's table or figure in simulation and store it beside the paper's numbers."""
     from placelab.reproduce.core import all_reproductions
@@ -57,7 +60,7 @@ def reproduce(ctx: typer.Context,
     # the runner says "reproducing NAME (...)" once its checks pass: a refused NAME prints its error only
     res = run_reproduction(name, command=ctx.obj, quick=quick, runs_dir=runs_dir, workers=workers,
                            keep_step_runs=keep_step_runs, only=only, progress=lambda msg: typer.echo(msg, err=True),
-                           graphs_dir=graphs_dir)
+                           graphs_dir=graphs_dir, resume=resume)
     rows = [[r["row"], r["column"], _cell(r["ours"]), _cell(r["paper"]), _cell(r["ratio"], 2),
              _cell(r["rel_ratio"], 2), r["note"][:60]] for r in res["table"]]
     text = (text_table(rows, ["row", "column", "ours", "paper", "ours/paper", "normalised", "note"])

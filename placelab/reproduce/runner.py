@@ -12,6 +12,12 @@ A step may name the run an earlier step stored (:data:`placelab.reproduce.core.R
 ``placement.json``) — a training continued from another (``--init-from``), a stored placement
 executed again (``simulate --placement``). Such a step runs once the steps it names have run;
 when one of them failed or stored no run, it is not run and records why.
+
+Every finished step is written to the run's journal (:data:`JOURNAL`) as it ends, so a reproduction
+stopped part way (Ctrl-C, a killed process, the end of a machine's lease: a full setting takes hours)
+goes on with ``resume=RUN`` (``placelab reproduce NAME --resume RUN``) in the same run: a step whose
+command, references filled in, is the one the journal holds, and whose stored run is still there, is
+not run again.
 """
 
 from __future__ import annotations
@@ -21,23 +27,27 @@ import io
 import json
 import os
 import shutil
+import socket
 import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.errors import PlacelabError, SpecError, one_line
+from engine.errors import PlacelabError, RunError, SpecError, one_line
 from engine.runs import Run, RunStore, user_runs_dir
 from placelab.reproduce.core import REF, Reproduction, Step, get
 from placelab.reproduce.papers import TABLE_COLUMNS, agreement, join, paper_table
 from placelab.reproduce.published import GraphSources, graph_records, resolve
 from policies.parallel import ParallelMap
 
-__all__ = ["CommandRunner", "reproduce", "run_step"]
+__all__ = ["JOURNAL", "CommandRunner", "reproduce", "run_step"]
 
 #: Runs ``placelab ARGV`` in this process and returns its exit code (``placelab.cli.run_command``). The
 #: runner is handed one, never imports the CLI: the CLI sits above the reproductions.
 CommandRunner = Callable[[list[str]], int]
+#: The reproduction's journal in its run folder: one JSON line per finished step, ``{"key", "argv", "out"}``
+#: (the command as run, references filled in, and its JSON output), appended as each step ends.
+JOURNAL = "steps.jsonl"
 
 
 def run_step(run_command: CommandRunner, argv: tuple[str, ...]) -> dict[str, Any]:
@@ -70,7 +80,8 @@ def _with_store(step: Step, runs_dir: str) -> tuple[str, ...]:
 
 def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_dir: str | None = None,
               workers: int | None = None, keep_step_runs: bool = True, only: str | None = None,
-              progress: Callable[[str], None] | None = None, graphs_dir: str | None = None) -> dict[str, Any]:
+              progress: Callable[[str], None] | None = None, graphs_dir: str | None = None,
+              resume: str | None = None) -> dict[str, Any]:
     """Run reproduction ``name`` and store it; returns ``{run_id, name, table, wall_s, setting, graphs}``.
 
     Each step is ``placelab ARGV`` run through ``command`` (``placelab.cli.run_command``).
@@ -83,13 +94,18 @@ def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_di
     the paper's authors published, found there by name (:mod:`placelab.reproduce.published`; rows without
     a file run on ours, marked). ``progress`` gets a first line ("reproducing NAME (...)") once every check
     has passed, then one line per published file name looked for, then one line per finished step.
+    ``resume`` (a run id or prefix): go on with that stopped reproduction in its own run, the same
+    reproduction, setting, ``only`` and graphs; the steps its journal holds are not run again.
 
     Raises
     ------
     SpecError
         An unknown name, a reproduction whose requirements are missing, ``workers`` without
         the parallel runner, ``workers`` for an exclusive reproduction (one that measures), or a
-        ``graphs_dir`` that does not apply (:func:`placelab.reproduce.published.resolve`).
+        ``graphs_dir`` that does not apply (:func:`placelab.reproduce.published.resolve`), a ``resume`` run
+        that is not a stopped run of this reproduction as asked, or ``resume`` with scratch step runs.
+    RunError
+        A ``resume`` run that another process is running, or none by that id.
     GraphError
         A published graph file in ``graphs_dir`` that cannot be read.
     """
@@ -110,20 +126,33 @@ def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_di
     if not steps:
         keys = ", ".join(s.key for s in rep.steps(quick))
         raise SpecError(f"--only '{only}' matches no step of {name} (steps: {keys})")
+    if resume is not None and not keep_step_runs:
+        raise SpecError("--resume needs the step runs of the first attempt, so it cannot use a scratch store "
+                        "(--no-keep-step-runs)")
+    t = paper_table(rep.paper, rep.table)
+    store = RunStore(runs_dir)
+    setting = "quick" if quick else "full"
+    parameters = {"setting": setting, "paper": t["paper"], "citation": t["citation"],
+                  "seeds": sorted({s.seed for s in steps if s.seed is not None}),
+                  "workers": workers or 1, "only": only, "graphs": graph_records(rep, sources)}
+    prior = _resumable(store, resume, rep.name, parameters) if resume is not None else {}
     if progress:  # only now: a refused reproduction says nothing but its error
         progress(f"reproducing {rep.name} ("
                  + ("quick setting: small budgets, minutes on a 2-core machine" if quick
                     else "full setting: paper-scale budgets") + f"; {len(steps)} steps)")
         for line in sources.lines if sources else ():
             progress(line)
-    t = paper_table(rep.paper, rep.table)
-    store = RunStore(runs_dir)
-    setting = "quick" if quick else "full"
-    run = store.create("reproduce", graph_name=rep.name, graph_hash="", cluster="", placer=rep.name,
-                       parameters={"setting": setting, "paper": t["paper"], "citation": t["citation"],
-                                   "seeds": sorted({s.seed for s in steps if s.seed is not None}),
-                                   "workers": workers or 1, "only": only, "graphs": graph_records(rep, sources)},
-                       seed=None, tags=["reproduce", rep.name], name=f"{rep.name} ({setting})")
+    if resume is not None:
+        run = store.load(resume)
+        run.update(status="running", pid=os.getpid(), host=socket.gethostname(), error=None,
+                   parameters={**run.meta["parameters"], "workers": workers or 1})
+        if progress:
+            progress(f"resuming run {run.id}: its journal holds {len(prior)} finished step(s); those whose "
+                     "command and stored run are unchanged are not run again")
+    else:
+        run = store.create("reproduce", graph_name=rep.name, graph_hash="", cluster="", placer=rep.name,
+                           parameters=parameters, seed=None, tags=["reproduce", rep.name],
+                           name=f"{rep.name} ({setting})")
     t0 = time.perf_counter()
     cpu0 = time.process_time()
     scratch = None if keep_step_runs else tempfile.mkdtemp(prefix="placelab-reproduce-")
@@ -131,12 +160,67 @@ def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_di
     try:
         with run, sources.quiet() if sources else contextlib.nullcontext():
             wall, rows, built = _run(rep, steps, run, store if scratch is None else None, step_dir,
-                                     (executor, command), quick, setting, progress, (t0, cpu0), sources)
+                                     (executor, command), quick, setting, progress, (t0, cpu0), sources, prior)
     finally:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
     return {"run_id": run.id, "name": rep.name, "setting": setting, "wall_s": wall, "table": rows,
             "notes": built.notes, "graphs": graph_records(rep, sources)}
+
+
+def _resumable(store: RunStore, ref: str, name: str, parameters: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The journal of run ``ref``, checked to be a stopped reproduction ``name`` asked for as it was started
+    (the setting, ``only`` and the graphs, hashes included, of ``parameters``)."""
+    run = store.load(ref)
+    meta = run.meta
+    if meta.get("kind") != "reproduce" or meta.get("placer") != name:
+        what = (f"a {meta.get('placer')} reproduction" if meta.get("kind") == "reproduce"
+                else f"a {meta.get('kind')} run")
+        raise SpecError(f"run {run.id} is {what}, not a {name} reproduction: it cannot be resumed as one")
+    if run.status == "done":
+        raise SpecError(f"run {run.id} finished; there is nothing to resume (start a new reproduction instead)")
+    if run.status == "running":
+        raise RunError(f"run {run.id} is running in another process; it cannot run twice at once")
+    stored = meta.get("parameters", {})
+    for key, flag in (("setting", "--quick"), ("only", "--only"), ("graphs", "--graphs-dir")):
+        if stored.get(key) != parameters[key]:
+            raise SpecError(f"run {run.id} ran with other {flag} ({_said(key, stored.get(key))}; now "
+                            f"{_said(key, parameters[key])}): resume it with the options it started with")
+    return _read_journal(run)
+
+
+def _said(key: str, value: Any) -> str:
+    if key == "graphs":
+        return ", ".join(f"{g.get('row')}: {g.get('name')} {g.get('sha256', '')[:12]}".strip()
+                         for g in value or [] if isinstance(g, dict)) or "none"
+    return "none" if value is None else str(value)
+
+
+def _read_journal(run: Run) -> dict[str, dict[str, Any]]:
+    """The finished steps a run's journal holds, by key (a key's last line wins; a line cut short by a
+    killed process, or not of the journal's shape, is skipped)."""
+    path = run.path / JOURNAL
+    if not path.is_file():
+        return {}
+    entries: dict[str, dict[str, Any]] = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if (isinstance(entry, dict) and isinstance(entry.get("key"), str) and isinstance(entry.get("argv"), list)
+                and isinstance(entry.get("out"), dict)):
+            entries[entry["key"]] = entry
+    return entries
+
+
+def _reusable(entry: dict[str, Any] | None, argv: tuple[str, ...], step_dir: str) -> bool:
+    """Whether a journal entry stands for the step about to run ``argv``: the same command, no error, and
+    the run it stored still in the store."""
+    if entry is None or entry["argv"] != list(argv) or entry["out"].get("error"):
+        return False
+    rid = entry["out"].get("run_id")
+    return not rid or os.path.isdir(os.path.join(step_dir, str(rid)))
 
 
 def _resolve(step: Step, outputs: dict[str, dict[str, Any]], step_dir: str) -> tuple[str, ...] | str:
@@ -161,23 +245,32 @@ def _resolve(step: Step, outputs: dict[str, dict[str, Any]], step_dir: str) -> t
 
 def _run_steps(steps: list[Step], step_dir: str, runner: tuple[ParallelMap, CommandRunner],
                tag: tuple[RunStore, str] | None, progress: Callable[[str], None] | None,
+               journal: tuple[Run | None, dict[str, dict[str, Any]]] = (None, {}),
                ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
     """Run every step, each as soon as the steps it references have run (on Ray: without waiting for
-    other running steps), each through ``runner``'s command runner on its executor; outputs by key and the log."""
+    other running steps), each through ``runner``'s command runner on its executor; outputs by key and the log.
+    ``journal``: the run whose :data:`JOURNAL` gets each finished step, and the entries an earlier attempt
+    left there (a step they hold, unchanged, is taken from them instead of run)."""
     executor, command = runner
+    record, prior = journal
     outputs: dict[str, dict[str, Any]] = {}
     log: list[dict[str, Any]] = []
 
-    def done(s: Step, argv: tuple[str, ...] | None, out: dict[str, Any]) -> None:
+    def done(s: Step, argv: tuple[str, ...] | None, out: dict[str, Any], reused: bool = False) -> None:
         outputs[s.key] = out
         shown = None if argv is None else _resolve(s, outputs, "$RUNS")  # the command, the run store as $RUNS
         resolved = Step(s.key, shown).command() if isinstance(shown, tuple) else None
         log.append({"key": s.key, "argv": ["placelab", *s.argv], "command": s.command(), "resolved": resolved,
-                    "seed": s.seed, "wall_s": round(out.get("wall_s", 0.0), 3), "error": out.get("error")})
-        if tag is not None:
+                    "seed": s.seed, "wall_s": round(out.get("wall_s", 0.0), 3), "error": out.get("error"),
+                    **({"reused": True} if reused else {})})
+        if record is not None and argv is not None and not reused:
+            with open(record.path / JOURNAL, "a", encoding="utf-8") as f:  # one line per step, as it ends
+                f.write(json.dumps({"key": s.key, "argv": list(argv), "out": out}, default=str) + "\n")
+        if tag is not None and not reused:
             _tag_step_runs(tag[0], out, tag[1])
         if progress:
-            state = f"error: {out['error']}" if out.get("error") else f"{out.get('wall_s', 0):.1f} s"
+            state = ("ran before: taken from the journal" if reused else
+                     f"error: {out['error']}" if out.get("error") else f"{out.get('wall_s', 0):.1f} s")
             progress(f"[{len(log)}/{len(steps)}] {s.command()}  ({state})")
 
     todo, handed, running = list(steps), [], set()
@@ -198,6 +291,8 @@ def _run_steps(steps: list[Step], step_dir: str, runner: tuple[ParallelMap, Comm
                 argv = _resolve(s, outputs, step_dir)
                 if isinstance(argv, str):
                     done(s, None, {"error": argv})
+                elif _reusable(prior.get(s.key), argv, step_dir):
+                    done(s, argv, dict(prior[s.key]["out"]), reused=True)
                 else:
                     handed.append((s, argv))
                     running.add(s.key)
@@ -216,11 +311,12 @@ def _run_steps(steps: list[Step], step_dir: str, runner: tuple[ParallelMap, Comm
 def _run(rep: Reproduction, steps: list[Step], run: Run, tag_store: RunStore | None, step_dir: str,
          runner: tuple[ParallelMap, CommandRunner],
          quick: bool, setting: str, progress: Callable[[str], None] | None, start: tuple[float, float],
-         sources: GraphSources | None = None):
+         sources: GraphSources | None = None, prior: dict[str, dict[str, Any]] | None = None):
     """Run the steps, build and store the table, figures and commands; ``(wall_s, rows, build)``. With
     ``sources`` (``--graphs-dir``) the rows on our graphs are marked and the stored commands name the
     folder ``$GRAPHS``."""
-    outputs, log = _run_steps(steps, step_dir, runner, (tag_store, run.id) if tag_store else None, progress)
+    outputs, log = _run_steps(steps, step_dir, runner, (tag_store, run.id) if tag_store else None, progress,
+                              (run, prior or {}))
     built = rep.build(outputs, step_dir, quick)
     if sources is not None:
         built = sources.mark(built)
@@ -238,6 +334,7 @@ def _run(rep: Reproduction, steps: list[Step], run: Run, tag_store: RunStore | N
                         r["ours"] is not None) for r in rows]
     run.finish("done", {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "cells": len(rows), "steps": len(steps),
                         "step_errors": sum(1 for e in log if e["error"]),
+                        "steps_reused": sum(1 for e in log if e.get("reused")),
                         "cells_within_10pct": scored.count("agree"),
                         "cells_compared": len(scored) - scored.count("n/a")})
     return wall, rows, built

@@ -35,6 +35,12 @@ def test_tiny_reproduction_from_the_cli(capsys, tmp_path):
     res = json.loads(out)
     assert res["setting"] == "quick" and len(res["table"]) == 3
     assert "quick setting" in err and "[2/2]" in err
+    # a finished run has nothing to resume; an unknown one is not there: one line each, exit 2
+    for ref, needle in ((res["run_id"], "finished; there is nothing to resume"), ("20990101", "no run")):
+        code, _, err = run_cli(capsys, "reproduce", "tiny-table", "--quick", "--resume", ref, "--runs-dir",
+                               str(tmp_path))
+        lines = [x for x in err.splitlines() if x.startswith("error")]
+        assert code == 2 and len(lines) == 1 and needle in lines[0] and "Traceback" not in err, err
 
 
 def test_graph_list_names_generators_and_bundled_workloads(capsys):

@@ -1,14 +1,15 @@
 """Running a reproduction and storing it (placelab.reproduce.runner, CONTRACTS §7)."""
 
+import json
 
 import pytest
 
-from engine.errors import SpecError
+from engine.errors import RunError, SpecError
 from engine.presets import PRESETS
 from engine.runs import RunStore
 from engine.specs import load_graph
 from placelab.cli import run_command
-from placelab.reproduce.runner import reproduce, run_step
+from placelab.reproduce.runner import JOURNAL, reproduce, run_step
 from policies.runner import place_and_simulate
 from tests.placelab.tiny import TINY_GRAPH
 
@@ -119,3 +120,79 @@ def test_only_runs_the_matching_steps(tiny_reproduction, tmp_path):
     assert notes["Learned"] == "error: step did not run" and res["table"][0]["ours"] is not None
     with pytest.raises(SpecError, match="matches no step"):
         reproduce("tiny-table", command=run_command, runs_dir=str(tmp_path), only="nothing-like-this")
+
+
+def _counting(stop_on: str | None = None):
+    """``run_command`` that records the steps it runs; a Ctrl-C (KeyboardInterrupt) in the first step whose
+    argv holds ``stop_on``, as a stopped process would leave it."""
+    ran: list[list[str]] = []
+
+    def command(argv: list[str]) -> int:
+        ran.append(argv)
+        if stop_on is not None and stop_on in argv:
+            raise KeyboardInterrupt
+        return run_command(argv)
+
+    return command, ran
+
+
+def _stopped_run(root) -> str:
+    """A tiny-table reproduction stopped by Ctrl-C in its second step ("broken"): the id of its run."""
+    command, ran = _counting(stop_on="no-such-placer")
+    with pytest.raises(KeyboardInterrupt):
+        reproduce("tiny-table", command=command, quick=True, runs_dir=str(root))
+    (run,) = [r for r in RunStore(root).list() if r.meta["kind"] == "reproduce"]
+    assert run.status == "interrupted" and len(ran) == 2
+    return run.id
+
+
+def test_a_stopped_reproduction_resumes_without_running_its_finished_steps_again(tiny_reproduction, tmp_path):
+    root = tmp_path / "runs"
+    rid = _stopped_run(root)
+    journal = [json.loads(line) for line in (root / rid / JOURNAL).read_text().splitlines()]
+    assert [e["key"] for e in journal] == ["base"]  # the step that ended; the stopped one is not in it
+    assert journal[0]["argv"][:2] == ["compare", TINY_GRAPH] and journal[0]["out"]["results"]
+    command, ran = _counting()
+    res = reproduce("tiny-table", command=command, quick=True, runs_dir=str(root), resume=rid[:20])
+    assert res["run_id"] == rid and len(ran) == 1 and "no-such-placer" in ran[0]  # only the step it had not ended
+    run = RunStore(root).load(rid)
+    assert run.status == "done" and run.meta["metrics"]["steps_reused"] == 1
+    steps = {s["key"]: s for s in run.read_json("commands.json")["steps"]}
+    assert steps["base"].get("reused") is True and "reused" not in steps["broken"]
+    # the table is the one an uninterrupted reproduction stores (the base step's numbers, from the journal)
+    fresh = reproduce("tiny-table", command=run_command, quick=True, runs_dir=str(tmp_path / "fresh"))
+    assert res["table"] == fresh["table"]
+    # and now it is done: nothing to resume
+    with pytest.raises(SpecError, match="finished; there is nothing to resume"):
+        reproduce("tiny-table", command=run_command, quick=True, runs_dir=str(root), resume=rid)
+
+
+def test_resume_runs_again_a_step_whose_command_changed_and_skips_a_torn_journal_line(tiny_reproduction, tmp_path):
+    root = tmp_path / "runs"
+    rid = _stopped_run(root)
+    path = root / rid / JOURNAL
+    entry = json.loads(path.read_text())
+    entry["argv"] = [*entry["argv"][:-1], "5"]  # as if the step had run with another seed
+    path.write_text(json.dumps(entry) + "\n" + '{"key": "broken", "argv": ["comp')  # a line cut by a kill
+    command, ran = _counting()
+    res = reproduce("tiny-table", command=command, quick=True, runs_dir=str(root), resume=rid)
+    assert len(ran) == 2 and res["table"][0]["ours"] is not None
+    assert RunStore(root).load(rid).meta["metrics"]["steps_reused"] == 0
+
+
+def test_resume_refuses_a_run_it_cannot_go_on_with(tiny_reproduction, tmp_path):
+    root = tmp_path / "runs"
+    rid = _stopped_run(root)
+    with pytest.raises(SpecError, match=r"ran with other --quick \(quick; now full\)"):
+        reproduce("tiny-table", command=run_command, runs_dir=str(root), resume=rid)
+    with pytest.raises(SpecError, match=r"ran with other --only \(none; now base\)"):
+        reproduce("tiny-table", command=run_command, quick=True, runs_dir=str(root), resume=rid, only="base")
+    with pytest.raises(SpecError, match="cannot use a scratch store"):
+        reproduce("tiny-table", command=run_command, quick=True, runs_dir=str(root), resume=rid,
+                  keep_step_runs=False)
+    placed = next(r for r in RunStore(root).list() if r.meta["kind"] != "reproduce")
+    with pytest.raises(SpecError, match=f"run {placed.id} is a {placed.meta['kind']} run, not a tiny-table"):
+        reproduce("tiny-table", command=run_command, quick=True, runs_dir=str(root), resume=placed.id)
+    with pytest.raises(RunError, match="no run"):
+        reproduce("tiny-table", command=run_command, quick=True, runs_dir=str(root), resume="20990101-nothing")
+    assert RunStore(root).load(rid).status == "interrupted"  # every refusal left it as it was

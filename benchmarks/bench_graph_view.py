@@ -38,12 +38,13 @@ from dashboard.figures import placement_graph_html
 from dashboard.figures.explorer import explorer_elements
 from dashboard.figures.graph_view import _positions
 from dashboard.figures.scope_tree import hierarchy_scopes, initial_expanded
+from dashboard.widgets.explorer import FIRST_VIEW_NODES
 from engine.dag import levels
 from engine.graph import CompGraph
 from engine.specs import load_graph
 
 SPECS = ("gen:random?ops=1000&seed=1", "gen:nmt", "gen:nasnet", "gen:random?ops=30000&seed=1")
-BUDGET = 150
+BUDGET = FIRST_VIEW_NODES  # the first view as the app opens it
 CHROMIUM = "/usr/bin/chromium"
 _HOST = """<html><body style="margin:0"><iframe id="c" src="{src}" style="width:1400px;height:760px;border:0"></iframe>
 <script>

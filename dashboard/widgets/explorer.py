@@ -34,8 +34,8 @@ from engine.dag import levels
 from engine.graph import CompGraph
 
 #: Visible nodes the explorer opens scopes up to on first view: few enough that the first view, fit to
-#: the frame, is drawn at a zoom where the labels show (about 0.4–1.1 on the generators' graphs, where
-#: 150 nodes gave 0.24–0.38 and no label at all; ``min-zoomed-font-size`` below).
+#: the frame, is drawn at a zoom where the labels show (``min-zoomed-font-size`` below); measured with
+#: ``benchmarks/bench_explorer_labels.py`` (docs/lab/2026-11-27-explorer-first-view.md).
 FIRST_VIEW_NODES = 40
 #: An op's label size, and the size on screen under which Cytoscape leaves labels out (so a label shows
 #: at zoom ≥ LABEL_MIN_PX / LABEL_PX; a scope's, 14 px, a little further out).

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.errors import PlacelabError, RunError, SpecError, one_line
+from engine.run_meta import code_version, iso_timestamp
 from engine.runs import Run, RunStore, user_runs_dir
 from placelab.reproduce.core import REF, Reproduction, Step, get
 from placelab.reproduce.papers import TABLE_COLUMNS, agreement, join, paper_table
@@ -144,11 +145,16 @@ def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_di
             progress(line)
     if resume is not None:
         run = store.load(resume)
+        now = code_version()
+        resumed = [*run.meta["parameters"].get("resumed", []), {"at": iso_timestamp(), "code_version": now}]
         run.update(status="running", pid=os.getpid(), host=socket.gethostname(), error=None,
-                   parameters={**run.meta["parameters"], "workers": workers or 1})
+                   parameters={**run.meta["parameters"], "workers": workers or 1, "resumed": resumed})
         if progress:
             progress(f"resuming run {run.id}: its journal holds {len(prior)} finished step(s); those whose "
                      "command and stored run are unchanged are not run again")
+            if now != run.meta.get("code_version"):
+                progress(f"note: the run started on code {_version(run.meta.get('code_version'))}, this is "
+                         f"{_version(now)}: the steps taken from its journal ran on the earlier code")
     else:
         run = store.create("reproduce", graph_name=rep.name, graph_hash="", cluster="", placer=rep.name,
                            parameters=parameters, seed=None, tags=["reproduce", rep.name],
@@ -187,6 +193,10 @@ def _resumable(store: RunStore, ref: str, name: str, parameters: dict[str, Any])
             raise SpecError(f"run {run.id} ran with other {flag} ({_said(key, stored.get(key))}; now "
                             f"{_said(key, parameters[key])}): resume it with the options it started with")
     return _read_journal(run)
+
+
+def _version(v: Any) -> str:
+    return str((v or {}).get("git") or (v or {}).get("placelab") or "unknown")
 
 
 def _said(key: str, value: Any) -> str:

@@ -146,17 +146,26 @@ def _stopped_run(root) -> str:
     return run.id
 
 
-def test_a_stopped_reproduction_resumes_without_running_its_finished_steps_again(tiny_reproduction, tmp_path):
+def test_a_stopped_reproduction_resumes_without_running_its_finished_steps_again(tiny_reproduction, tmp_path,
+                                                                                monkeypatch):
+    import placelab.reproduce.runner as runner
+
     root = tmp_path / "runs"
     rid = _stopped_run(root)
+    monkeypatch.setattr(runner, "code_version", lambda: {"placelab": "0.1.0", "git": "abc1234"})  # code changed since
     journal = [json.loads(line) for line in (root / rid / JOURNAL).read_text().splitlines()]
     assert [e["key"] for e in journal] == ["base"]  # the step that ended; the stopped one is not in it
     assert journal[0]["argv"][:2] == ["compare", TINY_GRAPH] and journal[0]["out"]["results"]
     command, ran = _counting()
-    res = reproduce("tiny-table", command=command, quick=True, runs_dir=str(root), resume=rid[:20])
+    said: list[str] = []
+    res = reproduce("tiny-table", command=command, quick=True, runs_dir=str(root), resume=rid[:20],
+                    progress=said.append)
     assert res["run_id"] == rid and len(ran) == 1 and "no-such-placer" in ran[0]  # only the step it had not ended
     run = RunStore(root).load(rid)
     assert run.status == "done" and run.meta["metrics"]["steps_reused"] == 1
+    assert [r["code_version"]["git"] for r in run.meta["parameters"]["resumed"]] == ["abc1234"]
+    assert any(line.startswith("note: the run started on code") and "this is abc1234" in line for line in said)
+    assert any("(ran before: taken from the journal)" in line for line in said)
     steps = {s["key"]: s for s in run.read_json("commands.json")["steps"]}
     assert steps["base"].get("reused") is True and "reused" not in steps["broken"]
     # the table is the one an uninterrupted reproduction stores (the base step's numbers, from the journal)

@@ -47,7 +47,8 @@ Deviations (numbered as in ``docs/guide/learned-placers.md``):
 2. REINFORCE vs PPO: the authors' GDP code updates with the plain policy gradient of the ε-greedy
    actions' log-probabilities (``gdp_agent.py:199, 237-247``); we keep its ε-greedy acting and
    add GDP's PPO (``ppo_epochs=1`` is their update). With ε-greedy acting π_old is the softmax
-   policy, not the behaviour policy, as in their log-probabilities.
+   policy, not the behaviour policy, as in their log-probabilities (``old_prob=behaviour`` divides by
+   the ε-greedy choice's own probability instead).
 3. Every op group gets the episode's advantage [GDP: one reward per placement]; the authors' code
    discounts it backwards over the node sequence with γ = 0.99 (``gdp_agent.py:219, 229-234``), so
    its first nodes learn from ~0.33 of it on a 112-node graph.
@@ -161,6 +162,17 @@ class GdpAgent(StagedEpsilon, Agent):
             devices[explore] = np.argmax(u, axis=1)  # a uniform feasible device
         return devices
 
+    def _old_log_probs(self, logp: np.ndarray, devices: np.ndarray, eps: float, feasible: np.ndarray) -> np.ndarray:
+        """log of the probability each chosen device is divided by in PPO's ratio: π_old's (``old_prob=policy``)
+        or, acting ε-greedy, the behaviour policy's, (1 − ε)·[the argmax] + ε / its feasible devices
+        (``old_prob=behaviour``: importance weighting of the exploring choices)."""
+        rows = np.arange(len(devices))
+        if self.config.old_prob == "policy" or self.config.acting == "sample":
+            return logp[rows, devices].astype(np.float32)
+        greedy = (np.argmax(logp, axis=1) == devices).astype(np.float64)
+        behaviour = (1.0 - eps) * greedy + eps / feasible.sum(axis=1)
+        return np.log(behaviour).astype(np.float32)
+
     # -- one update ------------------------------------------------------------------------
 
     def rollout(self, tasks: list[PlacementTask], keys: list[str], rng: np.random.Generator) -> Rollout:
@@ -174,10 +186,11 @@ class GdpAgent(StagedEpsilon, Agent):
                 logp = self._log_probs(task).numpy().astype(np.float64)
             p = np.exp(logp)
             entropy = float(-(p * np.where(p > 0, logp, 0.0)).sum(axis=1).mean())
-            devices = self._act(logp, rng, self.epsilon(), task.feasible)
+            eps = self.epsilon()
+            devices = self._act(logp, rng, eps, task.feasible)
             self.episodes += 1
             ev = task.evaluate(devices)
-            chosen = logp[np.arange(len(devices)), devices].astype(np.float32)
+            chosen = self._old_log_probs(logp, devices, eps, task.feasible)
             stats.append(EpisodeStats(key, ev, ev, devices, -ev.makespan / self.config.reward_unit_s, entropy, 1))
             samples.append((key, devices, chosen, ev.makespan))
         return Rollout(stats, samples)

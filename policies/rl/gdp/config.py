@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from engine.limits import MAX_BATCH, MAX_NET_DEPTH, MAX_NET_WIDTH
 from policies.rl.core.config import LearnedConfig, param
 
-__all__ = ["ACTING", "STAGES", "GdpConfig"]
+__all__ = ["ACTING", "OLD_PROB", "STAGES", "GdpConfig"]
 
 STAGES = ("imitation", "sim")
 ACTING = ("epsilon-greedy", "sample")
+OLD_PROB = ("policy", "behaviour")
 
 _CODE = "xinyuyao/Doppler@87dda0d"
 
@@ -64,6 +65,11 @@ class GdpConfig(LearnedConfig):
                         "probability ε; sample: each op's device sampled from the policy",
                         f"DOPPLER §6.1 (ε 0.2 → 0 for DOPPLER and GDP); {_CODE} scheduler/gdp_agent.py:189-196. "
                         "GDP §3 samples from the policy (acting=sample)", choices=ACTING)
+    old_prob: str = param("policy", "the probability PPO's ratio divides by: policy (π_old of the chosen device, as "
+                          "the authors' code takes its log-probabilities) or behaviour (the ε-greedy choice's own "
+                          "probability, (1 − ε)·[argmax] + ε / feasible devices: importance weighting)",
+                          "ours (deviation 2 of policies/rl/gdp/agent.py); with acting=sample both are π_old",
+                          choices=OLD_PROB)
     epsilon: float = param(0.2, "ε of epsilon-greedy acting in Stage II, decayed linearly to epsilon_final",
                            f"DOPPLER §6.1; {_CODE} config_files/run_gdp/rl_simulation_learning.json:6",
                            low=0.0, high=1.0)

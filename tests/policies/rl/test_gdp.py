@@ -157,6 +157,19 @@ def test_ppo_loss_by_hand(acting):
         torch.testing.assert_close(p.grad, w, rtol=1e-4, atol=1e-7)
 
 
+def test_behaviour_probability_of_epsilon_greedy_choices_by_hand():
+    """old_prob=behaviour: PPO divides by the ε-greedy choice's own probability, (1 − ε)·[argmax] + ε / feasible."""
+    agent = GdpAgent(3, GdpConfig(**SMALL, old_prob="behaviour"), seed=0)
+    logp = np.log(np.array([[0.7, 0.2, 0.1], [0.1, 0.6, 0.3], [0.5, 0.5, 0.0]]))
+    feasible = np.array([[1, 1, 1], [1, 1, 1], [1, 1, 0]], dtype=bool)
+    got = agent._old_log_probs(logp, np.array([0, 2, 1]), 0.3, feasible)
+    # group 0 took its argmax: 0.7 + 0.3/3; group 1 explored: 0.3/3; group 2 (2 feasible; argmax 0) explored: 0.3/2
+    np.testing.assert_allclose(np.exp(got), [0.8, 0.1, 0.15], rtol=1e-6)
+    policy = GdpAgent(3, GdpConfig(**SMALL), seed=0)  # the default: π_old's own probability
+    np.testing.assert_allclose(np.exp(policy._old_log_probs(logp, np.array([0, 2, 1]), 0.3, feasible)),
+                               [0.7, 0.3, 0.5], rtol=1e-6)
+
+
 def test_imitation_loss_is_the_teachers_log_likelihood():
     task = _task(diamond())
     agent = GdpAgent(2, GdpConfig(**SMALL, stage="imitation"), seed=0)

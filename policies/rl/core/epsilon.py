@@ -25,7 +25,7 @@ class StagedEpsilon:
     baseline: RunningMeanBaseline
 
     def init_epsilon(self) -> None:
-        self.baseline = RunningMeanBaseline()
+        self.baseline = RunningMeanBaseline(getattr(self.config, "baseline_window", 0))
         self.episodes = 0
         self.decay_episodes = self.config.decay_episodes or DEFAULT_DECAY_EPISODES  # fit_budget may change it
 

@@ -133,14 +133,22 @@ class MovingAverageBaseline:
 
 
 class RunningMeanBaseline:
-    """The mean makespan of all of a graph's previous episodes (DOPPLER §4.1; the DOPPLER authors' GDP)."""
+    """The mean makespan of all of a graph's previous episodes (DOPPLER §4.1; the DOPPLER authors' GDP), or
+    with ``window`` > 0 of its last ``window`` episodes only (ours, an option)."""
 
-    def __init__(self) -> None:
+    def __init__(self, window: int = 0) -> None:
+        self.window = int(window)
         self.sums: dict[str, float] = {}
         self.counts: dict[str, int] = {}
+        self.recent: dict[str, deque[float]] = {}
 
     def advantage(self, key: str, makespan: float) -> float:
         """``−makespan − (−mean of the previous makespans)``; 0 for a graph's first episode. Records it."""
+        if self.window > 0:
+            recent = self.recent.setdefault(key, deque(maxlen=self.window))
+            adv = 0.0 if not recent else sum(recent) / len(recent) - makespan
+            recent.append(makespan)
+            return adv
         n = self.counts.get(key, 0)
         adv = 0.0 if n == 0 else self.sums[key] / n - makespan
         self.sums[key] = self.sums.get(key, 0.0) + makespan
@@ -148,11 +156,16 @@ class RunningMeanBaseline:
         return adv
 
     def state_dict(self) -> dict[str, Any]:
-        return {"sums": dict(self.sums), "counts": dict(self.counts)}
+        state: dict[str, Any] = {"sums": dict(self.sums), "counts": dict(self.counts)}
+        if self.window > 0:
+            state["recent"] = {k: list(v) for k, v in self.recent.items()}
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.sums = {k: float(v) for k, v in state["sums"].items()}
         self.counts = {k: int(v) for k, v in state["counts"].items()}
+        self.recent = {k: deque((float(x) for x in v), maxlen=self.window or None)
+                       for k, v in state.get("recent", {}).items()}
 
 
 class StoppingRule:

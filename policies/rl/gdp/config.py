@@ -65,10 +65,14 @@ class GdpConfig(LearnedConfig):
                         "probability ε; sample: each op's device sampled from the policy",
                         f"DOPPLER §6.1 (ε 0.2 → 0 for DOPPLER and GDP); {_CODE} scheduler/gdp_agent.py:189-196. "
                         "GDP §3 samples from the policy (acting=sample)", choices=ACTING)
+    baseline_window: int = param(0, "episodes the advantage's baseline averages (0: all previous ones)",
+                                 "DOPPLER §4.1 and the authors' GDP: the running mean of all previous makespans; "
+                                 "a window is ours, an option", low=0, high=100_000)
     old_prob: str = param("policy", "the probability PPO's ratio divides by: policy (π_old of the chosen device, as "
                           "the authors' code takes its log-probabilities) or behaviour (the ε-greedy choice's own "
                           "probability, (1 − ε)·[argmax] + ε / feasible devices: importance weighting)",
-                          "ours (deviation 2 of policies/rl/gdp/agent.py); with acting=sample both are π_old",
+                          "ours: deviation 2 of policies/rl/gdp/agent.py (the authors' code divides by the policy's, "
+                          f"{_CODE} scheduler/gdp_agent.py:199); with acting=sample both are π_old",
                           choices=OLD_PROB)
     epsilon: float = param(0.2, "ε of epsilon-greedy acting in Stage II, decayed linearly to epsilon_final",
                            f"DOPPLER §6.1; {_CODE} config_files/run_gdp/rl_simulation_learning.json:6",

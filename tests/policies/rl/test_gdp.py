@@ -117,6 +117,16 @@ def test_running_mean_advantage_in_milliseconds():
     assert adv.per_episode == pytest.approx([0.0, (m[0] - m[1]) * 1e3]) and adv.total == 2
 
 
+def test_windowed_baseline_by_hand_and_through_a_checkpoint():
+    b = RunningMeanBaseline(window=2)  # the mean of the last two makespans only
+    assert [b.advantage("g", m) for m in (3.0, 2.0, 4.0)] == [0.0, 1.0, 2.5 - 4.0]
+    again = RunningMeanBaseline(window=2)
+    again.load_state_dict(b.state_dict())
+    assert again.advantage("g", 1.0) == b.advantage("g", 1.0) == 3.0 - 1.0  # (2 + 4) / 2, not (3 + 2 + 4) / 3
+    agent = GdpAgent(2, GdpConfig(**SMALL, baseline_window=5), seed=0)
+    assert agent.baseline.window == 5 and GdpAgent(2, GdpConfig(**SMALL), seed=0).baseline.window == 0
+
+
 @pytest.mark.parametrize("acting", ["epsilon-greedy", "sample"])
 def test_ppo_loss_by_hand(acting):
     """Update 1 (ratio 1): the policy gradient; update 2: its batch's and the previous batch's clipped surrogates."""

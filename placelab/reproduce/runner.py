@@ -201,7 +201,7 @@ def _version(v: Any) -> str:
 
 def _said(key: str, value: Any) -> str:
     if key == "graphs":
-        return ", ".join(f"{g.get('row')}: {g.get('name')} {g.get('sha256', '')[:12]}".strip()
+        return ", ".join(f"{g.get('row')}: {g.get('file') or g.get('spec')} {(g.get('sha256') or '')[:12]}".strip()
                          for g in value or [] if isinstance(g, dict)) or "none"
     return "none" if value is None else str(value)
 

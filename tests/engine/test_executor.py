@@ -105,8 +105,12 @@ def test_one_device_measures_close_to_the_sum_of_op_times(ex):
     s = m.schedule
     assert len(s.transfer_op) == 0
     busy = float((s.op_end - s.op_start).sum())
-    # the step is its ops back to back: dispatch gaps are a small part of it
-    assert busy <= s.makespan - s.op_start.min() <= busy + 6 * 0.5 * MS
+    cores = len(os.sched_getaffinity(0))
+    oversubscribed = max(1.0, os.getloadavg()[0] / cores)
+    # the step is its ops back to back: dispatch gaps are a small part of it (0.5 ms per op, more when other
+    # jobs preempt the worker between ops: 3.7 ms over 6 ops at load 4-7 on 2 cores, a fresh clone's suite
+    # beside a reproduction, 2026-11-27)
+    assert busy <= s.makespan - s.op_start.min() <= busy + 6 * 0.5 * MS * oversubscribed
     # ops are sized from the workers' calibration, so a run on a machine as busy as it was then
     # takes about `total`. The machine is shared and its load changes between calibration and
     # run: other jobs preempting the pinned workers made ops ~3x longer at load average 6 and ~6x
@@ -114,8 +118,6 @@ def test_one_device_measures_close_to_the_sum_of_op_times(ex):
     # when the load fell (CI, stop 41). Both bounds are 4x wide and widen with the load per core
     # when measured (upper) and when calibrated (lower): the test asserts the ops ran, sized from
     # their compute times, not how quiet the machine is.
-    cores = len(os.sched_getaffinity(0))
-    oversubscribed = max(1.0, os.getloadavg()[0] / cores)
     at_calibration = max(1.0, ex.calibration_load / cores)
     assert 0.25 * total / at_calibration <= busy <= 4.0 * oversubscribed * total
 

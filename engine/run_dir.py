@@ -17,7 +17,7 @@ from engine.errors import RunError
 from engine.jsonio import atomic_write_json
 from engine.run_locks import LIVE_LOCK, META_LOCK, hold_live_lock, live_lock_held, meta_lock, release_live_lock
 from engine.run_meta import RUN_JSON, STATUSES, iso_timestamp, read_meta
-from engine.tables import append_csv_rows, read_csv, write_csv
+from engine.tables import append_csv_rows, append_json_line, read_csv, read_json_lines, write_csv
 
 __all__ = ["Run"]
 
@@ -133,6 +133,15 @@ class Run:
     def append_rows(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Append several rows to the CSV table ``name`` with one ``fsync`` (see :meth:`append_row`)."""
         append_csv_rows(self._file(name, create=True), rows)
+
+    def append_json_line(self, name: str, value: Any) -> None:
+        """Append one JSON line to file ``name`` and ``fsync`` it (a journal); a torn tail is dropped first."""
+        append_json_line(self._file(name, create=True), value)
+
+    def read_json_lines(self, name: str) -> list[Any]:
+        """The JSON values of file ``name``'s lines (none when it does not exist), a torn line skipped."""
+        path = self._file(name)
+        return read_json_lines(path) if path.is_file() else []
 
     def read_table(self, name: str) -> dict[str, list]:
         """Read a CSV table as ``{column: values}``, ignoring a torn last line.

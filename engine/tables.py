@@ -5,12 +5,15 @@ quotes a lone carriage return). Floats are written with ``repr`` so they read ba
 ``None`` is an empty cell. Cells read back as ``int``, else ``float``, else ``str``, and the
 empty cell as ``None`` (so a string such as ``"12"`` reads back as 12). A torn last line (a
 crash while appending) is ignored on reading and dropped before the next append.
+
+A JSON-lines file (a journal: one JSON value per line) is appended and read the same way.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -21,7 +24,7 @@ import numpy as np
 
 from engine.jsonio import atomic_write_text
 
-__all__ = ["append_csv_rows", "read_csv", "write_csv"]
+__all__ = ["append_csv_rows", "append_json_line", "read_csv", "read_json_lines", "write_csv"]
 
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(nan|inf|infinity)", re.I)
@@ -101,6 +104,28 @@ def read_csv(path: Path) -> dict[str, list]:
         if len(values) != len(header):
             raise ValueError(f"row {i} has {len(values)} fields, expected {len(header)}")
     return {key: [_parse(r[j]) for r in body] for j, key in enumerate(header)}
+
+
+def append_json_line(path: Path, value: Any) -> None:
+    """Append ``value`` as one JSON line and ``fsync`` it; a torn last line is dropped first, so a crash
+    mid-append never glues the next line to a fragment."""
+    if path.exists() and path.stat().st_size > 0:
+        _drop_torn_tail(path)
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(value, default=str) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_json_lines(path: Path) -> list[Any]:
+    """The JSON values of a file's lines, in order; a line that is not JSON (a torn last line) is skipped."""
+    values = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            values.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return values
 
 
 def _drop_torn_tail(path: Path) -> None:

@@ -171,7 +171,7 @@ def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_di
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
     return {"run_id": run.id, "name": rep.name, "setting": setting, "wall_s": wall, "table": rows,
-            "notes": built.notes, "graphs": graph_records(rep, sources)}
+            "notes": built.notes, "graphs": parameters["graphs"]}
 
 
 def _resumable(store: RunStore, ref: str, name: str, parameters: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -209,19 +209,9 @@ def _said(key: str, value: Any) -> str:
 def _read_journal(run: Run) -> dict[str, dict[str, Any]]:
     """The finished steps a run's journal holds, by key (a key's last line wins; a line cut short by a
     killed process, or not of the journal's shape, is skipped)."""
-    path = run.path / JOURNAL
-    if not path.is_file():
-        return {}
-    entries: dict[str, dict[str, Any]] = {}
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if (isinstance(entry, dict) and isinstance(entry.get("key"), str) and isinstance(entry.get("argv"), list)
-                and isinstance(entry.get("out"), dict)):
-            entries[entry["key"]] = entry
-    return entries
+    return {entry["key"]: entry for entry in run.read_json_lines(JOURNAL)
+            if isinstance(entry, dict) and isinstance(entry.get("key"), str) and isinstance(entry.get("argv"), list)
+            and isinstance(entry.get("out"), dict)}
 
 
 def _reusable(entry: dict[str, Any] | None, argv: tuple[str, ...], step_dir: str) -> bool:
@@ -273,9 +263,8 @@ def _run_steps(steps: list[Step], step_dir: str, runner: tuple[ParallelMap, Comm
         log.append({"key": s.key, "argv": ["placelab", *s.argv], "command": s.command(), "resolved": resolved,
                     "seed": s.seed, "wall_s": round(out.get("wall_s", 0.0), 3), "error": out.get("error"),
                     **({"reused": True} if reused else {})})
-        if record is not None and argv is not None and not reused:
-            with open(record.path / JOURNAL, "a", encoding="utf-8") as f:  # one line per step, as it ends
-                f.write(json.dumps({"key": s.key, "argv": list(argv), "out": out}, default=str) + "\n")
+        if record is not None and argv is not None and not reused:  # one line per step, as it ends
+            record.append_json_line(JOURNAL, {"key": s.key, "argv": list(argv), "out": out})
         if tag is not None and not reused:
             _tag_step_runs(tag[0], out, tag[1])
         if progress:

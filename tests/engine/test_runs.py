@@ -392,6 +392,19 @@ def test_write_read_table_exact(tmp_path):
     assert "t.csv" not in run.files()
 
 
+def test_json_lines_append_and_a_torn_last_line(tmp_path):
+    run = make(RunStore(tmp_path))
+    assert run.read_json_lines("journal.jsonl") == []  # no file yet
+    run.append_json_line("journal.jsonl", {"key": "a", "n": 1})
+    with (run.path / "journal.jsonl").open("a") as f:
+        f.write('{"key": "b", "n"')  # a crash mid-append
+    assert run.read_json_lines("journal.jsonl") == [{"key": "a", "n": 1}]
+    # the next append drops the fragment first instead of gluing its line to it
+    run.append_json_line("journal.jsonl", {"key": "c", "n": 3})
+    assert run.read_json_lines("journal.jsonl") == [{"key": "a", "n": 1}, {"key": "c", "n": 3}]
+    assert (run.path / "journal.jsonl").read_text() == '{"key": "a", "n": 1}\n{"key": "c", "n": 3}\n'
+
+
 def test_append_row_and_torn_last_line(tmp_path):
     run = make(RunStore(tmp_path))
     for ep in range(3):

@@ -10,7 +10,7 @@ REQ_STAMP := $(VENV)/.requirements.sha256
 PKG_STAMP := $(VENV)/.package.sha256
 KERNEL_STAMP := $(VENV)/.kernels.sha256
 KERNEL_SOURCES := engine/_simlayout.py engine/_simcore.py engine/_simkernel_*.py engine/_dagkernels.py \
-  policies/_listsched_kernels.py
+  policies/_listsched_kernels.py policies/rl/doppler/_assign_kernel.py
 CHROMIUM := /usr/bin/chromium
 
 .PHONY: help setup browser-deps app test test-cluster lint bench clean bundled-runs docs-results readme-picture

@@ -19,11 +19,12 @@ from concurrent.futures import ProcessPoolExecutor
 
 #: One job per group of kernels, each compiled in its own process: the three simulation modes
 #: (``engine.simulator.KERNELS``), the list schedulers (``policies/_listsched_kernels.py``) and the DAG helpers
-#: (``engine/_dagkernels.py``: levels, t-/b-levels, reachability, the cycle finder). All run at once, also on two
+#: (``engine/_dagkernels.py``: levels, t-/b-levels, reachability, the cycle finder), DOPPLER's ASSIGN loop
+#: (``policies/rl/doppler/_assign_kernel.py``). All run at once, also on two
 #: cores: the wall time is then about their CPU time over the cores, or the slowest job. Each kernel gets the
 #: argument types every caller passes (read-only input arrays, ``engine._simlayout.readonly``), so the cache
 #: holds the one version that later processes load.
-JOBS = ("work_conserving", "placeto", "default", "list-scheduling", "dag")
+JOBS = ("work_conserving", "placeto", "default", "list-scheduling", "dag", "doppler")
 
 #: The list-scheduling placers whose kernels the last job compiles.
 LIST_SCHEDULERS = ("heft", "critical-path", "m-etf", "m-topo", "m-sct")
@@ -49,6 +50,8 @@ def compile_job(name: str) -> float:
             make_placer(placer).place(graph, cluster, seed=0)
     elif name == "dag":
         _dag_helpers(graph)
+    elif name == "doppler":
+        _doppler_assign(graph, cluster)
     else:
         from engine.simulator import Simulator
 
@@ -58,6 +61,18 @@ def compile_job(name: str) -> float:
         sim.makespan_peak_and_start(devices, start=True)
         sim.makespan(devices)
     return time.perf_counter() - start
+
+
+def _doppler_assign(graph, cluster) -> None:
+    """Run DOPPLER's ASSIGN kernel once, with the argument types of every caller (``owned`` arrays)."""
+    import numpy as np
+
+    from policies.rl.doppler.features import DopplerGraph
+    from policies.rl.doppler.rollout import assign
+
+    dg = DopplerGraph.build(graph, cluster)
+    n, nd = dg.duration.shape
+    assign(dg, np.ones((n, nd), bool), np.arange(n), None, None, np.random.default_rng(0), 0.0, record=False)
 
 
 def _dag_helpers(graph) -> None:

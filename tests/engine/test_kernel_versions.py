@@ -67,3 +67,36 @@ def test_every_caller_uses_the_one_version_the_warm_up_compiles():
     versions = json.loads(out.stdout.strip().splitlines()[-1])
     assert versions == {"simulate_placeto": 1, "simulate_default": 1, "simulate_wc": 1,
                         "longest_from_sources": 1, "longest_to_sinks": 1}
+
+
+DOPPLER = r"""
+import json
+import numpy as np
+import torch
+from engine.generators import random_dag
+from engine.presets import PRESETS
+from placelab import warmup
+from policies.rl.core.task import make_task
+from policies.rl.doppler import _assign_kernel
+from policies.rl.doppler.agent import DopplerAgent, DopplerConfig
+
+warmup.compile_job("doppler")
+task = make_task(random_dag(ops=20, seed=2), PRESETS["k80x2"](), groups=None)
+agent = DopplerAgent(2, DopplerConfig(hidden=8, rounds=1, head=4), seed=0)
+p = agent.prepare(task)
+for arr in (p.units.feasible, p.units.node_group):  # as a rollout worker receives them
+    arr.setflags(write=False)
+with torch.no_grad():
+    scores, hz = agent._encode(p)
+for eps, record in ((0.0, False), (0.5, True)):
+    agent._assign(p, scores, hz, np.random.default_rng(0), eps, record)
+print(json.dumps({"assign_episode": len(_assign_kernel.assign_episode.signatures)}))
+"""
+
+
+def test_doppler_episodes_use_the_version_the_warm_up_compiles():
+    """The teacher's episode (the warm-up's), and a learned policy's with exploration and read-only task arrays
+    (a rollout worker's), run the one compiled ASSIGN loop."""
+    out = subprocess.run([sys.executable, "-c", DOPPLER], cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"assign_episode": 1}

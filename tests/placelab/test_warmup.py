@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_job_for_every_simulation_mode_and_the_list_schedulers():
-    assert set(warmup.JOBS) == set(KERNELS) | {"list-scheduling", "dag"}
+    assert set(warmup.JOBS) == set(KERNELS) | {"list-scheduling", "dag", "doppler"}
     assert set(warmup.LIST_SCHEDULERS) <= set(PLACERS)
 
 

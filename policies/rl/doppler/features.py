@@ -36,6 +36,8 @@ the two devices — and when d frees). Each column z-scored over the devices.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -44,8 +46,15 @@ from engine.dag import b_level, t_level
 from engine.graph import CompGraph
 from engine.placement import compute_matrix
 from engine.simulator import edge_transfer_cost
+from policies.rl.doppler import _assign_kernel as _k
 
-__all__ = ["DopplerGraph", "EstimatedSchedule", "graph_tensors", "path_members", "zscore"]
+__all__ = ["DopplerGraph", "EstimatedSchedule", "graph_tensors", "owned", "path_members", "zscore"]
+
+
+def owned(a: np.ndarray, dtype: type = np.float64) -> np.ndarray:
+    """A C-ordered, writable copy of ``a``: the one argument type the compiled ASSIGN kernels are built
+    for (numba compiles once per type, and a read-only or strided array is another type)."""
+    return np.array(a, dtype=dtype, order="C", copy=True)
 
 
 def zscore(x: np.ndarray, axis: int = 0) -> np.ndarray:
@@ -81,6 +90,23 @@ def path_members(graph: CompGraph, level: np.ndarray, node_cost: np.ndarray, edg
         members[v] = np.concatenate([[v], members[nxt[v]]]) if nxt[v] >= 0 else np.array([v])
     rows = np.repeat(np.arange(n), [len(m) for m in members])
     return rows, np.concatenate(members).astype(np.int64)
+
+
+class KernelArrays(NamedTuple):
+    """What the compiled ASSIGN kernels read of a :class:`DopplerGraph` (:mod:`policies.rl.doppler._assign_kernel`),
+    in the order of :func:`~policies.rl.doppler._assign_kernel.assign_episode`'s first arguments."""
+
+    pred_ptr: np.ndarray
+    pred_idx: np.ndarray
+    pred_edge: np.ndarray
+    succ_ptr: np.ndarray
+    succ_idx: np.ndarray
+    given: np.ndarray  # each edge's given transfer time (s), NaN: none
+    edge_bytes: np.ndarray
+    bw_inv: np.ndarray  # (D × D) 1 / bandwidth of each link, 0 within a device
+    latency: np.ndarray
+    duration: np.ndarray
+    b_level: np.ndarray
 
 
 @dataclass
@@ -136,6 +162,15 @@ class DopplerGraph:
     def num_ops(self) -> int:
         return self.graph.num_ops
 
+    @cached_property
+    def kernel_arrays(self) -> KernelArrays:
+        """The graph and cluster arrays the compiled ASSIGN kernels read, computed once."""
+        g = self.graph
+        return KernelArrays(owned(g.pred.ptr, np.int64), owned(g.pred.idx, np.int64), owned(g.pred.edge, np.int64),
+                            owned(g.succ.ptr, np.int64), owned(g.succ.idx, np.int64), owned(g.edge_transfer_s),
+                            owned(g.edge_bytes), owned(self.bw_inv), owned(self.latency), owned(self.duration),
+                            owned(self.b_level))
+
 
 class EstimatedSchedule:
     """The running list-scheduling estimate of a partial placement (see the module docstring)."""
@@ -151,45 +186,23 @@ class EstimatedSchedule:
 
     def earliest_start(self, v: int) -> np.ndarray:
         """(D,) when v could start on each device: its inputs have arrived and the device is free."""
-        g, dg = self.dg.graph, self.dg
-        lo, hi = g.pred.ptr[v], g.pred.ptr[v + 1]
-        est = self.free.copy()
-        for u, e in zip(g.pred.idx[lo:hi].tolist(), g.pred.edge[lo:hi].tolist(), strict=True):
-            du = self.device[u]
-            given = g.edge_transfer_s[e]
-            if given == given:  # a transfer time the graph gives (NaN: none)
-                arrive = np.full(len(est), self.finish[u] + given)
-            else:
-                arrive = self.finish[u] + g.edge_bytes[e] * dg.bw_inv[du] + dg.latency[du]
-            arrive[du] = self.finish[u]
-            np.maximum(est, arrive, out=est)
-        return est
+        k, out = self.dg.kernel_arrays, np.empty(len(self.free))
+        _k.earliest_start(v, k.pred_ptr, k.pred_idx, k.pred_edge, k.given, k.edge_bytes, k.bw_inv, k.latency,
+                          self.device, self.finish, self.free, out)
+        return out
 
     def features(self, v: int) -> tuple[np.ndarray, np.ndarray]:
         """X_D for op v (raw, D × 5) and v's earliest start per device (the teacher's PLC signal)."""
-        g, nd = self.dg.graph, len(self.free)
-        preds = g.pred.idx[g.pred.ptr[v]:g.pred.ptr[v + 1]]
-        x = np.zeros((nd, 5))
-        x[:, 0] = self.load
-        if len(preds):
-            pd = self.device[preds]
-            x[:, 1] = np.bincount(pd, weights=self.dg.duration[preds, pd], minlength=nd)
-            first = np.full(nd, np.inf)
-            np.minimum.at(first, pd, self.start[preds])
-            x[:, 2] = np.where(np.isfinite(first), first, 0.0)
-            np.maximum.at(x[:, 3], pd, self.finish[preds])
-        est = self.earliest_start(v)
-        x[:, 4] = est
+        k, nd = self.dg.kernel_arrays, len(self.free)
+        x, est = np.empty((nd, 5)), np.empty(nd)
+        _k.device_features(v, k.pred_ptr, k.pred_idx, k.pred_edge, k.given, k.edge_bytes, k.bw_inv, k.latency,
+                           k.duration, self.device, self.start, self.finish, self.free, self.load, x, est)
         return x, est
 
     def place(self, v: int, d: int, est_d: float) -> None:
         """Commit v to device d, starting at its earliest start ``est_d`` there."""
-        dur = self.dg.duration[v, d]
-        self.device[v] = d
-        self.start[v] = est_d
-        self.finish[v] = est_d + dur
-        self.free[d] = est_d + dur
-        self.load[d] += dur
+        _k.place_op(v, d, float(est_d), self.dg.kernel_arrays.duration, self.device, self.start, self.finish,
+                    self.free, self.load)
 
 
 def graph_tensors(dg: DopplerGraph) -> dict:

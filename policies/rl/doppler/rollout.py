@@ -1,11 +1,12 @@
-"""DOPPLER's ASSIGN episode (Yao et al. 2025, Fig. 2, §4.1) in numpy: one op and one device per step.
+"""DOPPLER's ASSIGN episode (Yao et al. 2025, Fig. 2, §4.1): one op and one device per step.
 
 The networks run once per episode (§4.3); a step then costs a few small vector operations:
 SEL's scores are static per episode, and PLC's first layer splits into per-op, per-device and
-per-placed-op terms (:meth:`policies.rl.doppler.net.PlcPolicy.act_weights`). Where a policy
-is not given, its critical-path rule decides (the teacher, and the ablations of Table 3):
-SEL → the candidate with the largest b-level, PLC → the device where the op starts earliest
-under the running estimate; ties go to the lower index.
+per-placed-op terms (:meth:`policies.rl.doppler.net.PlcPolicy.act_weights`). The steps run in one
+compiled loop (:mod:`policies.rl.doppler._assign_kernel`). Where a policy is not given, its
+critical-path rule decides (the teacher, and the ablations of Table 3): SEL → the candidate with the
+largest b-level, PLC → the device where the op starts earliest under the running estimate; ties go to
+the lower index. ε-greedy exploration draws four uniforms per step from the episode's generator.
 """
 
 from __future__ import annotations
@@ -14,11 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from policies.rl.doppler.features import DopplerGraph, EstimatedSchedule, zscore
+from policies.rl.doppler import _assign_kernel as _k
+from policies.rl.doppler.features import DopplerGraph, owned
 
 __all__ = ["AssignEpisode", "assign"]
-
-_TIE = 1e-12
 
 
 @dataclass
@@ -46,73 +46,29 @@ class AssignEpisode:
         return out
 
 
-def _ties_max(values: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    """Boolean mask of the allowed entries within a relative 1e-12 of the allowed maximum."""
-    top = values[allowed].max()
-    return allowed & (values >= top - _TIE * max(1.0, abs(top)))
-
-
 def assign(dg: DopplerGraph, op_feasible: np.ndarray, op_group: np.ndarray, sel: np.ndarray | None,
-            plc: dict[str, np.ndarray] | None, rng: np.random.Generator, epsilon: float, *,
-            record: bool) -> AssignEpisode:
+           plc: dict[str, np.ndarray] | None, rng: np.random.Generator, epsilon: float, *,
+           record: bool) -> AssignEpisode:
     """Run ASSIGN. ``sel``: SEL's scores per op (None: largest b-level); ``plc``: PLC's split
     weights (None: earliest start). ε-greedy on each learned policy with probability ``epsilon``."""
-    g = dg.graph
     n, nd = dg.duration.shape
-    remaining = np.diff(g.pred.ptr).astype(np.int64)
-    cand = remaining == 0
-    est = EstimatedSchedule(dg)
-    group_dev = np.full(int(op_group.max()) + 1 if n else 0, -1, dtype=np.int64)
-    ops = np.empty(n, dtype=np.int64)
-    devs = np.empty(n, dtype=np.int64)
-    if record:
-        cands = np.zeros((n, n), dtype=bool)
-        masks = np.zeros((n, nd), dtype=bool)
-        xds = np.zeros((n, nd, 5), dtype=np.float32)
-        sel_t = np.zeros((n, n), dtype=bool)
-        plc_t = np.zeros((n, nd), dtype=bool)
-    acc = np.zeros((nd, len(plc["a0"]))) if plc is not None else None
-    for t in range(n):
-        cidx = np.flatnonzero(cand)
-        if sel is None:
-            v = int(cidx[np.argmax(dg.b_level[cidx])])
-        elif epsilon > 0 and rng.random() < epsilon:
-            v = int(cidx[rng.integers(len(cidx))])
-        else:
-            v = int(cidx[np.argmax(sel[cidx])])
-        x, est_v = est.features(v)
-        gv = op_group[v]
-        if group_dev[gv] >= 0:
-            mask = np.zeros(nd, dtype=bool)
-            mask[group_dev[gv]] = True
-        else:
-            mask = op_feasible[v] & np.isfinite(dg.duration[v])
-        xz = zscore(x)
-        if plc is None:
-            d = int(np.argmin(np.where(mask, est_v, np.inf)))
-        elif epsilon > 0 and rng.random() < epsilon:
-            allowed = np.flatnonzero(mask)
-            d = int(allowed[rng.integers(len(allowed))])
-        else:
-            pre = xz @ plc["A"].T + plc["a0"] + plc["C"][v] + acc
-            score = np.where(pre > 0, pre, 0.01 * pre) @ plc["w2"] + plc["b2"][0]
-            d = int(np.argmax(np.where(mask, score, -np.inf)))
-        if record:
-            cands[t] = cand
-            masks[t] = mask
-            xds[t] = xz
-            sel_t[t] = _ties_max(dg.b_level, cand)
-            plc_t[t] = _ties_max(-np.where(mask, est_v, np.inf), mask)
-        ops[t], devs[t] = v, d
-        est.place(v, d, est_v[d])
-        group_dev[gv] = d
-        if acc is not None:
-            acc[d] += plc["G"][v]
-        cand[v] = False
-        succ = g.succ.idx[g.succ.ptr[v]:g.succ.ptr[v + 1]]
-        np.subtract.at(remaining, succ, 1)
-        cand[succ[remaining[succ] == 0]] = True
-    ro = AssignEpisode(ops, devs, est.device.copy(), op_group)
+    num_groups = int(op_group.max()) + 1 if n else 0
+    u = rng.random((n, 4)) if epsilon > 0 else np.zeros((n, 4))
+    if plc is None:
+        plc = {"A": np.zeros((0, 5)), "a0": np.zeros(0), "C": np.zeros((n, 0)), "G": np.zeros((n, 0)),
+               "w2": np.zeros(0), "b2": np.zeros(1)}
+        use_plc = False
+    else:
+        use_plc = True
+    ops, devs, device = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    cands, masks = np.zeros((n, n), bool), np.zeros((n, nd), bool)
+    xds = np.zeros((n, nd, 5), np.float32)
+    sel_t, plc_t = np.zeros((n, n), bool), np.zeros((n, nd), bool)
+    _k.assign_episode(*dg.kernel_arrays, owned(op_feasible, bool), owned(op_group, np.int64), num_groups,
+                      sel is not None, owned(sel if sel is not None else np.zeros(n)), use_plc,
+                      *(owned(plc[k]) for k in ("A", "a0", "C", "G", "w2")),
+                      float(plc["b2"][0]), float(epsilon), u, ops, devs, device, cands, masks, xds, sel_t, plc_t)
+    ro = AssignEpisode(ops, devs, device, op_group)
     if record:
         ro.cand, ro.dev_mask, ro.x_d, ro.sel_target, ro.plc_target = cands, masks, xds, sel_t, plc_t
     return ro

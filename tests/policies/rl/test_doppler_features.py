@@ -128,6 +128,26 @@ def test_random_episode_is_a_topological_assignment(n, seed, eps, nd):
     assert ((ro.op_device >= 0) & (ro.op_device < nd)).all()
 
 
+def test_exploration_picks_uniformly_among_candidates_and_allowed_devices():
+    """ε = 1 on the hand graph (2 GPUs): step 0 chooses s or u (the two entry ops) and then a device, each
+    uniformly whatever the policies' scores say; s and u both on gpu:0 strongly preferred by PLC's weights.
+    Over 4,000 episodes each of the 2 × 2 outcomes should come 1,000 times (binomial sd ≈ 27)."""
+    dg = DopplerGraph.build(hand_graph(), two_gpus())
+    sel = np.array([100.0, 0, 0, 0, -100.0])  # SEL's argmax would always be s
+    h = 4
+    plc = {"A": np.zeros((h, 5)), "a0": np.zeros(h), "C": np.zeros((5, h)), "G": np.zeros((5, h)),
+           "w2": np.zeros(h), "b2": np.zeros(1)}  # PLC's scores tie: its argmax would always be gpu:0
+    rng = np.random.default_rng(7)
+    counts = np.zeros((5, 2), int)
+    for _ in range(4000):
+        ro = assign(dg, np.ones((5, 2), bool), np.arange(5), sel, plc, rng, 1.0, record=False)
+        counts[ro.ops[0], ro.devs[0]] += 1
+    assert counts[[S, U]].sum() == 4000
+    assert np.abs(counts[[S, U]] - 1000).max() < 150  # more than 5 sd
+    greedy = assign(dg, np.ones((5, 2), bool), np.arange(5), sel, plc, rng, 0.0, record=False)
+    assert (greedy.ops[0], greedy.devs[0]) == (S, 0)
+
+
 def test_given_edge_transfer_times_replace_the_links():
     doc = {"schema": "placelab.graph/1", "name": "tt",
            "ops": [{"name": "a", "compute": 1.0, "output_bytes": 1e9}, {"name": "b", "compute": 1.0}],

@@ -110,7 +110,7 @@ def test_episode_loss_recomputed_by_hand(stage):
         on_dev = torch.stack([h[placed[k]].sum(0) for k in range(2)]).unsqueeze(0)
         logits = agent.model.plc(h, z, torch.tensor([v]), torch.from_numpy(ro.x_d[t:t + 1]), on_dev)[0]
         lq = _softmax_logp(logits.detach().numpy().astype(float), ro.dev_mask[t])
-        assert d == int(np.argmax(lq))  # greedy PLC: the numpy rollout agrees with the network
+        assert d == int(np.argmax(lq))  # greedy PLC: the compiled rollout agrees with the network
         if stage == "imitation":
             sel_lp.append(np.log(np.exp(lp[ro.sel_target[t]]).sum()))
             plc_lp.append(np.log(np.exp(lq[ro.plc_target[t]]).sum()))

@@ -131,6 +131,7 @@ class DopplerAgent(StagedEpsilon, Agent):
         self.init_epsilon()
         self.prepared = PerTask(num_devices, _Prepared)
         self.handoff_weights: dict[str, torch.Tensor] | None = None  # Stage I's handoff (``handoff``)
+        self._forward: dict[int, tuple] = {}  # this update's forward passes (:meth:`_encoded`)
 
     @property
     def episodes_per_update(self) -> int:
@@ -153,6 +154,20 @@ class DopplerAgent(StagedEpsilon, Agent):
         hz = self.model.plc.embed(p.tensors) if v != "sel-only" else None
         return scores, hz
 
+    def _encoded(self, p: _Prepared) -> tuple[torch.Tensor | None, tuple[torch.Tensor, torch.Tensor] | None]:
+        """:meth:`_encode` with autograd, computed once per graph and weights: a rollout's forward pass is
+        the one its update differentiates (the trainer and a rollout worker both call :meth:`accumulate`
+        after :meth:`rollout` with the same weights), and each episode of one graph in a rollout shares it.
+        The weights' version counters (torch bumps them at every in-place change: an optimiser step, a
+        ``load_state_dict``) tell whether the memo is still theirs."""
+        import torch
+
+        version = (torch.is_grad_enabled(), *(t._version for t in self.model.parameters()))
+        hit = self._forward.get(id(p))
+        if hit is None or hit[0] != version:
+            hit = self._forward[id(p)] = (version, *self._encode(p))
+        return hit[1], hit[2]
+
     def _assign(self, p: _Prepared, scores, hz, rng: np.random.Generator, eps: float, record: bool) -> AssignEpisode:
         import torch
 
@@ -172,18 +187,17 @@ class DopplerAgent(StagedEpsilon, Agent):
                             imitation=self.config.stage == "imitation")
 
     def rollout(self, tasks: list[PlacementTask], keys: list[str], rng: np.random.Generator) -> Rollout:
-        """One ASSIGN episode per task with the current weights, without autograd (§4.3: each
-        network runs once per episode), each placement evaluated once (simulated; in Stage III,
-        inside :func:`~policies.rl.core.measured.measured_rewards`, executed and measured).
+        """One ASSIGN episode per task with the current weights (§4.3: each network runs once per
+        episode; its forward pass, with autograd, is kept for the update: :meth:`_encoded`), each
+        placement evaluated once (simulated; in Stage III, inside
+        :func:`~policies.rl.core.measured.measured_rewards`, executed and measured).
         ``data``: per episode (key, episode, makespan), numpy only."""
-        import torch
-
         stats, samples = [], []
         reached = self.config.stage == "imitation" and self.config.handoff
+        self._forward.clear()
         for task, key in zip(tasks, keys, strict=True):
             p = self.prepare(task)
-            with torch.no_grad():
-                scores, hz = self._encode(p)
+            scores, hz = self._encoded(p)
             eps = self.epsilon()
             ep = self._assign(p, scores, hz, rng, eps, record=True)
             self.episodes += 1
@@ -235,14 +249,16 @@ class DopplerAgent(StagedEpsilon, Agent):
     def accumulate(self, data: list[tuple[str, AssignEpisode, float]], advantages: Advantages,
                    tasks: Mapping[str, PlacementTask], *, entropy_coef: float) -> list[float]:
         """Accumulate the gradient of eq. 9 (Stage I) or eq. 10 (Stages II, III) over the episodes in
-        ``data``; the networks run once more, with autograd. Returns the episodes' entropies."""
+        ``data``, on the rollout's forward pass where this process rolled them out with these weights (else the
+        networks run again). Returns the episodes' entropies."""
         entropies = []
         for (key, ep, _), adv in zip(data, advantages.per_episode, strict=True):
             p = self.prepare(tasks[key])
-            scores, hz = self._encode(p)
+            scores, hz = self._encoded(p)
             loss, h = self._loss(p, ep, scores, hz, adv, entropy_coef)
-            (loss / advantages.total).backward()
+            (loss / advantages.total).backward(retain_graph=True)  # the next episode of the graph may share it
             entropies.append(h)
+        self._forward.clear()  # frees the forward passes
         return entropies
 
     def place(self, task: PlacementTask, rng: np.random.Generator, *, greedy: bool = True) -> np.ndarray:

@@ -76,7 +76,8 @@ class EdgeNetworkConv(MessagePassing):
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor,
                 theta: torch.Tensor, pairs: EdgePairs | None = None) -> torch.Tensor:
         p = pairs if pairs is not None else EdgePairs.of(edge_index, edge_type, x.size(0), theta.size(0))
-        xw = torch.cat([x[p.node[a:b]] @ theta[k] for k, (a, b) in enumerate(itertools.pairwise(p.bounds))])
+        parts = [x[p.node[a:b]] @ theta[k] for k, (a, b) in enumerate(itertools.pairwise(p.bounds))]
+        xw = torch.cat(parts) if parts else x.new_zeros((0, theta.size(2)))  # a graph without edges has no types
         msg = xw[p.edge_pair]
         return self.propagate(edge_index, msg=msg, size=(x.size(0), x.size(0))) + self.root(x) + self.bias
 

@@ -42,6 +42,16 @@ def test_edge_network_conv_equals_pyg_nnconv():
     torch.testing.assert_close(ours(x, edge_index, edge_type, theta), ref(x, edge_index, types[edge_type]))
 
 
+def test_edge_network_conv_on_a_graph_without_edges_is_its_root_term():
+    torch.manual_seed(0)
+    conv = EdgeNetworkConv(4)
+    torch.nn.init.normal_(conv.bias)
+    x = torch.randn(3, 4)
+    empty = torch.zeros((2, 0), dtype=torch.long)
+    out = conv(x, empty, torch.zeros(0, dtype=torch.long), torch.zeros((0, 4, 4)))
+    torch.testing.assert_close(out, conv.root(x) + conv.bias)
+
+
 def test_split_plc_head_equals_the_concatenated_one():
     torch.manual_seed(1)
     plc = PlcPolicy(hidden=8, rounds=1, edge_hidden=4, head=6)

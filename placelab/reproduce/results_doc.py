@@ -113,6 +113,18 @@ def _table(rows: Sequence[Mapping[str, Any]], normalised: bool) -> list[str]:
     return lines
 
 
+def _took(meta: dict) -> str:
+    """The wall time of a run, and for one resumed (``placelab reproduce --resume``) on which code it went on:
+    its wall time is then that of its last part (a stopped part records none)."""
+    minutes = f"{float(meta.get('metrics', {}).get('wall_s', 0)) / 60:.1f} min"
+    resumed = meta.get("parameters", {}).get("resumed") or []
+    if not resumed:
+        return minutes
+    versions = ", ".join(f"`{(r.get('code_version') or {}).get('git') or 'unknown'}`" for r in resumed)
+    times = "once" if len(resumed) == 1 else f"{len(resumed)} times"
+    return f"resumed {times} (on {versions}), {minutes} in its last part"
+
+
 def _run_section(rep: Reproduction, run: Run, runs_dir: str) -> list[str]:
     meta = run.meta
     setting = meta.get("parameters", {}).get("setting", "?")
@@ -122,8 +134,8 @@ def _run_section(rep: Reproduction, run: Run, runs_dir: str) -> list[str]:
     rerun = (f"placelab reproduce {rep.name}" + (" --quick" if setting == "quick" else "")
              + (" --graphs-dir DIR" if on else ""))
     out = [f"### {setting.capitalize()} setting{' on the ' + on if on else ''}: run `{run.id}`", "",
-           f"Created {str(meta.get('created', '?'))[:10]} on code version `{version}`, "
-           f"{float(m.get('wall_s', 0)) / 60:.1f} min; {m.get('cells_within_10pct', 0)} of "
+           f"Created {str(meta.get('created', '?'))[:10]} on code version `{version}`, {_took(meta)}; "
+           f"{m.get('cells_within_10pct', 0)} of "
            f"{m.get('cells_compared', 0)} compared cells within 10 % of the paper. Rerun: `{rerun}`.", ""]
     try:
         rows = table_rows(run)

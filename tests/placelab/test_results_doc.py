@@ -135,6 +135,20 @@ def test_the_newest_run_of_a_setting_is_shown(store):
     assert f"run `{DOPPLER}`" in text and older.name not in text
 
 
+def test_a_resumed_run_names_the_code_it_went_on_with(store):
+    """A run stopped and resumed twice (``placelab reproduce --resume``): its line names both later code versions
+    and says its wall time is that of the last part."""
+    path = store / DOPPLER / "run.json"
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    meta["parameters"]["resumed"] = [{"at": "2026-11-27T12:11:03+00:00", "code_version": {"git": "73fa769"}},
+                                     {"at": "2026-11-27T12:24:11+00:00", "code_version": {"git": "7baeabf"}}]
+    meta["metrics"]["wall_s"] = 3162.156
+    path.write_text(json.dumps(meta), encoding="utf-8")
+    line = next(x for x in results_markdown(store).splitlines() if x.startswith("Created ") and "7baeabf" in x)
+    assert f"on code version `{meta['code_version']['git']}`, resumed 2 times (on `73fa769`, `7baeabf`), " \
+           "52.7 min in its last part;" in line
+
+
 def test_command_writes_the_file(store, tmp_path, capsys):
     out = tmp_path / "doc.md"
     main(["--runs-dir", str(store), "-o", str(out)])

@@ -74,9 +74,14 @@ def page() -> None:
         m = meta.get("metrics", {})
         cols = st.columns(4)
         cols[0].metric("Setting", params.get("setting", "?"))
-        cols[1].metric("Wall time", f"{m.get('wall_s', 0) / 60:.1f} min")
+        resumed = [str((r.get("code_version") or {}).get("git") or "?") for r in params.get("resumed") or []]
+        again = f"resumed {len(resumed)}× (placelab reproduce --resume)" if resumed else None
+        cols[1].metric("Wall time", f"{m.get('wall_s', 0) / 60:.1f} min",
+                       help=f"its last part: the run was {again}" if again else None)
         cols[2].metric("Cells within 10 %", f"{m.get('cells_within_10pct', 0)} / {m.get('cells_compared', 0)}")
-        cols[3].metric("Code version", str((meta.get("code_version") or {}).get("git") or "?"))
+        first = str((meta.get("code_version") or {}).get("git") or "?")
+        cols[3].metric("Code version", f"{first} → {resumed[-1]}" if resumed else first,
+                       help=f"started on {first}, {again} on {', '.join(resumed)}" if again else None)
         normalised = st.toggle("Judge by row-normalised ratios", value=any(r.get("rel_ratio") not in (None, "")
                                                                           for r in table), key=keys.PAPERS_NORM,
                                help="Each value divided by its row's reference column, ours and the paper's alike: "

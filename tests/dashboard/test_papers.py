@@ -105,21 +105,28 @@ def test_page_shows_a_stored_reproduction(tmp_path, monkeypatch):
     assert res["run_id"]
 
 
-def bundled_papers_app(name: str, tmp_path, monkeypatch) -> AppTest:
-    """The Papers page on the bundled quick run of reproduction ``name`` alone (runs/, copied to a temporary
-    store), run once and showing it."""
+def bundled_papers_app(name: str, tmp_path, monkeypatch, setting: str = "quick") -> AppTest:
+    """The Papers page on the bundled run of reproduction ``name`` in ``setting`` alone (runs/, copied to a
+    temporary store), run once and showing it."""
     import shutil
     from pathlib import Path
 
-    bundled = sorted((Path(__file__).resolve().parents[2] / "runs").glob(f"*-reproduce-{name}-*"))
-    assert bundled, f"the repository ships a quick {name} run"
+    bundled = [p for p in sorted((Path(__file__).resolve().parents[2] / "runs").glob(f"*-reproduce-{name}-*"))
+               if _bundled_setting(p) == setting]
+    assert bundled, f"the repository ships a {setting} {name} run"
     root = tmp_path / "runs"
     shutil.copytree(bundled[-1], root / bundled[-1].name)
     monkeypatch.setenv("PLACELAB_RUNS_DIR", str(root))
     app = papers_app().run()
     assert not app.exception and not app.error
-    assert app.selectbox(key="papers_pick").value == f"{name} (quick)"
+    assert app.selectbox(key="papers_pick").value == f"{name} ({setting})"
     return app
+
+
+def _bundled_setting(run_dir) -> str:
+    import json
+
+    return json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["parameters"]["setting"]
 
 
 def test_first_start_shows_the_bundled_reproductions(empty_runs, monkeypatch):
@@ -129,10 +136,12 @@ def test_first_start_shows_the_bundled_reproductions(empty_runs, monkeypatch):
 
     bundled = Path(__file__).resolve().parents[2] / "runs"
     monkeypatch.setenv("PLACELAB_EXAMPLE_RUNS_DIR", str(bundled))
-    names = {p.name.split("-reproduce-")[1].rsplit("-", 1)[0] for p in bundled.glob("*-reproduce-*")}
+    labels = {f"{p.name.split('-reproduce-')[1].rsplit('-', 1)[0]} ({_bundled_setting(p)})"
+              for p in bundled.glob("*-reproduce-*")}
     app = papers_app().run()
     assert not app.exception and not app.error and not app.info
-    assert sorted(app.selectbox(key="papers_pick").options) == sorted(f"{n} (quick)" for n in names)
+    assert sorted(app.selectbox(key="papers_pick").options) == sorted(labels)
+    assert {"doppler-table2 (quick)", "doppler-table2 (full)"} <= labels
     assert "doppler-g1 (quick)" in app.selectbox(key="papers_pick").options and app.dataframe
 
 
@@ -147,6 +156,24 @@ def test_page_shows_the_bundled_doppler_reproduction(tmp_path, monkeypatch):
     assert any("`placelab reproduce doppler-table2` runs the paper's" in c.value for c in app.caption)
     assert "placelab reproduce doppler-table2 --quick" in app.code[0].value
     assert "noise=0.05 --sim-param runs=10" in app.code[1].value
+
+
+def test_page_shows_the_bundled_full_doppler_table2_run_resumed_twice(tmp_path, monkeypatch):
+    """The bundled full-setting doppler-table2 run (stopped and resumed twice on newer code): its GDP cells
+    filled, and the code-version metric names the first and the last code it ran on."""
+    import json
+    from pathlib import Path
+
+    app = bundled_papers_app("doppler-table2", tmp_path, monkeypatch, setting="full")
+    df = app.dataframe[0].value
+    assert (df[df["column"] == "GDP"]["ours"].str.contains(" ± ")).sum() == 4
+    run_dir = next((Path(__file__).resolve().parents[2] / "runs").glob("*-reproduce-doppler-table2-22d1"))
+    meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    versions = [meta["code_version"]["git"], *(r["code_version"]["git"] for r in meta["parameters"]["resumed"])]
+    assert len(versions) == 3
+    shown = {m.label: m for m in app.metric}
+    assert shown["Code version"].value == f"{versions[0]} → {versions[-1]}"
+    assert not any("Quick setting" in c.value for c in app.caption)
 
 
 def test_page_shows_the_bundled_simulator_fidelity_reproduction(tmp_path, monkeypatch):
@@ -171,7 +198,8 @@ def test_every_reproduction_ships_a_quick_run_that_renders(name, tmp_path, monke
     df = app.dataframe[0].value
     assert len(df) and df["ours"].astype(str).str.strip().ne("").any()
     assert f"placelab reproduce {name} --quick" in app.code[0].value
-    run_dir = sorted((Path(__file__).resolve().parents[2] / "runs").glob(f"*-reproduce-{name}-*"))[-1]
+    run_dir = [p for p in sorted((Path(__file__).resolve().parents[2] / "runs").glob(f"*-reproduce-{name}-*"))
+               if _bundled_setting(p) == "quick"][-1]
     stored = json.loads((run_dir / "commands.json").read_text())["steps"]
     assert {s["key"]: tuple(s["argv"][1:]) for s in stored} == {s.key: s.argv for s in core.get(name).steps(True)}
     assert all(s["command"] in app.code[1].value for s in stored)

@@ -113,9 +113,20 @@ def _ties_max(values, allowed, out):
 
 
 @njit(cache=True)
-def _pick(count, u):
-    """The index ``floor(u · count)`` of a uniform draw ``u`` ∈ [0, 1)."""
-    return min(int(u * count), count - 1)
+def _uniform_pick(flags, u):
+    """The index of the ``floor(u · count)``-th set entry of ``flags`` (``count`` of them), for a uniform draw
+    ``u`` ∈ [0, 1): each set entry alike likely."""
+    count = 0
+    for i in range(flags.shape[0]):
+        if flags[i]:
+            count += 1
+    k = min(int(u * count), count - 1)
+    for i in range(flags.shape[0]):
+        if flags[i]:
+            if k == 0:
+                return i
+            k -= 1
+    return -1
 
 
 @njit(cache=True)
@@ -150,19 +161,9 @@ def assign_episode(pred_ptr, pred_idx, pred_edge, succ_ptr, succ_idx, given, edg
     neg_est = np.empty(nd)
     for t in range(n):
         # SEL: the op
-        count = 0
-        for w in range(n):
-            if cand[w]:
-                count += 1
         v = -1
         if use_sel and epsilon > 0 and u[t, 0] < epsilon:
-            k = _pick(count, u[t, 1])
-            for w in range(n):
-                if cand[w]:
-                    if k == 0:
-                        v = w
-                        break
-                    k -= 1
+            v = _uniform_pick(cand, u[t, 1])
         else:
             for w in range(n):
                 if cand[w] and (v < 0 or (sel[w] > sel[v] if use_sel else b_level[w] > b_level[v])):
@@ -170,14 +171,11 @@ def assign_episode(pred_ptr, pred_idx, pred_edge, succ_ptr, succ_idx, given, edg
         device_features(v, pred_ptr, pred_idx, pred_edge, given, edge_bytes, bw_inv, latency, duration, device,
                         start, finish, free, load, x, est)
         gv = op_group[v]
-        allowed = 0
         for d in range(nd):
             if group_dev[gv] >= 0:
                 mask[d] = d == group_dev[gv]
             else:
                 mask[d] = feasible[v, d] and duration[v, d] < np.inf
-            if mask[d]:
-                allowed += 1
         _zscore_columns(x, xz)
         # PLC: the device
         d_pick = 0
@@ -188,13 +186,7 @@ def assign_episode(pred_ptr, pred_idx, pred_edge, succ_ptr, succ_idx, given, edg
                     best = est[d]
                     d_pick = d
         elif epsilon > 0 and u[t, 2] < epsilon:
-            k = _pick(allowed, u[t, 3])
-            for d in range(nd):
-                if mask[d]:
-                    if k == 0:
-                        d_pick = d
-                        break
-                    k -= 1
+            d_pick = _uniform_pick(mask, u[t, 3])
         else:
             best = -np.inf
             for d in range(nd):

@@ -80,7 +80,7 @@ def page() -> None:
                        help=f"its last part: the run was {again}" if again else None)
         cols[2].metric("Cells within 10 %", f"{m.get('cells_within_10pct', 0)} / {m.get('cells_compared', 0)}")
         first = str((meta.get("code_version") or {}).get("git") or "?")
-        cols[3].metric("Code version", f"{first} → {resumed[-1]}" if resumed else first,
+        cols[3].metric("Code version (last part)" if resumed else "Code version", resumed[-1] if resumed else first,
                        help=f"started on {first}, {again} on {', '.join(resumed)}" if again else None)
         normalised = st.toggle("Judge by row-normalised ratios", value=any(r.get("rel_ratio") not in (None, "")
                                                                           for r in table), key=keys.PAPERS_NORM,

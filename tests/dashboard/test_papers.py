@@ -160,7 +160,7 @@ def test_page_shows_the_bundled_doppler_reproduction(tmp_path, monkeypatch):
 
 def test_page_shows_the_bundled_full_doppler_table2_run_resumed_twice(tmp_path, monkeypatch):
     """The bundled full-setting doppler-table2 run (stopped and resumed twice on newer code): its GDP cells
-    filled, and the code-version metric names the first and the last code it ran on."""
+    filled, and the code-version metric shows the code of its last part and names the first in its help."""
     import json
     from pathlib import Path
 
@@ -172,7 +172,8 @@ def test_page_shows_the_bundled_full_doppler_table2_run_resumed_twice(tmp_path, 
     versions = [meta["code_version"]["git"], *(r["code_version"]["git"] for r in meta["parameters"]["resumed"])]
     assert len(versions) == 3
     shown = {m.label: m for m in app.metric}
-    assert shown["Code version"].value == f"{versions[0]} → {versions[-1]}"
+    assert shown["Code version (last part)"].value == versions[-1]
+    assert versions[0] in shown["Code version (last part)"].help and "resumed 2×" in shown["Wall time"].help
     assert not any("Quick setting" in c.value for c in app.caption)
 
 

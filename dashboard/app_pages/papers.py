@@ -24,7 +24,7 @@ from dashboard.figures.theme import EXPORT_DEFAULTS, EXPORT_FORMATS, export_byte
 from dashboard.widgets.papers_runs import graphs_used, reproduction_label, runs_beside_this
 from dashboard.widgets.ui import guard, show_figure, viewer_theme
 from engine.errors import PlacelabError
-from placelab.reproduce.results_doc import table_rows
+from placelab.reproduce.results_doc import resumed_versions, table_rows
 
 
 def _reproductions() -> dict[str, object]:
@@ -74,7 +74,7 @@ def page() -> None:
         m = meta.get("metrics", {})
         cols = st.columns(4)
         cols[0].metric("Setting", params.get("setting", "?"))
-        resumed = [str((r.get("code_version") or {}).get("git") or "?") for r in params.get("resumed") or []]
+        resumed = resumed_versions(params)
         again = f"resumed {len(resumed)}× (placelab reproduce --resume)" if resumed else None
         cols[1].metric("Wall time", f"{m.get('wall_s', 0) / 60:.1f} min",
                        help=f"its last part: the run was {again}" if again else None)

@@ -30,7 +30,7 @@ from placelab.reproduce.core import Reproduction, all_reproductions
 from placelab.reproduce.papers import agreement, paper_table
 from placelab.reproduce.published import graphs_label
 
-__all__ = ["latest_runs", "main", "results_markdown", "table_rows", "write_results"]
+__all__ = ["latest_runs", "main", "results_markdown", "resumed_versions", "table_rows", "write_results"]
 
 #: Settings in the order their tables are shown: the paper's budgets first.
 SETTINGS = ("full", "quick")
@@ -113,14 +113,20 @@ def _table(rows: Sequence[Mapping[str, Any]], normalised: bool) -> list[str]:
     return lines
 
 
+def resumed_versions(params: Mapping[str, Any]) -> list[str]:
+    """The code version of each part a reproduction run was resumed in (``placelab reproduce --resume``), in
+    order; none for a run that went through at once."""
+    return [str((r.get("code_version") or {}).get("git") or "unknown") for r in params.get("resumed") or []]
+
+
 def _took(meta: dict) -> str:
-    """The wall time of a run, and for one resumed (``placelab reproduce --resume``) on which code it went on:
-    its wall time is then that of its last part (a stopped part records none)."""
+    """The wall time of a run, and for one resumed on which code it went on: its wall time is then that of its
+    last part (a stopped part records none)."""
     minutes = f"{float(meta.get('metrics', {}).get('wall_s', 0)) / 60:.1f} min"
-    resumed = meta.get("parameters", {}).get("resumed") or []
+    resumed = resumed_versions(meta.get("parameters", {}))
     if not resumed:
         return minutes
-    versions = ", ".join(f"`{(r.get('code_version') or {}).get('git') or 'unknown'}`" for r in resumed)
+    versions = ", ".join(f"`{v}`" for v in resumed)
     times = "once" if len(resumed) == 1 else f"{len(resumed)} times"
     return f"resumed {times} (on {versions}), {minutes} in its last part"
 

@@ -2,7 +2,7 @@
 
 * :func:`mirhoseini_groups` — Mirhoseini et al. 2017 §3.3: start from TensorFlow's colocation
   groups; if the output of X is consumed only by Y, co-locate X and Y; repeat on the groups
-  until nothing merges.
+  until nothing merges (or, ours, until ``min_groups`` remain).
 * :func:`scope_groups` — Mirhoseini §4.1's manual rule for RNNs ("treat each LSTM cell, each
   embedding lookup, each attention step and each softmax prediction step as a group"): ops
   with the same scope (cut to ``depth`` parts) and phase form one group.
@@ -53,14 +53,21 @@ def find_root(parent: np.ndarray, x: int) -> int:
     return root
 
 
-def mirhoseini_groups(g: CompGraph, colocation: bool = True) -> np.ndarray:
+def mirhoseini_groups(g: CompGraph, colocation: bool = True, min_groups: int = 1) -> np.ndarray:
     """Mirhoseini §3.3 co-location: merge a group into the only group that consumes its outputs.
 
     Each pass finds every group whose outputs go to exactly one other group and merges it into
     that group; passes repeat until none merges. Merging X into its only consumer Y cannot create
     a cycle (every path out of X starts in Y), and merging many such X at once forms trees
     rooted at their consumers, which are convex for the same reason; the result is therefore
-    independent of merge order.
+    independent of merge order — unless ``min_groups`` stops it.
+
+    ``min_groups`` (ours, not the paper's): stop merging when that many groups remain, within a pass
+    in the order of X's index. The paper applies the rule "recursively" to TensorFlow graphs of
+    thousands of ops, where it ends far above a learned placer's group count; on a small graph its
+    recursion can swallow everything (the DOPPLER authors' transformer block: 182 ops, one group,
+    so every placement put the whole graph on one device). Each single merge is valid at any point
+    of a pass: X's consumers stay inside one group however the others merge.
 
     Parameters
     ----------
@@ -68,6 +75,8 @@ def mirhoseini_groups(g: CompGraph, colocation: bool = True) -> np.ndarray:
     colocation : bool
         Start from TF colocation groups (ops sharing ``colocate`` in one group). Those groups
         must be convex, else :func:`engine.grouping.contract` rejects the result.
+    min_groups : int
+        Merge no further once this many groups remain (1: the paper's rule to its end).
 
     Returns
     -------
@@ -78,7 +87,8 @@ def mirhoseini_groups(g: CompGraph, colocation: bool = True) -> np.ndarray:
     k0 = int(start.max()) + 1
     parent = np.arange(k0)
     src0, dst0 = start[g.edge_src], start[g.edge_dst]
-    while True:
+    left = k0
+    while left > min_groups:
         roots = np.array([find_root(parent, x) for x in range(k0)])
         s, d = roots[src0], roots[dst0]
         cross = s != d
@@ -90,7 +100,12 @@ def mirhoseini_groups(g: CompGraph, colocation: bool = True) -> np.ndarray:
         if not len(single):
             break
         for x, y in single.tolist():
-            parent[find_root(parent, x)] = find_root(parent, y)
+            if left <= min_groups:
+                break
+            rx, ry = find_root(parent, x), find_root(parent, y)
+            if rx != ry:
+                parent[rx] = ry
+                left -= 1
     roots = np.array([find_root(parent, x) for x in range(k0)])
     return renumber(roots[start])
 

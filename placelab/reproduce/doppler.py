@@ -110,6 +110,11 @@ IMITATION_LR = 1e-3
 #: config_files/run_gdp/imitation_learning.json:4, learning_rate 0.001)
 GDP_IMITATION_LR = 1e-3
 
+#: Placeto as the DOPPLER authors ran it for their tables: one op per step in topological order, no grouping
+#: (xinyuyao/Doppler@87dda0d scheduler/placeto_agent.py:248-250, ``node_selection`` returns ``topo_sort[curr_step]``).
+#: Our default groups (§3.3 rule + Merge-and-Colocate to 128) would merge these graphs' ops where the authors did not.
+PLACETO_AS_DOPPLER_RAN_IT = ("--param", "grouping=ops")
+
 #: method → how its placement is found: ("place", placer) or ("train", placer, variant)
 METHODS = {"critical-path": ("place", "critical-path"), "enumerative": ("place", "enumerative"),
            "single-device": ("place", "single-device"), "placeto": ("train", "placeto", ""),
@@ -147,7 +152,7 @@ def method_steps(method: str, row: str, cluster: str, quick: bool) -> list[Step]
     if how[0] == "place":
         argv: tuple[str, ...] = ("place", g, "-c", cluster, "--placer", how[1], "--save", "--seed", str(SEED))
     elif how[1] == "placeto":
-        argv = _train_argv("placeto", g, cluster, b.placeto[row])
+        argv = _train_argv("placeto", g, cluster, b.placeto[row], *PLACETO_AS_DOPPLER_RAN_IT)
     elif how[1] == "gdp":
         argv = _train_argv("gdp", g, cluster, b.stage2[row], "--init-from", f"{{run:gdp-stage1/{row}}}")
     else:

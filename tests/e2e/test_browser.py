@@ -521,6 +521,8 @@ def test_walk_through_the_app(browser_page, app_url, spec, graph, query):
     # the results table is a plain table at the large font, and so are the inputs and the placers' chips
     for what, sel in (("results table cells", '[data-testid="stTable"] td'), ("inputs", "input"),
                       ("placer chips", '[data-testid="stMultiSelectTagsContainer"] [data-tag] > span')):
+        page.locator(sel).first.wait_for(timeout=GUARD_MS)  # the page may still be drawing below "Results:"
+        wait_idle(page)
         px = page.evaluate(_SMALLEST_FONT_JS, sel)
         assert px is not None and px >= 18, f"{what} at {px}px in presentation mode"
     assert_clean(page, f"{tag}-09-place-presentation")
@@ -564,6 +566,26 @@ def fill(page, label: str, value: str) -> None:
     wait_idle(page)
 
 
+_CODE_SHOWS_JS = ("(parts) => [...document.querySelectorAll('[data-testid=\"stCode\"]')]"
+                  ".some(c => parts.every(p => c.textContent.includes(p)))")
+
+
+def fill_until_shown(page, values: dict[str, str], shown: tuple[str, ...], tries: int = 5) -> None:
+    """Fill the inputs ``values`` (label → value) until the form's command line shows every part of ``shown``: the
+    server has them then. On a loaded machine a value typed while the previous value's rerun redraws the form can
+    be lost (seen in CI: the run name never reached the server, and leaving the page lost it); typed again, it
+    arrives. A value the app drops every time still fails after ``tries``."""
+    for attempt in range(tries):
+        for label, value in values.items():
+            fill(page, label, value)
+        try:
+            page.wait_for_function(_CODE_SHOWS_JS, arg=list(shown), timeout=GUARD_MS // 6)
+            return
+        except PlaywrightTimeout:
+            if attempt == tries - 1:
+                raise
+
+
 # A budget the test never reaches: it watches the run train until SEEN_EPISODES, then stops it with the card's
 # Stop button. A run that ended on its own could finish between two of the page's 2-s polls on a fast machine
 # (300 episodes once took 4.5 s), and the "running" state would be missed; this way no clock decides.
@@ -582,11 +604,9 @@ def test_train_in_the_background(browser_page, app_url):
     page.get_by_text("No training runs yet").wait_for(timeout=GUARD_MS)
     choose(page, "Learned placer", "Placeto GNN policy (Addanki et al. 2019)")
     wait_idle(page)
-    fill(page, "Graphs", "gen:random?ops=200&seed=1")
-    fill(page, "groups", "16")
-    fill(page, "batch", "4")
-    fill(page, "episodes", str(TRAIN_EPISODES))
-    fill(page, "run name (optional)", "e2e placeto")
+    fill_until_shown(page, {"Graphs": "gen:random?ops=200&seed=1", "groups": "16", "batch": "4",
+                            "episodes": str(TRAIN_EPISODES), "run name (optional)": "e2e placeto"},
+                     ("ops=200", "groups=16", "batch=4", f"--episodes {TRAIN_EPISODES}", "e2e placeto"))
     start = time.perf_counter()
     page.get_by_role("button", name="Start training").click()
     page.get_by_text("Started training e2e placeto").wait_for(timeout=GUARD_MS)
@@ -752,13 +772,8 @@ def test_a_reload_keeps_the_view_and_leaving_a_page_keeps_its_choices(browser_pa
     assert page.locator('[data-testid="stAlert"]', has_text="Ignored the link").count() == 0
 
     goto(page, "Train")  # the Train form, left and found again
-    fill(page, "episodes", "77")
-    fill(page, "run name (optional)", "kept across pages")
-    # the server has both values once the form's command line shows them (on a loaded machine the rerun that
-    # carries them can start after wait_idle's first look; leaving the page before it ran was the lost name)
-    page.wait_for_function("[...document.querySelectorAll('[data-testid=\"stCode\"]')].some(c => "
-                           "c.textContent.includes('--episodes 77') && c.textContent.includes('kept across pages'))",
-                           timeout=GUARD_MS)
+    fill_until_shown(page, {"episodes": "77", "run name (optional)": "kept across pages"},
+                     ("--episodes 77", "kept across pages"))
     goto(page, "Graphs")  # the source the link set after the reload: the generator spec, typed
     assert page.get_by_role("textbox", name="Generator spec").input_value() == "gen:random?ops=300&seed=4"
     goto(page, "Place")

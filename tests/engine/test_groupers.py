@@ -55,6 +55,15 @@ def test_mirhoseini_chain_collapses_and_diamond_does_not():
     assert mirhoseini_groups(graph(4, [(0, 1), (0, 2), (1, 3), (2, 3)])).tolist() == [0, 0, 0, 0]
 
 
+def test_mirhoseini_stops_at_min_groups():
+    # chain a→b→c→d, one pass merges a into b, b into c (two groups left), then stops: {a,b,c}, {d}
+    assert mirhoseini_groups(graph(4, [(0, 1), (1, 2), (2, 3)]), min_groups=2).tolist() == [0, 0, 0, 1]
+    # the diamond: b and c merge into d (two groups left); a, which feeds two groups, stays alone
+    assert mirhoseini_groups(graph(4, [(0, 1), (0, 2), (1, 3), (2, 3)]), min_groups=2).tolist() == [0, 1, 1, 1]
+    # a target at or above the op count merges nothing
+    assert mirhoseini_groups(graph(4, [(0, 1), (1, 2), (2, 3)]), min_groups=4).tolist() == [0, 1, 2, 3]
+
+
 def test_merge_and_colocate_chain():
     g = graph(3, [(0, 1), (1, 2)], out=[10, 5, 20])
     assert merge_and_colocate(g, 2).tolist() == [0, 1, 1]

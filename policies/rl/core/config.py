@@ -39,9 +39,10 @@ class LearnedConfig:
     groups: int | None = param(128, "op groups to place (Merge-and-Colocate target N; None: every op its own group)",
                                "Placeto §4: 128 for ptb and cifar10, 160 for nmt (family: specs get their own)",
                                low=1)
-    grouping: str = param("merge", "merge: §3.3 rule + Merge-and-Colocate to `groups` (groups=None on a graph of "
-                          "over 1,000 ops: 256); units: Mirhoseini §4.1 layer units (`groups` unused); ops: every "
-                          "op its own group, whatever the size", "Placeto §4", choices=GROUPINGS)
+    grouping: str = param("merge", "merge: §3.3 rule (stopped at `groups`) + Merge-and-Colocate to `groups` "
+                          "(groups=None on a graph of over 1,000 ops: 256); units: Mirhoseini §4.1 layer units "
+                          "(`groups` unused); ops: every op its own group, whatever the size",
+                          "Placeto §4", choices=GROUPINGS)
     unit_depth: int | None = param(None, "scope parts naming a layer for grouping=units (None: found from the "
                                    "scopes)", "ours: engine.grouping.rules.unit_groups", low=1)
     memory_penalty: float = param(2.0, "c, seconds per GB of peak memory over the tightest device's memory",

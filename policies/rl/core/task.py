@@ -59,7 +59,8 @@ def check_grouping(grouping: str, unit_depth: int | None) -> None:
 
 def learning_groups(graph: CompGraph, groups: int | None, grouping: str = "merge",
                     unit_depth: int | None = None) -> np.ndarray:
-    """Op → group for a learned placer: §3.3 rule, then Merge-and-Colocate to ``groups`` (Placeto §4).
+    """Op → group for a learned placer: §3.3 rule (stopped at ``groups``), then Merge-and-Colocate to ``groups``
+    (Placeto §4).
 
     ``groups=None`` or ``grouping="ops"`` keeps every op its own group. TF colocation sets are united with the
     group they touch (see the module docstring). ``grouping="units"``: Mirhoseini §4.1's units
@@ -76,7 +77,10 @@ def learning_groups(graph: CompGraph, groups: int | None, grouping: str = "merge
         # without the colocation sets: a set that is not convex (a variable and its update op, as
         # every Keras import has) makes the quotient cyclic, and Merge-and-Colocate, which keeps
         # it acyclic, then stalls (NASNet: 3,681 groups instead of 128). They are united below.
-        op_group = merge_and_colocate(graph, groups, op_group=mirhoseini_groups(graph, colocation=False))
+        # the §3.3 rule stops at the target: run to its end it can leave fewer groups than asked, down to one
+        # (the DOPPLER authors' transformer block), and then no placement decision is left to learn
+        op_group = merge_and_colocate(graph, groups, op_group=mirhoseini_groups(graph, colocation=False,
+                                                                                 min_groups=groups))
     ids = graph.colocation_ids
     if (ids >= 0).any():
         parent = np.arange(int(op_group.max()) + 1)

@@ -95,3 +95,14 @@ def test_merge_and_colocate_reaches_its_target_despite_non_convex_colocation_set
     ids = g.colocation_ids
     for k in range(int(ids.max()) + 1):
         assert len(set(groups[ids == k].tolist())) == 1
+
+
+def test_grouping_keeps_its_target_where_the_colocation_rule_would_swallow_the_graph():
+    """Every op of a chain feeds only the next: Mirhoseini §3.3's rule run to its end leaves one group (the
+    DOPPLER authors' transformer block went from 182 ops to one), and no placement is left to learn. The rule
+    stops at the target instead: a→…→e merged (8 − 4 merges), then f, g, h alone."""
+    ops = [{"name": n, "compute": 1.0, "output_bytes": 1000.0} for n in "abcdefgh"]
+    g = graph(ops, list(zip("abcdefg", "bcdefgh", strict=True)))
+    t = make_task(g, cluster(), groups=4)
+    assert t.num_groups == 4
+    assert t.op_group.tolist() == [0, 0, 0, 0, 0, 1, 2, 3]

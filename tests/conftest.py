@@ -1,4 +1,5 @@
-"""Session-wide test setup: the ``local`` preset's calibration cache lives in a temp dir.
+"""Session-wide test setup: the ``local`` preset's calibration cache lives in a temp dir; the cyclic garbage
+collector skips what earlier tests left alive.
 
 The cache is seeded with an uncalibrated description of this machine (placeholder link and
 overheads), so tests that merely list or load presets never start executor workers; tests
@@ -7,6 +8,7 @@ of calibration itself point ``PLACELAB_CACHE_DIR`` at their own empty directory.
 
 from __future__ import annotations
 
+import gc
 import signal
 import sys
 
@@ -71,3 +73,29 @@ def _generous_app_test_timeouts():
         init._generous = True
         module.AppTest.__init__ = init
     yield
+
+
+# -- garbage collection ----------------------------------------------------------------------------------------
+# A worker holds torch, TensorFlow, Streamlit, Ray and plotly (600 k+ objects), and Streamlit's script runner ends
+# every AppTest run with a full collection (``runner.postScriptGC``, and keras' clear_session once keras is
+# imported), each a walk over all of them: 0.4–0.9 s apiece, 55 % of the dashboard tests' time
+# (docs/lab/2026-11-27-test-suite-garbage-collection.md). Objects alive when a test ends are moved to the permanent
+# generation, which collections skip; every FULL_COLLECTION_EVERY tests one full collection reclaims the cycles
+# among them that died since. Nothing the tests check changes: reference counting frees as before, and objects a
+# test creates stay collectable until it ends.
+FULL_COLLECTION_EVERY = 200
+_finished = 0
+
+
+def pytest_collection_finish(session):
+    gc.collect()
+    gc.freeze()
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    global _finished
+    _finished += 1
+    if _finished % FULL_COLLECTION_EVERY == 0:
+        gc.unfreeze()
+    gc.collect()
+    gc.freeze()

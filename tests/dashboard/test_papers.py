@@ -177,6 +177,18 @@ def test_page_shows_the_bundled_full_doppler_table2_run_resumed_twice(tmp_path, 
     assert not any("Quick setting" in c.value for c in app.caption)
 
 
+def test_page_shows_the_bundled_full_placeto_table1_run(tmp_path, monkeypatch):
+    """The bundled full-setting placeto-table1 run (the authors' Placeto network): both learned placers' cells
+    filled on all six rows, with the episodes each trained, and no quick-setting caption."""
+    app = bundled_papers_app("placeto-table1", tmp_path, monkeypatch, setting="full")
+    df = app.dataframe[0].value
+    for col in ("Placeto", "RNN-based"):
+        cells = df[df["column"] == col]
+        assert len(cells) == 6 and cells["ours"].astype(str).str.strip().ne("").all()
+        assert cells["note"].str.contains("episodes").all()
+    assert not any("Quick setting" in c.value for c in app.caption)
+
+
 def test_page_shows_the_bundled_simulator_fidelity_reproduction(tmp_path, monkeypatch):
     """The bundled quick doppler-g1 run: our correlations beside DOPPLER App. G.1's 0.79 / 0.69."""
     app = bundled_papers_app("doppler-g1", tmp_path, monkeypatch)

@@ -521,7 +521,7 @@ def test_walk_through_the_app(browser_page, app_url, spec, graph, query):
     # the results table is a plain table at the large font, and so are the inputs and the placers' chips
     for what, sel in (("results table cells", '[data-testid="stTable"] td'), ("inputs", "input"),
                       ("placer chips", '[data-testid="stMultiSelectTagsContainer"] [data-tag] > span')):
-        page.locator(sel).first.wait_for(timeout=GUARD_MS)  # the page may still be drawing below "Results:"
+        page.locator(f"{sel} >> visible=true").first.wait_for(timeout=GUARD_MS)  # the page may still be drawing
         wait_idle(page)
         px = page.evaluate(_SMALLEST_FONT_JS, sel)
         assert px is not None and px >= 18, f"{what} at {px}px in presentation mode"

@@ -109,10 +109,8 @@ def bundled_papers_app(name: str, tmp_path, monkeypatch, setting: str = "quick")
     """The Papers page on the bundled run of reproduction ``name`` in ``setting`` alone (runs/, copied to a
     temporary store), run once and showing it."""
     import shutil
-    from pathlib import Path
 
-    bundled = [p for p in sorted((Path(__file__).resolve().parents[2] / "runs").glob(f"*-reproduce-{name}-*"))
-               if _bundled_setting(p) == setting]
+    bundled = _bundled_runs(name, setting)
     assert bundled, f"the repository ships a {setting} {name} run"
     root = tmp_path / "runs"
     shutil.copytree(bundled[-1], root / bundled[-1].name)
@@ -127,6 +125,14 @@ def _bundled_setting(run_dir) -> str:
     import json
 
     return json.loads((run_dir / "run.json").read_text(encoding="utf-8"))["parameters"]["setting"]
+
+
+def _bundled_runs(name: str, setting: str) -> list:
+    """The run folders of reproduction ``name`` in ``setting`` that runs/ ships, oldest first."""
+    from pathlib import Path
+
+    return [p for p in sorted((Path(__file__).resolve().parents[2] / "runs").glob(f"*-reproduce-{name}-*"))
+            if _bundled_setting(p) == setting]
 
 
 def test_first_start_shows_the_bundled_reproductions(empty_runs, monkeypatch):
@@ -203,7 +209,6 @@ def test_every_reproduction_ships_a_quick_run_that_renders(name, tmp_path, monke
     least one cell, and its rerun commands), and it ran the reproduction's current quick steps: a
     bundled run left behind by a change to the steps fails here (``make bundled-runs``)."""
     import json
-    from pathlib import Path
 
     from placelab.reproduce import core
 
@@ -211,8 +216,7 @@ def test_every_reproduction_ships_a_quick_run_that_renders(name, tmp_path, monke
     df = app.dataframe[0].value
     assert len(df) and df["ours"].astype(str).str.strip().ne("").any()
     assert f"placelab reproduce {name} --quick" in app.code[0].value
-    run_dir = [p for p in sorted((Path(__file__).resolve().parents[2] / "runs").glob(f"*-reproduce-{name}-*"))
-               if _bundled_setting(p) == "quick"][-1]
+    run_dir = _bundled_runs(name, "quick")[-1]
     stored = json.loads((run_dir / "commands.json").read_text())["steps"]
     assert {s["key"]: tuple(s["argv"][1:]) for s in stored} == {s.key: s.argv for s in core.get(name).steps(True)}
     assert all(s["command"] in app.code[1].value for s in stored)

@@ -62,6 +62,9 @@ def test_sweeps_and_pooling_match_the_authors_node_by_node_loop():
         x = rng.random((6, 7)).astype(np.float32)
         states.append((gs, t.feasible, x, v))
     logits = agent.model(sweep_batch(states))
+    with torch.no_grad():  # the rollouts' path: buffers written level by level (_Messenger._infer)
+        rollout = agent.model(sweep_batch(states))
+    torch.testing.assert_close(rollout, logits.detach(), rtol=1e-6, atol=1e-6)
     for row, (_, _, x, v) in enumerate(states):
         sets = [gs.sets[0][v].tolist(), gs.sets[1][v].tolist(), gs.sets[2][v].tolist()]
         ref = _reference(agent.model, torch.from_numpy(x), edges, t.order.tolist(), v, sets)

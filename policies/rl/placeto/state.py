@@ -172,15 +172,19 @@ def sweep_plan(level: np.ndarray, src: np.ndarray, dst: np.ndarray) -> Sweep:
     rows, cols = pos[dst], pos[src]
     order = np.lexsort((cols, rows))
     rows, cols = rows[order], cols[order]
-    steps = []
+    steps, gathers, compact = [], [], []
     for lv in range(1, len(counts)):
         lo, hi = bounds[lv], bounds[lv + 1]
         a, b = np.searchsorted(rows, [lo, hi])
         r = rows[a:b] - lo
         ptr = np.zeros(hi - lo + 1, dtype=np.int64)
         np.cumsum(np.bincount(r, minlength=hi - lo), out=ptr[1:])
-        steps.append(selection(ptr, cols[a:b], (int(hi - lo), int(lo)), True, mean=False))
-    return Sweep(torch.from_numpy(perm), torch.from_numpy(pos), bounds.tolist(), steps)
+        steps.append(selection(ptr, cols[a:b], (int(hi - lo), int(lo)), False, mean=False))
+        used = np.unique(cols[a:b])  # the positions this level reads, in order: grouped by their level
+        src_level = np.searchsorted(bounds, used, side="right") - 1
+        gathers.append([(int(j), torch.from_numpy(used[src_level == j] - bounds[j])) for j in np.unique(src_level)])
+        compact.append(selection(ptr, np.searchsorted(used, cols[a:b]), (int(hi - lo), len(used)), True, mean=False))
+    return Sweep(torch.from_numpy(perm), torch.from_numpy(pos), bounds.tolist(), steps, gathers, compact)
 
 
 def _csr_of(n: int, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -38,6 +38,7 @@ follow the task's topological order of its condensation.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import torch
@@ -95,13 +96,17 @@ class Sweep:
 
     ``perm`` lists the nodes by level (``inverse`` undoes it); level l holds positions
     ``bounds[l]:bounds[l+1]`` of that order, and ``steps[l-1]`` is the 0/1 matrix (level-l nodes ×
-    positions before ``bounds[l]``) of their in-neighbours in this direction.
+    positions before ``bounds[l]``) of their in-neighbours in this direction. The same matrix with
+    only the columns level l reads: ``compact[l-1]``, those columns being the rows ``rows`` of each
+    earlier level j in ``gathers[l-1]`` (pairs ``(j, rows)``, in position order).
     """
 
     perm: torch.Tensor
     inverse: torch.Tensor
     bounds: list[int]
     steps: list[SparsePair]
+    gathers: list[list[tuple[int, torch.Tensor]]]
+    compact: list[SparsePair]
 
 
 @dataclass
@@ -134,18 +139,23 @@ class _Messenger(nn.Module):
         self.agg = Aggregator(dim)
 
     def forward(self, t: torch.Tensor, sweep: Sweep) -> torch.Tensor:
+        """With autograd (the update): each level's inputs as one piece of a split and each level
+        reading only the rows it needs of the levels before, so that the backward pass touches
+        each level's gradient a bounded number of times, never the whole graph's at every level."""
         if not torch.is_grad_enabled():
             return self._infer(t, sweep)
         _, s, d = t.shape
-        tp = t[sweep.perm]
         b = sweep.bounds
-        xs = [tp[b[0]:b[1]]]
-        done = self.agg.inner(xs[0])
-        for lv, step in enumerate(sweep.steps, start=1):
-            summed = spmm(step, done.reshape(done.shape[0], s * d)).reshape(-1, s, d)
-            x = tp[b[lv]:b[lv + 1]] + self.agg.outer(summed)
+        parts = torch.split(t[sweep.perm], [hi - lo for lo, hi in itertools.pairwise(b)])
+        xs = [parts[0]]
+        inner = [self.agg.inner(parts[0])]
+        for lv, (gather, step) in enumerate(zip(sweep.gathers, sweep.compact, strict=True), start=1):
+            read = [inner[j].index_select(0, rows) for j, rows in gather]
+            src = read[0] if len(read) == 1 else torch.cat(read)
+            summed = spmm(step, src.reshape(src.shape[0], s * d)).reshape(-1, s, d)
+            x = parts[lv] + self.agg.outer(summed)
             xs.append(x)
-            done = torch.cat([done, self.agg.inner(x)])
+            inner.append(self.agg.inner(x))
         return torch.cat(xs)[sweep.inverse]
 
     def _infer(self, t: torch.Tensor, sweep: Sweep) -> torch.Tensor:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 import torch
 from rl_graphs import cluster, diamond, graph
 
@@ -19,10 +20,12 @@ from policies.rl.placeto.sweep_net import SweepNet
 torch.set_num_threads(1)
 
 
-def _dag():
-    """a → b → d, a → c → d, c → e, plus f alone: levels 0, 1, 1, 2, 2, 0 top-down."""
+def _dag(skips: bool = False):
+    """a → b → d, a → c → d, c → e, plus f alone: levels 0, 1, 1, 2, 2, 0 top-down. ``skips`` adds
+    a → d and f → e, so that a level reads rows of two earlier levels."""
     ops = [{"name": n, "compute": float(i + 1), "output_bytes": 100.0 * (i + 1)} for i, n in enumerate("abcdef")]
-    return graph(ops, [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d"), ("c", "e")], name="dag")
+    extra = [("a", "d"), ("f", "e")] if skips else []
+    return graph(ops, [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d"), ("c", "e"), *extra], name="dag")
 
 
 def _reference(net: SweepNet, x: torch.Tensor, edges: list[tuple[int, int]], order: list[int], v: int,
@@ -94,10 +97,12 @@ def test_head_sizes_and_glorot_initialisation():
     assert torch.count_nonzero(first.bias) == 0
 
 
-def test_gradient_matches_the_reference_computation():
-    t = make_task(_dag(), cluster(2), groups=None)
+@pytest.mark.parametrize("skips", [False, True])
+def test_gradient_matches_the_reference_computation(skips):
+    t = make_task(_dag(skips), cluster(2), groups=None)
     agent = PlacetoAgent(2, PlacetoConfig(groups=None), seed=1)
     gs = agent.structure[t]
+    assert len(gs.down_sweep.gathers[1]) == (2 if skips else 1)  # level 2 reads levels 0 and 1, or 1 only
     x = np.random.default_rng(1).random((6, 7)).astype(np.float32)
     agent.model(sweep_batch([(gs, t.feasible, x, 2)]))[0].square().sum().backward()
     fast = [p.grad.clone() for p in agent.model.parameters()]

@@ -160,21 +160,23 @@ class _Messenger(nn.Module):
 
     def _infer(self, t: torch.Tensor, sweep: Sweep) -> torch.Tensor:
         """:meth:`forward` without autograd (every rollout step): the same values, written level by
-        level into two preallocated buffers instead of concatenated, so a sweep's cost grows with
-        the graph's size, not with the square of its depth, and with the weights read once."""
-        _, s, d = t.shape
+        level into two preallocated buffers (rows: node × state), with the weights read once."""
+        n, s, d = t.shape
         (f1, _, f2), (g1, _, g2) = self.agg.f, self.agg.g
-        fw1, fb1, fw2, fb2 = f1.weight, f1.bias, f2.weight, f2.bias
-        gw1, gb1, gw2, gb2 = g1.weight, g1.bias, g2.weight, g2.bias
+        fw1, fb1, fw2, fb2 = f1.weight.t(), f1.bias, f2.weight.t(), f2.bias
+        gw1, gb1, gw2, gb2 = g1.weight.t(), g1.bias, g2.weight.t(), g2.bias
         x = t[sweep.perm]  # becomes the sweep's output in place, level by level
-        inner = torch.empty_like(x)  # ρ(f(x_u)) of the levels done
+        rows = x.view(n * s, d)
+        inner = torch.empty_like(rows)  # ρ(f(x_u)) of the levels done
         b = sweep.bounds
-        inner[b[0]:b[1]] = F.linear(F.linear(x[b[0]:b[1]], fw1, fb1).relu_(), fw2, fb2).relu_()
+        lo, hi = b[0] * s, b[1] * s
+        torch.addmm(fb2, torch.addmm(fb1, rows[lo:hi], fw1).relu_(), fw2, out=inner[lo:hi]).relu_()
         for lv, step in enumerate(sweep.steps, start=1):
-            lo, hi = b[lv], b[lv + 1]
-            summed = (step.a @ inner[:lo].view(lo, s * d)).view(hi - lo, s, d)
-            x[lo:hi] += F.linear(F.linear(summed, gw1, gb1).relu_(), gw2, gb2).relu_()
-            inner[lo:hi] = F.linear(F.linear(x[lo:hi], fw1, fb1).relu_(), fw2, fb2).relu_()
+            lo, hi = b[lv] * s, b[lv + 1] * s
+            summed = (step.a @ inner[:lo].view(b[lv], s * d)).view(hi - lo, d)
+            level = rows[lo:hi]
+            level += torch.addmm(gb2, torch.addmm(gb1, summed, gw1).relu_(), gw2).relu_()
+            torch.addmm(fb2, torch.addmm(fb1, level, fw1).relu_(), fw2, out=inner[lo:hi]).relu_()
         return x[sweep.inverse]
 
 

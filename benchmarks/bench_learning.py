@@ -13,6 +13,9 @@ Usage::
 
     .venv/bin/python benchmarks/bench_learning.py             # a table
     .venv/bin/python benchmarks/bench_learning.py --json      # one JSON object on stdout
+    .venv/bin/python benchmarks/bench_learning.py --placers placeto --grouping ops --graphs gen:llama-layer
+
+``--grouping ops`` places every op (as the DOPPLER reproductions run Placeto) instead of 128 groups.
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     ap.add_argument("--graphs", default=",".join(GRAPHS[:2]))
+    ap.add_argument("--placers", default="placeto,rnn", help="comma-separated: the setups of these placers only")
+    ap.add_argument("--grouping", default="merge", choices=("merge", "ops"), help="merge: 128 groups; ops: every op")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if args.threads:
@@ -69,8 +74,10 @@ def main(argv: list[str]) -> int:
     rows = []
     for spec in args.graphs.split(","):
         g = load_graph(spec)
-        task = make_task(g, cluster, groups=128)
-        for placer, params in SETUPS:
+        task = make_task(g, cluster, groups=128, grouping=args.grouping)
+        for placer, params in (s for s in SETUPS if s[0] in args.placers.split(",")):
+            if args.grouping != "merge":
+                params = {**params, "grouping": args.grouping}
             rate, evals = episodes_per_minute(placer, params, task, args.updates, args.repeat)
             rows.append({"graph": spec, "ops": g.num_ops, "groups": task.num_groups, "placer": placer,
                          "params": params, "episodes_per_minute": rate, "placements_per_episode": evals})

@@ -43,6 +43,15 @@ def first_episode_entropy(task, num_devices: int, network: str, seed: int) -> fl
     return float(np.mean(episode.entropy)) / math.log(num_devices)
 
 
+def table(rows: list[dict], seeds: int) -> str:
+    """The rows as text: one line per setting and network, the median and each seed's figure."""
+    lines = [f"first-episode entropy / ln(devices) of an untrained policy, seeds 0-{seeds - 1}",
+             f"{'setting':16} {'groups':>6}  {'network':8} {'median':>6}  per seed"]
+    lines += [f"{r['setting']:16} {r['groups']:6d}  {net:8} {statistics.median(r[net]):6.2f}  "
+              + " ".join(f"{v:.2f}" for v in r[net]) for r in rows for net in ("authors", "paper")]
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--settings", default=",".join(SETTINGS), help=f"comma-separated, from {', '.join(SETTINGS)}")
@@ -59,16 +68,7 @@ def main(argv: list[str]) -> int:
         for network in ("authors", "paper"):
             row[network] = [first_episode_entropy(task, cluster.num_devices, network, s) for s in range(args.seeds)]
         rows.append(row)
-    if args.json:
-        print(json.dumps(rows))
-        return 0
-    print(f"first-episode entropy / ln(devices) of an untrained policy, seeds 0-{args.seeds - 1}")
-    print(f"{'setting':16} {'groups':>6}  {'network':8} {'median':>6}  per seed")
-    for r in rows:
-        for network in ("authors", "paper"):
-            vals = r[network]
-            print(f"{r['setting']:16} {r['groups']:6d}  {network:8} {statistics.median(vals):6.2f}  "
-                  + " ".join(f"{v:.2f}" for v in vals))
+    print(json.dumps(rows) if args.json else table(rows, args.seeds))
     return 0
 
 

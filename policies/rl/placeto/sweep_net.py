@@ -72,6 +72,19 @@ def _two_layers(m: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
     return torch.relu(F.linear(torch.relu(F.linear(x, first.weight, first.bias)), last.weight, last.bias))
 
 
+def _transposed(m: nn.Sequential) -> tuple[torch.Tensor, ...]:
+    """A one-hidden-layer :func:`glorot_mlp`'s weights, transposed for :func:`_rows_mlp`, and biases."""
+    first, last = m[0], m[2]
+    return first.weight.t(), first.bias, last.weight.t(), last.bias
+
+
+def _rows_mlp(x: torch.Tensor, w: tuple[torch.Tensor, ...], out: torch.Tensor | None = None) -> torch.Tensor:
+    """:func:`_two_layers` on the rows of a 2-D ``x`` with :func:`_transposed` weights ``w``, written
+    into ``out`` when given (the rollouts' sweeps, without autograd)."""
+    w1, b1, w2, b2 = w
+    return torch.addmm(b2, torch.addmm(b1, x, w1).relu_(), w2, out=out).relu_()
+
+
 class Aggregator(nn.Module):
     """``ρ(g(A · ρ(f(x))))``: the authors' ``Aggregator`` (``nn_primitives.py:80-119``) with a 0/1 matrix A."""
 
@@ -162,21 +175,18 @@ class _Messenger(nn.Module):
         """:meth:`forward` without autograd (every rollout step): the same values, written level by
         level into two preallocated buffers (rows: node × state), with the weights read once."""
         n, s, d = t.shape
-        (f1, _, f2), (g1, _, g2) = self.agg.f, self.agg.g
-        fw1, fb1, fw2, fb2 = f1.weight.t(), f1.bias, f2.weight.t(), f2.bias
-        gw1, gb1, gw2, gb2 = g1.weight.t(), g1.bias, g2.weight.t(), g2.bias
+        f, g = _transposed(self.agg.f), _transposed(self.agg.g)
         x = t[sweep.perm]  # becomes the sweep's output in place, level by level
         rows = x.view(n * s, d)
         inner = torch.empty_like(rows)  # ρ(f(x_u)) of the levels done
         b = sweep.bounds
-        lo, hi = b[0] * s, b[1] * s
-        torch.addmm(fb2, torch.addmm(fb1, rows[lo:hi], fw1).relu_(), fw2, out=inner[lo:hi]).relu_()
+        _rows_mlp(rows[b[0] * s:b[1] * s], f, out=inner[b[0] * s:b[1] * s])
         for lv, step in enumerate(sweep.steps, start=1):
             lo, hi = b[lv] * s, b[lv + 1] * s
             summed = (step.a @ inner[:lo].view(b[lv], s * d)).view(hi - lo, d)
             level = rows[lo:hi]
-            level += torch.addmm(gb2, torch.addmm(gb1, summed, gw1).relu_(), gw2).relu_()
-            torch.addmm(fb2, torch.addmm(fb1, level, fw1).relu_(), fw2, out=inner[lo:hi]).relu_()
+            level += _rows_mlp(summed, g)
+            _rows_mlp(level, f, out=inner[lo:hi])
         return x[sweep.inverse]
 
 

@@ -111,12 +111,14 @@ def calibrate_cmd(output: Annotated[str | None, typer.Option(
         atomic_write_text(output, dumps(doc, indent=1))
         where = output
     sim, link = doc["simulation"], doc["link"]
+    copies = (f"copy {link['bandwidth_bytes_per_s'] / 1e9:.2f} GB/s + {link['latency_s'] * 1e6:.1f} µs in flight"
+              + "".join(f"; {b / 1e6:.3g} MB in {t * 1e6:.3g} µs" for b, t in link.get("copy_curve", [])[1:-1])
+              + (f"; copies share one memory bus of {sim.get('copy_bus_capacity', 1.0):.2f} copies at full speed"
+                 if sim.get("copy_bus_shared") else "")
+              if len(doc["devices"]) > 1 else "no copies measured (one device: the link is a placeholder)")
     emit({**doc, "path": where}, as_json,
          f"wrote {where}: {len(doc['devices'])} × {kind}, op overhead {sim.get('dispatch_s', 0.0) * 1e6:.1f} µs, "
-         f"copy {link['bandwidth_bytes_per_s'] / 1e9:.2f} GB/s + {link['latency_s'] * 1e6:.1f} µs in flight"
-         + "".join(f"; {b / 1e6:.3g} MB in {t * 1e6:.3g} µs" for b, t in link.get("copy_curve", [])[1:-1])
-         + (f"; copies share one memory bus of {sim.get('copy_bus_capacity', 1.0):.2f} copies at full speed"
-            if sim.get("copy_bus_shared") else ""))
+         + copies)
 
 
 def validate_cmd(graph: GraphArg, cluster: ClusterOpt,

@@ -49,6 +49,14 @@ def test_calibrate_writes_a_cluster_that_loads(capsys, tmp_path):
     assert [t for _, t in c.link.copy_curve] == pytest.approx(hops.tolist(), rel=1e-12, abs=1e-15)
 
 
+def test_calibrating_one_device_says_its_copies_were_not_measured(capsys, tmp_path):
+    out = tmp_path / "one.json"
+    code, stdout, _ = run_cli(capsys, "calibrate", "-o", str(out), "--devices", "1")
+    assert code == 0 and json.loads(out.read_text())["calibration"]["copy_bytes"] == []
+    assert stdout.startswith(f"wrote {out}: 1 × cpu, op overhead ")
+    assert stdout.rstrip().endswith("µs, no copies measured (one device: the link is a placeholder)")
+
+
 def test_local_preset_is_calibrated_once_then_read_from_the_cache(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("PLACELAB_CACHE_DIR", str(tmp_path / "cache"))
     calls = []

@@ -18,6 +18,7 @@ import pytest
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.executor import ExecutionError, Executor, execute, scale_graph
+from engine.executor.cores import default_cores
 from engine.executor.plan import transfer_table
 from engine.graph import CompGraph
 from engine.placement import Placement
@@ -39,10 +40,22 @@ def graph(edges: list[tuple[int, int, float]], compute: list[float], name: str =
                      edge_dst=[e[1] for e in edges], edge_bytes=np.array([e[2] for e in edges]))
 
 
+def own_cores() -> list[int] | None:
+    """Two cores for this test process alone where the machine has enough, else the default pick.
+
+    Parallel test processes (pytest-xdist) would otherwise all pin their executors' workers to the
+    same two cores, and ops run several times slower than the load average per core shows: 6x on a
+    16-core GPU host with ``-n 8`` (2026-11-27). On 2 cores (CI) every process shares them, as before.
+    """
+    k = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    spread = default_cores(2 * (k + 1))
+    return spread[2 * k:2 * k + 2] if len(spread) == 2 * (k + 1) else None
+
+
 @pytest.fixture(scope="module")
 def ex():
     load = os.getloadavg()[0]
-    with Executor(two_cpus()) as e:
+    with Executor(two_cpus(), cores=own_cores()) as e:
         e.calibration_load = max(load, os.getloadavg()[0])  # the busiest the workers' calibration met
         yield e
 

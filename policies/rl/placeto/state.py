@@ -22,6 +22,7 @@ and :func:`sweep_batch` gives it 0/1 (summing) pooling matrices and the level-by
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,7 +33,7 @@ from policies.rl.placeto.net import SparsePair, StateBatch
 from policies.rl.placeto.sweep_net import Sweep, SweepBatch, SweepGroup
 
 __all__ = ["GraphStructure", "graph_structure", "node_features", "selection", "state_batch",
-           "sweep_batch", "sweep_features", "sweep_plan"]
+           "sweep_batch", "sweep_features", "sweep_plan", "union_group"]
 
 
 @dataclass
@@ -45,6 +46,8 @@ class GraphStructure:
     down_sweep: Sweep  # the authors' top-down sweep, level by level (over the edges that follow ``order``)
     up_sweep: Sweep  # and bottom-up
     pool_masks: np.ndarray  # (3, N, N) bool: row v = v's ancestors, descendants, parallel nodes
+    levels: tuple[np.ndarray, np.ndarray]  # each node's level in the top-down and the bottom-up sweep
+    sweep_edges: tuple[np.ndarray, np.ndarray]  # (src, dst): the edges the sweeps follow
 
 
 def graph_structure(task: PlacementTask) -> GraphStructure:
@@ -73,7 +76,7 @@ def graph_structure(task: PlacementTask) -> GraphStructure:
         up[u] = max(up[u], up[v] + 1)
     masks = np.stack([r.T, r, par])
     return GraphStructure(static, _csr_of(n, dst, src), _csr_of(n, src, dst), sets, raw,
-                          sweep_plan(down, fsrc, fdst), sweep_plan(up, fdst, fsrc), masks)
+                          sweep_plan(down, fsrc, fdst), sweep_plan(up, fdst, fsrc), masks, (down, up), (fsrc, fdst))
 
 
 def node_features(structure: GraphStructure, devices: np.ndarray, visited: np.ndarray, current: int,
@@ -146,10 +149,16 @@ def sweep_features(structure: GraphStructure, devices: np.ndarray, visits: np.nd
 
 def sweep_batch(items: list[tuple[GraphStructure, np.ndarray, np.ndarray, int]]) -> SweepBatch:
     """The states ``(structure, feasible, features, current node)`` as one :class:`SweepBatch`,
-    grouped by graph: 0/1 (summing) pooling masks and each graph's sweeps."""
+    grouped by graph: 0/1 (summing) pooling masks and each graph's sweeps.
+
+    States of several graphs with at most two states per graph on average (a rollout over a family's
+    graphs: one episode per graph) become one disjoint union instead (:func:`union_group`): the sweeps
+    then step through the deepest graph's levels once, not through every graph's in turn."""
     by_graph: dict[int, list[int]] = {}
     for i, (gs, *_) in enumerate(items):
         by_graph.setdefault(id(gs), []).append(i)
+    if len(by_graph) > 1 and len(items) <= 2 * len(by_graph):
+        return SweepBatch([union_group(items)], len(items))
     groups = []
     for rows in by_graph.values():
         gs = items[rows[0]][0]
@@ -160,6 +169,51 @@ def sweep_batch(items: list[tuple[GraphStructure, np.ndarray, np.ndarray, int]])
         groups.append(SweepGroup(gs.down_sweep, gs.up_sweep, x, pools, torch.from_numpy(current), mask,
                                  torch.tensor(rows, dtype=torch.long)))
     return SweepBatch(groups, len(items))
+
+
+_UNIONS: OrderedDict[tuple[int, ...], tuple[tuple[GraphStructure, ...], Sweep, Sweep]] = OrderedDict()
+_UNIONS_KEPT = 8  # a rollout's batch of graphs, and the smaller ones left as its shorter episodes end
+
+
+def _union_sweeps(structures: tuple[GraphStructure, ...]) -> tuple[Sweep, Sweep]:
+    """The two sweeps over the disjoint union of ``structures`` (in order; a graph may repeat), kept
+    for the next steps of the same rollout (the key holds the structures, so their ids stay theirs)."""
+    key = tuple(map(id, structures))
+    hit = _UNIONS.get(key)
+    if hit is not None:
+        _UNIONS.move_to_end(key)
+        return hit[1], hit[2]
+    offsets = np.cumsum([0, *(len(gs.raw) for gs in structures)])[:-1]
+    down, up = (np.concatenate([gs.levels[k] for gs in structures]) for k in (0, 1))
+    src, dst = (np.concatenate([gs.sweep_edges[k] + o for gs, o in zip(structures, offsets, strict=True)])
+                for k in (0, 1))
+    sweeps = sweep_plan(down, src, dst), sweep_plan(up, dst, src)
+    _UNIONS[key] = (structures, *sweeps)
+    if len(_UNIONS) > _UNIONS_KEPT:
+        _UNIONS.popitem(last=False)
+    return sweeps
+
+
+def union_group(items: list[tuple[GraphStructure, np.ndarray, np.ndarray, int]]) -> SweepGroup:
+    """The states as one :class:`SweepGroup` over the disjoint union of one copy of its graph per
+    state: features (1, ΣN, F), pooling masks and membership (S, ΣN), current nodes as union rows.
+    The same logits as one group per graph (the sums run over the same rows; other copies add zeros)."""
+    structures = tuple(gs for gs, *_ in items)
+    down, up = _union_sweeps(structures)
+    sizes = [len(gs.raw) for gs in structures]
+    offsets = np.cumsum([0, *sizes])
+    s, total = len(items), int(offsets[-1])
+    pools = np.zeros((3, s, total), dtype=np.float32)
+    members = np.zeros((s, total), dtype=np.float32)
+    for i, (gs, _, _, v) in enumerate(items):
+        lo, hi = offsets[i], offsets[i + 1]
+        pools[:, i, lo:hi] = gs.pool_masks[:, v]
+        members[i, lo:hi] = 1.0
+    x = torch.from_numpy(np.concatenate([x for _, _, x, _ in items]))[None]
+    current = torch.from_numpy(offsets[:-1] + np.array([v for *_, v in items], dtype=np.int64))
+    mask = torch.from_numpy(np.stack([feasible[v] for _, feasible, _, v in items]))
+    return SweepGroup(down, up, x, torch.from_numpy(pools), current, mask, torch.arange(s),
+                      torch.from_numpy(members))
 
 
 def sweep_plan(level: np.ndarray, src: np.ndarray, dst: np.ndarray) -> Sweep:

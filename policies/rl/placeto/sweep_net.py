@@ -124,7 +124,10 @@ class Sweep:
 
 @dataclass
 class SweepGroup:
-    """S states of one graph (N nodes): what :class:`SweepNet` reads of them."""
+    """S states of one graph (N nodes): what :class:`SweepNet` reads of them. Or, with ``members``, S
+    states of several graphs as one graph of N nodes, the disjoint union of a copy per state
+    (``policies.rl.placeto.state.union_group``): ``x`` is then (1, N, F), ``pools`` (3, S, N) and
+    ``current`` rows of the union."""
 
     down: Sweep
     up: Sweep
@@ -133,6 +136,7 @@ class SweepGroup:
     current: torch.Tensor  # (S,) each state's current node
     mask: torch.Tensor  # (S, D) devices allowed for the current node
     rows: torch.Tensor  # (S,) the states' rows in the batch
+    members: torch.Tensor | None = None  # (S, N) 0/1 in a union of one graph copy per state, else None
 
 
 @dataclass
@@ -226,11 +230,13 @@ class SweepNet(nn.Module):
         if self.variant == "full":
             t = self.transform(x.transpose(0, 1))
             x = torch.cat([self.down(t, g.down), self.up(t, g.up)], dim=2).transpose(0, 1)
-        own = x[torch.arange(len(g.current)), g.current]
+        union = g.members is not None  # one graph copy per state: x (1, N, ·), each state's rows in its pools
+        own = x[0, g.current] if union else x[torch.arange(len(g.current)), g.current]
         if self.variant == "simple-aggregator":
-            z = torch.cat([self.everything.outer(self.everything.inner(x).sum(dim=1)), own], dim=1)
+            inner = self.everything.inner(x)
+            z = torch.cat([self.everything.outer(g.members @ inner[0] if union else inner.sum(dim=1)), own], dim=1)
         else:
-            pooled = [agg.outer(torch.einsum("sn,snd->sd", p, agg.inner(x))) for agg, p in zip(self.pool, g.pools,
-                                                                                               strict=True)]
+            pooled = [agg.outer(p @ agg.inner(x[0]) if union else torch.einsum("sn,snd->sd", p, agg.inner(x)))
+                      for agg, p in zip(self.pool, g.pools, strict=True)]
             z = torch.cat([*pooled, own], dim=1)
         return self.policy(z).masked_fill(~g.mask, NEG)

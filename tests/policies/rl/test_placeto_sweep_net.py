@@ -74,17 +74,35 @@ def test_sweeps_and_pooling_match_the_authors_node_by_node_loop():
         torch.testing.assert_close(logits[row], ref, rtol=1e-5, atol=1e-5)
 
 
-def test_states_of_two_graphs_in_one_batch_keep_their_order():
+@pytest.mark.parametrize("variant", ["full", "simple-aggregator"])
+@pytest.mark.parametrize("grad", [False, True])
+def test_states_of_two_graphs_in_one_batch_keep_their_order(variant, grad):
+    """A rollout's batch over several graphs runs as one disjoint union (a copy of its graph per state),
+    and gives each state the logits (and the gradient) it gets alone."""
     t1 = make_task(_dag(), cluster(2), groups=None)
     t2 = make_task(diamond(), cluster(2), groups=None)
-    agent = PlacetoAgent(2, PlacetoConfig(groups=None), seed=0)
+    agent = PlacetoAgent(2, PlacetoConfig(groups=None, variant=variant), seed=0)
     ep1, ep2 = agent._start(t1, "a", np.random.default_rng(0)), agent._start(t2, "b", np.random.default_rng(0))
     items = [(agent.structure[t1], t1.feasible, agent._features(ep1, 1), 1),
              (agent.structure[t2], t2.feasible, agent._features(ep2, 3), 3),
              (agent.structure[t1], t1.feasible, agent._features(ep1, 4), 4)]
-    together = agent.model(sweep_batch(items))
-    alone = torch.cat([agent.model(sweep_batch([it])) for it in items])
-    torch.testing.assert_close(together, alone)
+    batch = sweep_batch(items)
+    assert len(batch.groups) == 1 and batch.groups[0].members is not None  # 3 states of 2 graphs: a union
+    assert batch.groups[0].down.bounds[-1] == 6 + 5 + 6  # one copy per state
+    with torch.set_grad_enabled(grad):
+        together = agent.model(batch)
+        alone = torch.cat([agent.model(sweep_batch([it])) for it in items])
+    torch.testing.assert_close(together, alone, rtol=1e-5, atol=1e-6)
+    if grad:
+        grads = []
+        for logits in (together, alone):
+            agent.model.zero_grad()
+            (logits * torch.arange(1.0, 7.0).view(3, 2)).sum().backward(retain_graph=True)
+            grads.append([p.grad.clone() for p in agent.model.parameters() if p.grad is not None])
+        for a, b in zip(*grads, strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    many = [items[0]] * 4 + [items[1]]  # more than two states per graph: one group per graph, not a union
+    assert [g.members is None for g in sweep_batch(many).groups] == [True, True]
 
 
 def test_head_sizes_and_glorot_initialisation():

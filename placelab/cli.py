@@ -391,4 +391,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # ``python -m placelab.cli`` (the app's background jobs): run the module as imported, not this ``__main__``
+    # copy, whose functions Ray would pickle by value into its workers, without the names their annotations use
+    from placelab.cli import main as _main
+
+    _main()

@@ -1,6 +1,10 @@
 """``placelab reproduce`` and ``placelab graph list`` on the command line."""
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +53,19 @@ def test_graph_list_names_generators_and_bundled_workloads(capsys):
     assert code == 0 and "gen:chainmm" in specs and "bench:bert24_training" in specs
     code, out, _ = run_cli(capsys, "graph", "info", "bench:gnmt_inference", "--json")
     assert code == 0 and json.loads(out)["ops"] == 96
+
+
+def test_a_reproduction_on_ray_workers_started_with_python_m(tmp_path):
+    """``python -m placelab.cli`` (how the app starts its background jobs) with ``--workers``: each step runs
+    the CLI in a Ray worker. Run as ``__main__``, the CLI's functions were pickled by value into the workers
+    without the names their annotations use (NameError 'GraphArg', 2026-11-27); the module now runs its
+    imported self."""
+    root = str(Path(__file__).resolve().parents[2])
+    proc = subprocess.run([sys.executable, "-m", "placelab.cli", "reproduce", "placeto-fig5", "--quick", "--workers",
+                           "2", "--only", "rnn/nmt", "--runs-dir", str(tmp_path), "--json"], capture_output=True,
+                          text=True, timeout=900, env={**os.environ, "PYTHONPATH": root}, cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cells = {(c["row"], c["column"]): c for c in json.loads(proc.stdout)["table"]}
+    ran = cells[("RNN / nmt", "Zero-Shot / Random")]
+    assert ran["ours"] > 0 and ran["note"] == "median over 3 test graphs"
+    assert cells[("RNN / ptb", "Zero-Shot / Random")]["note"] == "error: step did not run"  # left out by --only

@@ -22,6 +22,7 @@ and :func:`sweep_batch` gives it 0/1 (summing) pooling matrices and the level-by
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -171,16 +172,17 @@ def sweep_batch(items: list[tuple[GraphStructure, np.ndarray, np.ndarray, int]])
     return SweepBatch(groups, len(items))
 
 
-_UNIONS: OrderedDict[tuple[int, ...], tuple[tuple[GraphStructure, ...], Sweep, Sweep]] = OrderedDict()
+_UNIONS: OrderedDict[tuple[int, ...], tuple[tuple[weakref.ref, ...], Sweep, Sweep]] = OrderedDict()
 _UNIONS_KEPT = 8  # a rollout's batch of graphs, and the smaller ones left as its shorter episodes end
 
 
 def _union_sweeps(structures: tuple[GraphStructure, ...]) -> tuple[Sweep, Sweep]:
     """The two sweeps over the disjoint union of ``structures`` (in order; a graph may repeat), kept
-    for the next steps of the same rollout (the key holds the structures, so their ids stay theirs)."""
+    for the next steps of the same rollout. Keyed by the structures' ids, checked through weak references
+    (an id can be reused once its structure is gone; the cache keeps no structure alive)."""
     key = tuple(map(id, structures))
     hit = _UNIONS.get(key)
-    if hit is not None:
+    if hit is not None and all(ref() is gs for ref, gs in zip(hit[0], structures, strict=True)):
         _UNIONS.move_to_end(key)
         return hit[1], hit[2]
     offsets = np.cumsum([0, *(len(gs.raw) for gs in structures)])[:-1]
@@ -188,7 +190,7 @@ def _union_sweeps(structures: tuple[GraphStructure, ...]) -> tuple[Sweep, Sweep]
     src, dst = (np.concatenate([gs.sweep_edges[k] + o for gs, o in zip(structures, offsets, strict=True)])
                 for k in (0, 1))
     sweeps = sweep_plan(down, src, dst), sweep_plan(up, dst, src)
-    _UNIONS[key] = (structures, *sweeps)
+    _UNIONS[key] = (tuple(weakref.ref(gs) for gs in structures), *sweeps)
     if len(_UNIONS) > _UNIONS_KEPT:
         _UNIONS.popitem(last=False)
     return sweeps

@@ -14,7 +14,7 @@ from rl_graphs import cluster, diamond, graph
 from policies.rl.core.task import make_task
 from policies.rl.placeto.agent import PlacetoAgent
 from policies.rl.placeto.config import PlacetoConfig
-from policies.rl.placeto.state import sweep_batch, sweep_features
+from policies.rl.placeto.state import sweep_batch, sweep_features, union_group
 from policies.rl.placeto.sweep_net import SweepNet
 
 torch.set_num_threads(1)
@@ -103,6 +103,21 @@ def test_states_of_two_graphs_in_one_batch_keep_their_order(variant, grad):
             torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
     many = [items[0]] * 4 + [items[1]]  # more than two states per graph: one group per graph, not a union
     assert [g.members is None for g in sweep_batch(many).groups] == [True, True]
+
+
+def test_union_plans_keep_no_graph_alive():
+    """The union's sweep plans are cached by the graphs' ids, through weak references only."""
+    import gc
+    import weakref
+
+    tasks = [make_task(_dag(), cluster(2), groups=None), make_task(diamond(), cluster(2), groups=None)]
+    agent = PlacetoAgent(2, PlacetoConfig(groups=None), seed=0)
+    items = [(agent.structure[t], t.feasible, np.zeros((t.num_groups, 7), dtype=np.float32), 0) for t in tasks]
+    assert union_group(items).members is not None
+    gone = weakref.ref(items[0][0])
+    del agent, items
+    gc.collect()
+    assert gone() is None
 
 
 def test_head_sizes_and_glorot_initialisation():

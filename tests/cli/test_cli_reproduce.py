@@ -56,10 +56,9 @@ def test_graph_list_names_generators_and_bundled_workloads(capsys):
 
 
 def test_a_reproduction_on_ray_workers_started_with_python_m(tmp_path):
-    """``python -m placelab.cli`` (how the app starts its background jobs) with ``--workers``: each step runs
-    the CLI in a Ray worker. Run as ``__main__``, the CLI's functions were pickled by value into the workers
-    without the names their annotations use (NameError 'GraphArg', 2026-11-27); the module now runs its
-    imported self."""
+    """``python -m placelab.cli reproduce … --workers``: each step runs the CLI in a Ray worker. Run as
+    ``__main__``, the CLI's functions were pickled by value into the workers without the names their
+    annotations use (NameError 'GraphArg', 2026-11-27); the module now runs its imported self."""
     root = str(Path(__file__).resolve().parents[2])
     proc = subprocess.run([sys.executable, "-m", "placelab.cli", "reproduce", "placeto-fig5", "--quick", "--workers",
                            "2", "--only", "rnn/nmt", "--runs-dir", str(tmp_path), "--json"], capture_output=True,

@@ -176,16 +176,16 @@ _UNIONS: OrderedDict[tuple[int, ...], tuple[tuple[weakref.ref, ...], Sweep, Swee
 _UNIONS_KEPT = 8  # a rollout's batch of graphs, and the smaller ones left as its shorter episodes end
 
 
-def _union_sweeps(structures: tuple[GraphStructure, ...]) -> tuple[Sweep, Sweep]:
+def _union_sweeps(structures: tuple[GraphStructure, ...], offsets: np.ndarray) -> tuple[Sweep, Sweep]:
     """The two sweeps over the disjoint union of ``structures`` (in order; a graph may repeat), kept
-    for the next steps of the same rollout. Keyed by the structures' ids, checked through weak references
-    (an id can be reused once its structure is gone; the cache keeps no structure alive)."""
+    for the next steps of the same rollout; ``offsets``: each copy's first row. Keyed by the structures'
+    ids, checked through weak references (an id can be reused once its structure is gone; the cache keeps
+    no structure alive)."""
     key = tuple(map(id, structures))
     hit = _UNIONS.get(key)
     if hit is not None and all(ref() is gs for ref, gs in zip(hit[0], structures, strict=True)):
         _UNIONS.move_to_end(key)
         return hit[1], hit[2]
-    offsets = np.cumsum([0, *(len(gs.raw) for gs in structures)])[:-1]
     down, up = (np.concatenate([gs.levels[k] for gs in structures]) for k in (0, 1))
     src, dst = (np.concatenate([gs.sweep_edges[k] + o for gs, o in zip(structures, offsets, strict=True)])
                 for k in (0, 1))
@@ -201,9 +201,8 @@ def union_group(items: list[tuple[GraphStructure, np.ndarray, np.ndarray, int]])
     state: features (1, ΣN, F), pooling masks and membership (S, ΣN), current nodes as union rows.
     The same logits as one group per graph (the sums run over the same rows; other copies add zeros)."""
     structures = tuple(gs for gs, *_ in items)
-    down, up = _union_sweeps(structures)
-    sizes = [len(gs.raw) for gs in structures]
-    offsets = np.cumsum([0, *sizes])
+    offsets = np.cumsum([0, *(len(gs.raw) for gs in structures)])
+    down, up = _union_sweeps(structures, offsets[:-1])
     s, total = len(items), int(offsets[-1])
     pools = np.zeros((3, s, total), dtype=np.float32)
     members = np.zeros((s, total), dtype=np.float32)

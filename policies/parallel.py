@@ -152,35 +152,46 @@ class ParallelMap:
         env = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in _import_roots() if p)}}
         quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": "error",
                  "configure_logging": True}
-        if self.workers is not None:
-            stopped = stop_orphaned_runtimes()
-            if stopped["stopped"]:
-                warnings.warn(stopped_line(stopped), stacklevel=2)
-            self._state = LocalRuntimeRecord()
-            try:
-                with self._state.marking():
-                    # "local": always a runtime of our own. Without an address Ray joins the newest cluster
-                    # started on this machine (/tmp/ray/ray_current_cluster), e.g. another program's.
-                    # Workers at the driver's priority: Ray's default niceness 15 starves them, the job's whole
-                    # compute, beside any other load (docs/lab/2026-11-27-test-suite-under-load.md).
-                    ray.init(address="local", num_cpus=self.workers, runtime_env=env,
-                             _system_config={"worker_niceness": WORKER_NICENESS}, **quiet)
-            except BaseException:
-                self._state.remove()
-                self._state = None
-                raise
-            self._state.record()
-        else:
-            join(self.address, **quiet)
+        self._messages.install()  # before ray.init, which starts Ray's message thread
+        try:
+            if self.workers is not None:
+                self._start_local(env, quiet)
+            else:
+                join(self.address, **quiet)
+        except BaseException:
+            self._messages.remove()
+            raise
         self._started = True
-        self._messages.install()
+
+    def _start_local(self, env: dict, quiet: dict) -> None:
+        """A Ray runtime of this executor's own, recorded so that one a killed driver left is found and stopped."""
+        import ray
+
+        stopped = stop_orphaned_runtimes()
+        if stopped["stopped"]:
+            warnings.warn(stopped_line(stopped), stacklevel=3)
+        self._state = LocalRuntimeRecord()
+        try:
+            with self._state.marking():
+                # "local": always a runtime of our own. Without an address Ray joins the newest cluster
+                # started on this machine (/tmp/ray/ray_current_cluster), e.g. another program's.
+                # Workers at the driver's priority: Ray's default niceness 15 starves them, the job's whole
+                # compute, beside any other load (docs/lab/2026-11-27-test-suite-under-load.md).
+                ray.init(address="local", num_cpus=self.workers, runtime_env=env,
+                         _system_config={"worker_niceness": WORKER_NICENESS}, **quiet)
+        except BaseException:
+            self._state.remove()
+            self._state = None
+            raise
+        self._state.record()
 
     def shutdown(self) -> None:
         """Stop the Ray runtime this executor started (or disconnect from the cluster it joined)."""
         if self._started:
             import ray
 
-            ray.shutdown()
+            with self._messages.diverted():  # Ray prints the messages it held back as repeats here
+                ray.shutdown()
             self._started = False
             self._messages.remove()
         if self._state is not None:

@@ -29,7 +29,11 @@ other loopback addresses (``127.0.0.2`` ...) are kept, so a one-machine cluster 
 **Ray's messages on stdout.** A driver's thread ``ray_listen_error_messages`` (``ray/_private/worker.py``,
 ``connect`` and ``listen_error_messages``) prints the cluster's error messages to ``sys.stdout``, e.g. "Task …
 failed. There are 3 retries remaining … the node it was running on is dead": a sweep's ``--json`` was no
-longer JSON after a node was lost. :class:`RayMessagesToStderr` sends what that thread writes to stderr.
+longer JSON after a node was lost. Ray also holds back repeats of a message ("[repeated 2x across cluster]") and
+prints them at ``ray.shutdown`` from the calling thread (``disconnect``, ``stdout_deduplicator.flush()``): a
+CI run's ``--json`` began with "(raylet) Raylet is terminated …" after a node was killed.
+:class:`RayMessagesToStderr` sends what that thread writes to stderr, and everything written while
+:meth:`RayMessagesToStderr.diverted` is active (``ParallelMap.shutdown`` wraps ``ray.shutdown`` in it).
 """
 
 from __future__ import annotations
@@ -38,7 +42,8 @@ import os
 import socket
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 from engine.errors import SpecError, first_line
@@ -160,6 +165,7 @@ class RayMessagesToStderr:
 
     def __init__(self) -> None:
         self._out: TextIO | None = None
+        self._diverted = False
 
     def install(self) -> None:
         if self._out is None:
@@ -171,9 +177,19 @@ class RayMessagesToStderr:
                 sys.stdout = self._out
             self._out = None
 
+    @contextmanager
+    def diverted(self) -> Iterator[None]:
+        """While active, what any thread writes to stdout goes to stderr (for ``ray.shutdown``, which prints the
+        messages Ray held back as repeats)."""
+        self._diverted = True
+        try:
+            yield
+        finally:
+            self._diverted = False
+
     def _sink(self) -> TextIO:
         ray_thread = threading.current_thread().name == _RAY_MESSAGES_THREAD
-        return sys.stderr if ray_thread or self._out is None else self._out
+        return sys.stderr if ray_thread or self._diverted or self._out is None else self._out
 
     def write(self, text: str) -> int:
         return self._sink().write(text)

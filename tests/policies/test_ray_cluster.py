@@ -321,3 +321,33 @@ def test_what_rays_message_thread_prints_goes_to_stderr(capsys):
     print("after")
     out, err = capsys.readouterr()
     assert out == "the command's own output\nafter\n" and err == "(raylet) Task failed, retried\n"
+
+
+_HELD_BACK = """
+import threading
+from ray._private import worker as ray_worker
+from policies.parallel import ParallelMap
+
+def raylet_says():  # what Ray's message thread does with a message from the cluster (listen_error_messages)
+    ray_worker.print_to_stdstream({"lines": ["Raylet is terminated."], "pid": "raylet", "is_err": False},
+                                  ignore_prefix=False)
+
+with ParallelMap(workers=1) as executor:
+    for _ in range(3):  # Ray prints the first at once and holds the repeats back until ray.shutdown
+        thread = threading.Thread(target=raylet_says, name="ray_listen_error_messages")
+        thread.start()
+        thread.join()
+    print(executor.map(abs, [(-1,)]))
+print("done")
+"""
+
+
+def test_the_messages_ray_holds_back_as_repeats_go_to_stderr_at_shutdown(tmp_path):
+    """A CI run's ``sweep --address … --json`` began with "(raylet) Raylet is terminated" after a node was killed:
+    Ray printed the message's repeats to stdout in ``ray.shutdown``. Every one of them now goes to stderr."""
+    proc = subprocess.run([sys.executable, "-c", _HELD_BACK], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PLACELAB_CACHE_DIR": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout == "[1]\ndone\n"
+    said = [line for line in proc.stderr.splitlines() if "Raylet is terminated." in line]
+    assert len(said) == 2 and "repeated 2x" in said[1], proc.stderr[-3000:]

@@ -195,6 +195,22 @@ def test_page_shows_the_bundled_full_placeto_table1_run(tmp_path, monkeypatch):
     assert not any("Quick setting" in c.value for c in app.caption)
 
 
+def test_page_shows_the_bundled_full_placeto_fig5_run(tmp_path, monkeypatch):
+    """The bundled full-setting placeto-fig5 run: the six paper-compared cells over the 16 test graphs of each
+    family, and one CDF per placer and family (Zero-Shot, Optimized and Random, 16 runtimes each)."""
+    app = bundled_papers_app("placeto-fig5", tmp_path, monkeypatch, setting="full")
+    df = app.dataframe[0].value
+    compared = df[df["paper"].astype(str).str.strip().ne("")]
+    rows = [f"{placer} / {family}" for placer in ("Placeto", "RNN") for family in ("nmt", "ptb", "cifar10")]
+    assert sorted(compared["row"]) == sorted(rows)
+    assert (df["note"] == "median over 16 test graphs").all()
+    specs = [c.proto.spec for c in app.get("plotly_chart")]
+    for placer in ("Placeto", "RNN"):
+        for family in ("nmt", "ptb", "cifar10"):
+            assert sum(f"{placer} on {family} test graphs" in s for s in specs) == 1, (placer, family)
+    assert not any("Quick setting" in c.value for c in app.caption)
+
+
 def test_page_shows_the_bundled_simulator_fidelity_reproduction(tmp_path, monkeypatch):
     """The bundled quick doppler-g1 run: our correlations beside DOPPLER App. G.1's 0.79 / 0.69."""
     app = bundled_papers_app("doppler-g1", tmp_path, monkeypatch)

@@ -1,0 +1,151 @@
+"""Can Placeto's network represent a good placement? Imitation along Placeto's own MDP.
+
+Issue #32 asks why Placeto's best on ``gen:chainmm`` / ``p100x4`` (work-conserving) is no better than
+random search's. Two explanations differ in what they predict: the network cannot tell the groups apart
+(the four shards of each matmul look alike), or it can and REINFORCE does not find the placement. This
+script separates them. A teacher placement (a list scheduler's, by default HEFT's, taken to Placeto's op
+groups by majority) is walked along Placeto's MDP from the policy's own start placement (``init``): at
+step t the group v_t is set to the teacher's device, exactly as a policy that chose it would. The visited
+states and the teacher's actions are then fitted with cross-entropy (Adam, full batch), and the script
+prints the fraction of steps whose argmax is the teacher's action, and the makespan of the trained
+policy's greedy episode against the teacher's and against the best of as many random placements.
+
+    .venv/bin/python benchmarks/bench_placeto_imitation.py                       # chainmm, HEFT, 1,000 epochs
+    .venv/bin/python benchmarks/bench_placeto_imitation.py --graph gen:nmt --cluster k80x2 --mode placeto
+    .venv/bin/python benchmarks/bench_placeto_imitation.py --param network=paper --teacher critical-path
+
+Identical inputs with different teacher actions cap the accuracy below 1 whatever the training; the
+script counts them ("conflicting states": states whose network input equals another state's exactly).
+The walk and the fit call the agent's own episode start, features and logits (``PlacetoAgent._start``,
+``_features``, ``_logits``), so the states are exactly those a policy would see.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+import torch
+
+from engine.specs import load_cluster, load_graph
+from policies.base import make_placer
+from policies.rl.core.registry import make_agent, make_config
+from policies.rl.core.task import task_for
+
+
+def _teacher_groups(task, op_devices: np.ndarray) -> np.ndarray:
+    """Each group's device: the one most of its ops have in the op-level placement (feasible devices only)."""
+    out = np.empty(task.num_groups, dtype=np.int64)
+    for g in range(task.num_groups):
+        votes = np.bincount(op_devices[task.op_group == g], minlength=task.num_devices).astype(float)
+        votes[~task.feasible[g]] = -1.0
+        out[g] = int(np.argmax(votes))
+    return out
+
+
+def _walk(agent, task, teacher: np.ndarray) -> tuple[list, list[int]]:
+    """The states Placeto's MDP visits when every action is the teacher's, and those actions."""
+    rng = np.random.default_rng(0)
+    ep = agent._start(task, "g", rng)
+    start = agent.config.network == "authors"
+    if start:
+        ep.now = ep.evaluate(start)
+    states, actions = [], []
+    for t in range(ep.steps):
+        v = int(ep.order[t % task.num_groups])
+        x = agent._features(ep, v)
+        a = int(teacher[v])
+        states.append((task, x, v))
+        actions.append(a)
+        moved = ep.dev[v] != a
+        ep.dev[v] = a
+        ep.visited[v] += 1
+        if moved and start:
+            ep.now = ep.evaluate(start)
+    return states, actions
+
+
+def _conflicts(states: list, actions: list[int]) -> int:
+    """States whose input (features and current node) equals another's while the teacher's action differs."""
+    seen: dict[bytes, set[int]] = {}
+    for (_, x, v), a in zip(states, actions, strict=True):
+        key = x.tobytes() + int(v).to_bytes(4, "little")
+        seen.setdefault(key, set()).add(a)
+    return sum(1 for acts in seen.values() if len(acts) > 1)
+
+
+def run(graph_spec: str, cluster_name: str, mode: str | None, teacher_name: str, params: dict, epochs: int,
+        lr: float, seed: int) -> dict:
+    graph = load_graph(graph_spec)
+    cluster = load_cluster(cluster_name)
+    if mode:
+        cluster = cluster.with_simulation(mode=mode)
+    config = make_config("placeto", dict(params))
+    task = task_for(graph, cluster, config)
+    agent = make_agent("placeto", cluster.num_devices, config.to_dict(), seed=seed, tasks=[task])
+    op_devices = make_placer(teacher_name).place(graph, cluster, seed=seed).devices
+    teacher = _teacher_groups(task, np.asarray(op_devices))
+    teacher_ev = task.evaluate(teacher)
+    states, actions = _walk(agent, task, teacher)
+    target = torch.tensor(actions)
+    opt = torch.optim.Adam(agent.model.parameters(), lr=lr)
+    t0 = time.perf_counter()
+    accuracy = []
+    for epoch in range(epochs):
+        opt.zero_grad()
+        logits = agent._logits(states, grad=True)
+        loss = torch.nn.functional.cross_entropy(logits, target)
+        loss.backward()
+        opt.step()
+        if epoch % max(1, epochs // 10) == 0 or epoch == epochs - 1:
+            accuracy.append((epoch, float((logits.argmax(1) == target).float().mean()), loss.item()))
+    with torch.no_grad():
+        final = float((agent._logits(states).argmax(1) == target).float().mean())
+    greedy = task.evaluate(agent.place(task, np.random.default_rng(seed), greedy=True))
+    start = task.evaluate(agent.fixed_start[task])
+    rand = min(task.evaluate(task.random_placement(np.random.default_rng([seed, i]))).objective
+               for i in range(1000))
+    return {"graph": graph_spec, "cluster": cluster_name, "mode": mode, "teacher": teacher_name, "params": params,
+            "groups": task.num_groups, "steps": len(states), "conflicting_states": _conflicts(states, actions),
+            "accuracy": final, "curve": accuracy, "fit_s": round(time.perf_counter() - t0, 1),
+            "teacher_ms": 1e3 * teacher_ev.objective, "greedy_ms": 1e3 * greedy.objective,
+            "start_ms": 1e3 * start.objective, "random_best_of_1000_ms": 1e3 * rand}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--graph", default="gen:chainmm")
+    ap.add_argument("--cluster", default="p100x4")
+    ap.add_argument("--mode", default="work_conserving", help="simulation mode ('' for the cluster's own)")
+    ap.add_argument("--teacher", default="heft", help="a registered placer whose placement is imitated")
+    ap.add_argument("--epochs", type=int, default=1000)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--param", action="append", default=[], help="KEY=VALUE, a Placeto parameter")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    params = {}
+    for p in args.param:
+        k, v = p.split("=", 1)
+        try:
+            params[k] = json.loads(v)
+        except json.JSONDecodeError:
+            params[k] = v
+    r = run(args.graph, args.cluster, args.mode or None, args.teacher, params, args.epochs, args.lr, args.seed)
+    if args.json:
+        print(json.dumps(r))
+        return
+    print(f"{r['graph']} on {r['cluster']} ({r['mode'] or 'cluster mode'}), {r['groups']} groups, teacher "
+          f"{r['teacher']} ({r['teacher_ms']:.1f} ms), params {params or 'defaults'}")
+    for epoch, acc, loss in r["curve"]:
+        print(f"  epoch {epoch:>4}: accuracy {acc:.3f}, cross-entropy {loss:.4f}")
+    print(f"accuracy {r['accuracy']:.3f} over {r['steps']} steps ({r['conflicting_states']} conflicting states), "
+          f"{r['fit_s']} s; greedy episode {r['greedy_ms']:.1f} ms (start {r['start_ms']:.1f} ms, teacher "
+          f"{r['teacher_ms']:.1f} ms, best of 1,000 random {r['random_best_of_1000_ms']:.1f} ms)")
+
+
+if __name__ == "__main__":
+    main()

@@ -8,11 +8,22 @@ groups by majority) is walked along Placeto's MDP from the policy's own start pl
 step t the group v_t is set to the teacher's device, exactly as a policy that chose it would. The visited
 states and the teacher's actions are then fitted with cross-entropy (Adam, full batch), and the script
 prints the fraction of steps whose argmax is the teacher's action, and the makespan of the trained
-policy's greedy episode against the teacher's and against the best of as many random placements.
+policy's greedy episode against the teacher's and against the best of 1,000 random placements. It also
+prints the makespan of the teacher's placement with each group re-drawn uniformly with probability ε
+(``--noise-samples`` placements per ε): how the objective falls off around the teacher.
 
     .venv/bin/python benchmarks/bench_placeto_imitation.py                       # chainmm, HEFT, 1,000 epochs
     .venv/bin/python benchmarks/bench_placeto_imitation.py --graph gen:nmt --cluster k80x2 --mode placeto
     .venv/bin/python benchmarks/bench_placeto_imitation.py --param network=paper --teacher critical-path
+    .venv/bin/python benchmarks/bench_placeto_imitation.py --smoothing 0.3 --then-train 200  # kept by RL?
+
+``--then-train N`` then trains the fitted policy with Placeto's own REINFORCE for N episodes (the learning
+rate and entropy weight decaying over N, as in any training) and prints the entropy and sampled runtime of
+its first and last windows and its greedy episode after: whether Placeto's objective keeps the teacher's
+placement or moves away from it. Fit with ``--smoothing`` (label smoothing) first: a policy fitted to
+certainty samples the teacher's action every time and its gradient vanishes, so it could not move. Read it
+with care: the fit saw only the teacher's walk, so after its first off-teacher action the policy acts on
+states it was never fitted on, and its sampled placements can be worse than uniformly random ones.
 
 Identical inputs with different teacher actions cap the accuracy below 1 whatever the training; the
 script counts them ("conflicting states": states whose network input equals another state's exactly).
@@ -32,7 +43,9 @@ import torch
 from engine.specs import load_cluster, load_graph
 from policies.base import make_placer
 from policies.rl.core.registry import make_agent, make_config
+from policies.rl.core.reinforce import Budget, StoppingRule
 from policies.rl.core.task import task_for
+from policies.rl.core.trainer import Trainer
 
 
 def _teacher_groups(task, op_devices: np.ndarray) -> np.ndarray:
@@ -76,8 +89,40 @@ def _conflicts(states: list, actions: list[int]) -> int:
     return sum(1 for acts in seen.values() if len(acts) > 1)
 
 
+def _noise_curve(task, teacher: np.ndarray, samples: int, seed: int) -> list[tuple[float, float]]:
+    """The median makespan (ms) of the teacher's placement with each group re-drawn uniformly with probability ε."""
+    rng = np.random.default_rng(seed)
+    curve = []
+    for eps in (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0):
+        runs = []
+        for _ in range(samples):
+            dev = teacher.copy()
+            hit = rng.random(len(dev)) < eps
+            dev[hit] = [rng.choice(np.flatnonzero(task.feasible[g])) for g in np.flatnonzero(hit)]
+            runs.append(task.evaluate(dev).objective)
+        curve.append((eps, 1e3 * float(np.median(runs))))
+    return curve
+
+
+def _then_train(agent, task, episodes: int, seed: int) -> dict:
+    """Placeto's REINFORCE from the fitted policy for ``episodes`` episodes: first and last windows, greedy after."""
+    trainer = Trainer(agent, {"g": task}, seed=seed, budget=Budget(episodes=episodes), stopping=StoppingRule(0))
+    rows: list[dict] = []
+    while trainer.exhausted() is None:
+        rows += trainer.step()
+    w = max(1, min(50, len(rows) // 4))
+    first, last = rows[:w], rows[-w:]
+    greedy = task.evaluate(agent.place(task, np.random.default_rng(seed), greedy=True))
+    return {"episodes": len(rows), "window": w,
+            "entropy_first": float(np.mean([r["entropy"] for r in first])),
+            "entropy_last": float(np.mean([r["entropy"] for r in last])),
+            "sampled_first_ms": 1e3 * float(np.median([r["sampled_runtime"] for r in first])),
+            "sampled_last_ms": 1e3 * float(np.median([r["sampled_runtime"] for r in last])),
+            "best_ms": 1e3 * trainer.best["g"].objective, "greedy_after_ms": 1e3 * greedy.objective}
+
+
 def run(graph_spec: str, cluster_name: str, mode: str | None, teacher_name: str, params: dict, epochs: int,
-        lr: float, seed: int) -> dict:
+        lr: float, seed: int, then_train: int = 0, smoothing: float = 0.0, noise_samples: int = 0) -> dict:
     graph = load_graph(graph_spec)
     cluster = load_cluster(cluster_name)
     if mode:
@@ -96,20 +141,24 @@ def run(graph_spec: str, cluster_name: str, mode: str | None, teacher_name: str,
     for epoch in range(epochs):
         opt.zero_grad()
         logits = agent._logits(states, grad=True)
-        loss = torch.nn.functional.cross_entropy(logits, target)
+        loss = torch.nn.functional.cross_entropy(logits, target, label_smoothing=smoothing)
         loss.backward()
         opt.step()
         if epoch % max(1, epochs // 10) == 0 or epoch == epochs - 1:
             accuracy.append((epoch, float((logits.argmax(1) == target).float().mean()), loss.item()))
+    fit_s = time.perf_counter() - t0
     with torch.no_grad():
         final = float((agent._logits(states).argmax(1) == target).float().mean())
     greedy = task.evaluate(agent.place(task, np.random.default_rng(seed), greedy=True))
     start = task.evaluate(agent.fixed_start[task])
     rand = min(task.evaluate(task.random_placement(np.random.default_rng([seed, i]))).objective
                for i in range(1000))
-    return {"graph": graph_spec, "cluster": cluster_name, "mode": mode, "teacher": teacher_name, "params": params,
+    trained = _then_train(agent, task, then_train, seed) if then_train else None
+    noise = _noise_curve(task, teacher, noise_samples, seed) if noise_samples else []
+    return {"then_train": trained, "noise": noise,
+            "graph": graph_spec, "cluster": cluster_name, "mode": mode, "teacher": teacher_name, "params": params,
             "groups": task.num_groups, "steps": len(states), "conflicting_states": _conflicts(states, actions),
-            "accuracy": final, "curve": accuracy, "fit_s": round(time.perf_counter() - t0, 1),
+            "accuracy": final, "curve": accuracy, "fit_s": round(fit_s, 1),
             "teacher_ms": 1e3 * teacher_ev.objective, "greedy_ms": 1e3 * greedy.objective,
             "start_ms": 1e3 * start.objective, "random_best_of_1000_ms": 1e3 * rand}
 
@@ -124,6 +173,14 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--param", action="append", default=[], help="KEY=VALUE, a Placeto parameter")
+    ap.add_argument("--smoothing", type=float, default=0.0,
+                    help="label smoothing of the fit (0.3: the policy keeps the teacher's action with p ~ 0.78 on "
+                         "4 devices, so that REINFORCE can still move it)")
+    ap.add_argument("--then-train", type=int, default=0, metavar="N",
+                    help="then train the fitted policy with Placeto's REINFORCE for N episodes")
+    ap.add_argument("--noise-samples", type=int, default=300, metavar="N",
+                    help="the teacher's placement with each group re-drawn with probability ε: N placements per ε "
+                         "(0: skip)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -134,7 +191,8 @@ def main() -> None:
             params[k] = json.loads(v)
         except json.JSONDecodeError:
             params[k] = v
-    r = run(args.graph, args.cluster, args.mode or None, args.teacher, params, args.epochs, args.lr, args.seed)
+    r = run(args.graph, args.cluster, args.mode or None, args.teacher, params, args.epochs, args.lr, args.seed,
+            args.then_train, args.smoothing, args.noise_samples)
     if args.json:
         print(json.dumps(r))
         return
@@ -145,6 +203,15 @@ def main() -> None:
     print(f"accuracy {r['accuracy']:.3f} over {r['steps']} steps ({r['conflicting_states']} conflicting states), "
           f"{r['fit_s']} s; greedy episode {r['greedy_ms']:.1f} ms (start {r['start_ms']:.1f} ms, teacher "
           f"{r['teacher_ms']:.1f} ms, best of 1,000 random {r['random_best_of_1000_ms']:.1f} ms)")
+    if r["noise"]:
+        print("teacher with each group re-drawn with probability ε, median: "
+              + ", ".join(f"ε {eps:g}: {ms:.1f} ms" for eps, ms in r["noise"]))
+    t = r["then_train"]
+    if t:
+        print(f"then {t['episodes']} episodes of REINFORCE (windows of {t['window']}): entropy "
+              f"{t['entropy_first']:.3f} -> {t['entropy_last']:.3f}, sampled median {t['sampled_first_ms']:.1f} -> "
+              f"{t['sampled_last_ms']:.1f} ms, best {t['best_ms']:.1f} ms, greedy episode after "
+              f"{t['greedy_after_ms']:.1f} ms")
 
 
 if __name__ == "__main__":

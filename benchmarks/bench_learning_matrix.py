@@ -33,7 +33,7 @@ import torch
 from engine.presets import PRESETS
 from engine.simulator import Simulator
 from engine.specs import load_graph
-from learning_runs import train_alone, window_medians
+from learning_runs import parse_params, train_alone, window_medians
 from policies import make_placer
 from policies.rl.core.reinforce import Budget
 
@@ -80,13 +80,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    params = {}
-    for pair in args.param:
-        key, _, value = pair.partition("=")
-        try:
-            params[key] = json.loads(value)
-        except json.JSONDecodeError:
-            params[key] = value
+    params = parse_params(args.param)
     graphs = [g for g in args.graphs.replace(";", ",").split(",") if g]
     rows = []
     for spec in graphs:

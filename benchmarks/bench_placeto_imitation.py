@@ -41,11 +41,12 @@ import numpy as np
 import torch
 
 from engine.specs import load_cluster, load_graph
+from learning_runs import parse_params, train_agent, window_medians
 from policies.base import make_placer
+from policies.rl.core.health import random_search
 from policies.rl.core.registry import make_agent, make_config
-from policies.rl.core.reinforce import Budget, StoppingRule
+from policies.rl.core.reinforce import Budget
 from policies.rl.core.task import task_for
-from policies.rl.core.trainer import Trainer
 
 
 def _teacher_groups(task, op_devices: np.ndarray) -> np.ndarray:
@@ -106,18 +107,16 @@ def _noise_curve(task, teacher: np.ndarray, samples: int, seed: int) -> list[tup
 
 def _then_train(agent, task, episodes: int, seed: int) -> dict:
     """Placeto's REINFORCE from the fitted policy for ``episodes`` episodes: first and last windows, greedy after."""
-    trainer = Trainer(agent, {"g": task}, seed=seed, budget=Budget(episodes=episodes), stopping=StoppingRule(0))
-    rows: list[dict] = []
-    while trainer.exhausted() is None:
-        rows += trainer.step()
+    trainer, rows = train_agent(agent, task, Budget(episodes=episodes), seed)
     w = max(1, min(50, len(rows) // 4))
     first, last = rows[:w], rows[-w:]
+    sampled = window_medians(rows, ["sampled_runtime"], w)
     greedy = task.evaluate(agent.place(task, np.random.default_rng(seed), greedy=True))
     return {"episodes": len(rows), "window": w,
             "entropy_first": float(np.mean([r["entropy"] for r in first])),
             "entropy_last": float(np.mean([r["entropy"] for r in last])),
-            "sampled_first_ms": 1e3 * float(np.median([r["sampled_runtime"] for r in first])),
-            "sampled_last_ms": 1e3 * float(np.median([r["sampled_runtime"] for r in last])),
+            "sampled_first_ms": 1e3 * sampled["sampled_runtime_first"],
+            "sampled_last_ms": 1e3 * sampled["sampled_runtime_last"],
             "best_ms": 1e3 * trainer.best["g"].objective, "greedy_after_ms": 1e3 * greedy.objective}
 
 
@@ -151,8 +150,7 @@ def run(graph_spec: str, cluster_name: str, mode: str | None, teacher_name: str,
         final = float((agent._logits(states).argmax(1) == target).float().mean())
     greedy = task.evaluate(agent.place(task, np.random.default_rng(seed), greedy=True))
     start = task.evaluate(agent.fixed_start[task])
-    rand = min(task.evaluate(task.random_placement(np.random.default_rng([seed, i]))).objective
-               for i in range(1000))
+    rand = random_search(task, 1000, seed=seed).objective
     trained = _then_train(agent, task, then_train, seed) if then_train else None
     noise = _noise_curve(task, teacher, noise_samples, seed) if noise_samples else []
     return {"then_train": trained, "noise": noise,
@@ -184,13 +182,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    params = {}
-    for p in args.param:
-        k, v = p.split("=", 1)
-        try:
-            params[k] = json.loads(v)
-        except json.JSONDecodeError:
-            params[k] = v
+    params = parse_params(args.param)
     r = run(args.graph, args.cluster, args.mode or None, args.teacher, params, args.epochs, args.lr, args.seed,
             args.then_train, args.smoothing, args.noise_samples)
     if args.json:

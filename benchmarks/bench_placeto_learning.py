@@ -29,7 +29,7 @@ import time
 import torch
 
 from engine.specs import load_cluster, load_graph
-from learning_runs import train_alone
+from learning_runs import parse_params, train_alone
 from policies.rl.core.health import random_search
 from policies.rl.core.reinforce import Budget
 
@@ -40,13 +40,6 @@ SETTINGS = {
     "random200": ("gen:random?ops=200&seed=1", "p100x4", None),  # where γ = 0 once learned the wrong thing
     "random200-k80": ("gen:random?ops=200&seed=1", "k80x2", None),  # the app's browser test trains on it
 }
-
-
-def _value(text: str):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
 
 
 def run(name: str, episodes: int, window: int, params: dict, seed: int) -> dict:
@@ -88,7 +81,7 @@ def main() -> None:
     if args.quick:
         args.settings, args.episodes, args.window = "chainmm", 100, 20
     torch.set_num_threads(1)
-    params = {k: _value(v) for k, v in (p.split("=", 1) for p in args.param)}
+    params = parse_params(args.param)
     if not args.json:
         print(f"params {params or 'defaults'}, {args.episodes} episodes, seed {args.seed}, window {args.window}")
     for name in args.settings.split(","):

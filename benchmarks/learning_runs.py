@@ -7,6 +7,7 @@ decision, sampled runtime) between its first and its last episodes.
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,7 +19,20 @@ from policies.rl.core.reinforce import Budget, StoppingRule
 from policies.rl.core.task import PlacementTask, task_for
 from policies.rl.core.trainer import Trainer
 
-__all__ = ["train_alone", "window_medians"]
+__all__ = ["parse_params", "train_agent", "train_alone", "window_medians"]
+
+
+def parse_params(pairs: Sequence[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` options (``--param``) as a parameter dict: each value read as JSON where it parses
+    (``3e-3``, ``true``, ``[1, 2]``), else kept as text (``network=paper``)."""
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return params
 
 
 def train_alone(placer: str, graph: CompGraph, cluster: Cluster, params: Mapping[str, Any], budget: Budget,
@@ -28,11 +42,18 @@ def train_alone(placer: str, graph: CompGraph, cluster: Cluster, params: Mapping
     config = make_config(placer, dict(params))
     task = task_for(graph, cluster, config)
     agent = make_agent(placer, cluster.num_devices, config.to_dict(), seed=seed, tasks=[task])
+    trainer, rows = train_agent(agent, task, budget, seed)
+    return trainer, task, rows
+
+
+def train_agent(agent: Any, task: PlacementTask, budget: Budget, seed: int) -> tuple[Trainer, list[dict[str, Any]]]:
+    """Train ``agent`` (fresh or not) on ``task`` alone until ``budget`` runs out, with no stopping rule;
+    its learning-curve rows (the task's key is ``"g"``)."""
     trainer = Trainer(agent, {"g": task}, seed=seed, budget=budget, stopping=StoppingRule(0))
     rows: list[dict[str, Any]] = []
     while trainer.exhausted() is None:  # placements: sampled, one per episode (docs/budgets.md)
         rows += trainer.step()
-    return trainer, task, rows
+    return trainer, rows
 
 
 def window_medians(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], window: int,

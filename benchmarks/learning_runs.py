@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from engine.cluster import Cluster
@@ -46,12 +46,15 @@ def train_alone(placer: str, graph: CompGraph, cluster: Cluster, params: Mapping
     return trainer, task, rows
 
 
-def train_agent(agent: Any, task: PlacementTask, budget: Budget, seed: int) -> tuple[Trainer, list[dict[str, Any]]]:
+def train_agent(agent: Any, task: PlacementTask, budget: Budget, seed: int,
+                each: Callable[[int], None] | None = None) -> tuple[Trainer, list[dict[str, Any]]]:
     """Train ``agent`` (fresh or not) on ``task`` alone until ``budget`` runs out, with no stopping rule;
-    its learning-curve rows (the task's key is ``"g"``)."""
+    its learning-curve rows (the task's key is ``"g"``). ``each(episodes so far)`` runs before every update."""
     trainer = Trainer(agent, {"g": task}, seed=seed, budget=budget, stopping=StoppingRule(0))
     rows: list[dict[str, Any]] = []
     while trainer.exhausted() is None:  # placements: sampled, one per episode (docs/budgets.md)
+        if each is not None:
+            each(len(rows))
         rows += trainer.step()
     return trainer, rows
 

@@ -21,9 +21,9 @@ learning-health figures of :mod:`policies.rl.core.health`:
 
 Diagnostics of the same training:
 
-* ``--greedy-every N`` simulates the policy's greedy episode (argmax at every step) before every N-th
-  episode and at the end; the end's device histogram is printed too. ``--samples S`` simulates S sampled
-  episodes of the trained policy (their median and best).
+* ``--greedy-every N`` simulates the policy's greedy episode (argmax at every step) at the first update
+  at or after every multiple of N episodes, and at the end; the end's device histogram is printed too.
+  ``--samples S`` simulates S sampled episodes of the trained policy (their median and best).
 * ``--policy tabular`` is a control: Placeto's MDP, rewards, baseline, loss and optimizer unchanged, its
   network replaced by one free logit per (group, device), zero at the start (uniform). What it learns is
   what REINFORCE's signal gives when no network stands in the way.
@@ -127,10 +127,12 @@ def run(name: str, episodes: int, window: int, params: dict, seed: int, *, greed
         relabel_updates(agent, relabel, seed)
     probe_rng = np.random.default_rng(seed + 1)
     greedy: list[tuple[int, float]] = []
+    due = [0]  # the next multiple of greedy_every to probe at (updates come every ``batch`` episodes)
 
     def probe(done: int) -> None:
-        if greedy_every and done % greedy_every == 0:
+        if greedy_every and done >= due[0]:
             greedy.append((done, round(1e3 * task.evaluate(agent.place(task, probe_rng)).makespan, 1)))
+            due[0] = (done // greedy_every + 1) * greedy_every
 
     t0 = time.perf_counter()
     trainer, rows = train_agent(agent, task, Budget(episodes=episodes), seed, each=probe)

@@ -11,8 +11,9 @@ t re-places the current group v_t with ``a_t ~ π_θ(· | s_t)``. An episode has
 placement drawn once per graph (``init=fixed-random``, the authors' default,
 ``progressive_placer.py:163, 178-187``). The network (``network``) is the authors' by default
 (:mod:`policies.rl.placeto.sweep_net`: one message-passing sweep each way, sums, Glorot
-initialisation, the simulated start-time feature); ``network=paper`` is the §2.2 text as we read
-it (:mod:`policies.rl.placeto.net`: k rounds, means).
+initialisation, the simulated start-time feature), with its devices scored alike (``devices=shared``,
+deviation 7); ``network=paper`` is the §2.2 text as we read it (:mod:`policies.rl.placeto.net`: k
+rounds, means).
 
 Rewards (§2.1, App. A.4, A.7), with R the memory-penalised runtime of :mod:`engine.objectives`:
 
@@ -53,6 +54,10 @@ Deviations, each measured with ``benchmarks/bench_placeto_learning.py`` (docs/la
    ran one episode per worker process (A.7 "Workers").
 6. A step whose action keeps the group's device leaves the placement unchanged: its runtime (and
    its start times) are reused, not simulated again.
+7. ``devices=shared``: one copy of the authors' network scores each device from that device's view of
+   the state, instead of their output layer's one row per device (:mod:`policies.rl.placeto.device_views`;
+   ``devices=separate`` is theirs). With their output layer the policy did not beat random search
+   on ``gen:chainmm`` / ``p100x4``; scoring devices alike is what made it learn there.
 
 torch is imported inside the functions that need it (see :mod:`policies.rl.core.registry`).
 """
@@ -68,9 +73,9 @@ import numpy as np
 from policies.rl.core.agent import Advantages, Agent, EpisodeStats, PerTask, Rollout
 from policies.rl.core.reinforce import StepBaseline, returns_to_go
 from policies.rl.core.task import Evaluation, PlacementTask
-from policies.rl.placeto.config import NETWORKS, VARIANTS, PlacetoConfig
+from policies.rl.placeto.config import DEVICE_SCORING, NETWORKS, VARIANTS, PlacetoConfig
 
-__all__ = ["NETWORKS", "VARIANTS", "PlacetoAgent", "PlacetoConfig"]
+__all__ = ["DEVICE_SCORING", "NETWORKS", "VARIANTS", "PlacetoAgent", "PlacetoConfig"]
 
 _MAX_NODES_PER_CHUNK = 300_000
 
@@ -119,7 +124,7 @@ class PlacetoAgent(Agent):
 
     name = "placeto"
     same_graph_per_update = False
-    network_sizes = ("network", "variant", "emb", "hidden", "head")  # the config fields that set the weights' shapes
+    network_sizes = ("network", "devices", "variant", "emb", "hidden", "head")  # the fields that shape the weights
 
     def __init__(self, num_devices: int, config: PlacetoConfig | None = None, *, seed: int = 0,
                  tasks: Sequence[PlacementTask] = ()) -> None:
@@ -130,10 +135,14 @@ class PlacetoAgent(Agent):
         self.config = c = config or PlacetoConfig()
         self.num_devices = num_devices
         torch.manual_seed(seed)
-        if c.network == "authors":
-            from policies.rl.placeto.sweep_net import SweepNet
+        if c.network == "authors" and c.devices == "shared":
+            from policies.rl.placeto.device_views import SharedDeviceSweepNet
 
-            self.model = SweepNet(num_devices, 5 + num_devices, variant=c.variant)
+            self.model = SharedDeviceSweepNet(num_devices, variant=c.variant)
+        elif c.network == "authors":
+            from policies.rl.placeto.sweep_net import GROUP_COLUMNS, SweepNet
+
+            self.model = SweepNet(num_devices, GROUP_COLUMNS + num_devices, variant=c.variant)
         else:
             from policies.rl.placeto.net import PlacetoNet
 

@@ -8,23 +8,31 @@ from typing import Any, ClassVar
 from engine.limits import MAX_BATCH, MAX_NET_DEPTH, MAX_NET_WIDTH
 from policies.rl.core.config import LearnedConfig, param
 
-__all__ = ['NETWORKS', 'VARIANTS', 'PlacetoConfig']
+__all__ = ['DEVICE_SCORING', 'NETWORKS', 'VARIANTS', 'PlacetoConfig']
 
 #: §4.3's ablations besides the full network (see :mod:`policies.rl.placeto.net`).
 VARIANTS = ("full", "simple-partitioner", "simple-aggregator")
 #: The two networks: the authors' code (default) and the paper's §2.2 text.
 NETWORKS = ("authors", "paper")
+#: How the authors' network scores the devices: one copy for all (default, ours) or one output row each.
+DEVICE_SCORING = ("shared", "separate")
 
 
 @dataclass
 class PlacetoConfig(LearnedConfig):
     """Placeto's hyper-parameters; each field's metadata cites its default's source."""
 
-    STORED_DEFAULTS: ClassVar[dict[str, Any]] = {"network": "paper"}  # runs trained before the authors' network
+    #: runs trained before the authors' network, and before devices were scored alike
+    STORED_DEFAULTS: ClassVar[dict[str, Any]] = {"network": "paper", "devices": "separate"}
 
     network: str = param("authors", "authors: the authors' code (one sweep each way, sums, Glorot; "
                          "placeto/sweep_net.py); paper: the §2.2 text (k rounds, means; placeto/net.py)",
                          "Placeto's code: mp_progressive_nn.py:44-96, nn_primitives.py:140-184", choices=NETWORKS)
+    devices: str = param("shared", "network=authors: shared — one copy of the network scores each device "
+                         "from that device's view (whether each group is on it, its speed and memory), so renaming "
+                         "identical devices renames the probabilities (placeto/device_views.py); separate — the "
+                         "authors' output layer, one row per device",
+                         "ours: deviation 7 (the authors: mp_progressive_nn.py:94-96)", choices=DEVICE_SCORING)
     passes: int = param(1, "n: each group re-placed n times per episode", "Placeto App. A.7 (n = 1 or 2)", low=1,
                         high=MAX_BATCH)
     rounds: int = param(4, "network=paper: k message-passing rounds", "Placeto §2.2 (k a tunable hyper-parameter; "

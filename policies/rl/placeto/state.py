@@ -31,7 +31,7 @@ import torch
 
 from policies.rl.core.task import PlacementTask
 from policies.rl.placeto.net import SparsePair, StateBatch
-from policies.rl.placeto.sweep_net import Sweep, SweepBatch, SweepGroup
+from policies.rl.placeto.sweep_net import GROUP_COLUMNS, Sweep, SweepBatch, SweepGroup
 
 __all__ = ["GraphStructure", "graph_structure", "node_features", "selection", "state_batch",
            "sweep_batch", "sweep_features", "sweep_plan", "union_group"]
@@ -49,6 +49,7 @@ class GraphStructure:
     pool_masks: np.ndarray  # (3, N, N) bool: row v = v's ancestors, descendants, parallel nodes
     levels: tuple[np.ndarray, np.ndarray]  # each node's level in the top-down and the bottom-up sweep
     sweep_edges: tuple[np.ndarray, np.ndarray]  # (src, dst): the edges the sweeps follow
+    devices: np.ndarray  # (D, 2) float32: each device's speed and memory over the cluster's largest
 
 
 def graph_structure(task: PlacementTask) -> GraphStructure:
@@ -76,8 +77,11 @@ def graph_structure(task: PlacementTask) -> GraphStructure:
     for u, v in zip(fsrc[by_dst].tolist(), fdst[by_dst].tolist(), strict=True):
         up[u] = max(up[u], up[v] + 1)
     masks = np.stack([r.T, r, par])
+    speed, memory = task.cluster.speed, task.cluster.memory
+    devices = np.column_stack([speed / speed.max(), memory / memory.max()]).astype(np.float32)
     return GraphStructure(static, _csr_of(n, dst, src), _csr_of(n, src, dst), sets, raw,
-                          sweep_plan(down, fsrc, fdst), sweep_plan(up, fdst, fsrc), masks, (down, up), (fsrc, fdst))
+                          sweep_plan(down, fsrc, fdst), sweep_plan(up, fdst, fsrc), masks, (down, up), (fsrc, fdst),
+                          devices)
 
 
 def node_features(structure: GraphStructure, devices: np.ndarray, visited: np.ndarray, current: int,
@@ -136,7 +140,7 @@ def sweep_features(structure: GraphStructure, devices: np.ndarray, visits: np.nd
     visit count, current flag, start time relative to the current group's, one-hot device.
     ``start``: each group's simulated start time (s), or None when the runtimes are not simulated."""
     n = len(devices)
-    x = np.zeros((n, 5 + num_devices), dtype=np.float32)
+    x = np.zeros((n, GROUP_COLUMNS + num_devices), dtype=np.float32)
     x[:, :2] = structure.raw
     x[:, 2] = visits
     x[current, 3] = 1.0
@@ -144,7 +148,7 @@ def sweep_features(structure: GraphStructure, devices: np.ndarray, visits: np.nd
         rel = start - start[current]
         top = np.abs(rel).max()
         x[:, 4] = rel / top if top > 0 else 0.0
-    x[np.arange(n), 5 + devices] = 1.0
+    x[np.arange(n), GROUP_COLUMNS + devices] = 1.0
     return x
 
 
@@ -168,7 +172,7 @@ def sweep_batch(items: list[tuple[GraphStructure, np.ndarray, np.ndarray, int]])
         pools = torch.from_numpy(gs.pool_masks[:, current].astype(np.float32))
         mask = torch.from_numpy(np.stack([items[i][1][items[i][3]] for i in rows]))
         groups.append(SweepGroup(gs.down_sweep, gs.up_sweep, x, pools, torch.from_numpy(current), mask,
-                                 torch.tensor(rows, dtype=torch.long)))
+                                 torch.tensor(rows, dtype=torch.long), devices=torch.from_numpy(gs.devices)))
     return SweepBatch(groups, len(items))
 
 
@@ -214,7 +218,7 @@ def union_group(items: list[tuple[GraphStructure, np.ndarray, np.ndarray, int]])
     current = torch.from_numpy(offsets[:-1] + np.array([v for *_, v in items], dtype=np.int64))
     mask = torch.from_numpy(np.stack([feasible[v] for _, feasible, _, v in items]))
     return SweepGroup(down, up, x, torch.from_numpy(pools), current, mask, torch.arange(s),
-                      torch.from_numpy(members))
+                      torch.from_numpy(members), torch.from_numpy(structures[0].devices))  # one cluster per rollout
 
 
 def sweep_plan(level: np.ndarray, src: np.ndarray, dst: np.ndarray) -> Sweep:

@@ -47,7 +47,10 @@ from torch.nn import functional as F
 
 from policies.rl.placeto.net import NEG, SparsePair, spmm
 
-__all__ = ["Aggregator", "Sweep", "SweepBatch", "SweepGroup", "SweepNet", "glorot_mlp"]
+__all__ = ["GROUP_COLUMNS", "Aggregator", "Sweep", "SweepBatch", "SweepGroup", "SweepNet", "glorot_mlp"]
+
+#: The per-group columns of :func:`policies.rl.placeto.state.sweep_features` before its one-hot device.
+GROUP_COLUMNS = 5
 
 
 def glorot_mlp(inp: int, hidden: list[int], out: int) -> nn.Sequential:
@@ -137,6 +140,7 @@ class SweepGroup:
     mask: torch.Tensor  # (S, D) devices allowed for the current node
     rows: torch.Tensor  # (S,) the states' rows in the batch
     members: torch.Tensor | None = None  # (S, N) 0/1 in a union of one graph copy per state, else None
+    devices: torch.Tensor | None = None  # (D, 2) each device's speed and memory over the cluster's largest
 
 
 @dataclass

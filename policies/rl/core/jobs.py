@@ -209,7 +209,7 @@ def _init_weights(agent: Any, placer: str, ref: str, runs_dir: str | None) -> st
     try:
         agent.load_weights(state)
     except ValueError:
-        stored = doc["config"]
+        stored = stored_params(doc["placer"], doc["config"])  # a field added since stands for its old value
         differ = [f"{k}={stored[k]!r}" for k in agent.network_sizes
                   if k in stored and stored[k] != getattr(agent.config, k)]
         hint = f" (that run has {', '.join(differ)}: pass --param {' --param '.join(differ)})" if differ else ""

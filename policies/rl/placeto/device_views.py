@@ -58,7 +58,7 @@ class SharedDeviceSweepNet(SweepNet):
         self.num_devices = num_devices
 
     def _group(self, g: SweepGroup) -> torch.Tensor:
-        d = self.num_devices
+        d, score = self.num_devices, super()._group
         if g.devices is None:
             raise ValueError("devices=shared needs each device's descriptors on the batch (SweepGroup.devices)")
         if g.members is None:  # S states of one graph: the D views as D·S states, device-major
@@ -66,6 +66,6 @@ class SharedDeviceSweepNet(SweepNet):
             views = torch.cat([device_view(g.x, g.devices, k) for k in range(d)])
             stacked = replace(g, x=views, pools=g.pools.repeat(1, d, 1), current=g.current.repeat(d),
                               mask=g.mask.T.reshape(-1, 1))
-            return super()._group(stacked).view(d, s).T
-        return torch.cat([super()._group(replace(g, x=device_view(g.x, g.devices, k), mask=g.mask[:, k:k + 1]))
+            return score(stacked).view(d, s).T
+        return torch.cat([score(replace(g, x=device_view(g.x, g.devices, k), mask=g.mask[:, k:k + 1]))
                           for k in range(d)], dim=1)

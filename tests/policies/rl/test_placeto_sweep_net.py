@@ -55,7 +55,7 @@ def _reference(net: SweepNet, x: torch.Tensor, edges: list[tuple[int, int]], ord
 
 def test_sweeps_and_pooling_match_the_authors_node_by_node_loop():
     t = make_task(_dag(), cluster(2), groups=None)
-    agent = PlacetoAgent(2, PlacetoConfig(groups=None), seed=3)
+    agent = PlacetoAgent(2, PlacetoConfig(groups=None, devices="separate"), seed=3)
     gs = agent.structure[t]
     assert gs.down_sweep.bounds == [0, 2, 4, 6]  # levels {a, f}, {b, c}, {d, e}
     rng = np.random.default_rng(0)
@@ -81,7 +81,7 @@ def test_states_of_two_graphs_in_one_batch_keep_their_order(variant, grad):
     and gives each state the logits (and the gradient) it gets alone."""
     t1 = make_task(_dag(), cluster(2), groups=None)
     t2 = make_task(diamond(), cluster(2), groups=None)
-    agent = PlacetoAgent(2, PlacetoConfig(groups=None, variant=variant), seed=0)
+    agent = PlacetoAgent(2, PlacetoConfig(groups=None, variant=variant, devices="separate"), seed=0)
     ep1, ep2 = agent._start(t1, "a", np.random.default_rng(0)), agent._start(t2, "b", np.random.default_rng(0))
     items = [(agent.structure[t1], t1.feasible, agent._features(ep1, 1), 1),
              (agent.structure[t2], t2.feasible, agent._features(ep2, 3), 3),
@@ -111,7 +111,7 @@ def test_union_plans_keep_no_graph_alive():
     import weakref
 
     tasks = [make_task(_dag(), cluster(2), groups=None), make_task(diamond(), cluster(2), groups=None)]
-    agent = PlacetoAgent(2, PlacetoConfig(groups=None), seed=0)
+    agent = PlacetoAgent(2, PlacetoConfig(groups=None, devices="separate"), seed=0)
     items = [(agent.structure[t], t.feasible, np.zeros((t.num_groups, 7), dtype=np.float32), 0) for t in tasks]
     assert union_group(items).members is not None
     gone = weakref.ref(items[0][0])
@@ -133,7 +133,7 @@ def test_head_sizes_and_glorot_initialisation():
 @pytest.mark.parametrize("skips", [False, True])
 def test_gradient_matches_the_reference_computation(skips):
     t = make_task(_dag(skips), cluster(2), groups=None)
-    agent = PlacetoAgent(2, PlacetoConfig(groups=None), seed=1)
+    agent = PlacetoAgent(2, PlacetoConfig(groups=None, devices="separate"), seed=1)
     gs = agent.structure[t]
     assert len(gs.down_sweep.gathers[1]) == (2 if skips else 1)  # level 2 reads levels 0 and 1, or 1 only
     x = np.random.default_rng(1).random((6, 7)).astype(np.float32)
@@ -149,7 +149,7 @@ def test_gradient_matches_the_reference_computation(skips):
 
 def test_features_are_scaled_as_the_authors_scale_them():
     t = make_task(diamond(), cluster(2), groups=None)  # s(1) → l(2), r(3) → t(4); u(2) alone
-    agent = PlacetoAgent(2, PlacetoConfig(groups=None), seed=0)
+    agent = PlacetoAgent(2, PlacetoConfig(groups=None, devices="separate"), seed=0)
     gs = agent.structure[t]
     start = np.array([0.0, 1.0, 1.0, 4.0, 0.0])
     x = sweep_features(gs, np.array([0, 1, 1, 0, 1]), np.array([2, 1, 0, 0, 0]), 1, start, 2)

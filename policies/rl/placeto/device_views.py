@@ -18,10 +18,9 @@ descriptors: on a cluster whose links differ (NVLink islands), devices are told 
 speed and memory. DOPPLER's placement policy scores devices with shared weights in the same way
 (Yao et al., §4, App. E).
 
-Why (docs/lab/2026-11-28-placeto-chainmm-controls.md): on ``gen:chainmm`` / ``p100x4``, 1,000
-episodes, seed 0, the authors' output layer left the policy's greedy placement worse than a random
-one (492 ms against 364) and its best no better than random search's; scored this way the same
-training's sampled placements fall to about 270 ms and its best beats random search's.
+Why: on ``gen:chainmm`` / ``p100x4`` the authors' output layer left the trained policy's greedy
+placement worse than a typical random one and its best no better than random search's; scored
+this way, the same training beats random search (docs/lab/2026-11-28-placeto-chainmm-controls.md).
 
 Cost: every state is scored D times. States of one graph go through the network once as D·S
 states; a disjoint union of several graphs (:func:`policies.rl.placeto.state.union_group`) once

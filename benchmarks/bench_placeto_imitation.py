@@ -40,13 +40,11 @@ import time
 import numpy as np
 import torch
 
-from engine.specs import load_cluster, load_graph
-from learning_runs import parse_params, train_agent, window_medians
+from learning_runs import learning_setting, parse_params, train_agent, window_medians
 from policies.base import make_placer
 from policies.rl.core.health import random_search
-from policies.rl.core.registry import make_agent, make_config
+from policies.rl.core.registry import make_agent
 from policies.rl.core.reinforce import Budget
-from policies.rl.core.task import task_for
 
 
 def _teacher_groups(task, op_devices: np.ndarray) -> np.ndarray:
@@ -122,12 +120,7 @@ def _then_train(agent, task, episodes: int, seed: int) -> dict:
 
 def run(graph_spec: str, cluster_name: str, mode: str | None, teacher_name: str, params: dict, epochs: int,
         lr: float, seed: int, then_train: int = 0, smoothing: float = 0.0, noise_samples: int = 0) -> dict:
-    graph = load_graph(graph_spec)
-    cluster = load_cluster(cluster_name)
-    if mode:
-        cluster = cluster.with_simulation(mode=mode)
-    config = make_config("placeto", dict(params))
-    task = task_for(graph, cluster, config)
+    graph, cluster, config, task = learning_setting("placeto", graph_spec, cluster_name, mode, params)
     agent = make_agent("placeto", cluster.num_devices, config.to_dict(), seed=seed, tasks=[task])
     op_devices = make_placer(teacher_name).place(graph, cluster, seed=seed).devices
     teacher = _teacher_groups(task, np.asarray(op_devices))

@@ -48,12 +48,10 @@ import numpy as np
 import torch
 
 from engine.cluster import Cluster
-from engine.specs import load_cluster, load_graph
-from learning_runs import parse_params, train_agent
+from learning_runs import learning_setting, parse_params, train_agent
 from policies.rl.core.health import random_search
-from policies.rl.core.registry import make_agent, make_config
+from policies.rl.core.registry import make_agent
 from policies.rl.core.reinforce import Budget
-from policies.rl.core.task import task_for
 from policies.rl.placeto.agent import PlacetoAgent
 from policies.rl.placeto.net import NEG
 
@@ -110,13 +108,7 @@ def relabel_updates(agent: PlacetoAgent, copies: int, seed: int) -> None:
 
 def run(name: str, episodes: int, window: int, params: dict, seed: int, *, greedy_every: int = 0,
         samples: int = 0, policy: str = "network", relabel: int = 1) -> dict:
-    spec, cluster_name, mode = SETTINGS[name]
-    graph = load_graph(spec)
-    cluster = load_cluster(cluster_name)
-    if mode:
-        cluster = cluster.with_simulation(mode=mode)
-    config = make_config("placeto", dict(params))
-    task = task_for(graph, cluster, config)
+    _, cluster, config, task = learning_setting("placeto", *SETTINGS[name], params)
     if policy == "tabular":
         agent = TabularPlaceto(cluster.num_devices, config, seed=seed, num_groups=task.num_groups)
     else:

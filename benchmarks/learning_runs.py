@@ -14,12 +14,13 @@ from typing import Any
 
 from engine.cluster import Cluster
 from engine.graph import CompGraph
+from engine.specs import load_cluster, load_graph
 from policies.rl.core.registry import make_agent, make_config
 from policies.rl.core.reinforce import Budget, StoppingRule
 from policies.rl.core.task import PlacementTask, task_for
 from policies.rl.core.trainer import Trainer
 
-__all__ = ["parse_params", "train_agent", "train_alone", "window_medians"]
+__all__ = ["learning_setting", "parse_params", "train_agent", "train_alone", "window_medians"]
 
 
 def parse_params(pairs: Sequence[str]) -> dict[str, Any]:
@@ -33,6 +34,18 @@ def parse_params(pairs: Sequence[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             params[key] = value
     return params
+
+
+def learning_setting(placer: str, graph_spec: str, cluster_name: str, mode: str | None,
+                     params: Mapping[str, Any]) -> tuple[CompGraph, Cluster, Any, PlacementTask]:
+    """A learning benchmark's setting: the graph, the cluster (in simulation ``mode`` when given), the
+    placer's config from ``params`` and the task it trains on."""
+    graph = load_graph(graph_spec)
+    cluster = load_cluster(cluster_name)
+    if mode:
+        cluster = cluster.with_simulation(mode=mode)
+    config = make_config(placer, dict(params))
+    return graph, cluster, config, task_for(graph, cluster, config)
 
 
 def train_alone(placer: str, graph: CompGraph, cluster: Cluster, params: Mapping[str, Any], budget: Budget,

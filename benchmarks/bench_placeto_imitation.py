@@ -27,8 +27,8 @@ states it was never fitted on, and its sampled placements can be worse than unif
 
 Identical inputs with different teacher actions cap the accuracy below 1 whatever the training; the
 script counts them ("conflicting states": states whose network input equals another state's exactly).
-The walk and the fit call the agent's own episode start, features and logits (``PlacetoAgent._start``,
-``_features``, ``_logits``), so the states are exactly those a policy would see.
+The walk is the agent's own episode with the teacher's actions (``PlacetoAgent.episodes(actions=…)``) and
+the fit calls its logits (``_logits``), so the states are exactly those a policy would see.
 """
 
 from __future__ import annotations
@@ -59,24 +59,8 @@ def _teacher_groups(task, op_devices: np.ndarray) -> np.ndarray:
 
 def _walk(agent, task, teacher: np.ndarray) -> tuple[list, list[int]]:
     """The states Placeto's MDP visits when every action is the teacher's, and those actions."""
-    rng = np.random.default_rng(0)
-    ep = agent._start(task, "g", rng)
-    start = agent.config.network == "authors"
-    if start:
-        ep.now = ep.evaluate(start)
-    states, actions = [], []
-    for t in range(ep.steps):
-        v = int(ep.order[t % task.num_groups])
-        x = agent._features(ep, v)
-        a = int(teacher[v])
-        states.append((task, x, v))
-        actions.append(a)
-        moved = ep.dev[v] != a
-        ep.dev[v] = a
-        ep.visited[v] += 1
-        if moved and start:
-            ep.now = ep.evaluate(start)
-    return states, actions
+    ep = agent.episodes([task], ["g"], np.random.default_rng(0), actions=[teacher])[0]
+    return [(task, x, v) for x, v in zip(ep.features, ep.current, strict=True)], ep.actions
 
 
 def _conflicts(states: list, actions: list[int]) -> int:

@@ -99,6 +99,7 @@ class _Episode:
     evaluations: int = 0
     now: Evaluation | None = None
     best: Evaluation | None = None
+    forced: np.ndarray | None = None  # each group's device when the actions are given (``episodes(actions=…)``)
 
     def evaluate(self, start: bool = False) -> Evaluation:
         ev = self.task.evaluate(self.dev, start=start)
@@ -192,12 +193,17 @@ class PlacetoAgent(Agent):
         return self.model(state_batch(items, grad))
 
     def episodes(self, tasks: list[PlacementTask], keys: list[str], rng: np.random.Generator, *,
-                 greedy: bool = False, record: bool = True) -> list[_Episode]:
-        """Run one episode per task side by side; every step is one GNN call for all of them."""
+                 greedy: bool = False, record: bool = True,
+                 actions: Sequence[np.ndarray] | None = None) -> list[_Episode]:
+        """Run one episode per task side by side; every step is one GNN call for all of them.
+        ``actions``: each episode's device for every group, taken at every step instead of the policy's
+        choice (a teacher's walk along the MDP); the states, logits and rewards are those of any episode."""
         import torch
 
         c = self.config
         eps = [self._start(t, k, rng) for t, k in zip(tasks, keys, strict=True)]
+        for ep, forced in zip(eps, actions or (), strict=False):
+            ep.forced = np.asarray(forced, dtype=np.int64)
         simulate_steps = record and c.reward == "intermediate"
         start = c.network == "authors"  # the start-time feature comes from the last simulation
         for ep in eps:
@@ -215,7 +221,9 @@ class PlacetoAgent(Agent):
                     ep.current.append(v)
             with torch.no_grad():
                 logp = torch.log_softmax(self._logits(states), dim=1).numpy()
-            if greedy:
+            if actions is not None:
+                acts = np.array([ep.forced[v] for ep, (_, _, v) in zip(live, states, strict=True)])
+            elif greedy:
                 acts = np.argmax(logp, axis=1)
             else:
                 acts = np.argmax(logp - np.log(-np.log(rng.random(logp.shape))), axis=1)

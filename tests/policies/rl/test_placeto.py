@@ -63,6 +63,20 @@ def test_intermediate_rewards_are_runtime_differences_over_the_lower_bound():
     assert sum(ep.rewards) == pytest.approx((runtimes[0] - runtimes[-1]) / 3.0)
 
 
+def test_given_actions_walk_the_mdp_with_them():
+    # a teacher's placement taken at every step: each group's action is the teacher's, the episode ends on
+    # the teacher's placement, and the rewards are the runtime changes of that walk (one chain per device: 3 s)
+    t = make_task(two_chains(), cluster(), groups=None)
+    agent = PlacetoAgent(2, PlacetoConfig(groups=None, batch=1, passes=2), seed=0)
+    teacher = np.array([1, 1, 1, 0, 0, 0])
+    (ep,) = agent.episodes([t], ["k"], np.random.default_rng(5), actions=[teacher])
+    assert len(ep.actions) == 12 and ep.actions == [int(teacher[v]) for v in ep.current]
+    np.testing.assert_array_equal(ep.dev, teacher)
+    start = agent._start(t, "k", np.random.default_rng(5)).dev
+    assert sum(ep.rewards) == pytest.approx((t.evaluate(start).objective - 3.0) / 3.0)
+    assert len(ep.features) == 12 and all(np.isfinite(h) for h in ep.entropy)
+
+
 def test_evaluations_skip_unchanged_placements():
     t = make_task(two_chains(), cluster(), groups=None)
     agent = PlacetoAgent(2, PlacetoConfig(groups=None, batch=1, init="single"), seed=0)

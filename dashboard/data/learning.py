@@ -138,8 +138,10 @@ def health_table(health: Any) -> pd.DataFrame:
          "last window": health.entropy_last_ratio,
          "last / first": (health.entropy_last_ratio / health.entropy_first_ratio
                           if health.entropy_first_ratio and health.entropy_last_ratio is not None else None)},
-        {"": "sampled runtime, median (ms)", "first window": ms(health.runtime_first_s),
-         "last window": ms(health.runtime_last_s), "last / first": health.runtime_ratio},
+        {"": ("sampled runtime, median (ms)" if getattr(health, "graphs", 1) <= 1
+              else f"sampled runtime, per graph ({health.graphs} graphs: median of last / first)"),
+         "first window": ms(health.runtime_first_s), "last window": ms(health.runtime_last_s),
+         "last / first": health.runtime_ratio},
     ])
 
 

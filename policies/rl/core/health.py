@@ -19,7 +19,9 @@ pages) from three comparisons, all computed from the learning curve (one row per
 2. **Sampled runtime** (the makespan of each episode's placement, ``sampled_runtime``): the
    median of the first and of the last window and their ratio. With several graphs the ratio is
    the median over the graphs of each graph's last-window median over its first-window median
-   (graphs with rows in both windows), so graphs of different sizes do not mix.
+   (graphs with rows in both windows), so graphs of different sizes do not mix; a median of one
+   window over all its graphs would mix them, so there are no first- and last-window runtimes
+   then (``runtime_first_s`` and ``runtime_last_s`` are None), only the ratio.
 3. **Best found vs random search**: the best placement the training evaluated on each graph
    (fewest OOM, then the lowest objective, as the trainer keeps it) against the best of the same
    number N of uniformly random placements — N = the placements the training evaluated on that
@@ -155,6 +157,7 @@ class LearningHealth:
     random_search: list[GraphComparison] = field(default_factory=list)
     random_missing: str | None = None  # why there is no random comparison
     verdict: str = "too_short"
+    graphs: int = 1  # graphs in the curve; with several, the runtime is compared per graph (ratio only)
 
     @property
     def random_ratio(self) -> float | None:
@@ -215,6 +218,9 @@ class LearningHealth:
             rt = f"sampled runtime {_ms(self.runtime_first_s)} → {_ms(self.runtime_last_s)}"
             if self.runtime_ratio is not None:
                 rt += f" (×{self.runtime_ratio:.3f})"
+        elif self.graphs > 1 and self.runtime_ratio is not None:
+            rt = (f"sampled runtime ×{self.runtime_ratio:.3f} "
+                  f"(median over {self.graphs} graphs of each one's last / first)")
         else:
             rt = "sampled runtime not recorded"
         r = self.random_ratio
@@ -251,6 +257,10 @@ class LearningHealth:
         kw = {k: v for k, v in doc.items() if k in names}
         kw["random_search"] = [GraphComparison(**{k: v for k, v in c.items() if k in cmp_names})
                                for c in doc.get("random_search") or []]
+        if "graphs" not in doc:  # stored before the field: one comparison per graph trained on
+            kw["graphs"] = max(len(kw["random_search"]), 1)
+        if kw.get("graphs", 1) > 1:  # runs stored before kept medians over all graphs' rows: not comparable
+            kw["runtime_first_s"] = kw["runtime_last_s"] = None
         return cls(**kw)
 
 
@@ -329,7 +339,8 @@ def learning_health(curve: Mapping[str, Sequence], *, uniform: float | Mapping[s
     h_first, h_last = _nanmean(entropy[first]), _nanmean(entropy[last])
     r_first, r_last = _nanmean(ratio[first]), _nanmean(ratio[last])
     rt_first, rt_last = _nanmedian(runtime[first]), _nanmedian(runtime[last])
-    if len(set(graphs)) > 1:
+    several = len(set(graphs)) > 1
+    if several:
         per_graph = []
         g_arr = np.array(graphs)
         for g in dict.fromkeys(graphs):
@@ -337,13 +348,14 @@ def learning_health(curve: Mapping[str, Sequence], *, uniform: float | Mapping[s
             if a is not None and b is not None and a > 0:
                 per_graph.append(b / a)
         rt_ratio = float(np.median(per_graph)) if per_graph else None
+        rt_first = rt_last = None  # a median over all graphs' rows mixes graphs of different sizes
     else:
         rt_ratio = _finite(_ratio(rt_last, rt_first))
     uniform_mean = _nanmean(ref)
     basis = uniform_basis if uniform_mean is not None else (uniform_basis or "no uniform reference")
     missing = None if random_search else (random_missing or "not compared")
     health = LearningHealth(n, w, h_first, h_last, uniform_mean, basis, r_first, r_last, rt_first, rt_last,
-                            rt_ratio, list(random_search), missing)
+                            rt_ratio, list(random_search), missing, graphs=len(set(graphs)))
     return replace(health, verdict=_verdict(health))
 
 

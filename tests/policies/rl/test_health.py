@@ -76,6 +76,14 @@ def test_several_graphs_each_against_its_own_reference_and_runtime():
     assert h.entropy_last_ratio == pytest.approx((0.5 + 0.25) / 2)
     assert h.uniform_entropy == pytest.approx((LN2 + math.log(4)) / 2)
     assert h.runtime_ratio == pytest.approx(np.median([1.0 / 2.0, 8.0 / 10.0]))  # per graph, then the median
+    # no window medians over both graphs' rows (first window 2 and 10 ms: its median, 6, is neither graph's):
+    # the summary gives the per-graph ratio only, and a record stored before the field reads the same way
+    assert h.graphs == 2 and h.runtime_first_s is None and h.runtime_last_s is None
+    assert "sampled runtime ×0.650 (median over 2 graphs of each one's last / first)" in h.summary
+    old = {k: v for k, v in h.to_dict().items() if k != "graphs"} | {"runtime_first_s": 6.0, "runtime_last_s": 4.5,
+                                                                       "random_search": [vars(_comparison(1, 2))] * 2}
+    assert LearningHealth.from_dict(old).graphs == 2 and LearningHealth.from_dict(old).runtime_first_s is None
+    assert LearningHealth.from_dict(h.to_dict()) == h
     assert placements_per_graph(curve(entropy, runtime, graphs, [3, 5] * 5)) == {"a": 15, "b": 25}
 
 

@@ -24,11 +24,13 @@ from __future__ import annotations
 import heapq
 import re
 from collections import deque
+from functools import partial
 
 import numpy as np
 
 from engine.graph import CompGraph
 from engine.grouping.contract import colocation_groups
+from engine.grouping.dynamic_order import TopologicalOrder
 
 __all__ = ["find_root", "forward_scope", "layer_scopes", "merge_and_colocate", "mirhoseini_groups", "renumber",
            "scope_groups", "unit_groups"]
@@ -294,7 +296,7 @@ def _reaches(succ: dict[int, set[int]], starts, target: int) -> bool:
 
 
 def merge_and_colocate(g: CompGraph, num_groups: int | None = None, threshold_bytes: float = float("inf"),
-                       op_group: np.ndarray | None = None) -> np.ndarray:
+                       op_group: np.ndarray | None = None, *, prune: bool = True) -> np.ndarray:
     """Placeto App. A.6 Merge-and-Colocate.
 
     Repeatedly take the node with the lowest cost — the size of its output tensor; for a merged
@@ -317,6 +319,11 @@ def merge_and_colocate(g: CompGraph, num_groups: int | None = None, threshold_by
         C: only nodes whose cost is below it are merged (default: any).
     op_group : array, optional
         Initial grouping (e.g. :func:`mirhoseini_groups`, as Placeto §4 does); default one op each.
+    prune : bool
+        Search for the other paths only up to the target's place in a topological order kept
+        valid across the merges (:class:`engine.grouping.dynamic_order.TopologicalOrder`; the
+        same answers, found without exploring everything downstream). False, or an initial
+        grouping whose contracted graph has a cycle: a plain search.
 
     Returns
     -------
@@ -334,6 +341,13 @@ def merge_and_colocate(g: CompGraph, num_groups: int | None = None, threshold_by
         if s != d:
             succ[s].add(d)
             pred[d].add(s)
+    order = None
+    if prune:
+        try:
+            order = TopologicalOrder(succ, pred)
+        except ValueError:  # a cyclic quotient: every search unbounded
+            order = None
+    reaches = order.reaches if order is not None else partial(_reaches, succ)
     parent = list(range(k))
     alive = k
     heap = [(cost[v], first[v], v) for v in range(k)]
@@ -347,17 +361,18 @@ def merge_and_colocate(g: CompGraph, num_groups: int | None = None, threshold_by
             break
         into = None
         for w in sorted(succ[v], key=first.__getitem__):
-            if not _reaches(succ, succ[v] - {w}, w):
+            if not reaches(succ[v] - {w}, w):
                 into = w
                 break
         if into is None and not succ[v]:
             for w in sorted(pred[v], key=first.__getitem__):
-                if not _reaches(succ, succ[w] - {v}, v):
+                if not reaches(succ[w] - {v}, v):
                     into = w
                     break
         if into is None:
             continue  # no acyclic merge: leave v alone
         # merge v into `into`
+        new_in, new_out = pred[v] - {into} - pred[into], succ[v] - {into} - succ[into]
         for s in pred[v]:
             succ[s].discard(v)
             if s != into:
@@ -371,6 +386,11 @@ def merge_and_colocate(g: CompGraph, num_groups: int | None = None, threshold_by
         succ[into].discard(v)
         pred[into].discard(v)
         del succ[v], pred[v]
+        if order is not None:  # the merged node keeps into's place; repair what points backwards now
+            for s in new_in:
+                order.add_edge(s, into)
+            for d in new_out:
+                order.add_edge(into, d)
         parent[v] = into
         cost[into] += cost[v]
         first[into] = min(first[into], first[v])

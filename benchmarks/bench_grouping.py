@@ -19,22 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from bench_import import _timed as _median_s  # a sibling script: the median of repeated runs
+
 SPECS = ("gen:nmt", "gen:nasnet", "family:nmt:train")
-
-
-def _median_s(fn, repeat: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 
-__all__ = ["TopologicalOrder"]
+__all__ = ["TopologicalOrder", "reaches"]
 
 
 class TopologicalOrder:
@@ -43,21 +43,7 @@ class TopologicalOrder:
 
     def reaches(self, starts: Iterable[int], target: int) -> bool:
         """Whether ``target`` is reachable from any node in ``starts`` (a start equal to it does not count)."""
-        pos, succ = self.pos, self._succ
-        bound = pos[target]
-        seen: set[int] = set()
-        queue = deque(s for s in starts if s != target and pos[s] < bound)
-        while queue:
-            v = queue.popleft()
-            if v in seen:
-                continue
-            seen.add(v)
-            for w in succ[v]:
-                if w == target:
-                    return True
-                if w not in seen and pos[w] < bound:
-                    queue.append(w)
-        return False
+        return reaches(self._succ, starts, target, self.pos)
 
     def add_edge(self, x: int, y: int) -> None:
         """Repair the order after the edge x → y was added to the successor and predecessor sets
@@ -85,3 +71,23 @@ class TopologicalOrder:
                     seen.add(w)
                     stack.append(w)
         return seen
+
+
+def reaches(succ: Mapping[int, set[int]], starts: Iterable[int], target: int,
+            pos: Mapping[int, int] | None = None) -> bool:
+    """Whether ``target`` is reachable over ``succ`` from any node in ``starts`` (a start equal to it does not
+    count); with a topological order ``pos``, only nodes placed before the target are searched."""
+    bound = float("inf") if pos is None else pos[target]
+    seen: set[int] = set()
+    queue = deque(s for s in starts if s != target and (pos is None or pos[s] < bound))
+    while queue:
+        v = queue.popleft()
+        if v in seen:
+            continue
+        seen.add(v)
+        for w in succ[v]:
+            if w == target:
+                return True
+            if w not in seen and (pos is None or pos[w] < bound):
+                queue.append(w)
+    return False

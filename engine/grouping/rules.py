@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections import deque
 from functools import partial
 
 import numpy as np
 
 from engine.graph import CompGraph
 from engine.grouping.contract import colocation_groups
-from engine.grouping.dynamic_order import TopologicalOrder
+from engine.grouping.dynamic_order import TopologicalOrder, reaches
 
 __all__ = ["find_root", "forward_scope", "layer_scopes", "merge_and_colocate", "mirhoseini_groups", "renumber",
            "scope_groups", "unit_groups"]
@@ -278,23 +277,6 @@ def _merge_chains(g: CompGraph, parent: np.ndarray) -> None:
         parent[find_root(parent, x)] = find_root(parent, y)
 
 
-def _reaches(succ: dict[int, set[int]], starts, target: int) -> bool:
-    """Whether ``target`` is reachable from any node in ``starts``."""
-    seen = set()
-    queue = deque(s for s in starts if s != target)
-    while queue:
-        v = queue.popleft()
-        if v in seen:
-            continue
-        seen.add(v)
-        for w in succ[v]:
-            if w == target:
-                return True
-            if w not in seen:
-                queue.append(w)
-    return False
-
-
 def merge_and_colocate(g: CompGraph, num_groups: int | None = None, threshold_bytes: float = float("inf"),
                        op_group: np.ndarray | None = None, *, prune: bool = True) -> np.ndarray:
     """Placeto App. A.6 Merge-and-Colocate.
@@ -347,7 +329,7 @@ def merge_and_colocate(g: CompGraph, num_groups: int | None = None, threshold_by
             order = TopologicalOrder(succ, pred)
         except ValueError:  # a cyclic quotient: every search unbounded
             order = None
-    reaches = order.reaches if order is not None else partial(_reaches, succ)
+    search = order.reaches if order is not None else partial(reaches, succ)
     parent = list(range(k))
     alive = k
     heap = [(cost[v], first[v], v) for v in range(k)]
@@ -361,12 +343,12 @@ def merge_and_colocate(g: CompGraph, num_groups: int | None = None, threshold_by
             break
         into = None
         for w in sorted(succ[v], key=first.__getitem__):
-            if not reaches(succ[v] - {w}, w):
+            if not search(succ[v] - {w}, w):
                 into = w
                 break
         if into is None and not succ[v]:
             for w in sorted(pred[v], key=first.__getitem__):
-                if not reaches(succ[w] - {v}, v):
+                if not search(succ[w] - {v}, v):
                     into = w
                     break
         if into is None:

@@ -184,7 +184,7 @@ def test_page_shows_the_bundled_full_doppler_table2_run_resumed_twice(tmp_path, 
 
 
 def test_page_shows_the_bundled_full_placeto_table1_run(tmp_path, monkeypatch):
-    """The bundled full-setting placeto-table1 run (the authors' Placeto network): both learned placers' cells
+    """The bundled full-setting placeto-table1 run (Placeto with devices=shared): both learned placers' cells
     filled on all six rows, with the episodes each trained, and no quick-setting caption."""
     app = bundled_papers_app("placeto-table1", tmp_path, monkeypatch, setting="full")
     df = app.dataframe[0].value

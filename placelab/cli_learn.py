@@ -80,7 +80,9 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
           max_placements: Annotated[int | None, typer.Option(
               help="budget of placements sampled, counted as the placer's paper counts them: one per episode "
                    "(docs/budgets.md)")] = None,
-          max_seconds: Annotated[float | None, typer.Option(help="wall-time budget (s)")] = None,
+          max_seconds: Annotated[float | None, typer.Option(
+              help="wall-time budget (s); with --episodes or --max-placements it only stops the training, the "
+                   "decays follow the counts")] = None,
           stop_window: Annotated[int, typer.Option(help="stopping rule window in episodes (0: off)")] = 1000,
           stop_tolerance: Annotated[float, typer.Option(help="stopping rule relative change")] = 0.02,
           param: Annotated[list[str] | None, typer.Option(

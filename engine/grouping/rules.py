@@ -368,7 +368,10 @@ def merge_and_colocate(g: CompGraph, num_groups: int | None = None, threshold_by
         succ[into].discard(v)
         pred[into].discard(v)
         del succ[v], pred[v]
-        if order is not None:  # the merged node keeps into's place; repair what points backwards now
+        # the merged node keeps into's place; repair what points backwards now, one edge at a time: those all
+        # start at `into` (v merged into a successor; its in-edges come from before v) or all end at it (v, a
+        # sink, into a predecessor), so no repair's search crosses another edge still to repair
+        if order is not None:
             for s in new_in:
                 order.add_edge(s, into)
             for d in new_out:

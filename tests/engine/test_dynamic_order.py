@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.generators import random_dag
+from engine.graph import CompGraph
 from engine.grouping.dynamic_order import TopologicalOrder
 from engine.grouping.rules import merge_and_colocate, mirhoseini_groups
 
@@ -94,3 +95,16 @@ def test_merge_and_colocate_groups_as_the_plain_search_does(seed, groups):
     for init in (None, mirhoseini_groups(g, colocation=False, min_groups=groups)):
         assert merge_and_colocate(g, groups, op_group=init).tolist() == \
             merge_and_colocate(g, groups, op_group=init, prune=False).tolist()
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(2, 40), seed=st.integers(0, 10_000), degree=st.floats(0.5, 3.0), groups=st.integers(1, 12))
+def test_merge_and_colocate_on_any_small_dag_groups_as_the_plain_search_does(n, seed, degree, groups):
+    """Random DAGs with few distinct output sizes (so that ties and every merge direction occur)."""
+    rng = np.random.default_rng(seed)
+    rank = rng.permutation(n)
+    pairs = {(int(a), int(b)) for a, b in rng.integers(0, n, (int(degree * n) + 1, 2)) if rank[a] < rank[b]}
+    src, dst = zip(*sorted(pairs), strict=True) if pairs else ((), ())
+    g = CompGraph("g", [f"op{i}" for i in range(n)], compute_any=np.ones(n),
+                  output_bytes=rng.integers(1, 4, n).astype(float), edge_src=src, edge_dst=dst)
+    assert merge_and_colocate(g, groups).tolist() == merge_and_colocate(g, groups, prune=False).tolist()

@@ -227,8 +227,11 @@ class Budget:
         return None
 
     def progress(self, episodes: int, placements: int, seconds: float) -> float:
-        """Fraction of the tightest limit used (0 when there is no limit): drives the decays."""
-        fr = [episodes / self.episodes if self.episodes else 0.0,
-              placements / self.placements if self.placements else 0.0,
-              seconds / self.seconds if self.seconds else 0.0]
-        return min(max(fr), 1.0)
+        """Fraction of the budget used, which drives the decays (learning rate, entropy weight): of the tighter
+        count limit (episodes, placements), or — only when there is none — of the wall-time limit; 0 when there
+        is no limit. A wall-time limit beside a count stops the training but does not set its schedule, so
+        the same seed trains the same way on a busy and on an idle machine."""
+        counts = [n / limit for n, limit in ((episodes, self.episodes), (placements, self.placements)) if limit]
+        if counts:
+            return min(max(counts), 1.0)
+        return min(seconds / self.seconds, 1.0) if self.seconds else 0.0

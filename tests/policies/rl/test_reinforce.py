@@ -78,7 +78,12 @@ def test_budget_limits_and_progress():
     assert b.exhausted(100, 0, 0.0) == "episodes"
     assert b.exhausted(0, 0, 60.0) == "seconds"
     assert Budget(placements=5).exhausted(0, 5, 0.0) == "placements"
-    assert b.progress(50, 0, 45.0) == pytest.approx(0.75)
+    # the decays follow the count limits; the wall-time limit only stops training (45 of 60 s: still half-way)
+    assert b.progress(50, 0, 45.0) == pytest.approx(0.5)
+    assert b.progress(50, 0, 0.1) == b.progress(50, 0, 59.0)  # a slow machine and a fast one: the same schedule
+    assert Budget(episodes=100, placements=40).progress(30, 30, 0.0) == pytest.approx(0.75)  # the tighter count
+    assert Budget(seconds=60.0).progress(50, 50, 45.0) == pytest.approx(0.75)  # no count limit: the time
+    assert Budget(episodes=10).progress(20, 0, 0.0) == 1.0
     assert Budget().progress(10, 10, 10.0) == 0.0
 
 

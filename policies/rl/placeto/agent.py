@@ -202,8 +202,9 @@ class PlacetoAgent(Agent):
 
         c = self.config
         eps = [self._start(t, k, rng) for t, k in zip(tasks, keys, strict=True)]
-        for ep, forced in zip(eps, actions or (), strict=False):
-            ep.forced = np.asarray(forced, dtype=np.int64)
+        if actions is not None:  # one array of devices per episode
+            for ep, forced in zip(eps, actions, strict=True):
+                ep.forced = np.asarray(forced, dtype=np.int64)
         simulate_steps = record and c.reward == "intermediate"
         start = c.network == "authors"  # the start-time feature comes from the last simulation
         for ep in eps:

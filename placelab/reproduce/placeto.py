@@ -103,23 +103,16 @@ register(Reproduction(
 
 
 # ------------------------------------------------------------------------------------ Figure 5
-# Per-family hyper-parameters, as App. A.7 tunes per model. Placeto on the nmt training split,
-# median sampled runtime over episodes 1–100 → 501–600 (``benchmarks/bench_learned_gaps.py``):
-# with undiscounted returns (the default; the full setting's 3,000-episode run) 0.391 → 0.388 s,
-# the policy uniform throughout (entropy per decision 0.693 = ln 2; at the end its zero-shot
-# placement is 1.75x the lower bound on the training and the test graphs alike); with discount=0
-# (``placelab train --placer placeto -g family:nmt:train -c k80x2 --episodes 600 --param
-# discount=0``) 0.447 → 0.324 s, entropy 0.354 → 0.059, zero-shot 1.29x / 1.30x. On ptb
-# discount=0 did worse (7.83 → 6.81 s against 6.79 → 6.66 s) and on cifar10 both end on one
-# device (118.1 ms): they keep the default. The §4.3 ablations' variants train on nmt likewise.
-PLACETO_FAMILY_PARAMS: dict[str, tuple[str, ...]] = {"nmt": ("--param", "discount=0")}
+# Every family trains with Placeto's defaults. Until 2026-11-28 the nmt steps (here and the §4.3
+# variants below) set discount=0, chosen (App. A.7 tunes per model) with the former network, whose
+# policy stayed uniform on nmt with undiscounted returns. With the network that scores devices alike
+# (devices=shared) it no longer helps: docs/lab/2026-11-28-placeto-fig5-shared-devices.md.
 
 
 def fig5_steps(quick: bool) -> list[Step]:
     budget = (("--episodes", "4", "--optimized-episodes", "2", "--random-samples", "3", "--test-graphs", "3")
               if quick else ("--episodes", "3000", "--optimized-episodes", "300", "--random-samples", "10"))
-    return steps_for([(f"{placer}/{fam}", ("experiment", "--family", fam, "-c", "k80x2", "--placer", placer, *budget,
-                                           *(PLACETO_FAMILY_PARAMS.get(fam, ()) if placer == "placeto" else ())))
+    return steps_for([(f"{placer}/{fam}", ("experiment", "--family", fam, "-c", "k80x2", "--placer", placer, *budget))
                       for placer in ("placeto", "rnn") for fam in FAMILIES])
 
 
@@ -167,8 +160,7 @@ def ablation_steps(quick: bool) -> list[Step]:
     items: list[tuple[str, tuple[str, ...]]] = []
     for row, variant in _VARIANTS.items():
         extra = ("--param", f"variant={variant}") if variant else ()
-        items.append((f"variant/{row}", ("experiment", "--family", "nmt", "-c", "k80x2", *exp,
-                                         *PLACETO_FAMILY_PARAMS["nmt"], *extra)))
+        items.append((f"variant/{row}", ("experiment", "--family", "nmt", "-c", "k80x2", *exp, *extra)))
     for reward in ("intermediate", "terminal"):
         items.append((f"reward/{reward}", ("train", "--placer", "placeto", "-g", "gen:nmt", "-c", "k80x2", *train,
                                            "--param", f"reward={reward}", "--stop-window", "0", "--save",

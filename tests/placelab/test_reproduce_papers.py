@@ -105,10 +105,10 @@ def test_every_reproduction_fills_only_cells_of_its_paper_table():
             assert any(rep.reference in cols for cols in t["rows"].values())
 
 
-def test_placeto_trains_on_the_nmt_family_with_discount_0_only():
-    """Placeto's experiments on the nmt family (Fig. 5, the §4.3 variants) train with discount=0
-    (App. A.7 tunes per model); every other step keeps the defaults, in both settings, and the
-    parameter is one Placeto's config takes."""
+def test_placeto_reproductions_set_only_the_variant_and_the_reward():
+    """Fig. 5 and the §4.3 steps train with Placeto's defaults on every family (the nmt override
+    discount=0 was dropped on 2026-11-28); only the ablations' variant and reward are set, and
+    those are parameters Placeto's config takes."""
     from placelab.cli_common import parse_params
     from placelab.reproduce import core
     from policies.rl.core.registry import make_config
@@ -117,15 +117,15 @@ def test_placeto_trains_on_the_nmt_family_with_discount_0_only():
         steps = {s.key: list(s.argv) for name in ("placeto-fig5", "placeto-ablations")
                  for s in core.get(name).steps(quick)}
         params = {k: [a[i + 1] for i, x in enumerate(a) if x == "--param"] for k, a in steps.items()}
-        assert params.pop("placeto/nmt") == ["discount=0"]
-        assert params.pop("variant/full") == ["discount=0"]
-        assert params.pop("variant/simple aggregator (nmt test)") == ["discount=0", "variant=simple-aggregator"]
-        assert params.pop("variant/simple partitioner (nmt test)") == ["discount=0", "variant=simple-partitioner"]
+        assert params.pop("variant/simple aggregator (nmt test)") == ["variant=simple-aggregator"]
+        assert params.pop("variant/simple partitioner (nmt test)") == ["variant=simple-partitioner"]
         assert params.pop("reward/intermediate") == ["reward=intermediate"]
         assert params.pop("reward/terminal") == ["reward=terminal"]
-        assert set(params) == {"placeto/ptb", "placeto/cifar10", "rnn/nmt", "rnn/ptb", "rnn/cifar10"}
+        assert set(params) == {"variant/full", "placeto/nmt", "placeto/ptb", "placeto/cifar10",
+                               "rnn/nmt", "rnn/ptb", "rnn/cifar10"}
         assert all(v == [] for v in params.values())
-    assert make_config("placeto", parse_params(["discount=0"])).discount == 0.0
+    config = make_config("placeto", parse_params(["variant=simple-aggregator", "reward=terminal"]))
+    assert (config.variant, config.reward) == ("simple-aggregator", "terminal")
 
 
 def test_table1_gives_each_learned_placer_the_papers_placements_and_nmt_32_groups():

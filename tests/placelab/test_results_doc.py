@@ -18,7 +18,7 @@ from placelab.reproduce.results_doc import main, results_markdown, write_results
 
 BUNDLED = Path(__file__).resolve().parents[2] / "runs"
 DOPPLER = "20261127-152051-reproduce-doppler-table2-7553"
-ABLATIONS = "20261128-060241-reproduce-placeto-ablations-a542"
+ABLATIONS = "20261128-081435-reproduce-placeto-ablations-ac9d"
 NUMBER = re.compile(r"-?[0-9][0-9,]*\.?[0-9]*(?:e[+-]?[0-9]+)?")
 
 

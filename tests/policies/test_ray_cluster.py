@@ -41,10 +41,19 @@ COMMAND_S = 600  # a placelab command
 GB = 1e9
 
 
+_GIVEN: set[int] = set()  # ports handed out in this module, so no two Ray components get the same one
+
+
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free now and not handed out before: the OS may return a port it just released again, and
+    ``ray start`` refuses two components on one port (seen: the GCS and the dashboard both on 36211)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
 
 
 def _alive(p: psutil.Process) -> bool:

@@ -709,6 +709,9 @@ def test_dark_theme_is_readable_in_and_out_of_presentation_mode(browser_page, ap
         page.locator('[data-testid="stSidebar"]').get_by_text("Presentation mode").click()
         wait_idle(page)
         page.wait_for_timeout(800)
+        # in presentation mode the results are a plain table; the page may still be drawing it
+        page.locator('[data-testid="stTable"] td >> visible=true').first.wait_for(timeout=GUARD_MS)
+        wait_idle(page)
         low_presenting = check_readable(page, "dark theme, presentation mode")
         cells = [contrast(f["fg"], f["bg"]) for f in page.evaluate(_COLOURS_JS, '[data-testid="stTable"] td')]
         assert cells and min(cells) >= 4.5, f"table cells in the dark theme, presentation mode: {cells}"

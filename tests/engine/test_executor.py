@@ -138,9 +138,9 @@ def test_one_device_measures_close_to_the_sum_of_op_times(ex):
 def test_independent_chains_on_two_devices_run_at_the_same_time(ex):
     """Two chains of 4 × 40 ms, one per device, run by two workers: their spans overlap. A serial
     executor never overlaps them. A worker preempted by other jobs (a loaded CI machine) can be held
-    off its core for a scheduler period, tens of ms: with 3 ms ops that pushed every repeat's chains
-    apart (best overlap 0.33, a fresh clone's suite beside a training on 2 cores, 2026-11-28), so the
-    chains are long next to such a delay, and the best of the repeats is judged."""
+    off its core for a scheduler period, tens of ms; with ops of a few ms that pushed every repeat's
+    chains apart on a loaded 2-core machine. So the chains are long next to such a delay, and the best
+    of the repeats is judged."""
     g = graph([(0, 1, 1.0), (1, 2, 1.0), (2, 3, 1.0), (4, 5, 1.0), (5, 6, 1.0), (6, 7, 1.0)], [40 * MS] * 8)
     dev = np.array([0, 0, 0, 0, 1, 1, 1, 1])
     shares = []

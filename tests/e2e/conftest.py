@@ -2,7 +2,6 @@
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -11,15 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = REPO / "tests" / "artifacts"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 #: A stand-in for the Perfetto UI: it answers Perfetto's deep-linking handshake (PING → PONG) and
@@ -68,7 +63,7 @@ def app_url(tmp_path_factory, fake_perfetto):
     graph, cluster = random_dag(ops=60, seed=2), PRESETS["k80x2"]()
     for name in ("single-device", "round-robin"):
         place_and_simulate(graph, cluster, name, store=RunStore(root), tags=["e2e"])
-    port = _free_port()
+    port = free_port()
     log = (tmp_path_factory.getbasetemp() / "streamlit.log").open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"), "--server.headless", "true",

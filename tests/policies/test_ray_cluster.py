@@ -32,6 +32,7 @@ import pytest
 
 from engine.runs import RunStore
 from policies.sweep import sweep_rows
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 RAY = str(Path(sys.executable).with_name("ray"))  # the virtualenv's `ray` command
@@ -39,21 +40,6 @@ HEAD_IP, WORKER_IP, SPARE_IP = "127.0.0.2", "127.0.0.3", "127.0.0.4"
 START_S = 180  # a node's `ray start`, under load
 COMMAND_S = 600  # a placelab command
 GB = 1e9
-
-
-_GIVEN: set[int] = set()  # ports handed out in this module, so no two Ray components get the same one
-
-
-def _free_port() -> int:
-    """A port free now and not handed out before: the OS may return a port it just released again, and
-    ``ray start`` refuses two components on one port (seen: the GCS and the dashboard both on 36211)."""
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in _GIVEN:
-            _GIVEN.add(port)
-            return port
 
 
 def _alive(p: psutil.Process) -> bool:
@@ -112,8 +98,8 @@ class Node:
 def _node_args(ip: str, temp: Path) -> list[str]:
     return [f"--node-ip-address={ip}", "--num-cpus=1", f"--temp-dir={temp}", "--disable-usage-stats",
             "--object-store-memory=100000000", "--min-worker-port=0", "--max-worker-port=0",
-            f"--dashboard-agent-listen-port={_free_port()}", f"--metrics-export-port={_free_port()}",
-            f"--runtime-env-agent-port={_free_port()}"]
+            f"--dashboard-agent-listen-port={free_port()}", f"--metrics-export-port={free_port()}",
+            f"--runtime-env-agent-port={free_port()}"]
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +110,7 @@ def cluster():
     token.write_text(secrets.token_hex(32))
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_TOKEN", "RAY_AUTH_MODE")}
     env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(token))
-    port = _free_port()
+    port = free_port()
     address = f"{HEAD_IP}:{port}"
     nodes: list[Node] = []
 
@@ -136,7 +122,7 @@ def cluster():
 
     try:
         add(HEAD_IP, "--head", f"--port={port}", "--include-dashboard=false",
-            f"--ray-client-server-port={_free_port()}", f"--dashboard-port={_free_port()}")
+            f"--ray-client-server-port={free_port()}", f"--dashboard-port={free_port()}")
         add(WORKER_IP, f"--address={address}")
         yield {"address": address, "env": env, "add": lambda ip: add(ip, f"--address={address}")}
     finally:

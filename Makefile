@@ -13,12 +13,13 @@ KERNEL_SOURCES := engine/_simlayout.py engine/_simcore.py engine/_simkernel_*.py
   policies/_listsched_kernels.py policies/rl/doppler/_assign_kernel.py
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: help setup browser-deps app test test-cluster lint bench clean bundled-runs docs-results readme-picture
+.PHONY: help setup browser-deps app test test-cluster fuzz lint bench clean bundled-runs docs-results readme-picture
 
 help:
 	@echo "make app    - set up .venv and serve the app on http://localhost:$${PORT:-8501}"
 	@echo "make test   - set up .venv, lint, and run the whole test suite (what CI runs)"
 	@echo "make test-cluster - the tests that start a two-node Ray cluster on loopback (CI runs them too)"
+	@echo "make fuzz   - the property tests with new random examples, 10 times as many (FUZZ_ROUNDS=N repeats)"
 	@echo "make lint   - ruff check and the import layers (import-linter)"
 	@echo "make bench  - run the benchmarks (each prints its figures)"
 	@echo "make setup  - create/update .venv (quick when nothing changed)"
@@ -84,8 +85,16 @@ app: setup
 
 # --durations: the 25 slowest tests, so a slow one shows in every run (CI's included). The tests that start a
 # real two-node Ray cluster (marker `cluster`, about 2 minutes) run apart: make test-cluster, which CI runs too.
+# Property tests run derandomized here (profile `ci`, tests/hypothesis_profiles.py): the same commit gives the same
+# result on every run. `make fuzz` is where they explore: new random examples on every round.
 test: lint browser-deps
-	$(PY) -m pytest -n 2 -q --durations=25 -m "not cluster"
+	HYPOTHESIS_PROFILE=ci $(PY) -m pytest -n 2 -q --durations=25 -m "not cluster"
+
+FUZZ_ROUNDS ?= 1
+fuzz: setup
+	for round in $$(seq $(FUZZ_ROUNDS)); do \
+	  HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -n 2 -q -m "hypothesis and not cluster and not e2e"; \
+	done
 
 test-cluster: setup
 	$(PY) -m pytest -q --durations=5 -m cluster

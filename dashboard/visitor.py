@@ -11,7 +11,6 @@ are refused before any work starts; every refusal is a :class:`~engine.errors.Sp
 
 from __future__ import annotations
 
-import inspect
 import math
 import os
 import re
@@ -19,31 +18,28 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from engine.errors import PlacelabError, SpecError
+from engine.errors import PlacelabError, SpecError, quote
 from engine.graph import CompGraph
 from engine.limits import MAX_COUNT, check_seed
 from engine.runs import Run, RunStore
 
-__all__ = ["PATH_REFUSED", "RUN_REFUSED", "check_budget", "check_generator", "check_jobs", "check_mode",
-           "check_number", "check_placers", "check_preset", "check_training", "graph_spec", "graphs_spec",
-           "keep_upload", "placer_params", "shown_spec", "simulation_setting", "stored_run", "training_run",
-           "uploads_dir"]
+__all__ = ["PATH_REFUSED", "POLICY_REFUSED", "RUNS_DIR_REFUSED", "RUN_REFUSED", "check_budget", "check_generator",
+           "check_jobs", "check_mode", "check_number", "check_placers", "check_preset", "check_training", "graph_spec",
+           "graphs_spec", "keep_upload", "placer_params", "shown_spec", "simulation_setting", "stored_run",
+           "training_run", "uploads_dir"]
 
 #: The one answer to a graph, file or folder the app does not serve (same for every path, existing or not).
 PATH_REFUSED = ("not a graph the app serves: type gen:NAME?key=value&..., bench:NAME, family:NAME[:train|:test], "
                 "a listed example or upload:NAME, not a server path (to use a file, upload it on the Graphs page)")
-#: The one answer to a run named by a path, or to a run store other than the app's.
-RUN_REFUSED = ("a policy is the id (or a unique prefix) of a training run in the app's run store (Runs page), "
-               "not a path: the app reads runs from its own store only")
+#: The one answer to a policy (a placer's ``policy`` parameter) named by a path.
+POLICY_REFUSED = ("a policy is the id (or a unique prefix) of a training run in the app's run store (Runs page), "
+                  "not a path: the app reads runs from its own store only")
+#: The one answer to a run a link names (``run``, ``runs``, ``results``) by a path or by anything else no run id is.
+RUN_REFUSED = ("not a run id: a link names runs by their ids in the app's run store (Runs page), never by a path: "
+               "the app reads runs from its own store only")
+#: The one answer to a run store (a placer's ``runs_dir`` parameter) other than the app's.
+RUNS_DIR_REFUSED = "runs_dir: the app reads and writes runs in its own run store only: leave runs_dir blank"
 UPLOAD_PREFIX = "upload:"
-#: Largest ``ops`` of a generator spec in the app (engine: MAX_GENERATED_OPS); 10^5 ops build in a second.
-APP_MAX_OPS = 200_000
-#: Largest ops × degree of ``gen:random`` in the app (engine: MAX_GENERATED_EDGES).
-APP_MAX_EDGES = 1_000_000
-#: Per structure parameter of a generator, and their product (engine: GENERATOR_STRUCTURE_CAPS and
-#: MAX_GENERATOR_STRUCTURE): ``gen:nmt?layers=25&length=40`` is ~76 K ops, ``gen:family-ptb?nodes=128`` 110 K.
-APP_STRUCTURE_CAPS = {"layers": 32, "length": 512, "steps": 512, "gpus": 64, "nodes": 128, "cells": 64}
-APP_MAX_STRUCTURE = 1_000
 #: Simulator evaluations of a placer in the app's own thread (its budget, local search's evaluations).
 APP_MAX_EVALUATIONS = 100_000
 #: Training episodes of a learned placer placing in the app's own thread (the Train page: MAX_COUNT).
@@ -84,30 +80,22 @@ def check_number(what: str, value: Any, limit: float, name: str) -> None:
 
 
 def check_generator(spec: str) -> None:
-    """Refuse a ``gen:`` spec whose graph would exceed the app's sizes, before it is built.
+    """Refuse a ``gen:`` spec, before it is built, unless every parameter is within the app's ceiling of the
+    bound its generator declares (``engine.generators.register``; ``engine.limits.Bound``), and ops × degree
+    of ``gen:random`` within the app's :data:`~engine.limits.GENERATED_EDGES`; a Keras model is read from the graph
+    cache when it is there (no ``cache=false``). An unknown generator or parameter gets the engine's own message."""
+    from engine.generators import check_parameters, spec_arguments
+    from engine.limits import GENERATED_EDGES
 
-    An unknown generator or parameter is left to the engine's own message when the graph loads.
-    """
-    from engine.generators import GENERATORS, generator_descriptions
-    from engine.spec_params import spec_kwargs
-
-    name, _, query = spec.removeprefix("gen:").partition("?")
-    generator_descriptions()  # registers the generators
-    if name not in GENERATORS:
-        return
-    params = inspect.signature(GENERATORS[name].make).parameters
-    values = {k: p.default for k, p in params.items()} | spec_kwargs(query, dict(params), f"gen:{name}")
-    ints = {k: v for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool)}
-    for key, value in ints.items():
-        if key in APP_STRUCTURE_CAPS:
-            check_number(f"gen:{name}: {key}", value, APP_STRUCTURE_CAPS[key], "APP_STRUCTURE_CAPS")
-    check_number(f"gen:{name}: {'×'.join(k for k in ints if k in APP_STRUCTURE_CAPS)}",
-                 math.prod(max(v, 1) for k, v in ints.items() if k in APP_STRUCTURE_CAPS), APP_MAX_STRUCTURE,
-                 "APP_MAX_STRUCTURE")
-    check_number(f"gen:{name}: ops", ints.get("ops", 0), APP_MAX_OPS, "APP_MAX_OPS")
-    degree = values.get("degree")
-    if "ops" in ints and isinstance(degree, int | float):
-        check_number(f"gen:{name}: ops × degree", ints["ops"] * degree, APP_MAX_EDGES, "APP_MAX_EDGES")
+    name, values = spec_arguments(spec)
+    check_parameters(name, values, app=True)
+    if values.get("cache") is False:  # a NASNet-Large is minutes of building each time
+        raise SpecError(f"gen:{name}: cache=false is for the command line: the app reads built graphs from its cache")
+    if name == "random":
+        edges = values["ops"] * values["degree"]
+        if edges > GENERATED_EDGES.ceiling(app=True):
+            raise SpecError(f"gen:random: ops × degree = {edges:.3g} edges is beyond the app's limit of "
+                            f"{GENERATED_EDGES.ceiling(app=True):,}")
 
 
 def check_budget(placer: str, budget: int | None) -> None:
@@ -236,17 +224,17 @@ def training_run(ref: str) -> Run:
     """The training run ``ref`` (id or unique prefix) of the app's stores (the user's, then the examples)."""
     ref = str(ref).strip()
     if not _NAME.fullmatch(ref):
-        raise SpecError(RUN_REFUSED)
+        raise SpecError(POLICY_REFUSED)
     found = [(s, ref) for s in _stores() if ref in _run_ids(s)][:1]
     found = found or [(s, i) for s in _stores() for i in _run_ids(s) if i.startswith(ref)]
     if not found:
-        raise SpecError(f"no run of the app's run store has the id '{ref}' (ids are on the Runs page)")
+        raise SpecError(f"no run of the app's run store has the id {quote(ref)} (ids are on the Runs page)")
     if len(found) > 1:
-        raise SpecError(f"run prefix '{ref}' is ambiguous: it matches {', '.join(i for _, i in found[:5])}")
+        raise SpecError(f"run prefix {quote(ref)} is ambiguous: it matches {', '.join(i for _, i in found[:5])}")
     store, run_id = found[0]
     path = store.root / run_id
     if path.is_symlink() or path.resolve().parent != store.root.resolve():
-        raise SpecError(RUN_REFUSED)
+        raise SpecError(POLICY_REFUSED)
     try:
         run = store.load(run_id)
     except PlacelabError:
@@ -271,7 +259,7 @@ def _path_param(key: str, value: Any) -> Any:
         return None if blank else str(training_run(str(value)).path)
     if key == "runs_dir":
         if not blank and str(value).strip() != "runs":
-            raise SpecError(f"runs_dir: {RUN_REFUSED}")
+            raise SpecError(RUNS_DIR_REFUSED)
         return str(runs_dir())
     if blank or str(value).strip() in bench_descriptions():  # split: a bundled workload's expert split
         return None if blank else str(value).strip()
@@ -312,7 +300,7 @@ def check_preset(name: str) -> str:
     from engine.presets import PRESETS
 
     if name not in PRESETS:
-        raise SpecError(f"no cluster preset is named '{name}' (presets: {', '.join(PRESETS)})")
+        raise SpecError(f"no cluster preset is named {quote(name)} (presets: {', '.join(PRESETS)})")
     return name
 
 
@@ -321,7 +309,7 @@ def check_mode(mode: str) -> str:
     from engine.cluster import SIMULATION_MODES
 
     if mode not in SIMULATION_MODES:
-        raise SpecError(f"simulation mode must be one of {', '.join(SIMULATION_MODES)}, got '{mode}'")
+        raise SpecError(f"simulation mode must be one of {', '.join(SIMULATION_MODES)}, got {quote(mode)}")
     return mode
 
 
@@ -337,7 +325,7 @@ def simulation_setting(preset: str, mode: str | None, name: str, text: str) -> b
     fields = {f.name: f for f in dataclasses.fields(SimulationSettings) if f.name != "mode"}
     default = getattr(SimulationSettings(), name, None) if name in fields else None
     if not isinstance(default, bool | int | float):
-        raise SpecError(f"'{name}' is no simulation setting of the sidebar")
+        raise SpecError(f"{quote(name)} is no simulation setting of the sidebar")
     try:
         if isinstance(default, bool):
             if text.lower() not in ("true", "false", "1", "0"):
@@ -348,7 +336,7 @@ def simulation_setting(preset: str, mode: str | None, name: str, text: str) -> b
         check_number(name, value, math.inf, "")
         PRESETS[preset]().with_simulation(mode, **{name: value})
     except (ValueError, OverflowError):
-        raise SpecError(f"{name} must be a {type(default).__name__}, got '{text[:40]}'") from None
+        raise SpecError(f"{name} must be a {type(default).__name__}, got {quote(text)}") from None
     except ClusterError as exc:
         raise SpecError(str(exc)) from None
     return value
@@ -361,7 +349,7 @@ def check_placers(names: Iterable[str]) -> list[str]:
     out = list(dict.fromkeys(n.strip() for n in names if n.strip()))
     unknown = [n for n in out if n not in PLACERS]
     if unknown:
-        raise SpecError(f"no placer is named '{unknown[0][:60]}' (placers: {', '.join(PLACERS)})")
+        raise SpecError(f"no placer is named {quote(unknown[0])} (placers: {', '.join(PLACERS)})")
     return out
 
 
@@ -386,4 +374,4 @@ def stored_run(ref: str, stores: Iterable[RunStore], kinds: Iterable[str] = ()) 
         if kinds and run.meta.get("kind") not in kinds:
             raise SpecError(f"run {ref} is a {run.meta.get('kind')} run, not a {' or '.join(kinds)} run")
         return run
-    raise SpecError(f"no run of the app's run store has the id '{ref}' (ids are on the Runs page)")
+    raise SpecError(f"no run of the app's run store has the id {quote(ref)} (ids are on the Runs page)")

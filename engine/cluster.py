@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from engine.costmodel import GPU_SPECS
-from engine.errors import ClusterError
+from engine.errors import ClusterError, quote
 from engine.graph import MODEL_SEPARATOR
 from engine.jsonio import atomic_write_text, dumps
 from engine.limits import MAX_DEVICES, MAX_NOISE, MAX_SIM_RUNS, check_at_most, check_seed, check_total
@@ -148,7 +148,7 @@ class SimulationSettings:
     def validate(self) -> None:
         """Raise :class:`ClusterError` for a bad value or an option the mode does not read."""
         if self.mode not in SIMULATION_MODES:
-            raise ClusterError(f"simulation mode must be one of {', '.join(SIMULATION_MODES)}, got '{self.mode}'")
+            raise ClusterError(f"simulation mode must be one of {', '.join(SIMULATION_MODES)}, got {quote(self.mode)}")
         _nonnegative(self.op_overhead_s, "simulation.op_overhead_s")
         _nonnegative(self.transfer_gap_s, "simulation.transfer_gap_s")
         _nonnegative(self.noise, "simulation.noise")
@@ -156,11 +156,11 @@ class SimulationSettings:
         for name, allowed in (("choose", CHOOSE_TASK), ("contention", CONTENTION)):
             if getattr(self, name) not in allowed:
                 raise ClusterError(f"simulation.{name} must be one of {', '.join(allowed)}, "
-                                   f"got {getattr(self, name)!r}")
+                                   f"got {quote(getattr(self, name))}")
         for name, low in (("seed", 0), ("runs", 1)):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < low:
-                raise ClusterError(f"simulation.{name} must be an integer >= {low}, got {v!r}")
+                raise ClusterError(f"simulation.{name} must be an integer >= {low}, got {quote(v)}")
         # before any simulation: runs=10^12 never ends, noise=1e300 gives makespans of 0.0, a seed of 2^32 is
         # outside every placer's range
         check_seed("simulation.seed", self.seed, ClusterError)
@@ -168,7 +168,7 @@ class SimulationSettings:
         check_at_most("simulation.noise", self.noise, MAX_NOISE, "MAX_NOISE", ClusterError)
         for name in ("memory_aware", "copy_occupies_sender", "copy_bus_shared"):
             if not isinstance(getattr(self, name), bool):
-                raise ClusterError(f"simulation.{name} must be true or false, got {getattr(self, name)!r}")
+                raise ClusterError(f"simulation.{name} must be true or false, got {quote(getattr(self, name))}")
         if not _finite_number(self.copy_bus_capacity) or self.copy_bus_capacity < 1:
             raise ClusterError("simulation.copy_bus_capacity must be a finite number >= 1, "
                                f"got {self.copy_bus_capacity!r}")
@@ -178,7 +178,7 @@ class SimulationSettings:
         for name in self.options():
             modes = SIMULATION_OPTIONS[name][2]
             if self.mode not in modes:
-                raise ClusterError(f"simulation setting '{name}' applies to {' and '.join(modes)} mode, "
+                raise ClusterError(f"simulation setting {quote(name)} applies to {' and '.join(modes)} mode, "
                                    f"not {self.mode}")
 
 
@@ -195,31 +195,29 @@ class Cluster:
 
     def __post_init__(self) -> None:
         if not self.devices:
-            raise ClusterError(f"cluster '{self.name}' has no devices")
-        if len(self.devices) > MAX_DEVICES:
-            raise ClusterError(f"cluster '{self.name}' has {len(self.devices)} devices, more than the "
-                               f"{MAX_DEVICES} placelab simulates")
+            raise ClusterError(f"cluster {quote(self.name)} has no devices")
+        _check_device_count(self.name, len(self.devices))
         seen: set[str] = set()
         for d in self.devices:
             if not d.name or d.name in seen:
-                raise ClusterError(f"cluster '{self.name}': duplicate or empty device name '{d.name}'")
+                raise ClusterError(f"cluster {quote(self.name)}: duplicate or empty device name {quote(d.name)}")
             seen.add(d.name)
             if not d.kind or MODEL_SEPARATOR in d.kind:
-                raise ClusterError(f"device '{d.name}': kind must be a non-empty string without "
+                raise ClusterError(f"device {quote(d.name)}: kind must be a non-empty string without "
                                    f"'{MODEL_SEPARATOR}'")
             if d.model is not None:
                 known = [s.name for s in GPU_SPECS if s.kind == d.kind]
                 if not known:
-                    raise ClusterError(f"device '{d.name}': a {d.kind} device names no model (graphs carry "
+                    raise ClusterError(f"device {quote(d.name)}: a {d.kind} device names no model (graphs carry "
                                        f"per-model times for {GPU_SPECS[0].kind} devices only)")
                 if d.model not in known:
                     raise ClusterError(
-                        f"device '{d.name}': unknown {d.kind} model {d.model!r}; one of {', '.join(known)}, "
-                        f"or no 'model' to run the graph's '{d.kind}' times as they are")
-            _positive(d.memory_bytes, f"device '{d.name}': memory_bytes")
-            _positive(d.speed, f"device '{d.name}': speed")
+                        f"device {quote(d.name)}: unknown {d.kind} model {d.model!r}; one of {', '.join(known)}, "
+                        f"or no 'model' to run the graph's {quote(d.kind)} times as they are")
+            _positive(d.memory_bytes, f"device {quote(d.name)}: memory_bytes")
+            _positive(d.speed, f"device {quote(d.name)}: speed")
         for a, b, lk in ((None, None, self.link), *self.links):
-            where = "link" if a is None else f"link between '{a}' and '{b}'"
+            where = "link" if a is None else f"link between {quote(a)} and {quote(b)}"
             _positive(lk.bandwidth_bytes_per_s, f"{where}: bandwidth_bytes_per_s")
             _nonnegative(lk.latency_s, f"{where}: latency_s")
             _check_curve(lk.copy_curve, where)
@@ -227,17 +225,17 @@ class Cluster:
                 raise ClusterError(f"{where}: a copy_curve is for a cluster with one link (no per-pair 'links')")
             for end in (a, b):
                 if end is not None and end not in seen:
-                    raise ClusterError(f"{where} names unknown device '{end}'")
+                    raise ClusterError(f"{where} names unknown device {quote(end)}")
             if a is not None and a == b:
                 raise ClusterError(f"{where} connects a device to itself")
         self.simulation.validate()
         s = self.simulation
         links = [self.link, *(lk for _, _, lk in self.links)]
-        check_total([d.memory_bytes for d in self.devices], f"cluster '{self.name}': memory", ClusterError)
+        check_total([d.memory_bytes for d in self.devices], f"cluster {quote(self.name)}: memory", ClusterError)
         check_total([1 / d.speed for d in self.devices] + [1 / lk.bandwidth_bytes_per_s for lk in links],
-                    f"cluster '{self.name}': the reciprocal speeds and bandwidths", ClusterError)
+                    f"cluster {quote(self.name)}: the reciprocal speeds and bandwidths", ClusterError)
         check_total([lk.latency_s for lk in links] + [s.op_overhead_s, s.transfer_gap_s, s.dispatch_s],
-                    f"cluster '{self.name}': the latencies and overheads", ClusterError)
+                    f"cluster {quote(self.name)}: the latencies and overheads", ClusterError)
 
     def with_simulation(self, mode: str | None = None, **options: Any) -> Cluster:
         """This cluster with other simulation settings: ``mode`` and/or options of
@@ -256,12 +254,12 @@ class Cluster:
 
         unknown = sorted(set(options) - set(SIMULATION_OPTIONS))
         if unknown:
-            raise ClusterError(f"unknown simulation setting '{unknown[0]}' "
+            raise ClusterError(f"unknown simulation setting {quote(unknown[0])} "
                                f"(settings: {', '.join(SIMULATION_OPTIONS)})")
         s = self.simulation
         if mode is not None and mode != s.mode:
             if mode not in SIMULATION_MODES:
-                raise ClusterError(f"simulation mode must be one of {', '.join(SIMULATION_MODES)}, got '{mode}'")
+                raise ClusterError(f"simulation mode must be one of {', '.join(SIMULATION_MODES)}, got {quote(mode)}")
             keep = {k: v for k, v in s.options().items() if mode in SIMULATION_OPTIONS[k][2]}
             s = SimulationSettings(mode, **keep)
         if not options and s is self.simulation:
@@ -281,7 +279,7 @@ class Cluster:
         try:
             return self.index[name]
         except KeyError:
-            raise ClusterError(f"cluster '{self.name}' has no device '{name}' "
+            raise ClusterError(f"cluster {quote(self.name)} has no device {quote(name)} "
                                f"(devices: {', '.join(self.index)})") from None
 
     @cached_property
@@ -341,14 +339,19 @@ def _finite_number(x: Any) -> bool:
         return False
 
 
+def _check_device_count(name: str, count: int) -> None:
+    if count > MAX_DEVICES:
+        raise ClusterError(f"cluster {quote(name)} has {count} devices, more than the {MAX_DEVICES} placelab simulates")
+
+
 def _positive(x: Any, what: str) -> None:
     if not _finite_number(x) or x <= 0:
-        raise ClusterError(f"{what} must be a finite number > 0, got {x!r}")
+        raise ClusterError(f"{what} must be a finite number > 0, got {quote(x)}")
 
 
 def _nonnegative(x: Any, what: str) -> None:
     if not _finite_number(x) or x < 0:
-        raise ClusterError(f"{what} must be a finite number >= 0, got {x!r}")
+        raise ClusterError(f"{what} must be a finite number >= 0, got {quote(x)}")
 
 
 def _check_curve(curve: Any, where: str) -> None:
@@ -384,15 +387,19 @@ def cluster_from_dict(doc: Any, *, source: str = "cluster") -> Cluster:
     devs = doc.get("devices")
     if not isinstance(devs, list) or not devs:
         raise ClusterError(f"{source}: 'devices' must be a non-empty list")
+    name = doc.get("name", source)
+    if not isinstance(name, str):
+        raise ClusterError(f"{source}: 'name' must be a string")
+    _check_device_count(name, len(devs))  # before a million devices are built, one by one
     devices = []
     for i, d in enumerate(devs):
         if not isinstance(d, dict) or not isinstance(d.get("name"), str) or not isinstance(d.get("kind"), str):
             raise ClusterError(f"{source}: device #{i} needs string 'name' and 'kind'")
         if "memory_bytes" not in d:
-            raise ClusterError(f"device '{d['name']}' needs 'memory_bytes'")
+            raise ClusterError(f"device {quote(d['name'])} needs 'memory_bytes'")
         model = d.get("model")
         if model is not None and not isinstance(model, str):
-            raise ClusterError(f"device '{d['name']}': 'model' must be a string such as \"V100\"")
+            raise ClusterError(f"device {quote(d['name'])}: 'model' must be a string such as \"V100\"")
         devices.append(Device(d["name"], d["kind"], d["memory_bytes"], d.get("speed", 1.0), model))
     link = _link(doc.get("link"), f"{source}: 'link'")
     links = []
@@ -409,12 +416,9 @@ def cluster_from_dict(doc: Any, *, source: str = "cluster") -> Cluster:
         raise ClusterError(f"{source}: 'simulation' must be an object")
     unknown = set(sim) - {"mode", *SIMULATION_OPTIONS}
     if unknown:
-        raise ClusterError(f"{source}: unknown simulation setting '{sorted(unknown)[0]}'")
+        raise ClusterError(f"{source}: unknown simulation setting {quote(sorted(unknown)[0])}")
     settings = SimulationSettings(sim.get("mode", "default"),
                                   **{k: sim[k] for k in SIMULATION_OPTIONS if k in sim})
-    name = doc.get("name", source)
-    if not isinstance(name, str):
-        raise ClusterError(f"{source}: 'name' must be a string")
     return Cluster(name, tuple(devices), link, tuple(links), settings, str(doc.get("description", "")))
 
 
@@ -452,9 +456,9 @@ def parse_simulation_options(pairs: Sequence[str]) -> dict[str, Any]:
         key, sep, value = pair.partition("=")
         key, value = key.strip(), value.strip()
         if not sep or not key:
-            raise ClusterError(f"--sim-param expects key=value, got '{pair}'")
+            raise ClusterError(f"--sim-param expects key=value, got {quote(pair)}")
         if key not in SIMULATION_OPTIONS:
-            raise ClusterError(f"unknown simulation setting '{key}' (settings: {', '.join(SIMULATION_OPTIONS)})")
+            raise ClusterError(f"unknown simulation setting {quote(key)} (settings: {', '.join(SIMULATION_OPTIONS)})")
         kind = SIMULATION_OPTIONS[key][0]
         try:
             if kind is bool:
@@ -464,7 +468,7 @@ def parse_simulation_options(pairs: Sequence[str]) -> dict[str, Any]:
             else:
                 out[key] = kind(value)
         except ValueError:
-            raise ClusterError(f"simulation setting '{key}' must be {kind.__name__}, got '{value}'") from None
+            raise ClusterError(f"simulation setting {quote(key)} must be {kind.__name__}, got {quote(value)}") from None
     return out
 
 

@@ -8,10 +8,13 @@ one line, bounded, control characters escaped.
 
 from __future__ import annotations
 
+import os
 import re
 
 __all__ = [
     "MAX_LINE",
+    "PATH_LIMIT",
+    "QUOTE_LIMIT",
     "ClusterError",
     "GraphError",
     "PlacelabError",
@@ -23,8 +26,13 @@ __all__ = [
     "first_line",
     "one_line",
     "printable",
+    "quote",
 ]
 
+#: The most characters of one user-supplied value (a name, a key, a path) that a message quotes.
+QUOTE_LIMIT = 80
+#: The most characters of a path that a message shows.
+PATH_LIMIT = 160
 #: The longest error line the CLI prints and the app shows, in characters.
 MAX_LINE = 300
 #: Escaped in shown messages: C0/C1 controls and DEL (terminal escape sequences), bidirectional overrides
@@ -78,6 +86,33 @@ def first_line(exc: BaseException, default: str | None = None) -> str:
     (else the exception's type name) when the message is empty."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else (type(exc).__name__ if default is None else default)
+
+
+def quote(value: object, limit: int = QUOTE_LIMIT, *, bare: bool = False) -> str:
+    """``value`` as it goes into a one-line message: a string in quotes with every control character escaped
+    (a name holding a newline shows as ``'a\\nb'``, as ``repr`` writes it), any other value as its ``repr``.
+    Longer than ``limit`` characters, it keeps its start and end around ``…``. This is the one way user text
+    (op, device, key and file names, values read from a file) enters a message, so every message stays one
+    bounded line however hostile the input (issue 54).
+
+    ``bare=True`` is for paths, which messages show without quotes (``/data/g.json is empty``): the text with
+    control characters escaped as ``\\x0a``, and, when cut, more of its end (the file's own name) kept.
+    """
+    if bare:
+        text = os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+        if len(text) > limit:
+            keep = max(limit - 1, 2)
+            text = text[: keep // 3] + "…" + text[len(text) - (keep - keep // 3):]
+        return _UNSAFE.sub(lambda m: _escape(m.group()), text)
+    if isinstance(value, str) and len(value) > limit:
+        value = _cut(value, limit)
+    text = _UNSAFE.sub(lambda m: _escape(m.group()), repr(value))
+    return text if len(text) <= limit + 2 or isinstance(value, str) else _cut(text, limit)
+
+
+def _cut(text: str, limit: int) -> str:
+    keep = max(limit - 1, 2)
+    return text[: keep - keep // 3] + "…" + text[len(text) - keep // 3:]
 
 
 def printable(text: str) -> str:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.errors import GraphError
+from engine.errors import GraphError, quote
 from engine.limits import check_total
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -143,7 +143,7 @@ class CompGraph:
         names = list(op_names)
         n = len(names)
         if n == 0:
-            raise GraphError(f"graph '{self.name}' has no ops")
+            raise GraphError(f"graph {quote(self.name)} has no ops")
         self.op_names: tuple[str, ...] = tuple(names)
         self.kinds: tuple[str, ...] = tuple(kinds)
 
@@ -169,7 +169,7 @@ class CompGraph:
         src = np.asarray(edge_src, dtype=np.int64).reshape(-1)
         dst = np.asarray(edge_dst, dtype=np.int64).reshape(-1)
         if src.shape != dst.shape:
-            raise GraphError(f"graph '{self.name}': edge source and destination lists differ in length")
+            raise GraphError(f"graph {quote(self.name)}: edge source and destination lists differ in length")
         ebytes = (
             self.output_bytes[src] if edge_bytes is None and len(src) and _in_range(src, n)
             else _col_e(edge_bytes, len(src))
@@ -184,7 +184,7 @@ class CompGraph:
         for label, seq in (("op_types", self.op_types), ("colocate", self.colocate),
                            ("pin", self.pin), ("phase", self.phase), ("scope", self.scope)):
             if len(seq) != n:
-                raise GraphError(f"graph '{self.name}': {label} has {len(seq)} entries for {n} ops")
+                raise GraphError(f"graph {quote(self.name)}: {label} has {len(seq)} entries for {n} ops")
         self._validate_ops()
         src, dst, ebytes, etime, rank = self._validate_edges(src, dst, ebytes, etime)
         self.edge_src = _frozen(src)
@@ -207,9 +207,10 @@ class CompGraph:
             index = {}
             for i, nm in enumerate(names):
                 if not isinstance(nm, str) or not nm:
-                    raise GraphError(f"graph '{self.name}': op #{i} has an empty or non-string name")
+                    raise GraphError(f"graph {quote(self.name)}: op #{i} has an empty or non-string name")
                 if nm in index:
-                    raise GraphError(f"graph '{self.name}': duplicate op name '{nm}' (ops #{index[nm]} and #{i})")
+                    raise GraphError(f"graph {quote(self.name)}: duplicate op name {quote(nm)} (ops #{index[nm]} and "
+                                     f"#{i})")
                 index[nm] = i
         self.index: dict[str, int] = index
         for label, arr in (("compute", self.compute_any), ("output_bytes", self.output_bytes),
@@ -219,26 +220,27 @@ class CompGraph:
                 bad &= ~np.isnan(arr)
             if bad.any():
                 i = int(np.argmax(bad))
-                raise GraphError(f"op '{names[i]}': {label} must be a finite number >= 0, got {float(arr[i])!r}")
+                raise GraphError(f"op {quote(names[i])}: {label} must be a finite number >= 0, got "
+                                 f"{quote(float(arr[i]))}")
         cbk = self.compute_by_kind
         bad = ~np.isnan(cbk) & ~(np.isfinite(cbk) & (cbk >= 0))
         if bad.any():
             i, k = (int(x) for x in np.argwhere(bad)[0])
-            raise GraphError(f"op '{names[i]}': compute on '{self.kinds[k]}' must be a finite number >= 0, "
-                             f"got {float(cbk[i, k])!r}")
+            raise GraphError(f"op {quote(names[i])}: compute on {quote(self.kinds[k])} must be a finite number >= 0, "
+                             f"got {quote(float(cbk[i, k]))}")
         runnable = ~np.isnan(self.compute_any)
         if cbk.size:
             runnable |= (~np.isnan(cbk)).any(axis=1)
         if not runnable.all():
             i = int(np.argmin(runnable))
-            raise GraphError(f"op '{names[i]}' has no compute time for any device kind")
-        check_total(np.concatenate([self.compute_any, cbk.ravel()]), f"graph '{self.name}': the ops' compute",
+            raise GraphError(f"op {quote(names[i])} has no compute time for any device kind")
+        check_total(np.concatenate([self.compute_any, cbk.ravel()]), f"graph {quote(self.name)}: the ops' compute",
                     GraphError)
         check_total(np.concatenate([self.output_bytes, self.persistent_bytes, self.temp_bytes]),
-                    f"graph '{self.name}': the ops' bytes", GraphError)
+                    f"graph {quote(self.name)}: the ops' bytes", GraphError)
         for i, ph in enumerate(self.phase):
             if ph is not None and ph not in PHASES:
-                raise GraphError(f"op '{names[i]}': phase must be one of {', '.join(PHASES)}, got '{ph}'")
+                raise GraphError(f"op {quote(names[i])}: phase must be one of {', '.join(PHASES)}, got {quote(ph)}")
 
     def _validate_edges(self, src, dst, ebytes, etime):
         n = len(self.op_names)
@@ -247,24 +249,25 @@ class CompGraph:
         out = (src < 0) | (src >= n) | (dst < 0) | (dst >= n)
         if out.any():
             e = int(np.argmax(out))
-            raise GraphError(f"graph '{self.name}': edge #{e} ({src[e]} -> {dst[e]}) refers to an op index "
+            raise GraphError(f"graph {quote(self.name)}: edge #{e} ({src[e]} -> {dst[e]}) refers to an op index "
                              "out of range")
         loops = src == dst
         if loops.any():
             e = int(np.argmax(loops))
-            raise GraphError(f"edge '{self.op_names[src[e]]}' -> '{self.op_names[dst[e]]}' is a self-loop")
+            raise GraphError(f"edge {quote(self.op_names[src[e]])} -> {quote(self.op_names[dst[e]])} is a self-loop")
         bad = ~(np.isfinite(ebytes) & (ebytes >= 0))
         if bad.any():
             e = int(np.argmax(bad))
-            raise GraphError(f"edge '{self.op_names[src[e]]}' -> '{self.op_names[dst[e]]}': bytes must be a "
-                             f"finite number >= 0, got {float(ebytes[e])!r}")
+            raise GraphError(f"edge {quote(self.op_names[src[e]])} -> {quote(self.op_names[dst[e]])}: bytes must be a "
+                             f"finite number >= 0, got {quote(float(ebytes[e]))}")
         bad = ~np.isnan(etime) & ~(np.isfinite(etime) & (etime >= 0))
         if bad.any():
             e = int(np.argmax(bad))
-            raise GraphError(f"edge '{self.op_names[src[e]]}' -> '{self.op_names[dst[e]]}': transfer_s must be "
-                             f"a finite number >= 0, got {float(etime[e])!r}")
-        check_total(ebytes, f"graph '{self.name}': the edges' bytes", GraphError)
-        check_total(np.nan_to_num(etime), f"graph '{self.name}': the edges' transfer times", GraphError)
+            raise GraphError(f"edge {quote(self.op_names[src[e]])} -> {quote(self.op_names[dst[e]])}: transfer_s "
+                             f"must be "
+                             f"a finite number >= 0, got {quote(float(etime[e]))}")
+        check_total(ebytes, f"graph {quote(self.name)}: the edges' bytes", GraphError)
+        check_total(np.nan_to_num(etime), f"graph {quote(self.name)}: the edges' transfer times", GraphError)
         key = src * n + dst
         uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
         if len(uniq) != len(key):  # merge parallel edges: distinct tensors, bytes (and times) add up
@@ -275,7 +278,8 @@ class CompGraph:
             mixed = (n_given > 0) & (n_given < n_all)
             if mixed.any():
                 u = int(np.argmax(mixed))
-                raise GraphError(f"parallel edges '{self.op_names[uniq[u] // n]}' -> '{self.op_names[uniq[u] % n]}' "
+                raise GraphError(f"parallel edges {quote(self.op_names[uniq[u] // n])} -> "
+                                 f"{quote(self.op_names[uniq[u] % n])} "
                                  "mix edges with and without transfer_s")
             etime = np.where(n_given > 0, np.bincount(inv, weights=np.nan_to_num(etime), minlength=len(uniq)),
                              np.nan)
@@ -293,8 +297,8 @@ class CompGraph:
         order = _dagkernels.topo_order(len(self.op_names), self.succ.ptr, self.succ.idx, self.pred.ptr)
         if len(order) < len(self.op_names):
             cyc = _dagkernels.find_cycle(len(self.op_names), self.succ.ptr, self.succ.idx, order)
-            path = " -> ".join(f"'{self.op_names[i]}'" for i in cyc)
-            raise GraphError(f"graph '{self.name}' has a cycle: {path}")
+            path = " -> ".join(f"{quote(self.op_names[i])}" for i in cyc)
+            raise GraphError(f"graph {quote(self.name)} has a cycle: {path}")
         return _frozen(order)
 
     # ------------------------------------------------------------------ basic views

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import GraphError
+from engine.errors import GraphError, quote
 from engine.graph import CompGraph
 from engine.jsonio import atomic_write_text, dumps, read_json_file
 
@@ -41,7 +41,7 @@ def _float(x: int | float) -> float:
 
 def _op_label(op: Any, i: int) -> str:
     if isinstance(op, dict) and isinstance(op.get("name"), str) and op["name"]:
-        return f"op '{op['name']}'"
+        return f"op {quote(op['name'])}"
     return f"op #{i}"
 
 
@@ -217,33 +217,34 @@ def _columns_checked(ops: list, edges: list, source: str):
         elif isinstance(c, dict) and c:
             for kind, t in c.items():
                 if not _is_number(t):
-                    raise GraphError(f"op '{nm}': compute on '{kind}' must be a number, got {t!r}")
+                    raise GraphError(f"op {quote(nm)}: compute on {quote(kind)} must be a number, got {quote(t)}")
                 colk = kind_cols.get(kind)
                 if colk is None:
                     colk = kind_cols[kind] = np.full(n, np.nan)
                 colk[i] = _float(t)
                 if math.isnan(colk[i]):  # NaN would read as "cannot run there"
-                    raise GraphError(f"op '{nm}': compute on '{kind}' must be a finite number >= 0, got nan")
+                    raise GraphError(f"op {quote(nm)}: compute on {quote(kind)} must be a finite number >= 0, got nan")
         elif c is None:
-            raise GraphError(f"op '{nm}' has no 'compute'")
+            raise GraphError(f"op {quote(nm)} has no 'compute'")
         else:
-            raise GraphError(f"op '{nm}': compute must be a number or a map of device kind to seconds, got {c!r}")
+            raise GraphError(f"op {quote(nm)}: compute must be a number or a map of device kind to seconds, got "
+                             f"{quote(c)}")
         if len(op) > 2:
             for f in _OPTIONAL_NUMBERS:
                 v = op.get(f)
                 if v is not None:
                     if not _is_number(v):
-                        raise GraphError(f"op '{nm}': {f} must be a number, got {v!r}")
+                        raise GraphError(f"op {quote(nm)}: {f} must be a number, got {quote(v)}")
                     nums[f][i] = _float(v)
             for f in _OPTIONAL_STRINGS:
                 v = op.get(f)
                 if v is not None:
                     if not isinstance(v, str):
-                        raise GraphError(f"op '{nm}': {f} must be a string or null, got {v!r}")
+                        raise GraphError(f"op {quote(nm)}: {f} must be a string or null, got {quote(v)}")
                     strs[f][i] = v
             extra = op.keys() - known
             if extra:
-                raise GraphError(f"op '{nm}': unknown field '{sorted(extra)[0]}'")
+                raise GraphError(f"op {quote(nm)}: unknown field {quote(sorted(extra)[0])}")
     _reject_nan_scalars(ops, compute_any)
 
     index = {nm: i for i, nm in enumerate(names)}
@@ -262,7 +263,7 @@ def _columns_checked(ops: list, edges: list, source: str):
         di = index.get(d)
         if si is None or di is None:
             bad = s if si is None else d
-            raise GraphError(f"edge '{s}' -> '{d}' refers to unknown op '{bad}'")
+            raise GraphError(f"edge {quote(s)} -> {quote(d)} refers to unknown op {quote(bad)}")
         src[e], dst[e] = si, di
         b = ed.get("bytes")
         if b is None:
@@ -270,11 +271,12 @@ def _columns_checked(ops: list, edges: list, source: str):
         elif _is_number(b):
             ebytes[e] = _float(b)
         else:
-            raise GraphError(f"edge '{s}' -> '{d}': bytes must be a number, got {b!r}")
+            raise GraphError(f"edge {quote(s)} -> {quote(d)}: bytes must be a number, got {quote(b)}")
         t = ed.get("transfer_s")
         if t is not None:
             if not _is_number(t) or not (math.isfinite(_float(t)) and t >= 0):
-                raise GraphError(f"edge '{s}' -> '{d}': transfer_s must be a finite number >= 0 (seconds), got {t!r}")
+                raise GraphError(f"edge {quote(s)} -> {quote(d)}: transfer_s must be a finite number >= 0 (seconds), "
+                                 f"got {quote(t)}")
             etime[e] = _float(t)
 
     return names, compute_any, kind_cols, nums, strs, src, dst, ebytes, etime
@@ -285,7 +287,7 @@ def _reject_nan_scalars(ops: list, compute_any: np.ndarray) -> None:
     for i in np.flatnonzero(np.isnan(compute_any)):
         c = ops[i].get("compute")
         if _is_number(c):
-            raise GraphError(f"{_op_label(ops[i], int(i))}: compute must be a finite number >= 0, got {c!r}")
+            raise GraphError(f"{_op_label(ops[i], int(i))}: compute must be a finite number >= 0, got {quote(c)}")
 
 
 def graph_to_dict(g: CompGraph) -> dict[str, Any]:
@@ -325,7 +327,7 @@ def graph_to_dict(g: CompGraph) -> dict[str, Any]:
 def load_graph_json(path: str | os.PathLike) -> CompGraph:
     """Load a ``placelab.graph/1`` file; errors name the file and the op or edge."""
     doc = read_json_file(path, error=GraphError)
-    return graph_from_dict(doc, source=os.path.basename(os.fspath(path)))
+    return graph_from_dict(doc, source=quote(os.path.basename(os.fspath(path)), bare=True))
 
 
 def save_graph(g: CompGraph, path: str | os.PathLike) -> None:

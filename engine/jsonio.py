@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import PlacelabError, WriteError
+from engine.errors import PATH_LIMIT, PlacelabError, WriteError, quote
 
 try:  # pragma: no cover - exercised implicitly
     import orjson as _orjson
@@ -35,9 +35,11 @@ __all__ = [
     "atomic_write_text",
     "check_write_target",
     "dumps",
+    "file_kind",
     "loads",
     "read_file_bytes",
     "read_json_file",
+    "special_file",
 ]
 
 #: Largest file any placelab reader accepts (a 10^6-op graph is ~150 MB).
@@ -64,32 +66,33 @@ def read_file_bytes(path: str | os.PathLike, *, error: type[PlacelabError], max_
     one sentence naming the file.
     """
     p = Path(path)
+    shown = quote(p, PATH_LIMIT, bare=True)
     try:
         st = p.stat()
         if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
-            raise error(f"{p} is {_file_kind(st.st_mode)}, not a regular file")
+            raise error(f"{shown} is {file_kind(st.st_mode)}, not a regular file")
         size = st.st_size
         if size > max_bytes:
-            raise error(f"{p}: file is {size / 1e6:.0f} MB, larger than the {max_bytes / 1e6:.0f} MB limit")
+            raise error(f"{shown}: file is {size / 1e6:.0f} MB, larger than the {max_bytes / 1e6:.0f} MB limit")
         with p.open("rb") as f:
             data = f.read() if head is None else f.read(head)
     except IsADirectoryError:
-        raise error(f"{p} is a directory, not a file") from None
+        raise error(f"{shown} is a directory, not a file") from None
     except FileNotFoundError:
-        raise error(f"{p}: no such file") from None
+        raise error(f"{shown}: no such file") from None
     except PermissionError:
-        raise error(f"{p}: permission denied") from None
+        raise error(f"{shown}: permission denied") from None
     except OSError as exc:
-        raise error(f"{p}: cannot read the file ({exc.strerror or type(exc).__name__})") from None
+        raise error(f"{shown}: cannot read the file ({exc.strerror or type(exc).__name__})") from None
     if not data.strip():
-        raise error(f"{p} is empty")
+        raise error(f"{shown} is empty")
     return data
 
 
 def read_json_file(path: str | os.PathLike, *, error: type[PlacelabError], max_bytes: int = MAX_FILE_BYTES) -> Any:
     """Read and parse a JSON file with a size limit; errors are one sentence naming the file."""
     data = read_file_bytes(path, error=error, max_bytes=max_bytes)
-    return loads(data, what=str(Path(path)), error=error)
+    return loads(data, what=quote(path, PATH_LIMIT, bare=True), error=error)
 
 
 def _default(o: Any) -> Any:
@@ -105,12 +108,23 @@ def dumps(obj: Any, *, indent: int | None = None) -> str:
     return json.dumps(obj, indent=indent, default=_default, allow_nan=False)
 
 
-def _file_kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, for messages: ``"a named pipe"``, ``"a directory"``, ..."""
     for test, kind in ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
                        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
         if test(mode):
             return kind
     return "not a regular file"
+
+
+def special_file(path: str | os.PathLike) -> str | None:
+    """What ``path`` is when it exists but is not a regular file (``"a named pipe"``, ``"a directory"``, ...;
+    symlinks followed), else None. Never opens it: opening a named pipe blocks."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # missing, a link loop, a name too long: the caller's own open says so
+        return None
+    return None if stat.S_ISREG(mode) else file_kind(mode)
 
 
 def check_write_target(path: str | os.PathLike) -> Path:
@@ -141,7 +155,7 @@ def check_write_target(path: str | os.PathLike) -> Path:
     except OSError as exc:
         raise WriteError(f"cannot write {shown}: {exc.strerror or type(exc).__name__}") from None
     if mode is not None and not stat.S_ISREG(mode):
-        raise WriteError(f"cannot write {shown}: it is {_file_kind(mode)}, not a regular file")
+        raise WriteError(f"cannot write {shown}: it is {file_kind(mode)}, not a regular file")
     parent = target.parent
     if not parent.is_dir():
         raise WriteError(f"cannot write {shown}: the folder {parent} does not exist")

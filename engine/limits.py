@@ -21,32 +21,54 @@ is at most :data:`MAX_COUNT`.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
 from engine.errors import PlacelabError, SpecError
 
 __all__ = [
-    "GENERATOR_STRUCTURE_CAPS",
+    "GENERATED_EDGES",
+    "GENERATED_OPS",
+    "GENERATOR_BATCH",
+    "GENERATOR_CELLS",
+    "GENERATOR_DIM",
+    "GENERATOR_GPUS",
+    "GENERATOR_LAYERS",
+    "GENERATOR_LENGTH",
+    "GENERATOR_NODES",
+    "GENERATOR_SEED",
+    "GENERATOR_STRUCTURE",
+    "GRAPH_CACHE_MAX_BYTES",
+    "GRAPH_CACHE_MAX_ENTRIES",
     "MAX_BATCH",
     "MAX_COUNT",
     "MAX_DEVICES",
     "MAX_GENERATED_EDGES",
     "MAX_GENERATED_OPS",
-    "MAX_GENERATOR_INT",
+    "MAX_GENERATOR_BATCH",
+    "MAX_GENERATOR_DIM",
     "MAX_GENERATOR_STRUCTURE",
+    "MAX_INPUT_ELEMENTS",
     "MAX_NET_DEPTH",
     "MAX_NET_WIDTH",
     "MAX_NOISE",
+    "MAX_SECONDS",
     "MAX_SEED",
     "MAX_SIM_RUNS",
+    "MAX_STEP_SECONDS",
     "MAX_SWEEP_TASKS",
     "MAX_THREADS",
     "MAX_TOTAL",
+    "MAX_WORKERS",
+    "WORKERS_PER_CPU",
+    "Bound",
     "ExhaustionError",
     "check_at_most",
+    "check_local_workers",
     "check_seed",
     "check_simulations",
     "check_total",
@@ -81,12 +103,20 @@ MAX_GENERATED_OPS = 10_000_000
 #: Expected edges of ``gen:random`` (ops × degree): about 40 bytes each while it is built, 2 GB at the cap
 #: (``ops=10^7&degree=1000`` asked for 74.5 GiB).
 MAX_GENERATED_EDGES = 50_000_000
-#: Generator parameters that multiply the number of ops, each with its own cap; their product is
-#: capped by :data:`MAX_GENERATOR_STRUCTURE` (``gen:nmt?length=1000000000`` once asked for 24 GB).
-GENERATOR_STRUCTURE_CAPS = {"layers": 256, "length": 4096, "steps": 4096, "gpus": 256, "nodes": 1024, "cells": 1024}
+#: The product of a generator's structure parameters (:class:`Bound` ``structure``: layers, unroll length, GPUs,
+#: cell nodes, cells — each multiplies the ops): ``gen:nmt?length=1000000000`` once asked for 24 GB.
 MAX_GENERATOR_STRUCTURE = 20_000
-#: Any other integer generator parameter (batch, units, vocab, sizes, seeds, indices).
-MAX_GENERATOR_INT = 2**31 - 1
+#: Batch of a generated training step (``gen:nmt?batch=``, ``gen:inception-v3?batch=``): 20× the largest a paper
+#: uses (Placeto's ptb family: 3,072); ``gen:nasnet?batch=1000000000`` was accepted.
+MAX_GENERATOR_BATCH = 65_536
+#: Any other size of a generated graph: layer widths, channels, vocabularies, matrix sides, sequence lengths
+#: (they scale its costs, not its ops).
+MAX_GENERATOR_DIM = 2**20
+#: Built graphs kept in the on-disk graph cache (``engine.workloads.keras_models.cache_dir``: Keras models are
+#: seconds to minutes to build), and their bytes; the least recently used go first. A link names any batch, so
+#: without a bound the app's visitors could fill the server's disk one graph at a time.
+GRAPH_CACHE_MAX_ENTRIES = 64
+GRAPH_CACHE_MAX_BYTES = 2 * 1024**3
 #: Width of any layer of a learned placer's network (hidden units, embeddings, attention, heads):
 #: 8× the widest any paper uses (the RNN placer's 512); ``hidden=10^10`` asked torch for 4 TB.
 MAX_NET_WIDTH = 4096
@@ -100,6 +130,59 @@ MAX_BATCH = 1024
 #: Torch CPU threads (``--threads``): more than the hardware threads of any one machine; a million made
 #: thread creation fail inside torch (signal 11).
 MAX_THREADS = 1024
+#: Any wall-time budget in seconds (``train --max-seconds``): 30 days, longer than any training a paper reports
+#: (Mirhoseini et al. 2017: 27 hours); ``1e12`` (31,700 years) was accepted.
+MAX_SECONDS = 30 * 24 * 3600
+#: One device's share of one executed step (``--step-ms``, or the graph's compute × ``--time-scale``): an hour,
+#: which every measured repeat and placement takes again (``--step-ms 1e30`` asked for steps of 10^27 s).
+MAX_STEP_SECONDS = 3600
+#: ``--workers`` of every command: the CPUs of a local Ray runtime, or the rollout workers ``train`` starts on a
+#: cluster (``--address``). A local runtime is held to :data:`WORKERS_PER_CPU` per CPU of this machine too.
+MAX_WORKERS = 1024
+#: A local Ray runtime (``--workers N`` without ``--address``) gets at most this many CPUs per CPU of this
+#: machine: Ray starts one worker process per CPU it is given, and ``compare --workers 100000`` ran 90 s before
+#: Ray gave up on its own node ("timed out during startup").
+WORKERS_PER_CPU = 4
+#: Elements of one example input of an imported PyTorch module (``graph import --input-shape``), batch included:
+#: 2^30, 4 GiB of float32, which the trace runs through the model for real (``--input-shape 10^9,10^9`` was an
+#: internal error inside torch).
+MAX_INPUT_ELEMENTS = 2**30
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The range of one numeric parameter, declared with it (every parameter of every generator:
+    ``engine.generators.register``): ``low <= value <= high`` wherever it is given (a ``gen:`` spec on the command
+    line, a call), and ``value <= app`` where a visitor of the app typed it (a link, the Graphs and Train pages;
+    ``None``: ``high``), checked before anything is built. ``structure``: the value multiplies the graph's ops, and
+    the product of a spec's structure values is bounded by :data:`GENERATOR_STRUCTURE`."""
+
+    low: float
+    high: float
+    app: float | None = None
+    structure: bool = False
+
+    def ceiling(self, app: bool) -> float:
+        """The largest value allowed on the command line (``app`` False) or in the app."""
+        return self.high if not app or self.app is None else self.app
+
+
+#: The bounds generator parameters share (each generator names its own: ``engine.generators.register``). The app's
+#: ceilings keep what a visitor builds in the app server's thread to a few seconds: ``gen:nmt?layers=25&length=40``
+#: is ~76 K ops, ``gen:family-ptb?nodes=128`` 110 K; 10^5 ops of ``gen:random`` build in a second.
+GENERATOR_SEED = Bound(0, MAX_SEED)
+GENERATOR_BATCH = Bound(1, MAX_GENERATOR_BATCH, app=4_096)
+GENERATOR_DIM = Bound(1, MAX_GENERATOR_DIM)
+GENERATED_OPS = Bound(1, MAX_GENERATED_OPS, app=200_000)
+#: Not a parameter: ops × degree of ``gen:random``, checked by the generator (and in the app by its guard).
+GENERATED_EDGES = Bound(0, MAX_GENERATED_EDGES, app=1_000_000)
+GENERATOR_LAYERS = Bound(1, 256, app=32, structure=True)
+GENERATOR_LENGTH = Bound(1, 4096, app=512, structure=True)  # unroll length, steps
+GENERATOR_GPUS = Bound(1, 256, app=64, structure=True)
+GENERATOR_NODES = Bound(1, 1024, app=128, structure=True)
+GENERATOR_CELLS = Bound(1, 1024, app=64, structure=True)
+#: The product of a spec's structure parameters (not a parameter itself).
+GENERATOR_STRUCTURE = Bound(1, MAX_GENERATOR_STRUCTURE, app=1_000)
 
 
 class ExhaustionError(PlacelabError):
@@ -141,6 +224,18 @@ def check_seed(what: str, value: int, error: type[PlacelabError] = SpecError) ->
     if value < 0:
         raise error(f"{what} must be >= 0, got {value}")
     check_at_most(what, value, MAX_SEED, "MAX_SEED", error)
+
+
+def check_local_workers(workers: int, error: type[PlacelabError] = SpecError) -> None:
+    """Raise ``error`` unless a local Ray runtime of ``workers`` CPUs stays within :data:`WORKERS_PER_CPU` per CPU
+    this process may run on (and :data:`MAX_WORKERS`)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cpus = os.cpu_count() or 1
+    check_at_most("--workers", workers, MAX_WORKERS, "MAX_WORKERS", error)
+    check_at_most("--workers (a local Ray runtime)", workers, WORKERS_PER_CPU * cpus,
+                  f"WORKERS_PER_CPU × this machine's {cpus} CPUs", error)
 
 
 def check_simulations(what: str, count: int, runs: int, error: type[PlacelabError] = SpecError) -> None:

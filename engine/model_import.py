@@ -23,17 +23,20 @@ this machine (the measured importers, ``engine/importers/pytorch_measured.py`` a
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from engine.errors import GraphError, SpecError, first_line
+from engine.errors import GraphError, SpecError, first_line, quote
 from engine.graph import CompGraph
 from engine.graph_io import graph_from_dict, graph_to_dict
+from engine.limits import MAX_INPUT_ELEMENTS, check_at_most
 from engine.quiet import quiet_tensorflow_start
 from engine.specs import load_graph
 
@@ -48,14 +51,53 @@ def parse_input_shape(text: str) -> tuple[tuple[int, ...], str]:
     dims, _, dtype = text.partition(":")
     dtype = dtype or "float32"
     if dtype not in _DTYPES:
-        raise SpecError(f"input shape {text!r}: dtype must be one of {', '.join(_DTYPES)}")
+        raise SpecError(f"input shape {quote(text)}: dtype must be one of {', '.join(_DTYPES)}")
     try:
         shape = tuple(int(d) for d in dims.replace("x", ",").split(",") if d.strip())
     except ValueError:
-        raise SpecError(f"input shape {text!r}: dimensions must be whole numbers, e.g. 3,224,224") from None
+        raise SpecError(f"input shape {quote(text)}: dimensions must be whole numbers, e.g. 3,224,224") from None
     if any(d < 1 for d in shape):
-        raise SpecError(f"input shape {text!r}: every dimension must be >= 1")
+        raise SpecError(f"input shape {quote(text)}: every dimension must be >= 1")
     return shape, dtype
+
+
+def _input_specs(input_shapes: Sequence[str], batch: int) -> list[tuple[tuple[int, ...], str]]:
+    """Each ``--input-shape`` parsed, its tensor of ``batch`` rows at most :data:`~engine.limits.MAX_INPUT_ELEMENTS`
+    elements (``1000000000,1000000000`` failed inside torch)."""
+    out = []
+    for text in input_shapes:
+        shape, dtype = parse_input_shape(text)
+        check_at_most(f"input shape {quote(text)} with batch {batch}: its elements", batch * math.prod(shape),
+                      MAX_INPUT_ELEMENTS, "MAX_INPUT_ELEMENTS")
+        out.append((shape, dtype))
+    return out
+
+
+@contextlib.contextmanager
+def _user_code(source: str) -> Iterator[None]:
+    """While the user's code runs (its import, its factory, its model's forward pass in the trace): what it
+    prints goes to stderr, so stdout holds only the command's result (``--json``: one JSON object), and a
+    ``sys.exit(N)`` in it is one line (exit 2), not a silent exit N.
+
+    The prints go to a copy of file descriptor 2 taken now: :func:`~engine.quiet.quiet_tensorflow_start` sends
+    descriptor 2 itself to /dev/null while the user's module is imported."""
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # a stream without a descriptor (captured): write to it
+        err, opened = sys.stderr, False
+    else:
+        sys.stderr.flush()
+        err = os.fdopen(os.dup(fd), "w", encoding=getattr(sys.stderr, "encoding", None) or "utf-8",
+                        errors="backslashreplace", buffering=1)
+        opened = True
+    try:
+        with contextlib.redirect_stdout(err):
+            yield
+    except SystemExit as exc:
+        raise GraphError(f"{quote(source)} called sys.exit({quote(exc.code)}) instead of returning a model") from None
+    finally:
+        if opened:
+            err.close()
 
 
 def _factory(source: str) -> Any:
@@ -64,7 +106,7 @@ def _factory(source: str) -> Any:
     if not os.path.isfile(path):
         raise SpecError(f"{path}: no such Python file (expected FILE.py:FACTORY)")
     if not attr.isidentifier():
-        raise SpecError(f"{source}: {attr!r} is not a Python name (expected FILE.py:FACTORY)")
+        raise SpecError(f"{source}: {quote(attr)} is not a Python name (expected FILE.py:FACTORY)")
     name = f"placelab_user_model_{abs(hash(os.path.abspath(path)))}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -74,7 +116,7 @@ def _factory(source: str) -> Any:
             spec.loader.exec_module(module)
             factory = getattr(module, attr, None)
             if not callable(factory):
-                raise SpecError(f"{path} defines no function {attr!r}")
+                raise SpecError(f"{path} defines no function {quote(attr)}")
             return factory()
     except SpecError:
         raise
@@ -101,8 +143,7 @@ def _torch_inputs(input_shapes: Sequence[str], batch: int) -> list[Any]:
         raise SpecError("a PyTorch module needs the shape of each input: --input-shape 3,224,224 (no batch "
                         "dimension; repeat for several inputs, add :int64 for token ids)")
     out = []
-    for text in input_shapes:
-        shape, dtype = parse_input_shape(text)
+    for shape, dtype in _input_specs(input_shapes, batch):
         kind = getattr(torch, dtype)
         out.append(torch.randn(batch, *shape, dtype=kind) if kind.is_floating_point
                    else torch.zeros(batch, *shape, dtype=kind))
@@ -144,16 +185,18 @@ def import_model(source: str, *, batch: int | None = None, input_shapes: Sequenc
         raise SpecError("--batch must be >= 1")
     code_file, colon, _ = source.rpartition(":")
     if colon and code_file.endswith(".py"):
-        obj = _factory(source)
-        example = None
-        if isinstance(obj, tuple) and len(obj) == 2 and _is_torch_module(obj[0]):
-            obj, example = obj
-        if _is_torch_module(obj):
-            inputs = list(example) if example is not None else _torch_inputs(input_shapes, batch or 32)
-            return _from_torch(obj, inputs, training, measure, name)
-        if _is_keras_model(obj):
-            return _from_keras(obj, batch or 32, training, measure, name)
-        raise GraphError(f"{source} returned an object of type {type(obj).__name__!r}, not a torch.nn.Module or a "
+        _input_specs(input_shapes, batch or 32)  # a shape beyond the limits: refused before the user's code runs
+        with _user_code(source):
+            obj = _factory(source)
+            example = None
+            if isinstance(obj, tuple) and len(obj) == 2 and _is_torch_module(obj[0]):
+                obj, example = obj
+            if _is_torch_module(obj):
+                inputs = list(example) if example is not None else _torch_inputs(input_shapes, batch or 32)
+                return _from_torch(obj, inputs, training, measure, name)
+            if _is_keras_model(obj):
+                return _from_keras(obj, batch or 32, training, measure, name)
+        raise GraphError(f"{source} returned an object of type {quote(type(obj).__name__)}, not a torch.nn.Module or a "
                          "keras.Model")
     if measure:
         raise SpecError("--measure needs the model's code (FILE.py:FACTORY): a file's ops cannot be run here")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.errors import ClusterError, PlacementError
+from engine.errors import ClusterError, PlacementError, quote
 from engine.graph import MODEL_SEPARATOR, CompGraph
 from engine.jsonio import atomic_write_text, dumps, read_json_file
 
@@ -57,14 +57,14 @@ class Placement:
         for op, dname in mapping.items():
             i = graph.index.get(op)
             if i is None:
-                raise PlacementError(f"placement names op '{op}', which graph '{graph.name}' does not have")
+                raise PlacementError(f"placement names op {quote(op)}, which graph {quote(graph.name)} does not have")
             if not isinstance(dname, str) or dname not in cluster.index:
-                raise PlacementError(f"op '{op}' is placed on unknown device {dname!r} "
-                                     f"(cluster '{cluster.name}' has {', '.join(cluster.index)})")
+                raise PlacementError(f"op {quote(op)} is placed on unknown device {quote(dname)} "
+                                     f"(cluster {quote(cluster.name)} has {', '.join(cluster.index)})")
             devs[i] = cluster.index[dname]
         missing = np.flatnonzero(devs < 0)
         if len(missing):
-            raise PlacementError(f"placement does not place op '{graph.op_names[missing[0]]}' "
+            raise PlacementError(f"placement does not place op {quote(graph.op_names[missing[0]])} "
                                  f"({len(missing)} op(s) missing)")
         return cls(devs)
 
@@ -100,8 +100,9 @@ def compute_matrix(graph: CompGraph, cluster: Cluster) -> np.ndarray:
         i = int(stuck[0])
         has = [k for k in graph.op_compute(i) if MODEL_SEPARATOR not in k] or ["no kind"]
         raise ClusterError(
-            f"{len(stuck)} op{'s' if len(stuck) > 1 else ''} of graph '{graph.name}' (first '{graph.op_names[i]}', "
-            f"with times for {', '.join(has)}) can run on no device of '{cluster.name}' "
+            f"{len(stuck)} op{'s' if len(stuck) > 1 else ''} of graph {quote(graph.name)} (first "
+            f"{quote(graph.op_names[i])}, "
+            f"with times for {', '.join(has)}) can run on no device of {quote(cluster.name)} "
             f"({', '.join(sorted(set(cluster.kinds)))}): choose a cluster with a device of a kind the graph has "
             f"times for (a graph measured on this machine runs on 'local', calibrated by 'placelab calibrate')")
     return m
@@ -146,29 +147,30 @@ class Constraints:
         g, c = self.graph, self.cluster
         dev = np.asarray(devices)
         if dev.shape != (g.num_ops,):
-            raise PlacementError(f"placement has {len(dev)} entries for {g.num_ops} ops of '{g.name}'")
+            raise PlacementError(f"placement has {len(dev)} entries for {g.num_ops} ops of {quote(g.name)}")
         if dev.min() < 0 or dev.max() >= c.num_devices:
             i = int(np.argmax((dev < 0) | (dev >= c.num_devices)))
-            raise PlacementError(f"op '{g.op_names[i]}' is placed on device #{dev[i]}, "
-                                 f"but cluster '{c.name}' has {c.num_devices} devices")
+            raise PlacementError(f"op {quote(g.op_names[i])} is placed on device #{dev[i]}, "
+                                 f"but cluster {quote(c.name)} has {c.num_devices} devices")
         dur = self.cost[np.arange(g.num_ops), dev]
         bad = np.isnan(dur)
         if bad.any():
             i = int(np.argmax(bad))
             d = c.devices[dev[i]]
-            raise PlacementError(f"op '{g.op_names[i]}' cannot run on '{d.name}' (kind '{d.kind}'): "
+            raise PlacementError(f"op {quote(g.op_names[i])} cannot run on {quote(d.name)} (kind {quote(d.kind)}): "
                                  f"it has no compute time for that kind")
         off = dev[self.pinned] != self.pin_dev
         if off.any():
             i = int(self.pinned[np.argmax(off)])
-            raise PlacementError(f"op '{g.op_names[i]}' is pinned to '{g.pin[i]}' but placed on "
-                                 f"'{c.devices[dev[i]].name}'")
+            raise PlacementError(f"op {quote(g.op_names[i])} is pinned to {quote(g.pin[i])} but placed on "
+                                 f"{quote(c.devices[dev[i]].name)}")
         split = dev[self.grouped] != dev[self.group_head]
         if split.any():
             k = int(np.argmax(split))
             i, h = int(self.grouped[k]), int(self.group_head[k])
-            raise PlacementError(f"colocation group '{g.colocate[i]}' is split: op '{g.op_names[i]}' is on "
-                                 f"'{c.devices[dev[i]].name}', op '{g.op_names[h]}' on '{c.devices[dev[h]].name}'")
+            raise PlacementError(f"colocation group {quote(g.colocate[i])} is split: op {quote(g.op_names[i])} is on "
+                                 f"{quote(c.devices[dev[i]].name)}, op {quote(g.op_names[h])} on "
+                                 f"{quote(c.devices[dev[h]].name)}")
         return dur
 
 
@@ -192,7 +194,7 @@ def placement_from_dict(doc: Any, graph: CompGraph, cluster: Cluster, *, source:
 
 def load_placement(path: str | os.PathLike, graph: CompGraph, cluster: Cluster) -> Placement:
     doc = read_json_file(path, error=PlacementError)
-    return placement_from_dict(doc, graph, cluster, source=os.path.basename(os.fspath(path)))
+    return placement_from_dict(doc, graph, cluster, source=quote(os.path.basename(os.fspath(path)), bare=True))
 
 
 def save_placement(p: Placement, graph: CompGraph, cluster: Cluster, path: str | os.PathLike) -> None:

@@ -13,13 +13,21 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from engine.errors import RunError
-from engine.jsonio import atomic_write_json
-from engine.run_locks import LIVE_LOCK, META_LOCK, hold_live_lock, live_lock_held, meta_lock, release_live_lock
+from engine.errors import RunError, quote
+from engine.jsonio import atomic_write_json, file_kind, special_file
+from engine.run_locks import (
+    LIVE_LOCK,
+    META_LOCK,
+    LockFileError,
+    hold_live_lock,
+    live_lock_held,
+    meta_lock,
+    release_live_lock,
+)
 from engine.run_meta import RUN_JSON, STATUSES, iso_timestamp, read_meta
 from engine.tables import append_csv_rows, append_json_line, read_csv, read_json_lines, write_csv
 
-__all__ = ["Run"]
+__all__ = ["Run", "lock_file_error"]
 
 _RUN_JSON = RUN_JSON
 _STALE_AFTER = timedelta(hours=24)
@@ -128,19 +136,25 @@ class Run:
         ValueError
             ``row``'s keys differ from the existing header.
         """
-        append_csv_rows(self._file(name, create=True), [row])
+        append_csv_rows(self._appendable(name), [row])
 
     def append_rows(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Append several rows to the CSV table ``name`` with one ``fsync`` (see :meth:`append_row`)."""
-        append_csv_rows(self._file(name, create=True), rows)
+        append_csv_rows(self._appendable(name), rows)
 
     def append_json_line(self, name: str, value: Any) -> None:
         """Append one JSON line to file ``name`` and ``fsync`` it (a journal); a torn tail is dropped first."""
-        append_json_line(self._file(name, create=True), value)
+        append_json_line(self._appendable(name), value)
 
     def read_json_lines(self, name: str) -> list[Any]:
-        """The JSON values of file ``name``'s lines (none when it does not exist), a torn line skipped."""
-        path = self._file(name)
+        """The JSON values of file ``name``'s lines (none when it does not exist), a torn line skipped.
+
+        Raises
+        ------
+        RunError
+            ``name`` is there but is not a regular file (a named pipe would block the read).
+        """
+        path = self._regular(self._file(name), name)
         return read_json_lines(path) if path.is_file() else []
 
     def read_table(self, name: str) -> dict[str, list]:
@@ -169,9 +183,9 @@ class Run:
         """
         for key in ("schema", "id", "created"):
             if key in fields:
-                raise ValueError(f"run field {key!r} cannot be changed")
+                raise ValueError(f"run field {quote(key)} cannot be changed")
         if "status" in fields and fields["status"] not in STATUSES:
-            raise ValueError(f"unknown run status {fields['status']!r}; expected {STATUSES}")
+            raise ValueError(f"unknown run status {quote(fields['status'])}; expected {STATUSES}")
         self._require_dir()
         try:
             with meta_lock(self.path):
@@ -181,9 +195,30 @@ class Run:
                 atomic_write_json(self.path / _RUN_JSON, meta)
         except FileNotFoundError:  # the folder went away under the lock files (a concurrent delete)
             raise RunError(f"run {self.id} was deleted") from None
+        except LockFileError as exc:
+            raise lock_file_error(self.id, exc) from None
         self._stored = meta
         if meta.get("status") != "running":
             release_live_lock(self.path)
+
+    def claim(self) -> bool:
+        """Take the run's live lock for this process before changing a stopped run (a resume), so that of two
+        resumes at once only one touches its files; False when another process holds it. :meth:`update` to
+        ``running`` keeps it, :meth:`release` drops it (a resume refused before it started).
+
+        Raises
+        ------
+        RunError
+            The lock file is not a regular file (a named pipe, a folder).
+        """
+        try:
+            return hold_live_lock(self.path)
+        except LockFileError as exc:
+            raise lock_file_error(self.id, exc) from None
+
+    def release(self) -> None:
+        """Drop this process's live lock on the run (taken by :meth:`claim`), if it holds it."""
+        release_live_lock(self.path)
 
     def set_metrics(self, metrics: Mapping[str, Any]) -> None:
         """Merge ``metrics`` into the run's ``metrics``."""
@@ -192,7 +227,7 @@ class Run:
     def finish(self, status: str = "done", metrics: Mapping[str, Any] | None = None) -> None:
         """End the run with ``status`` (``done``, ``failed`` or ``interrupted``)."""
         if status not in STATUSES or status == "running":
-            raise ValueError(f"a run cannot finish as {status!r}")
+            raise ValueError(f"a run cannot finish as {quote(status)}")
         merged = {**read_meta(self.path).get("metrics", {}), **(metrics or {})}
         self.update(status=status, metrics=merged)
 
@@ -216,7 +251,7 @@ class Run:
             return 0
         table = self.read_table(name)
         if column not in table:
-            raise RunError(f"run {self.id}: {name} has no column {column!r}")
+            raise RunError(f"run {self.id}: {name} has no column {quote(column)}")
         keep = [i for i, v in enumerate(table[column]) if isinstance(v, int | float) and v <= last]
         dropped = len(table[column]) - len(keep)
         if dropped:
@@ -244,14 +279,31 @@ class Run:
     def _file(self, name: str, *, create: bool = False) -> Path:
         rel = Path(name)
         if not name or rel.is_absolute() or ".." in rel.parts:
-            raise RunError(f"run {self.id}: {name!r} is not a file name inside the run")
+            raise RunError(f"run {self.id}: {quote(name)} is not a file name inside the run")
         if create:
             self._require_dir()  # never recreate a deleted run's folder
             (self.path / rel).parent.mkdir(parents=True, exist_ok=True)
         return self.path / rel
 
+    def _regular(self, path: Path, name: str) -> Path:
+        """``path`` (the run's file ``name``), refused with one line when it is there but not a regular file."""
+        kind = special_file(path)
+        if kind is not None:
+            raise RunError(f"run {self.id}: {quote(name)} is {kind}, not a regular file")
+        return path
+
+    def _appendable(self, name: str) -> Path:
+        """The run's file ``name`` to append to: opening a named pipe to append blocks, so it is refused first."""
+        return self._regular(self._file(name, create=True), name)
+
     def _existing(self, name: str) -> Path:
         path = self._file(name)
         if not path.is_file():
-            raise RunError(f"run {self.id} has no file {name!r}")
+            raise RunError(f"run {self.id} has no file {quote(name)}")
         return path
+
+
+def lock_file_error(run_id: str, exc: LockFileError) -> RunError:
+    """The one line for a run whose lock file is not a regular file (:class:`~engine.run_locks.LockFileError`)."""
+    return RunError(f"run {run_id}: {Path(exc.filename).name} is {file_kind(exc.mode)}, not a regular file; "
+                    "remove it (placelab cannot tell whether the run is running while it is there)")

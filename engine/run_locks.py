@@ -12,12 +12,18 @@ changes serial, so none is lost.
 
 ``flock`` is POSIX; where ``fcntl`` is missing (Windows) liveness is unknown and writes are
 not serialized.
+
+Lock files are opened without blocking and must be regular files: a ``.live.lock`` that is a named pipe
+(opening one for reading blocks until a writer comes) or a folder makes the run's liveness unknown, and
+taking a lock on such a file raises :class:`LockFileError` (the run store makes it one line naming the file).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,10 +32,19 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["LIVE_LOCK", "META_LOCK", "hold_live_lock", "live_lock_held", "meta_lock", "release_live_lock"]
+__all__ = ["LIVE_LOCK", "META_LOCK", "LockFileError", "hold_live_lock", "live_lock_held", "meta_lock",
+           "release_live_lock"]
 
 LIVE_LOCK = ".live.lock"
 META_LOCK = ".run.json.lock"
+
+class LockFileError(OSError):
+    """A lock file that is not a regular file (a named pipe, a folder, a device); ``mode`` is its ``st_mode``."""
+
+    def __init__(self, path: Path, mode: int) -> None:
+        super().__init__(errno.EINVAL, "not a regular file", str(path))
+        self.mode = mode
+
 
 #: Live locks this process holds: resolved run directory → open file descriptor.
 _HELD: dict[Path, int] = {}
@@ -47,7 +62,7 @@ def hold_live_lock(run_dir: Path) -> bool:
     key = _key(run_dir)
     if key in _HELD or fcntl is None:
         return True
-    fd = os.open(key / LIVE_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = _open_lock(key / LIVE_LOCK, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:  # BlockingIOError: held elsewhere
@@ -76,8 +91,8 @@ def live_lock_held(run_dir: Path) -> bool | None:
     if fcntl is None:
         return None
     try:
-        fd = os.open(key / LIVE_LOCK, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
+        fd = _open_lock(key / LIVE_LOCK, os.O_RDONLY)
+    except OSError:  # no lock file, or not a regular file (LockFileError): liveness cannot be told
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -94,9 +109,31 @@ def meta_lock(run_dir: Path) -> Iterator[None]:
     if fcntl is None:
         yield
         return
-    fd = os.open(_key(run_dir) / META_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = _open_lock(_key(run_dir) / META_LOCK, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)
+
+
+def _open_lock(path: Path, flags: int) -> int:
+    """A descriptor of the lock file ``path``, opened without blocking (a named pipe would block).
+
+    Raises
+    ------
+    LockFileError
+        ``path`` is not a regular file (a named pipe, a folder, a device).
+    OSError
+        It cannot be opened (missing without ``O_CREAT``, no permission, a read-only file system).
+    """
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except IsADirectoryError:
+        fd = None
+    mode = os.fstat(fd).st_mode if fd is not None else stat.S_IFDIR
+    if not stat.S_ISREG(mode):
+        if fd is not None:
+            os.close(fd)
+        raise LockFileError(path, mode)
+    return fd

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engine.errors import RunError
+from engine.errors import RunError, quote
 
 __all__ = ["RUN_JSON", "RUN_SCHEMA", "STATUSES", "code_version", "iso_timestamp", "read_meta"]
 
@@ -93,16 +93,16 @@ def read_meta(path: Path) -> dict[str, Any]:
         )
     for key, kind in _FIELD_TYPES.items():
         if key in meta and not isinstance(meta[key], kind):
-            raise RunError(f"run {run_id}: run.json field {key!r} has the wrong type ({type(meta[key]).__name__})")
+            raise RunError(f"run {run_id}: run.json field {quote(key)} has the wrong type ({type(meta[key]).__name__})")
     metrics = meta.get("metrics") or {}
     for key in _NUMBER_METRICS:
         value = metrics.get(key)
         if value is not None and not _is_finite_number(value):
-            raise RunError(f"run {run_id}: run.json metric {key!r} is not a number ({_short(value)})")
+            raise RunError(f"run {run_id}: run.json metric {quote(key)} is not a number ({_short(value)})")
     for key in _BOOL_METRICS:
         value = metrics.get(key)
         if value is not None and not isinstance(value, bool):
-            raise RunError(f"run {run_id}: run.json metric {key!r} is not true or false ({_short(value)})")
+            raise RunError(f"run {run_id}: run.json metric {quote(key)} is not true or false ({_short(value)})")
     return meta
 
 

@@ -21,6 +21,9 @@ Assumptions
 - A ``run.json`` that is not what placelab writes (:mod:`engine.run_meta`) makes its run
   unreadable: :meth:`RunStore.list` skips it with one line in ``problems``, :meth:`RunStore.load`
   raises one :class:`RunError` naming the run, and the run can still be deleted.
+- A run is a real folder inside the store: a symbolic link in the store (to a folder elsewhere, or a
+  second name of a run) is not listed, read nor deleted through the store (remove the link with ``rm``).
+- Commands that store runs check first that the store can be written (:meth:`RunStore.check_writable`).
 - Tables are CSV with a header row and CRLF line ends (RFC 4180; with them the csv module
   also quotes a lone carriage return). Cells read back as ``int``, else ``float``, else
   ``str``, and the empty cell as ``None`` (so a string such as ``"12"`` reads back as 12).
@@ -28,21 +31,24 @@ Assumptions
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
 import secrets
 import shutil
 import socket
+import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from engine.errors import RunError
+from engine.errors import RunError, quote
 from engine.jsonio import atomic_write_json
-from engine.run_dir import Run
-from engine.run_locks import LIVE_LOCK, META_LOCK, hold_live_lock, live_lock_held, release_live_lock
+from engine.run_dir import Run, lock_file_error
+from engine.run_locks import LIVE_LOCK, META_LOCK, LockFileError, hold_live_lock, live_lock_held, release_live_lock
 from engine.run_meta import RUN_JSON, RUN_SCHEMA, code_version, iso_timestamp, read_meta
 
 __all__ = ["RUNS_DIR_ENV", "Run", "RunStore", "resolve_run", "user_runs_dir"]
@@ -51,6 +57,7 @@ _RUN_JSON = RUN_JSON
 _STALE_AFTER = timedelta(hours=24)
 _NAME_MAX = 255  # bytes of a file name on Linux file systems: a longer ref names no run's folder
 _LOCK_FILES = frozenset({LIVE_LOCK, META_LOCK})
+_PROBE_BYTES = 4096  # what RunStore.check_writable writes: a full disk refuses it
 #: The one environment variable naming the user's run store (CLI ``--runs-dir`` reads it too).
 RUNS_DIR_ENV = "PLACELAB_RUNS_DIR"
 
@@ -168,16 +175,20 @@ class RunStore:
     def _run_dir(self, ref: str) -> Path:
         """The folder of the run ``ref`` (an id or a unique prefix), its run.json unread."""
         if not ref or Path(ref).name != ref or ref.startswith(".") or len(os.fsencode(ref)) > _NAME_MAX:
-            raise RunError(f"{ref!r} is not a run id")
-        if (self.root / ref).is_dir():
-            return self.root / ref
+            raise RunError(f"{quote(ref)} is not a run id")
+        exact = self.root / ref
+        if exact.is_symlink() and exact.is_dir():
+            raise RunError(f"{quote(ref)} in {self.root} is a symbolic link to a folder, not a run: the store's runs "
+                           "are the folders inside it (remove the link with rm)")
+        if exact.is_dir():
+            return exact
         matches = sorted(p.name for p in self._dirs() if p.name.startswith(ref))
         if not matches:
-            raise RunError(f"no run matches {ref!r} in {self.root}")
+            raise RunError(f"no run matches {quote(ref)} in {self.root}")
         if len(matches) > 1:
             shown = ", ".join(matches[:5])
             more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
-            raise RunError(f"run prefix {ref!r} is ambiguous: it matches {shown}{more}")
+            raise RunError(f"run prefix {quote(ref)} is ambiguous: it matches {shown}{more}")
         return self.root / matches[0]
 
     def delete(self, ref: str) -> str:
@@ -193,13 +204,18 @@ class RunStore:
         """
         path = self._run_dir(ref)
         root = self.root.resolve()
-        if path.is_symlink() or path.resolve().parent != root:
-            raise RunError(f"refusing to delete {ref!r}: it is not a run inside {self.root}")
+        if not _is_run_folder(path) or path.resolve().parent != root:
+            raise RunError(f"refusing to delete {quote(ref)}: it is not a run inside {self.root}")
         gone = RunError(f"run {path.name} was deleted by another process")
+        self.check_writable()  # a read-only store: one line, before the run's lock file is touched
         try:
             held = live_lock_held(path) or not hold_live_lock(path)
         except FileNotFoundError:  # another `runs delete` moved the folder away after we found it
             raise gone from None
+        except LockFileError as exc:  # a named pipe would have blocked: it is refused unopened
+            raise lock_file_error(path.name, exc) from None
+        except OSError as exc:
+            raise RunError(f"cannot delete run {path.name}: {exc.strerror or type(exc).__name__}") from None
         if held:
             if _being_deleted(path):  # the holder was another delete of this run, not the process running it
                 raise gone
@@ -252,9 +268,41 @@ class RunStore:
         return runs
 
     def _dirs(self) -> list[Path]:
+        """The run folders: real folders inside the store, never a symbolic link (to a folder outside the store,
+        or a second name of a run inside it), nor a hidden name (a run being deleted, the app's jobs)."""
         if not self.root.is_dir():
             return []
-        return [p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+        return [p for p in self.root.iterdir() if _is_run_folder(p) and not p.name.startswith(".")]
+
+    def check_writable(self) -> None:
+        """Check, before any work, that runs can be stored here: a small file is written, ``fsync``-ed and removed
+        in the store's folder (or, while it does not exist yet, in the nearest folder above it, where it would be
+        made). Commands that store runs call it first, so a read-only or full store is one line before anything is
+        computed, not after; it leaves nothing behind.
+
+        Raises
+        ------
+        RunError
+            The store cannot be written (read-only file system, no permission, disk full, under a file).
+        """
+        where = self.root
+        while not os.path.lexists(where) and where.parent != where:
+            where = where.parent
+        try:
+            if not where.is_dir():
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+            fd, probe = tempfile.mkstemp(dir=where, prefix=".write-check-", suffix=".tmp")
+        except OSError as exc:
+            raise RunError(f"cannot store runs in {self.root}: {exc.strerror or type(exc).__name__}") from None
+        try:
+            os.write(fd, b"\0" * _PROBE_BYTES)
+            os.fsync(fd)
+        except OSError as exc:
+            raise RunError(f"cannot store runs in {self.root}: {exc.strerror or type(exc).__name__}") from None
+        finally:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(probe)
 
 
 def resolve_run(ref: str, runs_dir: str | os.PathLike | None = None) -> Run:
@@ -265,9 +313,15 @@ def resolve_run(ref: str, runs_dir: str | os.PathLike | None = None) -> Run:
         is_run_dir = p.is_dir() and (p / "run.json").is_file()
     except OSError:  # a name or path too long to be a folder: an id, then (refused as one)
         is_run_dir = False
-    if is_run_dir:
-        return RunStore(p.parent).load(p.name)
+    if is_run_dir:  # a path given as such is read where it leads (a link to a run folder included)
+        real = p.resolve()
+        return RunStore(real.parent).load(real.name)
     return RunStore(runs_dir).load(ref)
+
+
+def _is_run_folder(path: Path) -> bool:
+    """Whether ``path`` is a real folder (a symbolic link, even to a folder, is not a run folder)."""
+    return path.is_dir() and not path.is_symlink()
 
 
 def _being_deleted(path: Path, wait_s: float = 1.0) -> bool:

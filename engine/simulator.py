@@ -54,7 +54,7 @@ from engine import _dagkernels, _simkernel_default, _simkernel_placeto, _simkern
 from engine import _simlayout as L
 from engine.cluster import Cluster, SimulationSettings
 from engine.dag import edge_transfer_cost
-from engine.errors import SimulationError
+from engine.errors import SimulationError, quote
 from engine.graph import CompGraph
 from engine.placement import Constraints, Placement
 from engine.schedule import Schedule
@@ -252,7 +252,7 @@ class Simulator:
     def __init__(self, graph: CompGraph, cluster: Cluster, *, mode: str | None = None) -> None:
         if mode is not None:
             if mode not in KERNELS:
-                raise SimulationError(f"unknown simulation mode '{mode}' (choose one of {', '.join(KERNELS)})")
+                raise SimulationError(f"unknown simulation mode {quote(mode)} (choose one of {', '.join(KERNELS)})")
             cluster = cluster.with_simulation(mode=mode)
         self.graph = graph
         self.cluster = cluster

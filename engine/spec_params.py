@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Callable
 from urllib.parse import parse_qsl
 
-from engine.errors import SpecError
+from engine.errors import SpecError, quote
 
 __all__ = ["keyword_only_parameters", "spec_kwargs"]
 
@@ -34,8 +34,8 @@ def _convert(value: str, annotation: object, key: str, where: str):
             raise ValueError
         return kind(value)
     except ValueError:
-        raise SpecError(f"{where}: parameter '{key}' must be {getattr(kind, '__name__', kind)}, "
-                        f"got '{value}'") from None
+        raise SpecError(f"{where}: parameter {quote(key)} must be {getattr(kind, '__name__', kind)}, "
+                        f"got {quote(value)}") from None
 
 
 def spec_kwargs(query: str, params: dict[str, inspect.Parameter], where: str) -> dict:
@@ -48,6 +48,6 @@ def spec_kwargs(query: str, params: dict[str, inspect.Parameter], where: str) ->
     for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
         if key not in params:
             known = ", ".join(params) or "none"
-            raise SpecError(f"{where} has no parameter '{key}' (parameters: {known})")
+            raise SpecError(f"{where} has no parameter {quote(key)} (parameters: {known})")
         kwargs[key] = _convert(value, params[key].annotation, key, where)
     return kwargs

@@ -17,7 +17,7 @@ import re
 import tempfile
 
 from engine.cluster import Cluster, cluster_from_dict
-from engine.errors import ClusterError, GraphError, PlacelabError, SpecError
+from engine.errors import PATH_LIMIT, ClusterError, GraphError, PlacelabError, SpecError, quote
 from engine.formats import FORMATS, GraphFormat
 from engine.graph import CompGraph
 from engine.jsonio import read_file_bytes, read_json_file
@@ -52,7 +52,7 @@ def detect_format(path: str | os.PathLike) -> GraphFormat:
         if fmt.detect(head):
             return fmt
     names = ", ".join(f.name for f in FORMATS)
-    raise GraphError(f"{p}: unrecognized graph format (supported: {names})")
+    raise GraphError(f"{quote(p, PATH_LIMIT, bare=True)}: unrecognized graph format (supported: {names})")
 
 
 def load_graph(spec: str | os.PathLike) -> CompGraph:
@@ -73,7 +73,7 @@ def load_graph(spec: str | os.PathLike) -> CompGraph:
     if not query:
         return fmt.load(path)
     options = keyword_only_parameters(fmt.load)
-    where = f"{os.path.basename(path)} ({fmt.name} format)"
+    where = f"{quote(os.path.basename(path), bare=True)} ({fmt.name} format)"
     return fmt.load(path, **spec_kwargs(query, options, where))
 
 
@@ -106,11 +106,11 @@ def expand_graph_specs(spec: str) -> list[str]:
 
         name, _, split = part[len("family:"):].partition(":")
         if split not in ("", "train", "test"):
-            raise SpecError(f"'{part}': a family split is 'train' or 'test', got '{split}'")
+            raise SpecError(f"{quote(part)}: a family split is 'train' or 'test', got {quote(split)}")
         fam = family(f"family:{name}")
         out.extend(fam.train if split == "train" else fam.test if split == "test" else fam.train + fam.test)
     if not out:
-        raise SpecError(f"graph spec '{spec}' names no graph")
+        raise SpecError(f"graph spec {quote(spec)} names no graph")
     return out
 
 
@@ -153,10 +153,10 @@ def load_cluster(spec: str | os.PathLike | Cluster) -> Cluster:
     if s in PRESETS:
         return PRESETS[s]()
     if not os.path.exists(s):
-        raise ClusterError(f"unknown cluster '{s}': not a preset ({', '.join(PRESETS)}) nor a file")
+        raise ClusterError(f"unknown cluster {quote(s)}: not a preset ({', '.join(PRESETS)}) nor a file")
     doc = read_json_file(s, error=ClusterError)
     if isinstance(doc, dict) and doc.get("schema") is None and isinstance(doc.get("nodes"), list):
         from engine.importers.dnn_partitioning import dnn_partitioning_cluster  # a workload file: its machine
 
         return dnn_partitioning_cluster(doc)
-    return cluster_from_dict(doc, source=os.path.basename(s))
+    return cluster_from_dict(doc, source=quote(os.path.basename(s), bare=True))

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from engine.cluster import Cluster
+from engine.errors import quote
 from engine.graph import CompGraph
 from engine.jsonio import atomic_write_text, dumps
 from engine.schedule import Schedule
@@ -186,8 +187,8 @@ def schedule_to_chrome_trace(schedule: Schedule, graph: CompGraph, cluster: Clus
     """
     if len(schedule.op_start) != graph.num_ops or schedule.num_devices != cluster.num_devices:
         raise ValueError(f"schedule has {len(schedule.op_start)} ops on {schedule.num_devices} "
-                         f"devices, but graph '{graph.name}' has {graph.num_ops} ops and cluster "
-                         f"'{cluster.name}' {cluster.num_devices} devices")
+                         f"devices, but graph {quote(graph.name)} has {graph.num_ops} ops and cluster "
+                         f"{quote(cluster.name)} {cluster.num_devices} devices")
     sends, flows = _transfer_events(schedule, graph, cluster)
     events = [*_metadata_events(cluster), *_op_events(schedule, graph), *sends,
               *_memory_events(schedule), *flows]

@@ -19,7 +19,7 @@ import typer
 import typer.main
 from typer.exceptions import TyperException
 
-from engine.errors import MAX_LINE, PlacelabError, SpecError, one_line
+from engine.errors import MAX_LINE, PlacelabError, SpecError, one_line, quote
 from engine.jsonio import atomic_write_json, check_write_target
 from engine.limits import check_simulations
 from engine.objectives import lower_bound
@@ -40,6 +40,7 @@ from placelab.cli_common import (
     SimParamOpt,
     emit,
     fmt_bytes,
+    fmt_ratio,
     fmt_s,
     guard_numbers,
     parse_params,
@@ -195,7 +196,7 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
     """Run several placers on one graph and cluster; a table like Placeto Table 1 (measured too: --execute)."""
     names = [p.strip() for p in placers.split(",") if p.strip()] if placers is not None else default_compare_placers()
     if names == []:
-        raise SpecError(f"--placers names no placer: '{placers}'")
+        raise SpecError(f"--placers names no placer: {quote(placers)}")
     if execute and (workers or address):
         raise SpecError("--execute runs the placements on this machine's devices, one at a time: "
                         "it cannot be combined with --workers or --address")
@@ -207,7 +208,7 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
         results = run_compare(g, c, names, seed=seed, store=RunStore(runs_dir) if save else None,
                               progress=lambda msg: typer.echo(msg, err=True), measure=measure, executor=ex)
     rows = [[r["placer"], fmt_s(r.get("makespan_s")),
-             f"{r['makespan_s'] / r['lower_bound_s']:.2f}" if r.get("makespan_s") else "-",
+             fmt_ratio(r.get("ratio_to_lower_bound")) if r.get("makespan_s") is not None else "-",
              fmt_bytes(max(r["peak_memory_bytes"].values())) if r.get("peak_memory_bytes") else "-",
              ("yes" if r["oom"] else "no") if "oom" in r else "-",
              fmt_bytes(r["communication_bytes"]) if "communication_bytes" in r else "-",

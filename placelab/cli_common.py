@@ -9,9 +9,9 @@ from typing import Annotated, Any
 import typer
 
 from engine.cluster import SIMULATION_MODES, Cluster, parse_simulation_options
-from engine.errors import SpecError, printable
+from engine.errors import SpecError, printable, quote
 from engine.jsonio import dumps
-from engine.limits import MAX_COUNT, MAX_SEED, MAX_THREADS, check_at_most, exhaustion
+from engine.limits import MAX_COUNT, MAX_SECONDS, MAX_SEED, MAX_THREADS, MAX_WORKERS, check_at_most, exhaustion
 from engine.runs import RUNS_DIR_ENV, user_runs_dir
 from engine.specs import load_cluster
 
@@ -26,7 +26,8 @@ SimParamOpt = Annotated[list[str] | None, typer.Option(
     "--sim-param", help="simulation setting key=value, e.g. choose=b_level, noise=0.1, runs=10 "
                         "(docs/reference/simulation.md)")]
 #: Options with a limit of their own (:mod:`engine.limits`); every other integer option is a count (``MAX_COUNT``).
-OPTION_LIMITS = {"seed": (MAX_SEED, "MAX_SEED"), "threads": (MAX_THREADS, "MAX_THREADS")}
+OPTION_LIMITS = {"seed": (MAX_SEED, "MAX_SEED"), "threads": (MAX_THREADS, "MAX_THREADS"),
+                 "workers": (MAX_WORKERS, "MAX_WORKERS"), "max_seconds": (MAX_SECONDS, "MAX_SECONDS")}
 #: Where runs are saved unless ``--runs-dir`` says otherwise: the user's own store, apart from the read-only
 #: examples shipped in ``runs/`` (:func:`engine.runs.user_runs_dir`).
 USER_RUNS_DIR = user_runs_dir()
@@ -58,6 +59,17 @@ def fmt_s(x: float | None) -> str:
     return f"{x * 1e3:.3f} ms" if x < 10 else f"{x:.2f} s"
 
 
+def fmt_ratio(x: float | None) -> str:
+    """A ratio such as makespan / lower bound, two decimals; ``—`` where it is undefined (None: a lower bound of
+    0, on a graph whose compute is all zero)."""
+    return "—" if x is None else f"{x:.2f}"
+
+
+def ratio(num: float | None, den: float | None) -> float | None:
+    """``num / den``, None where it is undefined (either missing, or ``den`` zero)."""
+    return num / den if num is not None and den else None
+
+
 def fmt_bytes(b: float) -> str:
     for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
         if b >= size:
@@ -73,7 +85,7 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise SpecError(f"--param expects key=value, got '{pair}'")
+            raise SpecError(f"--param expects key=value, got {quote(pair)}")
         try:
             out[key] = int(value)
             check_at_most(f"--param {key}", abs(out[key]), MAX_COUNT, "MAX_COUNT")  # every integer config is a count
@@ -84,7 +96,7 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
                 out[key] = {"true": True, "false": False}.get(value.lower(), value)
             else:
                 if not math.isfinite(out[key]):
-                    raise SpecError(f"--param {key} must be a finite number, got '{value}'") from None
+                    raise SpecError(f"--param {key} must be a finite number, got {quote(value)}") from None
     return out
 
 
@@ -109,8 +121,8 @@ def guard_numbers(command: Any) -> None:
     Before a command body runs, each int or float value it received is checked: floats must
     be finite (``nan`` or ``inf`` would make a time budget never end), a number is >= 0 unless
     the option declares its own range (typer's ``min``/``max``), a ``--seed`` is at most
-    :data:`~engine.limits.MAX_SEED`, ``--threads`` at most :data:`~engine.limits.MAX_THREADS` and every
-    other integer (a budget, a repeat, a count) at most
+    :data:`~engine.limits.MAX_SEED`, ``--threads``, ``--workers`` and ``--max-seconds`` at most their own
+    limits (:data:`OPTION_LIMITS`) and every other integer (a budget, a repeat, a count) at most
     :data:`~engine.limits.MAX_COUNT` unless the option declares its own ``max``. A bad value is
     one :class:`SpecError` naming the option and the limit (exit 2), and no work has started.
     Memory exhaustion while the command runs becomes an :class:`~engine.limits.ExhaustionError`
@@ -130,7 +142,7 @@ def guard_numbers(command: Any) -> None:
                 low = getattr(p, "min", None)
                 high = getattr(p, "max", None)
                 limit = None
-                if isinstance(value, int) and (key in OPTION_LIMITS or high is None):
+                if key in OPTION_LIMITS or (isinstance(value, int) and high is None):
                     high, limit = OPTION_LIMITS.get(key, (MAX_COUNT, "MAX_COUNT"))
                 check_number(max(opts, key=len), value, 0 if low is None else low, high, limit)
             try:

@@ -10,6 +10,7 @@ background).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
@@ -18,10 +19,11 @@ import numpy as np
 import typer
 
 from engine.cluster import Cluster
-from engine.errors import SpecError
+from engine.errors import SpecError, quote
 from engine.executor import Executor, scale_graph
 from engine.graph import CompGraph
 from engine.jsonio import atomic_write_text, check_write_target, dumps
+from engine.limits import MAX_STEP_SECONDS, check_at_most
 from engine.placement import Placement
 from engine.runs import RunStore
 from engine.schedule import Schedule
@@ -42,13 +44,18 @@ BytesScaleOpt = Annotated[float | None, typer.Option(help="multiply bytes by thi
 
 
 def execution_scale(graph: CompGraph, num_devices: int, time_scale: float | None, step_ms: float = 100.0) -> float:
-    """``time_scale`` when given, else the factor that makes total compute / devices take ``step_ms``."""
-    if time_scale is not None:
-        return time_scale
-    if not step_ms > 0:
-        raise SpecError(f"--step-ms must be > 0, got {step_ms}")
+    """``time_scale`` when given, else the factor that makes total compute / devices take ``step_ms``; either way
+    that share of one executed step is at most :data:`~engine.limits.MAX_STEP_SECONDS`."""
     share = float(graph.min_compute().sum()) / num_devices
-    return step_ms * 1e-3 / share if share > 0 else 1.0
+    if time_scale is None:
+        if not step_ms > 0:
+            raise SpecError(f"--step-ms must be > 0, got {step_ms}")
+        check_at_most("--step-ms", step_ms, MAX_STEP_SECONDS * 1000, "MAX_STEP_SECONDS × 1000")
+        return step_ms * 1e-3 / share if share > 0 else 1.0
+    if math.isfinite(time_scale):  # scale_graph refuses the rest
+        check_at_most("one device's share of the executed step (the graph's compute × --time-scale ÷ devices, in s)",
+                      share * time_scale, MAX_STEP_SECONDS, "MAX_STEP_SECONDS")
+    return time_scale
 
 
 def executable_graph(graph: CompGraph, num_devices: int, time_scale: float | None, step_ms: float = 100.0,
@@ -89,7 +96,7 @@ def calibrate_cmd(output: Annotated[str | None, typer.Option(
     from engine.executor.calibration import calibrate, local_cluster, local_devices
 
     if kind not in ("cpu", "gpu"):
-        raise SpecError(f"--kind must be cpu or gpu, got '{kind}'")
+        raise SpecError(f"--kind must be cpu or gpu, got {quote(kind)}")
     say = lambda msg: typer.echo(msg, err=True)  # noqa: E731
     if output is None:
         if devices is not None or kind != "cpu" or name != "local":
@@ -259,7 +266,7 @@ def _placer_params(pairs: list[str]) -> dict[str, dict[str, Any]]:
     for pair in pairs:
         placer, dot, rest = pair.partition(".")
         if not dot or not placer:
-            raise SpecError(f"--param expects PLACER.key=value, got '{pair}'")
+            raise SpecError(f"--param expects PLACER.key=value, got {quote(pair)}")
         out.setdefault(placer, {}).update(parse_params([rest]))
     return out
 

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from engine.errors import WriteError
+from engine.errors import WriteError, quote
 from engine.graph_io import save_graph
 from engine.jsonio import check_write_target
 from engine.model_import import import_model
@@ -50,7 +50,7 @@ def import_graph(
     phases = {p: sum(1 for q in g.phase if q == p) for p in ("forward", "backward", "update")}
     info = {"graph": g.name, "ops": g.num_ops, "edges": g.num_edges, "phases": phases, "costs": cost_sources(g),
             "output": os.fspath(output)}
-    text = (f"wrote {output}: graph '{g.name}', {g.num_ops} ops, {g.num_edges} edges "
+    text = (f"wrote {output}: graph {quote(g.name)}, {g.num_ops} ops, {g.num_edges} edges "
             f"({', '.join(f'{v} {k}' for k, v in phases.items() if v)})\n"
             "costs: " + "; ".join(f"{k}: {v}" for k, v in info["costs"].items()) + "\n"
             f"next: placelab compare {output} -c {'k80x2' if 'gpu' in g.base_kinds else 'local'} "

@@ -17,8 +17,10 @@ from placelab.cli_common import (
     RunsDirOpt,
     SimParamOpt,
     emit,
+    fmt_ratio,
     fmt_s,
     parse_params,
+    ratio,
     simulation_cluster,
     text_table,
 )
@@ -117,7 +119,7 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
         raise SpecError("--health-max-random must be at least 0")
     bar = ProgressLine("episodes")
     try:
-        if resume:
+        if resume is not None:  # `--resume ''` is refused as a run id, not taken as no --resume
             if (placer or graphs or cluster or param or mode or sim_param or stage or init_from
                     or reward is not None):
                 raise SpecError("--resume continues a stored run: leave out --placer, --graphs, --cluster, --param, "
@@ -172,7 +174,7 @@ def evaluate(run: Annotated[str, typer.Argument(help="a stored training run")], 
         raise SpecError("eval --mode / --sim-param need --cluster (the cluster to simulate on)")
     c = simulation_cluster(cluster, mode, sim_param) if cluster else None
     rows, eval_id = evaluate_policy(RunStore(runs_dir), run, graphs, cluster=c, seed=seed, save=save)
-    table = text_table([[r["graph"], fmt_s(r["makespan_s"]), f"{r['makespan_s'] / r['lower_bound_s']:.2f}",
+    table = text_table([[r["graph"], fmt_s(r["makespan_s"]), fmt_ratio(ratio(r["makespan_s"], r["lower_bound_s"])),
                          "yes" if r["oom"] else "no"] for r in rows], ["graph", "makespan", "×LB", "OOM"])
     out = {"policy": run, "results": rows}
     if eval_id:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.errors import PlacementError, SpecError
+from engine.errors import PlacementError, SpecError, quote
 from engine.graph import CompGraph
 from engine.grouping.contract import colocation_groups
 from engine.placement import Placement, compute_matrix
@@ -86,11 +86,11 @@ def make_placer(name: str, **params: Any) -> Placer:
     """Build a registered placer; unknown names or parameters raise one-sentence errors."""
     info = PLACERS.get(name)
     if info is None:
-        raise SpecError(f"unknown placer '{name}' (available: {', '.join(sorted(PLACERS))})")
+        raise SpecError(f"unknown placer {quote(name)} (available: {', '.join(sorted(PLACERS))})")
     accepted = info.parameters
     for key in params:
         if key not in accepted:
-            raise SpecError(f"placer '{name}' has no parameter '{key}'"
+            raise SpecError(f"placer {quote(name)} has no parameter {quote(key)}"
                             + (f" (parameters: {', '.join(accepted)})" if accepted else ""))
     return info.factory(**params)
 
@@ -126,7 +126,7 @@ class PlacementUnits:
         if bad.any():
             u = int(np.argmax(bad))
             op = graph.op_names[int(np.argmax(self.op_unit == u))]
-            raise PlacementError(f"no device of cluster '{cluster.name}' can run op '{op}' "
+            raise PlacementError(f"no device of cluster {quote(cluster.name)} can run op {quote(op)} "
                                  "together with its colocation group and pin")
         cost = np.zeros((k, cluster.num_devices))
         np.add.at(cost, self.op_unit, np.nan_to_num(cm, nan=np.inf))

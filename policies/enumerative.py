@@ -49,7 +49,7 @@ import math
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.errors import PlacementError, SpecError
+from engine.errors import PlacementError, SpecError, quote
 from engine.graph import CompGraph
 from engine.placement import Placement, compute_matrix
 from policies.base import PlacementUnits, Progress, register
@@ -198,7 +198,7 @@ class Enumerative:
     def __init__(self, max_enumerate: int = 50_000, meta_ops: str = "auto") -> None:
         if meta_ops not in META_OP_SOURCES:
             raise SpecError(f"placer 'enumerative': meta_ops must be one of {', '.join(META_OP_SOURCES)}, "
-                            f"got '{meta_ops}'")
+                            f"got {quote(meta_ops)}")
         self.max_enumerate = max_enumerate
         self.meta_ops = meta_ops
 

@@ -63,7 +63,7 @@ from typing import Any
 import numpy as np
 
 from engine.cluster import SIMULATION_MODES, Cluster, cluster_to_dict
-from engine.errors import PlacelabError, SimulationError
+from engine.errors import PlacelabError, SimulationError, quote
 from engine.executor import Executor, Measurement
 from engine.executor.calibration import (
     bus_capacity,
@@ -247,7 +247,7 @@ def validate(graph: CompGraph, cluster: Cluster, *, placements: int = 20, placer
     """
     say = progress or (lambda _msg: None)
     if sample not in SAMPLES:
-        raise PlacelabError(f"unknown placement sample {sample!r}; choose one of: {', '.join(SAMPLES)}")
+        raise PlacelabError(f"unknown placement sample {quote(sample)}; choose one of: {', '.join(SAMPLES)}")
     names = list(DEFAULT_PLACERS if placers is None else placers)
     for name in names:  # an unknown name is bad input: refuse it before anything runs
         make_placer(name, **(placer_params or {}).get(name, {}))

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.cluster import Cluster
-from engine.errors import SpecError
+from engine.errors import SpecError, quote
 from engine.graph import CompGraph
 from engine.placement import Placement
 from engine.runs import resolve_run
@@ -36,7 +36,7 @@ class LearnedPlacer:
     def __init__(self, name: str, policy: str | None, episodes: int, runs_dir: str | None,
                  params: dict[str, Any]) -> None:
         if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
-            raise SpecError(f"placer '{name}': episodes must be a whole number >= 1, got {episodes!r}")
+            raise SpecError(f"placer {quote(name)}: episodes must be a whole number >= 1, got {quote(episodes)}")
         self.name = name
         self.policy = policy
         self.episodes = episodes
@@ -56,7 +56,7 @@ class LearnedPlacer:
             task = task_for(graph, cluster, agent.config)
             return Placement(task.expand(policy_place(agent, doc, task, seed)))
         if budget is not None and budget < 1:
-            raise SpecError(f"placer '{self.name}': the budget (episodes) must be at least 1, got {budget}")
+            raise SpecError(f"placer {quote(self.name)}: the budget (episodes) must be at least 1, got {budget}")
         config = make_config(self.name, self.params)
         task = task_for(graph, cluster, config)
         agent = make_agent(self.name, cluster.num_devices, config.to_dict(), seed=seed, tasks=[task])

@@ -36,6 +36,7 @@ import warnings
 
 import numpy as np
 
+from engine.errors import quote
 from engine.graph import CompGraph
 from engine.workloads.doppler import MetaOp
 
@@ -116,7 +117,7 @@ def meta_ops_of(graph: CompGraph, source: str = "auto") -> tuple[list[MetaOp], n
     ``tags``: the tags only (empty when there are none). ``infer``: inferred, every op in a meta-op.
     """
     if source not in META_OP_SOURCES:
-        raise ValueError(f"meta_ops must be one of {', '.join(META_OP_SOURCES)}, got {source!r}")
+        raise ValueError(f"meta_ops must be one of {', '.join(META_OP_SOURCES)}, got {quote(source)}")
     if source != "infer":
         metas, loose = tagged_meta_ops(graph)
         if metas or source == "tags":

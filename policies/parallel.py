@@ -61,7 +61,16 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from engine.errors import SpecError
-from policies.ray_cluster import RayMessagesToStderr, join, node_counts, where
+from engine.limits import check_local_workers
+from policies.ray_cluster import (
+    RayMessagesToStderr,
+    check_address,
+    check_local_start,
+    join,
+    local_start_error,
+    node_counts,
+    where,
+)
 from policies.ray_runtimes import LocalRuntimeRecord, stop_orphaned_runtimes, stopped_line
 
 __all__ = ["WORKER_NICENESS", "ParallelMap", "TaskLost"]
@@ -94,7 +103,8 @@ class ParallelMap:
     Raises
     ------
     SpecError
-        Both ``workers`` and ``address``, or fewer than one worker.
+        Both ``workers`` and ``address``, fewer than one worker, or more than
+        :func:`engine.limits.check_local_workers` allows a local runtime.
 
     Examples
     --------
@@ -108,6 +118,8 @@ class ParallelMap:
             raise SpecError("give --workers (a local Ray runtime) or --address (an existing cluster), not both")
         if workers is not None and workers < 1:
             raise SpecError(f"--workers must be at least 1, got {workers}")
+        if workers is not None:
+            check_local_workers(workers)
         if max_retries < 0:
             raise SpecError(f"max_retries must be at least 0, got {max_retries}")
         self.workers = workers
@@ -132,6 +144,15 @@ class ParallelMap:
     def nodes(self) -> list[dict[str, Any]]:
         """``{node_id, ip, tasks}`` for each Ray node that ran tasks of this executor (empty in-process)."""
         return node_counts(self._places)
+
+    def check(self) -> None:
+        """Refuse now, in one line and in seconds, what :meth:`start` would fail on (nothing is started): an
+        ``address`` nothing answers on, a token Ray cannot read. For a caller that starts Ray only later
+        (``train``'s rollout workers, at its first update)."""
+        if self.address is not None:
+            check_address(self.address)
+        elif self.workers is not None:
+            check_local_start(self.workers)
 
     def __enter__(self) -> ParallelMap:
         self.start()
@@ -167,6 +188,7 @@ class ParallelMap:
         """A Ray runtime of this executor's own, recorded so that one a killed driver left is found and stopped."""
         import ray
 
+        check_local_start(self.workers)
         stopped = stop_orphaned_runtimes()
         if stopped["stopped"]:
             warnings.warn(stopped_line(stopped), stacklevel=3)
@@ -179,9 +201,12 @@ class ParallelMap:
                 # compute, beside any other load (docs/lab/2026-11-27-test-suite-under-load.md).
                 ray.init(address="local", num_cpus=self.workers, runtime_env=env,
                          _system_config={"worker_niceness": WORKER_NICENESS}, **quiet)
-        except BaseException:
+        except BaseException as exc:
             self._state.remove()
             self._state = None
+            err = local_start_error(exc, self.workers)  # an unreadable token, a start-up timeout: one line
+            if err is not None:
+                raise err from None
             raise
         self._state.record()
 

@@ -48,7 +48,7 @@ from typing import ClassVar
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.errors import PlacementError, SpecError
+from engine.errors import PlacementError, SpecError, quote
 from engine.graph import CompGraph
 from engine.placement import Placement
 from policies.base import PlacementUnits, Progress, register, relieve_memory
@@ -146,7 +146,7 @@ class _Partitioner:
 
     def __init__(self, imbalance: float = 0.05, memory_aware: bool = True) -> None:
         if not (0 <= imbalance < 10):
-            raise SpecError(f"placer '{self.name}': imbalance must be in [0, 10), got {imbalance!r}")
+            raise SpecError(f"placer {quote(self.name)}: imbalance must be in [0, 10), got {quote(imbalance)}")
         self.imbalance = float(imbalance)
         self.memory_aware = bool(memory_aware)
 
@@ -155,8 +155,8 @@ class _Partitioner:
         if self.gpus_only:
             usable &= np.array([k == "gpu" for k in cluster.kinds])
             if not usable.any():
-                raise PlacementError(f"placer '{self.name}' partitions over GPUs, and cluster "
-                                     f"'{cluster.name}' has none that can run this graph")
+                raise PlacementError(f"placer {quote(self.name)} partitions over GPUs, and cluster "
+                                     f"{quote(cluster.name)} has none that can run this graph")
         return np.flatnonzero(usable)
 
     def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
@@ -231,7 +231,7 @@ class Kahip(_Partitioner):
     def __init__(self, imbalance: float = 0.05, memory_aware: bool = True, mode: str = "eco") -> None:
         super().__init__(imbalance, memory_aware)
         if mode not in self._MODES:
-            raise SpecError(f"placer 'kahip': mode must be one of {', '.join(self._MODES)}, got '{mode}'")
+            raise SpecError(f"placer 'kahip': mode must be one of {', '.join(self._MODES)}, got {quote(mode)}")
         self.mode = mode
 
     def _partition(self, ug, share, cluster, devices, seed):
@@ -327,7 +327,7 @@ class Scotch(_Partitioner):
         arch = pyscotch.Architecture()
         ret = lib.SCOTCH_archBuild2(byref(arch._arch), byref(target._graph), lib.SCOTCH_Num(0), None)
         if ret != 0:
-            raise PlacementError(f"Scotch could not build the target architecture of cluster '{cluster.name}'")
+            raise PlacementError(f"Scotch could not build the target architecture of cluster {quote(cluster.name)}")
         source = pyscotch.Graph()
         source.build(ug.xadj, ug.adjncy, velotab=ug.vweight, edlotab=ug.eweight if len(ug.adjncy) else None)
         strategy = pyscotch.Strategy()

@@ -40,19 +40,22 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 import sys
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from engine.errors import SpecError, first_line
+from engine.errors import SpecError, first_line, quote
 from engine.quiet import quiet_stderr
 
-__all__ = ["RayMessagesToStderr", "join", "node_counts", "nodes_line", "where"]
+__all__ = ["RayMessagesToStderr", "check_address", "check_local_start", "join", "local_start_error", "node_counts",
+           "nodes_line", "where"]
 
 _CONNECT_S = 5.0
 _RAY_MESSAGES_THREAD = "ray_listen_error_messages"  # ray/_private/worker.py, connect()
+_LOCAL_TOKEN_FIX = "put a token there (`ray get-auth-token --generate`) or unset it"
 _TOKEN_HELP = ("the head's token (`ray get-auth-token` there) in RAY_AUTH_TOKEN, or in a file named by "
                "RAY_AUTH_TOKEN_PATH, else in ~/.ray/auth_token")
 
@@ -66,15 +69,70 @@ def join(address: str, **init_kwargs: Any) -> None:
 
     # a Ray before token authentication (requirements.txt allows 2.40) has no such error: catch nothing
     auth_error = getattr(ray.exceptions, "AuthenticationError", ())
-    _check_reachable(address)
-    if address != "auto" and not address.startswith("ray://"):  # Ray Client and auto: ray.init says
-        _check_token(address)
+    check_address(address)
     try:
         ray.init(address=address, **init_kwargs)
     except auth_error as exc:
+        if _token_file_unreadable():
+            raise _unreadable_token(f"cannot join the Ray cluster at {address}") from None
         raise SpecError(f"cannot join the Ray cluster at {address}: {first_line(exc)}") from None
     except (ConnectionError, ValueError) as exc:
         raise SpecError(f"cannot join the Ray cluster at {address}: {exc}") from None
+
+
+def check_address(address: str) -> None:
+    """Refuse, in one line and in seconds, an address :func:`join` would fail on: nothing listens there, or
+    its token authentication would refuse this process (``train`` asks before it creates its run)."""
+    _check_reachable(address)
+    if address != "auto" and not address.startswith("ray://"):  # Ray Client and auto: ray.init says
+        _check_token(address)
+
+
+def check_local_start(workers: int) -> None:
+    """Refuse, in one line and before anything starts, a local runtime ``ray.init`` would refuse: one whose
+    token file (``RAY_AUTH_TOKEN_PATH``) is missing, a folder or empty (Ray's loader reads it on every start)."""
+    if _token_file_unreadable():
+        raise _unreadable_token(_local_start(workers), _LOCAL_TOKEN_FIX)
+
+
+def local_start_error(exc: BaseException, workers: int) -> SpecError | None:
+    """``exc``, raised by ``ray.init`` starting a local runtime of ``workers`` CPUs, as one line when it is not
+    a bug: a token Ray cannot read (``RAY_AUTH_TOKEN_PATH`` naming a missing file or a folder) or Ray's node
+    not starting in time (an overloaded machine); else None."""
+    what = _local_start(workers)
+    if type(exc).__name__ == "AuthenticationError":  # ray.exceptions: absent from a Ray before tokens
+        if _token_file_unreadable():
+            return _unreadable_token(what, _LOCAL_TOKEN_FIX)
+        return SpecError(f"{what}: {first_line(exc).split('. ')[0]}; give {_TOKEN_HELP}")
+    if "timed out during startup" in str(exc):  # ray/_private/node.py: the raylet did not register in 30 s
+        return SpecError(f"{what}: Ray's node did not start within its time limit ({first_line(exc).split('. ')[0]}); "
+                         "give fewer --workers, or try again when this machine is less busy")
+    return None
+
+
+def _local_start(workers: int) -> str:
+    return f"cannot start a local Ray runtime with {workers} CPU{'' if workers == 1 else 's'}"
+
+
+def _token_file_unreadable() -> bool:
+    """Whether ``RAY_AUTH_TOKEN_PATH`` is set and names no readable, non-empty file (a missing file, a folder),
+    which Ray's token loader refuses."""
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH")
+    if not path:
+        return False
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a folder, or a pipe that open() would block on
+            return True
+        with open(path, "rb") as f:
+            return not f.read(4096).strip()
+    except OSError:  # missing, no permission
+        return True
+
+
+def _unreadable_token(what: str, fix: str = "put the head's token there (`ray get-auth-token` on the head)"
+                      ) -> SpecError:
+    return SpecError(f"{what}: RAY_AUTH_TOKEN_PATH names {quote(os.environ.get('RAY_AUTH_TOKEN_PATH'))}, which "
+                     f"cannot be read or is empty; {fix}")
 
 
 def _check_reachable(address: str) -> None:
@@ -83,7 +141,7 @@ def _check_reachable(address: str) -> None:
         return
     host, sep, port = address.removeprefix("ray://").rpartition(":")
     if not sep or not host or not port.isdigit():
-        raise SpecError(f"--address expects auto, HOST:PORT or ray://HOST:PORT, got '{address}'")
+        raise SpecError(f"--address expects auto, HOST:PORT or ray://HOST:PORT, got {quote(address)}")
     try:
         socket.create_connection((host, int(port)), timeout=_CONNECT_S).close()
     except OSError as exc:
@@ -104,9 +162,7 @@ def _check_token(address: str) -> None:
         try:
             found = AuthenticationTokenLoader.instance().has_token(ignore_auth_mode=True)
         except AuthenticationError:  # RAY_AUTH_TOKEN_PATH names a missing or empty file
-            raise SpecError(f"cannot join the Ray cluster at {address}: RAY_AUTH_TOKEN_PATH names "
-                            f"{os.environ.get('RAY_AUTH_TOKEN_PATH')}, which cannot be read or is empty; put the "
-                            "head's token there (`ray get-auth-token` on the head)") from None
+            raise _unreadable_token(f"cannot join the Ray cluster at {address}") from None
         if not found:
             raise SpecError(f"cannot join the Ray cluster at {address}: RAY_AUTH_MODE=token but no token is "
                             f"set; give {_TOKEN_HELP}")

@@ -84,8 +84,11 @@ def place_and_simulate(graph: CompGraph, cluster: Cluster, placer: str, *, seed:
     """Place ``graph`` with a registered placer, simulate it, and store a run if ``store`` is given.
 
     With ``measure``, the placement is also executed; its measured schedule is stored beside
-    the simulated one and its metrics (``measured_makespan_s``, ...) join the run's.
+    the simulated one and its metrics (``measured_makespan_s``, ...) join the run's. A ``store`` that cannot be
+    written is refused before the placer runs.
     """
+    if store is not None:
+        store.check_writable()
     res = _place(graph, cluster, placer, seed, budget, params, progress)
     if measure is not None:
         res = with_measurement(graph, res, measure)
@@ -178,12 +181,15 @@ def compare(graph: CompGraph, cluster: Cluster, placers: list[str] | None = None
     gets a row with its one-line ``error`` instead of numbers; the others still run. An
     unknown placer name raises :class:`~engine.errors.SpecError` before any placer runs.
     The placers run as independent tasks on ``executor`` (default: in this process, one
-    after another); each result is stored as it arrives.
+    after another); each result is stored as it arrives. A ``store`` that cannot be written (read-only, full) is
+    refused before any placer runs.
     """
     names = list(PLACERS) if placers is None else placers
     for name in names:  # bad names are bad input: refuse them before any placer runs or is stored
         if name not in PLACERS:
             make_placer(name)
+    if store is not None:
+        store.check_writable()
     rows: list[dict[str, Any]] = [{} for _ in names]
 
     def started(i: int) -> None:
@@ -210,6 +216,7 @@ def result_row(res: PlaceResult) -> dict[str, Any]:
     """The row ``compare`` reports for one placer's result."""
     m = res.metrics
     return {"placer": res.placer, "makespan_s": m["makespan_s"], "lower_bound_s": m["lower_bound_s"],
+            "ratio_to_lower_bound": m.get("ratio_to_lower_bound"),  # None where the lower bound is 0
             "peak_memory_bytes": m["peak_memory_bytes"], "oom": m["oom"],
             "communication_bytes": m["communication_bytes"], "seconds_to_place": res.seconds_to_place,
             "run_id": res.run_id, **{k: v for k, v in m.items() if k.startswith("measured_")}}

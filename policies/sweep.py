@@ -125,6 +125,7 @@ def run_sweep(store: RunStore, spec: SweepSpec, *, executor: ParallelMap | None 
     Every graph and cluster is loaded, and each cluster's simulation mode checked, before any
     task runs or any run is stored, so bad input stores nothing.
     """
+    store.check_writable()
     graphs, clusters = _load_inputs(spec)
     run = store.create("sweep", graph_name=f"{len(graphs)} graphs", graph_hash=_digest(graphs),
                        cluster=",".join(spec.clusters), placer=None,
@@ -143,6 +144,7 @@ def resume_sweep(store: RunStore, ref: str, *, executor: ParallelMap | None = No
     RunError
         ``ref`` is not a sweep run, it is still running, or one of its graphs changed since it started.
     """
+    store.check_writable()
     run = store.load(ref)
     if run.meta.get("kind") != "sweep":
         raise RunError(f"run {run.id} is a {run.meta.get('kind')} run, not a sweep")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.errors import PlacementError
+from engine.errors import PlacementError, quote
 from engine.graph import CompGraph
 from engine.placement import Placement
 from policies.base import PlacementUnits, Progress, register
@@ -51,12 +51,12 @@ class CpuOnly:
               progress: Progress | None = None) -> Placement:
         cpu = cluster.first_of_kind("cpu")
         if cpu is None:
-            raise PlacementError(f"cluster '{cluster.name}' has no cpu device")
+            raise PlacementError(f"cluster {quote(cluster.name)} has no cpu device")
         units = PlacementUnits(graph, cluster)
         if not units.feasible[:, cpu].all():
             u = int(np.argmin(units.feasible[:, cpu]))
             op = graph.op_names[int(np.argmax(units.op_unit == u))]
-            raise PlacementError(f"op '{op}' cannot run on '{cluster.devices[cpu].name}'")
+            raise PlacementError(f"op {quote(op)} cannot run on {quote(cluster.devices[cpu].name)}")
         return units.to_placement(np.full(units.num_units, cpu))
 
 

@@ -13,6 +13,7 @@ import signal
 import sys
 
 import pytest
+from hypothesis_profiles import apply_profile
 
 from engine.cluster import cluster_to_dict
 from engine.jsonio import atomic_write_text, dumps
@@ -85,6 +86,14 @@ def _generous_app_test_timeouts():
 # test creates stay collectable until it ends.
 FULL_COLLECTION_EVERY = 200
 _finished = 0
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every property test runs under the active hypothesis profile (``hypothesis_profiles.py``)."""
+    for item in items:
+        test = getattr(item, "obj", None)
+        if getattr(test, "is_hypothesis_test", False):
+            apply_profile(test)
 
 
 def pytest_collection_finish(session):

@@ -129,19 +129,21 @@ def read_placers(text: str) -> list[str]:
     return visitor.check_placers(text.split(","))
 
 
-def read_runs(text: str, stores: Iterable[RunStore], kinds: Iterable[str] = ()) -> tuple[list[Run], list[str]]:
-    """The runs a link's ``runs`` / ``results`` names, each an exact id of ``stores`` of one of ``kinds``; a
-    warning line for each refused (and one for ids beyond :data:`MAX_IDS`)."""
+def read_runs(text: str, stores: Iterable[RunStore], kinds: Iterable[str] = (), *,
+              name: str) -> tuple[list[Run], list[str]]:
+    """The runs the link's parameter ``name`` (``run``, ``runs`` or ``results``) names in ``text``, each an exact id
+    of ``stores`` of one of ``kinds``; a warning line naming the parameter for each refused (and one for ids
+    beyond :data:`MAX_IDS`)."""
     stores, kinds = list(stores), tuple(kinds)
     ids = [i.strip() for i in text.split(",") if i.strip()]
     runs, warnings = [], []
     if len(ids) > MAX_IDS:
-        warnings.append(f"Ignored the link's runs after the first {MAX_IDS}")
+        warnings.append(f"Ignored the link's {name} after the first {MAX_IDS} run ids")
     for ref in dict.fromkeys(ids[:MAX_IDS]):
         try:
             runs.append(visitor.stored_run(ref, stores, kinds))
         except PlacelabError as exc:
-            warnings.append(_refused("run", exc))
+            warnings.append(_refused(name, exc))
     return runs, warnings
 
 

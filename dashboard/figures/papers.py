@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 from dashboard.figures.charts import cdf_figure
 from dashboard.figures.numbers import plain_number
 from dashboard.figures.theme import PALETTE
+from engine.errors import quote
 from placelab.reproduce.papers import agreement
 
 __all__ = ["AGREEMENT_STYLES", "agreement_label", "cell_styles", "graphs_rows", "ratio_figure", "reproduction_figure",
@@ -235,4 +236,4 @@ def reproduction_figure(data: Mapping[str, Any]) -> go.Figure:
         return _curves_figure(data)
     if kind == "profile":
         return _profile_figure(data)
-    raise ValueError(f"unknown figure kind {kind!r}")
+    raise ValueError(f"unknown figure kind {quote(kind)}")

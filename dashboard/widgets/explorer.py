@@ -31,6 +31,7 @@ from dashboard.figures.explorer import (
 from dashboard.figures.scope_tree import hierarchy_scopes, initial_expanded
 from dashboard.figures.timeline import match_ops
 from engine.dag import levels
+from engine.errors import quote
 from engine.graph import CompGraph
 
 #: Visible nodes the explorer opens scopes up to on first view: few enough that the first view, fit to
@@ -175,7 +176,7 @@ def show_explorer(graph: CompGraph, *, key: str, devices: np.ndarray | None = No
                 state["expanded"] |= reveal(hierarchy, np.flatnonzero(hits))
             state.update(revealed=query, focus=np.flatnonzero(hits).tolist() if few else None)
         highlight = hits
-        highlight_label = f"matches '{query.strip()}'" + (
+        highlight_label = f"matches {quote(query.strip())}" + (
             "" if hits.sum() <= REVEAL_UP_TO else f"; more than {REVEAL_UP_TO}, so their scopes stay as they are")
     elif state.get("revealed"):  # the search cleared: the whole graph again
         state.update(revealed=None, focus=None)
@@ -192,7 +193,7 @@ def show_explorer(graph: CompGraph, *, key: str, devices: np.ndarray | None = No
     if highlight is not None and highlight.any():
         st.caption(f"Red border: {highlight_label} ({int(highlight.sum()):,} ops).")
     elif query.strip():
-        st.caption(f"No op matches '{query.strip()}' (0 matches in names, types and scopes).")
+        st.caption(f"No op matches {quote(query.strip())} (0 matches in names, types and scopes).")
     legend = " ".join(f'<span style="color:{c}">●</span> {html.escape(name or "(none)")}'
                       for name, c in list(view.legend.items())[:14])
     st.markdown(legend, unsafe_allow_html=True)

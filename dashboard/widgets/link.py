@@ -71,7 +71,7 @@ def linked_runs(name: str, kinds: Iterable[str] = (), scratch: bool = False) -> 
     text = take(name)
     if text is None:
         return None
-    runs, warnings = link.read_runs(text, app_stores(scratch), kinds)
+    runs, warnings = link.read_runs(text, app_stores(scratch), kinds, name=name)
     for line in warnings:
         st.warning(line, icon=":material/link_off:")
     return runs

@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings, cluster_from_dict, cluster_to_dict
-from engine.errors import ClusterError
+from engine.errors import ClusterError, quote
 from engine.graph import CompGraph
 from engine.jsonio import atomic_write_text, dumps
 
@@ -95,7 +95,8 @@ def machine_cluster(num_devices: int, *, kind: str = "cpu", link: Link | None = 
     CUDA memory. ``link`` and ``simulation`` are placeholders until calibrated.
     """
     if kind not in ("cpu", "gpu") or num_devices < 1:
-        raise ClusterError(f"a machine cluster needs >= 1 devices of kind cpu or gpu, got {num_devices} × {kind!r}")
+        raise ClusterError(f"a machine cluster needs >= 1 devices of kind cpu or gpu, got {num_devices} × "
+                           f"{quote(kind)}")
     if kind == "cpu":
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         mem = [ram / num_devices] * num_devices

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from engine.cluster import Cluster, Link
+from engine.errors import quote
 from engine.graph import CompGraph
 from engine.placement import compute_matrix
 from engine.runs import Run
@@ -194,7 +195,7 @@ def replay_graph(graph: CompGraph, devices: np.ndarray, measured: Schedule, *, o
     for e in np.flatnonzero(devices[src] != devices[dst]).tolist():
         key = (int(src[e]), int(devices[dst[e]]))
         if key not in copy_s:
-            raise ValueError(f"the measured run has no copy of op '{graph.op_names[key[0]]}' to device {key[1]}: "
+            raise ValueError(f"the measured run has no copy of op {quote(graph.op_names[key[0]])} to device {key[1]}: "
                              "it is not a run of this placement")
         transfer[e] = copy_s[key]
     return _with_durations(graph, measured.op_end - measured.op_start if ops else None, transfer)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.errors import SpecError
+from engine.errors import SpecError, quote
 from engine.graph import CompGraph
 from engine.schedule import Schedule
 
@@ -59,11 +59,11 @@ def scale_graph(graph: CompGraph, time_scale: float = 1.0, bytes_scale: float | 
     bs = time_scale if bytes_scale is None else bytes_scale
     for what, v in (("time_scale", time_scale), ("bytes_scale", bs)):
         if not np.isfinite(v) or v <= 0:
-            raise SpecError(f"{what} must be a finite number > 0, got {v!r}")
+            raise SpecError(f"{what} must be a finite number > 0, got {quote(v)}")
     compute = graph.min_compute() if kind is None else graph.compute_for_kind(kind)
     if np.isnan(compute).any():
         i = int(np.argmax(np.isnan(compute)))
-        raise SpecError(f"op '{graph.op_names[i]}' has no compute time for kind '{kind}'")
+        raise SpecError(f"op {quote(graph.op_names[i])} has no compute time for kind {quote(kind)}")
     suffix = "" if time_scale == 1.0 and bs == 1.0 else f"@t{time_scale:g}" + (f",b{bs:g}" if bs != time_scale else "")
     return CompGraph(
         graph.name + suffix, graph.op_names, compute_any=compute * time_scale,

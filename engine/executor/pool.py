@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.errors import PlacelabError
+from engine.errors import PlacelabError, quote
 from engine.executor.cores import default_cores
 from engine.executor.kernels import KernelModel
 from engine.executor.plan import build_plans, measured_schedule, transfer_table
@@ -73,7 +73,7 @@ def _device_targets(cluster: Cluster, cores: list[int] | None) -> list[tuple[str
     n_cpu = sum(d.kind == "cpu" for d in cluster.devices)
     avail = sorted(cores) if cores is not None else default_cores(len(os.sched_getaffinity(0)))
     if n_cpu > len(avail):
-        raise ExecutionError(f"cluster '{cluster.name}' has {n_cpu} CPU devices but this machine gives "
+        raise ExecutionError(f"cluster {quote(cluster.name)} has {n_cpu} CPU devices but this machine gives "
                              f"{len(avail)} cores; one worker per core is needed")
     out, c, g = [], 0, 0
     for d in cluster.devices:
@@ -84,7 +84,7 @@ def _device_targets(cluster: Cluster, cores: list[int] | None) -> list[tuple[str
             out.append((f"cuda:{g}", None))
             g += 1
         else:
-            raise ExecutionError(f"device '{d.name}' has kind '{d.kind}'; the executor runs 'cpu' and 'gpu'")
+            raise ExecutionError(f"device {quote(d.name)} has kind {quote(d.kind)}; the executor runs 'cpu' and 'gpu'")
     if g:
         _check_cuda(g)
     return out
@@ -203,7 +203,7 @@ class Executor:
             ready = connection.wait([*waiting, *sentinels], timeout=max(0.0, deadline - time.monotonic()))
             if not ready:
                 i = next(iter(waiting.values()))
-                self._fail(f"worker for device '{self.cluster.devices[i].name}' did not answer within "
+                self._fail(f"worker for device {quote(self.cluster.devices[i].name)} did not answer within "
                            f"{self.timeout_s:g} s")
             for obj in ready:
                 if obj in waiting:
@@ -213,7 +213,7 @@ class Executor:
                     except (EOFError, OSError):
                         continue  # its sentinel reports the death
                     if kind != expect:
-                        self._fail(f"worker {i} answered '{kind}' instead of '{expect}'")
+                        self._fail(f"worker {i} answered {quote(kind)} instead of {quote(expect)}")
                     replies[i] = payload
                     del waiting[obj]
                 elif obj in sentinels:
@@ -222,7 +222,7 @@ class Executor:
                         continue
                     p = self._procs[i]
                     p.join(1.0)
-                    self._fail(f"worker for device '{self.cluster.devices[i].name}' (pid {p.pid}) died "
+                    self._fail(f"worker for device {quote(self.cluster.devices[i].name)} (pid {p.pid}) died "
                                f"with exit code {p.exitcode}; the run was stopped")
         return [replies[i] for i in range(len(self._ctrl))]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.errors import GraphError
+from engine.errors import GraphError, quote
 from engine.graph import CompGraph
 
 __all__ = ["Grouping", "colocation_groups", "contract"]
@@ -142,7 +142,7 @@ def contract(g: CompGraph, op_group: np.ndarray, names: list[str] | None = None)
     for j, m in enumerate(members):
         pset = {g.pin[i] for i in m if g.pin[i] is not None}
         if len(pset) > 1:
-            raise GraphError(f"group '{names[j]}' has ops pinned to different devices: {', '.join(sorted(pset))}")
+            raise GraphError(f"group {quote(names[j])} has ops pinned to different devices: {', '.join(sorted(pset))}")
         pins.append(next(iter(pset)) if pset else None)
         ph = {g.phase[i] for i in m}
         phases.append(ph.pop() if len(ph) == 1 else None)
@@ -157,5 +157,5 @@ def contract(g: CompGraph, op_group: np.ndarray, names: list[str] | None = None)
             edge_bytes=[b for _, b in edges], op_types=types, pin=pins, phase=phases, scope=scopes,
         )
     except GraphError as exc:
-        raise GraphError(f"grouping of '{g.name}' is not acyclic: {exc}") from None
+        raise GraphError(f"grouping of {quote(g.name)} is not acyclic: {exc}") from None
     return Grouping(grp, contracted)

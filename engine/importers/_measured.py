@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import GraphError
+from engine.errors import GraphError, quote
 from engine.graph import CompGraph
 
 __all__ = ["check_measure_options", "with_measured_times"]
@@ -16,11 +16,11 @@ __all__ = ["check_measure_options", "with_measured_times"]
 def check_measure_options(repeats: Any, warmup: Any, kind: Any) -> None:
     """``repeats`` >= 1 and ``warmup`` >= 0 whole numbers, ``kind`` a non-empty string, else GraphError."""
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise GraphError(f"repeats must be an integer >= 1, got {repeats!r}")
+        raise GraphError(f"repeats must be an integer >= 1, got {quote(repeats)}")
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise GraphError(f"warmup must be an integer >= 0, got {warmup!r}")
+        raise GraphError(f"warmup must be an integer >= 0, got {quote(warmup)}")
     if not isinstance(kind, str) or not kind:
-        raise GraphError(f"kind must be a non-empty string, got {kind!r}")
+        raise GraphError(f"kind must be a non-empty string, got {quote(kind)}")
 
 
 def with_measured_times(ref: CompGraph, seconds: np.ndarray, kind: str) -> CompGraph:

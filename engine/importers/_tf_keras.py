@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from engine.errors import GraphError
+from engine.errors import GraphError, quote
 from engine.importers._tf_ops import import_tensorflow
 
 
@@ -31,7 +31,7 @@ def _step_specs(model: Any, batch_size: int) -> list[Any]:
     ``batch_size`` for an unknown first dimension, 1 for any other unknown dimension)."""
     tf = import_tensorflow()
     if len(model.outputs) != 1:
-        raise GraphError(f"model '{model.name}': a training step is imported for one output, "
+        raise GraphError(f"model {quote(model.name)}: a training step is imported for one output, "
                          f"got {len(model.outputs)}")
     return [tf.TensorSpec(batch_shape(t, batch_size), dtype=t.dtype) for t in [*model.inputs, model.outputs[0]]]
 
@@ -49,7 +49,8 @@ def _trace_keras_step(model: Any, batch_size: int, optimizer: Any, loss: Any) ->
 
     trainable = model.trainable_variables
     if not trainable:
-        raise GraphError(f"model '{model.name}' has no trainable variable, so a training step would update nothing")
+        raise GraphError(f"model {quote(model.name)} has no trainable variable, so a training step would update "
+                         f"nothing")
     opt = keras.optimizers.get(optimizer)
     loss_fn = keras.losses.get(loss)
     opt.build(trainable)

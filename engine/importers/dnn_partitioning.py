@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
-from engine.errors import ClusterError, GraphError, PlacementError
+from engine.errors import ClusterError, GraphError, PlacementError, quote
 from engine.formats import register_format
 from engine.graph import CompGraph
 from engine.jsonio import read_json_file
@@ -92,15 +92,15 @@ def _flag(node: dict, key: str, nid: int, source: str) -> bool:
     v = node.get(key, False)
     if isinstance(v, bool) or (_is_int(v) and v in (0, 1)):
         return bool(v)
-    raise GraphError(f"{source}: node {nid}: '{key}' must be true/false or 0/1, got {v!r}"[:200])
+    raise GraphError(f"{source}: node {nid}: {quote(key)} must be true/false or 0/1, got {quote(v)}"[:200])
 
 
 def _num(node: dict, key: str, what: str, *, default: float | None = None) -> float:
     v = node.get(key, default)
     if v is None:
-        raise GraphError(f"{what} has no '{key}'")
+        raise GraphError(f"{what} has no {quote(key)}")
     if not _is_number(v):
-        raise GraphError(f"{what}: '{key}' must be a number, got {v!r}"[:200])
+        raise GraphError(f"{what}: {quote(key)} must be a number, got {quote(v)}"[:200])
     return _float(v)
 
 
@@ -144,11 +144,11 @@ def graph_from_dnn_partitioning(doc: Any, *, source: str = "graph") -> CompGraph
         phase[i] = "backward" if _flag(nd, "isBackwardNode", nid, source) else "forward"
         c = nd.get("colorClass")
         if c is not None and not _is_int(c):
-            raise GraphError(f"{what}: 'colorClass' must be an integer, got {c!r}"[:200])
+            raise GraphError(f"{what}: 'colorClass' must be an integer, got {quote(c)}"[:200])
         color[i] = c
         name = nd.get("name")
         if name is not None and not isinstance(name, str):
-            raise GraphError(f"{what}: 'name' must be a string, got {name!r}"[:200])
+            raise GraphError(f"{what}: 'name' must be a string, got {quote(name)}"[:200])
         scope[i] = name or ""
     m = len(edges)
     src = np.empty(m, dtype=np.int64)
@@ -179,7 +179,7 @@ def graph_from_dnn_partitioning(doc: Any, *, source: str = "graph") -> CompGraph
 def load_dnn_partitioning(path: str | os.PathLike) -> CompGraph:
     """Load a dnn-partitioning workload file (``latency-inputs`` / ``throughput-inputs``)."""
     doc = read_json_file(path, error=GraphError)
-    return graph_from_dnn_partitioning(doc, source=os.path.basename(os.fspath(path)))
+    return graph_from_dnn_partitioning(doc, source=quote(os.path.basename(os.fspath(path)), bare=True))
 
 
 def dnn_partitioning_cluster(doc_or_path: dict | str | os.PathLike, *, accelerators: int | None = None,
@@ -209,12 +209,12 @@ def dnn_partitioning_cluster(doc_or_path: dict | str | os.PathLike, *, accelerat
     memory = doc.get("maxSizePerFPGA")
     for what, v in (("maxFPGAs", n_acc), ("maxCPUs", n_cpu)):
         if not _is_int(v) or v < 0:
-            raise ClusterError(f"{name}: '{what}' must be an integer >= 0, got {v!r}")
+            raise ClusterError(f"{name}: {quote(what)} must be an integer >= 0, got {quote(v)}")
     if n_acc + n_cpu == 0:
         raise ClusterError(f"{name}: the workload allows no accelerator and no CPU")
     check_at_most(f"{name}: maxFPGAs + maxCPUs", n_acc + n_cpu, MAX_DEVICES, "MAX_DEVICES", ClusterError)
     if not _is_number(memory):
-        raise ClusterError(f"{name}: 'maxSizePerFPGA' must be a number of bytes, got {memory!r}")
+        raise ClusterError(f"{name}: 'maxSizePerFPGA' must be a number of bytes, got {quote(memory)}")
     devices = (*(Device(f"gpu:{i}", "gpu", float(memory)) for i in range(n_acc)),
                *(Device(f"cpu:{i}", "cpu", CPU_MEMORY_BYTES) for i in range(n_cpu)))
     return Cluster(name, devices, Link(REFERENCE_BANDWIDTH, 0.0), (), SimulationSettings("default", 0.0, 0.0),
@@ -235,7 +235,7 @@ def load_expert_placement(path: str | os.PathLike, graph: CompGraph, cluster: Cl
         not have, a device the cluster does not have, or a node left unplaced.
     """
     p = os.fspath(path)
-    base = os.path.basename(p)
+    base = quote(os.path.basename(p), bare=True)
     doc = read_json_file(p, error=PlacementError)
     if not isinstance(doc, dict):
         raise PlacementError(f"{base}: expected a JSON object with 'fpgas' and 'cpus'")
@@ -243,7 +243,7 @@ def load_expert_placement(path: str | os.PathLike, graph: CompGraph, cluster: Cl
     for key, kind in (("fpgas", "gpu"), ("cpus", "cpu")):
         parts = doc.get(key, [])
         if not isinstance(parts, list):
-            raise PlacementError(f"{base}: '{key}' must be a list")
+            raise PlacementError(f"{base}: {quote(key)} must be a list")
         for j, part in enumerate(parts):
             nodes = part.get("nodes") if isinstance(part, dict) else None
             if not isinstance(nodes, list):
@@ -253,14 +253,16 @@ def load_expert_placement(path: str | os.PathLike, graph: CompGraph, cluster: Cl
             dname = f"{kind}:{j}"
             d = cluster.index.get(dname)
             if d is None:
-                raise PlacementError(f"{base} uses device '{dname}', which cluster '{cluster.name}' does not have")
+                raise PlacementError(f"{base} uses device {quote(dname)}, which cluster {quote(cluster.name)} does "
+                                     f"not have")
             for nid in nodes:
                 i = graph.index.get(str(nid)) if _is_int(nid) else None
                 if i is None:
-                    raise PlacementError(f"{base} places node {nid!r}, which graph '{graph.name}' does not have")
+                    raise PlacementError(f"{base} places node {quote(nid)}, which graph {quote(graph.name)} does not "
+                                         f"have")
                 if devs[i] >= 0 and devs[i] != d:
-                    raise PlacementError(f"{base} places node {nid} on both '{cluster.devices[devs[i]].name}' "
-                                         f"and '{dname}'")
+                    raise PlacementError(f"{base} places node {nid} on both {quote(cluster.devices[devs[i]].name)} "
+                                         f"and {quote(dname)}")
                 devs[i] = d
     group = graph.colocation_ids
     head = {}
@@ -271,7 +273,7 @@ def load_expert_placement(path: str | os.PathLike, graph: CompGraph, cluster: Cl
             devs[i] = head[int(group[i])]
     missing = np.flatnonzero(devs < 0)
     if len(missing):
-        raise PlacementError(f"{base} does not place op '{graph.op_names[missing[0]]}' of '{graph.name}' "
+        raise PlacementError(f"{base} does not place op {quote(graph.op_names[missing[0]])} of {quote(graph.name)} "
                              f"({len(missing)} op(s) unplaced)")
     placement = Placement(devs)
     check_placement(graph, cluster, placement)

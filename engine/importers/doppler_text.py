@@ -57,7 +57,7 @@ import warnings
 
 import numpy as np
 
-from engine.errors import GraphError
+from engine.errors import GraphError, quote
 from engine.formats import register_format
 from engine.graph import CompGraph
 from engine.jsonio import read_file_bytes
@@ -85,7 +85,8 @@ COMM_FACTOR = 4.0
 
 _SEP = re.compile(r"[,\s]+")
 _INT_LINE = re.compile(rb"^[0-9,\s]*$")
-_NUM = rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+#: A cost as detection sees it: a number, or ``nan`` / ``inf`` (refused by the parser, which names the line).
+_NUM = rb"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|(?i:nan|inf(?:inity)?))"
 _NODE_CHARS = re.compile(rb"^[\w.,\s+\-]*$")
 _NODE_LINE = re.compile(rb"^\s*" + _NUM + rb"[,\s]+" + _NUM + rb"(?:[,\s]+[A-Za-z_][\w\-]*)?[,\s]*$")
 
@@ -146,10 +147,10 @@ def graph_from_doppler_text(text: str, *, name: str = "doppler", reading: str = 
         For every malformed input; the message names the line, the node or the edge.
     """
     if reading not in READINGS:
-        raise GraphError(f"DOPPLER text reading must be one of {', '.join(READINGS)}, got {reading!r}")
+        raise GraphError(f"DOPPLER text reading must be one of {', '.join(READINGS)}, got {quote(reading)}")
     for what, v in (("unit_s", unit_s), ("flops_per_s", flops_per_s)):
         if not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
-            raise GraphError(f"DOPPLER text import: {what} must be a finite number > 0, got {v!r}")
+            raise GraphError(f"DOPPLER text import: {what} must be a finite number > 0, got {quote(v)}")
     lines = text.split("\n")
     if len(lines) < 4:
         raise GraphError(f"{name}: expected at least 4 lines (node count, input ids, edge sources, "
@@ -193,7 +194,8 @@ def graph_from_doppler_text(text: str, *, name: str = "doppler", reading: str = 
                 raise GraphError(f"{name}: line {lineno} (node {i}): {what} must be a number, "
                                  f"got {t[:40]!r}") from None
             if not (math.isfinite(v) and v >= 0):
-                raise GraphError(f"{name}: line {lineno} (node {i}): {what} must be a finite number >= 0, got {t!r}")
+                raise GraphError(f"{name}: line {lineno} (node {i}): {what} must be a finite number >= 0, got "
+                                 f"{quote(t)}")
             arr[i] = v
         if len(toks) == 3:
             types[i] = toks[2]
@@ -218,7 +220,7 @@ def load_doppler_text(path: str | os.PathLike, *, reading: str = "authors", unit
     path as a query, ``FILE?unit_s=1e-3`` or ``FILE?reading=app_e`` (:func:`engine.specs.load_graph`).
     """
     p = os.fspath(path)
-    base = os.path.basename(p)
+    base = quote(os.path.basename(p), bare=True)
     data = read_file_bytes(p, error=GraphError)
     try:
         text = data.decode("ascii")

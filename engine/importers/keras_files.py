@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-from engine.errors import GraphError, first_line
+from engine.errors import GraphError, first_line, quote
 from engine.formats import register_format
 from engine.graph import CompGraph
 from engine.quiet import quiet_tensorflow_start
@@ -42,7 +42,7 @@ def load_keras_file(path: str | os.PathLike, *, batch_size: int = 32, training: 
             model = keras.saving.load_model(p if p.endswith(".keras") else os.path.join(tmp, "model.keras"),
                                             compile=False, safe_mode=True)
         except Exception as exc:  # Keras' own sentence: a bad archive, unsafe code, an unknown layer
-            raise GraphError(f"{os.path.basename(p)}: not a Keras model file Keras loads safely "
+            raise GraphError(f"{quote(os.path.basename(p), bare=True)}: not a Keras model file Keras loads safely "
                              f"({type(exc).__name__}: {first_line(exc, '')})") from None
     from engine.importers.tensorflow_graph import graph_from_keras
 

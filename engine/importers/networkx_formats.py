@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import GraphError
+from engine.errors import GraphError, quote
 from engine.formats import register_format
 from engine.graph import CompGraph
 from engine.graph_io import GRAPH_SCHEMA
@@ -94,7 +94,7 @@ def _build(name: str, nodes: list[tuple[Any, dict]], edges: list[tuple[Any, Any,
     nums = {f: np.zeros(n) for f in _NUMBERS}
     strs: dict[str, list[Any]] = {f: [None] * n for f in _STRINGS}
     for i, (_, attrs) in enumerate(nodes):
-        op = f"op '{names[i]}'"
+        op = f"op {quote(names[i])}"
         per_kind = {k[len(_COMPUTE_PREFIX):]: v for k, v in attrs.items()
                     if isinstance(k, str) and k.startswith(_COMPUTE_PREFIX) and len(k) > len(_COMPUTE_PREFIX)}
         c = attrs.get("compute")
@@ -112,9 +112,9 @@ def _build(name: str, nodes: list[tuple[Any, dict]], edges: list[tuple[Any, Any,
             if not isinstance(kind, str) or not kind:
                 raise GraphError(f"{op}: device kinds in compute must be non-empty strings")
             col = kind_cols.setdefault(kind, np.full(n, np.nan))
-            col[i] = _number(t, f"{op}: compute on '{kind}'", lenient)
+            col[i] = _number(t, f"{op}: compute on {quote(kind)}", lenient)
             if math.isnan(col[i]):  # NaN would read as "cannot run there"
-                raise GraphError(f"{op}: compute on '{kind}' must be a finite number >= 0, got nan")
+                raise GraphError(f"{op}: compute on {quote(kind)} must be a finite number >= 0, got nan")
         if math.isnan(compute_any[i]) and c is not None and not isinstance(c, dict):
             raise GraphError(f"{op}: compute must be a finite number >= 0, got nan")
         for f in _NUMBERS:
@@ -130,7 +130,7 @@ def _build(name: str, nodes: list[tuple[Any, dict]], edges: list[tuple[Any, Any,
     index: dict[str, int] = {}
     for i, nm in enumerate(names):
         if nm in index:
-            raise GraphError(f"{source}: duplicate node id '{nm}' (nodes #{index[nm]} and #{i})")
+            raise GraphError(f"{source}: duplicate node id {quote(nm)} (nodes #{index[nm]} and #{i})")
         index[nm] = i
     m = len(edges)
     src = np.empty(m, dtype=np.int64)
@@ -145,7 +145,7 @@ def _build(name: str, nodes: list[tuple[Any, dict]], edges: list[tuple[Any, Any,
         src[e], dst[e] = si, di
         b = attrs.get("bytes")
         ebytes[e] = nums["output_bytes"][si] if b is None else _number(
-            b, f"edge '{names[si]}' -> '{names[di]}': bytes", lenient)
+            b, f"edge {quote(names[si])} -> {quote(names[di])}: bytes", lenient)
     kinds = tuple(kind_cols)
     cbk = np.column_stack([kind_cols[k] for k in kinds]) if kinds else np.empty((n, 0))
     return CompGraph(name, names, compute_any=compute_any, compute_by_kind=cbk, kinds=kinds,
@@ -179,7 +179,7 @@ def graph_from_node_link(doc: Any, *, source: str = "graph") -> CompGraph:
     edge_key = "links" if "links" in doc else "edges"
     links = doc.get(edge_key, [])
     if not isinstance(links, list):
-        raise GraphError(f"{source}: '{edge_key}' must be a list")
+        raise GraphError(f"{source}: {quote(edge_key)} must be a list")
     meta = doc.get("graph", {})
     if not isinstance(meta, dict):
         raise GraphError(f"{source}: 'graph' must be an object of graph attributes")
@@ -229,7 +229,7 @@ def graph_to_node_link(g: CompGraph) -> dict[str, Any]:
 def load_node_link(path: str | os.PathLike) -> CompGraph:
     """Load a networkx node-link JSON file; errors name the file and the op or edge."""
     doc = read_json_file(path, error=GraphError)
-    return graph_from_node_link(doc, source=os.path.basename(os.fspath(path)))
+    return graph_from_node_link(doc, source=quote(os.path.basename(os.fspath(path)), bare=True))
 
 
 def _is_node_link(head: bytes) -> bool:
@@ -259,7 +259,7 @@ def load_graphml(path: str | os.PathLike) -> CompGraph:
     import networkx as nx
 
     p = os.fspath(path)
-    base = os.path.basename(p)
+    base = quote(os.path.basename(p), bare=True)
     try:
         size = os.path.getsize(p)
     except OSError:
@@ -310,7 +310,7 @@ def _scan_graphml(path: str, base: str) -> None:
             if nid is None:
                 raise _Refused("a <node> without an id")
             if nid in nodes:
-                raise _Refused(f"node id '{_one_line(nid)[:80]}' is declared twice")
+                raise _Refused(f"node id {quote(_one_line(nid))} is declared twice")
             nodes.add(nid)
         elif local == "edge":
             ends.append((attrs.get("source", ""), attrs.get("target", "")))
@@ -330,7 +330,7 @@ def _scan_graphml(path: str, base: str) -> None:
     for e, (src, dst) in enumerate(ends):
         for end in (src, dst):
             if end not in nodes:
-                raise GraphError(f"{base}: edge #{e} refers to undeclared node '{_one_line(end)[:80]}'")
+                raise GraphError(f"{base}: edge #{e} refers to undeclared node {quote(_one_line(end))}")
 
 
 def _is_graphml(head: bytes) -> bool:

@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import GraphError
+from engine.errors import GraphError, quote
 from engine.formats import register_format
 from engine.graph import CompGraph
 from engine.importers.tensorflow_graph import CostFn, roofline_cost
@@ -128,7 +128,7 @@ def _read_model(onnx: Any, src: Any) -> tuple[Any, str]:
     """The ModelProto and the graph's default name."""
     if isinstance(src, onnx.ModelProto):
         return src, src.graph.name or "onnx-model"
-    base = os.path.basename(p := os.fspath(src))
+    base = quote(os.path.basename(p := os.fspath(src)), bare=True)
     data = read_file_bytes(p, error=GraphError)
     model = onnx.ModelProto()
     try:
@@ -327,8 +327,9 @@ class _Forward:
         for i, outs in enumerate(self.writes):
             for t in filter(None, outs):
                 if t in self.producer:
-                    raise GraphError(f"{name}: tensor '{t[:80]}' is written by both '{self.names[self.producer[t]]}' "
-                                     f"and '{self.names[i]}'")
+                    raise GraphError(f"{name}: tensor {quote(t)} is written by both "
+                                     f"{quote(self.names[self.producer[t]])} "
+                                     f"and {quote(self.names[i])}")
                 self.producer[t] = i
         self.edges = [(self.producer[t], i, t) for i in range(len(rows)) for t in self.reads[i] if t in self.producer]
         if not any(self.types.get(t, (0, None))[1] is not None
@@ -456,7 +457,7 @@ def graph_from_onnx(path_or_model: Any, *, batch: int | None = None, training: b
     except ImportError:  # pragma: no cover - depends on the environment
         raise GraphError("importing an ONNX model needs onnx (pip install onnx)") from None
     if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
-        raise GraphError(f"batch must be an integer >= 1, got {batch!r}")
+        raise GraphError(f"batch must be an integer >= 1, got {quote(batch)}")
     from engine.importers.tensorflow_files import MAX_NODES  # not at the top: see _TF_FILES
 
     model, default_name = _read_model(onnx, path_or_model)
@@ -479,8 +480,8 @@ def graph_from_onnx(path_or_model: Any, *, batch: int | None = None, training: b
         _training_step(onnx, model, fwd, order, ops)
     names, types, phases, scopes, out_b, persistent, flops, touched, colocate = zip(*ops, strict=True)
     flops, touched = np.asarray(flops, dtype=np.float64), np.asarray(touched, dtype=np.float64)
-    check_total(flops, f"graph '{name}': the ops' FLOPs", GraphError)
-    check_total(touched, f"graph '{name}': the ops' bytes touched", GraphError)
+    check_total(flops, f"graph {quote(name)}: the ops' FLOPs", GraphError)
+    check_total(touched, f"graph {quote(name)}: the ops' bytes touched", GraphError)
     times = (cost or roofline_cost)(flops, touched)
     src, dst, nbytes = zip(*ops.edges, strict=True) if ops.edges else ((), (), ())
     return CompGraph(name, _unique(list(names)), compute_any=np.full(len(names), np.nan), kinds=tuple(times),

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import GraphError, first_line
+from engine.errors import GraphError, first_line, quote
 from engine.graph import CompGraph
 from engine.importers.tensorflow_graph import CostFn, roofline_cost
 
@@ -182,7 +182,7 @@ def graph_from_torch(
     params = {k: v for k, v in module.named_parameters() if v.requires_grad}
     buffers = dict(module.named_buffers())
     if training and not params:
-        raise GraphError(f"module '{type(module).__name__}' has no trainable parameter")
+        raise GraphError(f"module {quote(type(module).__name__)} has no trainable parameter")
     inputs = tuple(example_inputs)
     loss_of = loss_fn or (lambda out: _leaves(out)[0].float().pow(2).mean())
     marks: dict[str, int] = {}
@@ -225,7 +225,7 @@ def graph_from_torch(
     except Exception as exc:
         first = first_line(exc)
         raise GraphError(f"cannot trace {'a training step' if training else 'the forward pass'} of "
-                         f"'{type(module).__name__}': {first}") from None
+                         f"{quote(type(module).__name__)}: {first}") from None
     finally:
         for h in handles:
             h.remove()
@@ -324,7 +324,7 @@ def _to_compgraph(gm: Any, param_names: list[str], buffer_names: list[str], trai
             scopes[i] = "update"
 
     if len(set(names)) != n:
-        raise GraphError(f"graph '{name}': parameter names clash with traced node names")
+        raise GraphError(f"graph {quote(name)}: parameter names clash with traced node names")
     times = (cost or roofline_cost)(flops, touched)
     kinds = tuple(times)
     return CompGraph(

@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import GraphError, first_line
+from engine.errors import GraphError, first_line, quote
 from engine.graph import CompGraph
 from engine.importers._measured import check_measure_options, with_measured_times
 from engine.importers.pytorch_graph import (
@@ -103,7 +103,7 @@ def measure_torch_step(
         gm = _retrace(torch, module, params, buffers, inputs, loss_fn, lr)
     names = _op_names(gm, list(params), list(buffers))
     if tuple(names) != ref.op_names:
-        raise GraphError(f"graph '{ref.name}': re-tracing the training step gave different ops than "
+        raise GraphError(f"graph {quote(ref.name)}: re-tracing the training step gave different ops than "
                          "graph_from_torch (does the module's trace change between calls?)")
 
     with torch.no_grad():
@@ -122,7 +122,7 @@ def measure_torch_step(
                 timer.run(p, b, *xs)
             except Exception as exc:
                 first = first_line(exc)
-                raise GraphError(f"graph '{ref.name}': running the traced step failed: {first}") from None
+                raise GraphError(f"graph {quote(ref.name)}: running the traced step failed: {first}") from None
             if run >= warmup:
                 for nm, ns in timer.times.items():
                     samples.setdefault(nm, []).append(ns)
@@ -153,7 +153,7 @@ def _retrace(torch: Any, module: Any, params: dict, buffers: dict, inputs: tuple
         return make_fx(step)(params, buffers, *inputs)
     except Exception as exc:  # graph_from_torch traced it a moment ago; report rather than crash
         first = first_line(exc)
-        raise GraphError(f"cannot re-trace a training step of '{type(module).__name__}': {first}") from None
+        raise GraphError(f"cannot re-trace a training step of {quote(type(module).__name__)}: {first}") from None
 
 
 def _op_names(gm: Any, param_names: list[str], buffer_names: list[str]) -> list[str]:

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from engine.errors import GraphError, first_line
+from engine.errors import GraphError, first_line, quote
 from engine.formats import register_format
 from engine.graph import CompGraph
 from engine.importers._tf_ops import _CALLS, _DROPPED, _MAX_CALL_DEPTH, _PASS_THROUGH, _attr, import_tensorflow
@@ -75,14 +75,14 @@ def _check_nodes(nodes: Any, what: str) -> None:
                 ready.append(k)
     if seen < n:
         stuck = next(i for i in range(n) if indegree[i] > 0)
-        raise GraphError(f"{what} has a cycle through node '{nodes[stuck].name[:80]}' "
+        raise GraphError(f"{what} has a cycle through node {quote(nodes[stuck].name)} "
                          "(only a while loop's NextIteration may feed back)")
 
 
 def _check_graphdef(gd: Any, what: str) -> None:
     _check_nodes(gd.node, what)
     for fn in gd.library.function:
-        _check_nodes(fn.node_def, f"{what}: function '{fn.signature.name[:80]}'")
+        _check_nodes(fn.node_def, f"{what}: function {quote(fn.signature.name)}")
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -129,7 +129,8 @@ def _read_proto(path: str, parse: Callable[[bytes], Any], what: str) -> Any:
     try:
         return parse(data)
     except Exception as exc:  # protobuf's DecodeError and friends
-        raise GraphError(f"{os.path.basename(path)}: not a valid {what} ({type(exc).__name__})") from None
+        raise GraphError(f"{quote(os.path.basename(path), bare=True)}: not a valid {what} "
+                         f"({type(exc).__name__})") from None
 
 
 def _graph_from_graphdef(gd: Any, name: str, batch_size: int, cost: CostFn | None) -> CompGraph:
@@ -163,7 +164,7 @@ def load_graphdef(path: str | os.PathLike, *, batch_size: int = 1, cost: CostFn 
     tf = _tensorflow()
     gd = _read_proto(p, tf.compat.v1.GraphDef.FromString, "GraphDef")
     name = os.path.splitext(os.path.basename(p))[0]
-    _check_graphdef(gd, os.path.basename(p))
+    _check_graphdef(gd, quote(os.path.basename(p), bare=True))
     return _graph_from_graphdef(gd, name, batch_size, cost)
 
 
@@ -191,7 +192,7 @@ def load_saved_model(path: str | os.PathLike, *, tag: str = "serve", signature: 
     meta = next((m for m in sm.meta_graphs if tag in m.meta_info_def.tags), sm.meta_graphs[0])
     name = os.path.basename(os.path.dirname(os.path.abspath(p))) or "saved_model"
     gd = meta.graph_def
-    _check_graphdef(gd, os.path.basename(p))
+    _check_graphdef(gd, quote(os.path.basename(p), bare=True))
     fn_name = _signature_function(meta, signature)
     if fn_name is None:
         return _graph_from_graphdef(gd, name, batch_size, cost)
@@ -212,7 +213,7 @@ def load_saved_model(path: str | os.PathLike, *, tag: str = "serve", signature: 
             fn_name, shapes = callee.name, [t.shape for t in work[0].inputs]
     except Exception as exc:
         first = first_line(exc)
-        raise GraphError(f"{p}: cannot rebuild signature '{signature}': {first}") from None
+        raise GraphError(f"{p}: cannot rebuild signature {quote(signature)}: {first}") from None
     return _walk(fg, name, batch_size, cost)
 
 

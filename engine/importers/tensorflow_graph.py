@@ -67,7 +67,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import GraphError
+from engine.errors import GraphError, quote
 from engine.graph import CompGraph
 from engine.importers._tf_keras import _trace_keras_forward, _trace_keras_step
 from engine.importers._tf_ops import (
@@ -188,7 +188,7 @@ def graph_from_tf_graph(
     variables = dict(variables or {})
     kept_ops = [op for op in ops if op.type not in _DROPPED and op.type not in _PASS_THROUGH]
     if not kept_ops:
-        raise GraphError(f"TF graph '{name}' has no ops left after pruning constants and identities")
+        raise GraphError(f"TF graph {quote(name)} has no ops left after pruning constants and identities")
     src = _Sources({op.name: i for i, op in enumerate(kept_ops)})
     n = len(kept_ops)
     is_var = np.array([_is_variable(op) for op in kept_ops])

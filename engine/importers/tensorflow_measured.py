@@ -67,7 +67,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import GraphError, first_line
+from engine.errors import GraphError, first_line, quote
 from engine.graph import CompGraph
 from engine.importers._measured import check_measure_options, with_measured_times
 from engine.importers._tf_keras import _KerasStep, _step_specs, _trace_keras_step
@@ -144,7 +144,8 @@ def measure_tf_step(
                               fetches=[graph.get_operation_by_name(op.name) for op in step.fetches])
     if (run.op_names != ref.op_names or run.op_types != ref.op_types
             or not np.array_equal(run.edge_src, ref.edge_src) or not np.array_equal(run.edge_dst, ref.edge_dst)):
-        raise GraphError(f"graph '{gname}': the GraphDef that is run does not have the traced step's ops and edges")
+        raise GraphError(f"graph {quote(gname)}: the GraphDef that is run does not have the traced step's ops and "
+                         f"edges")
 
     work = [nm for nm, ty in zip(ref.op_names, ref.op_types, strict=True) if ty not in _SOURCES]
     feeds = {t.name: a for t, a in zip(step.graph.inputs[:len(arrays)], arrays, strict=True)}
@@ -163,10 +164,10 @@ def _step_arrays(model: Any, inputs: Any, targets: Any) -> list[np.ndarray]:
     shapes and cast to the dtypes that the step is traced for."""
     xs = list(inputs) if isinstance(inputs, list | tuple) else [inputs]
     if len(xs) != len(model.inputs):
-        raise GraphError(f"model '{model.name}' takes {len(model.inputs)} input(s), got {len(xs)}")
+        raise GraphError(f"model {quote(model.name)} takes {len(model.inputs)} input(s), got {len(xs)}")
     first = np.shape(xs[0])
     if not first or first[0] < 1:
-        raise GraphError(f"model '{model.name}': input 0 has shape {first}, with no batch dimension")
+        raise GraphError(f"model {quote(model.name)}: input 0 has shape {first}, with no batch dimension")
     specs = _step_specs(model, first[0])
     args = [*xs, np.zeros(specs[-1].shape, dtype=specs[-1].dtype.as_numpy_dtype) if targets is None else targets]
     arrays = []
@@ -174,11 +175,11 @@ def _step_arrays(model: Any, inputs: Any, targets: Any) -> list[np.ndarray]:
         what = "the target" if k == len(xs) else f"input {k}"
         expected = tuple(spec.shape.as_list())
         if np.shape(a) != expected:
-            raise GraphError(f"model '{model.name}': {what} has shape {np.shape(a)}, expected {expected}")
+            raise GraphError(f"model {quote(model.name)}: {what} has shape {np.shape(a)}, expected {expected}")
         try:
             arrays.append(np.asarray(a, dtype=spec.dtype.as_numpy_dtype))
         except (TypeError, ValueError):
-            raise GraphError(f"model '{model.name}': {what} cannot be read as {spec.dtype.name}") from None
+            raise GraphError(f"model {quote(model.name)}: {what} cannot be read as {spec.dtype.name}") from None
     return arrays
 
 
@@ -187,7 +188,8 @@ def _session_graph(tf: Any, step: _KerasStep, gname: str) -> Any:
     gd = step.graph.as_graph_def()
     for _, internal in step.graph.captures:
         if internal.dtype == tf.resource and internal.op.name not in step.captured:
-            raise GraphError(f"graph '{gname}': the step captures '{internal.op.name}', a resource that is not "
+            raise GraphError(f"graph {quote(gname)}: the step captures {quote(internal.op.name)}, a resource that is "
+                             f"not "
                              "a variable of the model or its optimizer")
     for nd in gd.node:
         var = step.captured.get(nd.name)
@@ -205,7 +207,8 @@ def _session_graph(tf: Any, step: _KerasStep, gname: str) -> Any:
             tf.graph_util.import_graph_def(gd, name="")
     except Exception as exc:  # traced a moment ago; report rather than crash
         first = first_line(exc)
-        raise GraphError(f"graph '{gname}': TensorFlow cannot import the traced step's GraphDef: {first}") from None
+        raise GraphError(f"graph {quote(gname)}: TensorFlow cannot import the traced step's GraphDef: "
+                         f"{first}") from None
     return graph
 
 
@@ -239,7 +242,7 @@ def _run(tf: Any, graph: Any, step: _KerasStep, work: Sequence[str], feeds: dict
                     samples.append(_op_nanos(meta, work_set, calls, nodes))
         except tf.errors.OpError as exc:
             first = exc.message.strip().splitlines()[0] if exc.message.strip() else type(exc).__name__
-            raise GraphError(f"graph '{gname}': running the training step failed: {first}") from None
+            raise GraphError(f"graph {quote(gname)}: running the training step failed: {first}") from None
     return samples
 
 

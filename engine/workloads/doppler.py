@@ -41,9 +41,10 @@ import re
 from dataclasses import dataclass
 
 from engine.costmodel import FP32, P100, GraphBuilder, RooflineModel
-from engine.errors import SpecError
+from engine.errors import SpecError, quote
 from engine.generators import register
 from engine.graph import CompGraph
+from engine.limits import GENERATOR_DIM, GENERATOR_GPUS
 
 __all__ = ["MetaOp", "chainmm", "ffnn", "llama_block", "llama_layer", "meta_ops"]
 
@@ -73,7 +74,7 @@ def meta_ops(graph: CompGraph) -> list[MetaOp]:
     for i, sc in enumerate(graph.scope):
         m = _SCOPE.match(sc)
         if m is None:
-            raise ValueError(f"op '{graph.op_names[i]}' has no meta-op scope (got '{sc}')")
+            raise ValueError(f"op {quote(graph.op_names[i])} has no meta-op scope (got {quote(sc)})")
         (shards if m.group(2) == "shard" else reduces).setdefault(int(m.group(1)), []).append(i)
         reduces.setdefault(int(m.group(1)), [])
         shards.setdefault(int(m.group(1)), [])
@@ -217,7 +218,8 @@ class _Lowering:
         return self.b.build()
 
 
-@register("chainmm", "DOPPLER CHAINMM: (A×B)+(C×(D×E)), 10000² FP32 matrices, sharded for n GPUs (App. D.1)")
+@register("chainmm", "DOPPLER CHAINMM: (A×B)+(C×(D×E)), 10000² FP32 matrices, sharded for n GPUs (App. D.1)",
+          {"gpus": GENERATOR_GPUS, "size": GENERATOR_DIM})
 def chainmm(gpus: int = 4, size: int = 10000) -> CompGraph:
     """CHAINMM (App. D.1): block-sharded chain ``(A×B) + (C×(D×E))``; matmuls cut the contraction ``gpus`` ways."""
     lw = _Lowering(f"chainmm-g{gpus}", gpus)
@@ -229,7 +231,8 @@ def chainmm(gpus: int = 4, size: int = 10000) -> CompGraph:
     return lw.build()
 
 
-@register("ffnn", "DOPPLER FFNN: X(2^15×2^5) → ReLU(XW1+b1) (2^16 wide) → Softmax(HW2+b2), sharded (App. D.2)")
+@register("ffnn", "DOPPLER FFNN: X(2^15×2^5) → ReLU(XW1+b1) (2^16 wide) → Softmax(HW2+b2), sharded (App. D.2)",
+          {"gpus": GENERATOR_GPUS})
 def ffnn(gpus: int = 4) -> CompGraph:
     """FFNN (App. D.2): one hidden layer of 2^16 units on a batch of 2^15, softmax output."""
     lw = _Lowering(f"ffnn-g{gpus}", gpus)
@@ -290,7 +293,8 @@ def _llama(lw: _Lowering, seq: int, dim: int, heads: int, ffn: bool) -> None:
     lw.ewise("residual_ffn", "straight elemwise", x, out)
 
 
-@register("llama-block", "DOPPLER LLAMA-BLOCK: Llama-7B attention block, seq 4096, sharded for n GPUs (App. D.3)")
+@register("llama-block", "DOPPLER LLAMA-BLOCK: Llama-7B attention block, seq 4096, sharded for n GPUs (App. D.3)",
+          {"gpus": GENERATOR_GPUS, "seq": GENERATOR_DIM})
 def llama_block(gpus: int = 4, seq: int = 4096) -> CompGraph:
     """Llama-7B (dim 4096, 32 heads) attention block: RMSNorm, QKV, RoPE, causal attention, Wo, residual."""
     lw = _Lowering(f"llama-block-g{gpus}", gpus)
@@ -298,7 +302,8 @@ def llama_block(gpus: int = 4, seq: int = 4096) -> CompGraph:
     return lw.build()
 
 
-@register("llama-layer", "DOPPLER LLAMA-LAYER: full Llama-7B layer (attention + SwiGLU FFN), seq 4096 (App. D.3)")
+@register("llama-layer", "DOPPLER LLAMA-LAYER: full Llama-7B layer (attention + SwiGLU FFN), seq 4096 (App. D.3)",
+          {"gpus": GENERATOR_GPUS, "seq": GENERATOR_DIM})
 def llama_layer(gpus: int = 4, seq: int = 4096) -> CompGraph:
     """Llama-7B layer: the attention block followed by RMSNorm, SwiGLU FFN (11008 wide) and residual."""
     lw = _Lowering(f"llama-layer-g{gpus}", gpus)

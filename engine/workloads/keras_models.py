@@ -6,7 +6,9 @@ and imports one training step with :func:`engine.importers.tensorflow_graph.grap
 seconds (Inception-V3: ~5 s; NASNet-Large: longer), so the result is cached as
 ``placelab.graph/1`` JSON in ``$PLACELAB_CACHE`` (default ``~/.cache/placelab/graphs/``),
 one file per generator, parameters, importer version and TensorFlow/Keras versions; pass
-``cache=false`` to rebuild. Delete the directory to clear the cache. Building clears the
+``cache=false`` to rebuild. Delete the directory to clear the cache. The cache is bounded: at most
+:data:`~engine.limits.GRAPH_CACHE_MAX_ENTRIES` graphs and :data:`~engine.limits.GRAPH_CACHE_MAX_BYTES`
+bytes; after each graph it stores, the least recently used (built or read) go. Building clears the
 Keras session first (``keras.backend.clear_session``) so that op names do not depend on
 what was built before.
 
@@ -17,22 +19,29 @@ which include the constants and identities pruned here): Inception-V3 ≈ 6,050 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.errors import GraphError, SpecError
+from engine.errors import GraphError, SpecError, quote
 from engine.generators import register
 from engine.graph import CompGraph
+from engine.limits import GENERATOR_BATCH, GRAPH_CACHE_MAX_BYTES, GRAPH_CACHE_MAX_ENTRIES
 
-__all__ = ["cache_dir", "inception_v3", "nasnet"]
+__all__ = ["cache_dir", "cached_graph", "inception_v3", "nasnet", "trim_cache"]
 
 #: Bump when the importer's output changes, so stale cache entries are not reused.
 IMPORTER_VERSION = 3  # 3: a gpu@MODEL compute column per GPU model (docs/reference/costs.md)
 
 # TensorFlow's C++ INFO/WARNING lines would otherwise land on every command's stderr.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+#: The name of a cache entry (``nasnet-<16 hex digits>.json``): the only files :func:`trim_cache` deletes, so a
+#: ``$PLACELAB_CACHE`` that holds other files too loses none of them.
+_ENTRY = re.compile(r"[A-Za-z0-9._-]+-[0-9a-f]{16}\.json")
 
 
 def cache_dir() -> Path:
@@ -42,8 +51,6 @@ def cache_dir() -> Path:
 
 
 def _cached(key: str, build: Callable[[], CompGraph], use_cache: bool) -> CompGraph:
-    from engine.graph_io import load_graph_json, save_graph
-
     if not use_cache:
         return build()
     from engine.importers.tensorflow_graph import import_tensorflow
@@ -52,16 +59,50 @@ def _cached(key: str, build: Callable[[], CompGraph], use_cache: bool) -> CompGr
     import keras
 
     stamp = f"{key}|importer={IMPORTER_VERSION}|tf={tf.__version__}|keras={keras.__version__}"
-    path = cache_dir() / f"{key.split('?')[0]}-{hashlib.sha256(stamp.encode()).hexdigest()[:16]}.json"
+    return cached_graph(cache_dir() / f"{key.split('?')[0]}-{hashlib.sha256(stamp.encode()).hexdigest()[:16]}.json",
+                        build)
+
+
+def cached_graph(path: Path, build: Callable[[], CompGraph]) -> CompGraph:
+    """The graph cached at ``path`` (marked as just used), else ``build()``'s, stored there; the cache is then
+    trimmed to its bounds (:func:`trim_cache`)."""
+    from engine.graph_io import load_graph_json, save_graph
+
     if path.is_file():
         try:
-            return load_graph_json(path)
+            g = load_graph_json(path)
         except GraphError:  # a damaged cache entry is rebuilt
             pass
+        else:
+            with contextlib.suppress(OSError):
+                os.utime(path)  # least recently used goes first: this one was just used
+            return g
     g = build()
     path.parent.mkdir(parents=True, exist_ok=True)
     save_graph(g, path)
+    trim_cache(path.parent)
     return g
+
+
+def trim_cache(folder: Path) -> None:
+    """Keep the most recently used entries of the cache in ``folder`` — at most
+    :data:`~engine.limits.GRAPH_CACHE_MAX_ENTRIES` of them, of at most :data:`~engine.limits.GRAPH_CACHE_MAX_BYTES`
+    bytes in all — and delete the others (an entry larger than that is not kept either). Files that are no cache
+    entry stay."""
+    entries = []
+    for p in folder.iterdir():
+        if _ENTRY.fullmatch(p.name):
+            try:
+                st = p.lstat()
+            except OSError:  # deleted meanwhile (another process trimming)
+                continue
+            if stat.S_ISREG(st.st_mode):
+                entries.append((st.st_mtime_ns, p.name, st.st_size, p))
+    kept = size = 0
+    for _, _, nbytes, p in sorted(entries, reverse=True):  # the most recently used first
+        kept, size = kept + 1, size + nbytes
+        if kept > GRAPH_CACHE_MAX_ENTRIES or size > GRAPH_CACHE_MAX_BYTES:
+            p.unlink(missing_ok=True)
 
 
 def _train_step(make_model: Callable[[], object], batch: int, name: str) -> CompGraph:
@@ -74,15 +115,13 @@ def _train_step(make_model: Callable[[], object], batch: int, name: str) -> Comp
     return graph_from_keras(model, batch, optimizer="sgd", loss="categorical_crossentropy", name=name)
 
 
-@register("inception-v3", "Keras Inception-V3 training step (TF import; Mirhoseini 2017, Placeto)")
+@register("inception-v3", "Keras Inception-V3 training step (TF import; Mirhoseini 2017, Placeto)",
+          {"batch": GENERATOR_BATCH})
 def inception_v3(batch: int = 32, cache: bool = True) -> CompGraph:
     """One SGD training step of Keras ``InceptionV3`` (299×299×3 input, 1000 classes).
 
     ``batch`` 32 is Placeto's setting (Mirhoseini 2017 uses 64 for Inception-V3 too).
     """
-    if batch < 1:
-        raise SpecError("gen:inception-v3: batch must be >= 1")
-
     def build() -> CompGraph:
         import keras
 
@@ -92,16 +131,15 @@ def inception_v3(batch: int = 32, cache: bool = True) -> CompGraph:
     return _cached(f"inception-v3?batch={batch}", build, cache)
 
 
-@register("nasnet", "Keras NASNet training step, variant mobile|large (TF import; Placeto)")
+@register("nasnet", "Keras NASNet training step, variant mobile|large (TF import; Placeto)",
+          {"batch": GENERATOR_BATCH})
 def nasnet(variant: str = "mobile", batch: int = 32, cache: bool = True) -> CompGraph:
     """One SGD training step of Keras ``NASNetMobile`` (224×224) or ``NASNetLarge`` (331×331).
 
     NASNet-Mobile is the default for size; Placeto places the NASNet of Zoph et al. 2018.
     """
     if variant not in ("mobile", "large"):
-        raise SpecError(f"gen:nasnet: variant must be 'mobile' or 'large', got '{variant}'")
-    if batch < 1:
-        raise SpecError("gen:nasnet: batch must be >= 1")
+        raise SpecError(f"gen:nasnet: variant must be 'mobile' or 'large', got {quote(variant)}")
 
     def build() -> CompGraph:
         import keras

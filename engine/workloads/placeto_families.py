@@ -42,10 +42,11 @@ from functools import lru_cache
 import numpy as np
 
 from engine.costmodel import FP32
-from engine.errors import SpecError
+from engine.errors import SpecError, quote
 from engine.generators import register
 from engine.graph import CompGraph
 from engine.grouping.rules import merge_and_colocate, mirhoseini_groups
+from engine.limits import GENERATOR_CELLS, GENERATOR_DIM, GENERATOR_NODES, GENERATOR_SEED, Bound
 from engine.workloads.recurrent import TrainGraph, build_nmt, embed, softmax_loss, total_loss
 
 __all__ = ["FAMILY_SIZE", "FamilySpec", "family", "family_cifar10", "family_grouping", "family_nmt", "family_ptb"]
@@ -71,7 +72,7 @@ def family(name: str, seed: int = 0) -> FamilySpec:
     """The family ``nmt``, ``ptb`` or ``cifar10`` (``family:`` prefix allowed): 16 train and 16 test specs."""
     key = name.removeprefix("family:")
     if key not in _GROUPS:
-        raise SpecError(f"unknown graph family '{name}' (available: {', '.join(_GROUPS)})")
+        raise SpecError(f"unknown graph family {quote(name)} (available: {', '.join(_GROUPS)})")
     perm = np.random.default_rng(_SPLIT_SEED).permutation(FAMILY_SIZE)
     specs = [f"gen:family-{key}?index={i}&seed={seed}" for i in range(FAMILY_SIZE)]
     half = FAMILY_SIZE // 2
@@ -99,26 +100,23 @@ def _draws(name: str, seed: int) -> tuple[tuple[int, ...], ...]:
     return tuple(seen)
 
 
-def _check(name: str, index: int, seed: int) -> tuple[int, ...]:
-    if not 0 <= index < FAMILY_SIZE:
-        raise SpecError(f"gen:family-{name}: index must be in 0..{FAMILY_SIZE - 1}, got {index}")
-    if seed < 0:
-        raise SpecError(f"gen:family-{name}: seed must be >= 0")
-    return _draws(name, seed)[index]
+#: A family graph's index and seed (each generator's other parameters add their own bounds).
+_MEMBER = {"index": Bound(0, FAMILY_SIZE - 1), "seed": GENERATOR_SEED}
 
 
-@register("family-nmt", "Placeto nmt family graph #index: 2-layer NMT, unroll 16-32, batch 64-128 (App. A.3)")
+@register("family-nmt", "Placeto nmt family graph #index: 2-layer NMT, unroll 16-32, batch 64-128 (App. A.3)", _MEMBER)
 def family_nmt(index: int = 0, seed: int = 0) -> CompGraph:
-    _, length, batch = _check("nmt", index, seed)
+    _, length, batch = _draws("nmt", seed)[index]
     return build_nmt(f"family-nmt-{index}-s{seed}", 2, 1024, length, batch, 32000)
 
 
 _ACTS = ("Identity", "Sigmoid", "Tanh", "Relu")
 
 
-@register("family-ptb", "Placeto ptb family graph #index: ENAS recurrent cell, unroll 25-40, batch 1536-3072 (A.3)")
+@register("family-ptb", "Placeto ptb family graph #index: ENAS recurrent cell, unroll 25-40, batch 1536-3072 (A.3)",
+          {**_MEMBER, "nodes": GENERATOR_NODES, "units": GENERATOR_DIM, "vocab": GENERATOR_DIM})
 def family_ptb(index: int = 0, seed: int = 0, nodes: int = 12, units: int = 1000, vocab: int = 10000) -> CompGraph:
-    arch, steps, batch = _check("ptb", index, seed)
+    arch, steps, batch = _draws("ptb", seed)[index]
     rng = np.random.default_rng(arch)
     prev = [0] + [int(rng.integers(0, j)) for j in range(1, nodes)]
     acts = [2] + [int(rng.integers(0, len(_ACTS))) for _ in range(1, nodes)]
@@ -182,9 +180,10 @@ def _conv_branch(tg: TrainGraph, sc: str, op: int, x: int, batch: int, hw: int, 
     return tg.op("factorized_reduce", "Conv2D", sc, [x], out, flops=2.0 * pix * ch * ch)
 
 
-@register("family-cifar10", "Placeto cifar10 family graph #index: ENAS conv cells, batch 240-360 (App. A.3)")
+@register("family-cifar10", "Placeto cifar10 family graph #index: ENAS conv cells, batch 240-360 (App. A.3)",
+          {**_MEMBER, "cells": GENERATOR_CELLS, "channels": GENERATOR_DIM})
 def family_cifar10(index: int = 0, seed: int = 0, cells: int = 2, channels: int = 20) -> CompGraph:
-    arch, _, batch = _check("cifar10", index, seed)
+    arch, _, batch = _draws("cifar10", seed)[index]
     rng = np.random.default_rng(arch)
 
     def sample_cell() -> list[tuple[int, int, int, int]]:

@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from engine.cluster import Cluster
-from engine.errors import SpecError
+from engine.errors import SpecError, quote
 from engine.graph import CompGraph
 from engine.jsonio import read_json_file
 
@@ -107,7 +107,7 @@ def workload(spec: str) -> Workload:
     name = spec[len(BENCH_PREFIX):] if spec.startswith(BENCH_PREFIX) else spec
     w = WORKLOADS.get(name)
     if w is None:
-        raise SpecError(f"unknown bundled workload '{name}' (available: {', '.join(WORKLOADS)})")
+        raise SpecError(f"unknown bundled workload {quote(name)} (available: {', '.join(WORKLOADS)})")
     return w
 
 
@@ -146,7 +146,7 @@ def expert_split_path(spec: str) -> Path:
     """
     w = workload(spec)
     if w.expert_path is None:
-        raise SpecError(f"bundled workload '{w.name}' has no human-expert split")
+        raise SpecError(f"bundled workload {quote(w.name)} has no human-expert split")
     return w.expert_path
 
 

@@ -48,6 +48,7 @@ from engine.costmodel import CPU_HASWELL_18C, FP32, K80, GraphBuilder, RooflineM
 from engine.errors import SpecError
 from engine.generators import register
 from engine.graph import CompGraph
+from engine.limits import GENERATOR_BATCH, GENERATOR_DIM, GENERATOR_LAYERS, GENERATOR_LENGTH
 
 __all__ = ["TrainGraph", "nmt", "rnnlm"]
 
@@ -217,11 +218,11 @@ def total_loss(tg: TrainGraph, losses: list[int]) -> int:
     return tg.op("truediv", "RealDiv", "loss", [s], FP32)
 
 
-@register("rnnlm", "RNNLM training step: 2 LSTM layers of 2048, unroll 40, batch 64 (Mirhoseini 2017 Table 1)")
+@register("rnnlm", "RNNLM training step: 2 LSTM layers of 2048, unroll 40, batch 64 (Mirhoseini 2017 Table 1)",
+          {"layers": GENERATOR_LAYERS, "units": GENERATOR_DIM, "steps": GENERATOR_LENGTH, "batch": GENERATOR_BATCH,
+           "vocab": GENERATOR_DIM})
 def rnnlm(layers: int = 2, units: int = 2048, steps: int = 40, batch: int = 64, vocab: int = 10000) -> CompGraph:
     """Zaremba-style LSTM language model, one SGD step, built op by op."""
-    if min(layers, units, steps, batch, vocab) < 1:
-        raise SpecError("gen:rnnlm: layers, units, steps, batch and vocab must be >= 1")
     tg = TrainGraph(f"rnnlm-{layers}x{units}-L{steps}-b{batch}")
     table = tg.variable("embedding", vocab * units * FP32, "embedding")
     xs = [embed(tg, f"embedding/step{t}", table, batch, units, t) for t in range(steps)]
@@ -263,7 +264,9 @@ def build_nmt(name: str, layers: int, units: int, length: int, batch: int, vocab
     return tg.build(total_loss(tg, losses))
 
 
-@register("nmt", "NMT training step: encoder-decoder LSTM + attention, layers 2|4 of 1024, length 32|40, batch 64|128")
+@register("nmt", "NMT training step: encoder-decoder LSTM + attention, layers 2|4 of 1024, length 32|40, batch 64|128",
+          {"layers": GENERATOR_LAYERS, "units": GENERATOR_DIM, "length": GENERATOR_LENGTH, "batch": GENERATOR_BATCH,
+           "vocab": GENERATOR_DIM})
 def nmt(layers: int = 2, units: int = 1024, length: int = 40, batch: int = 64, vocab: int = 32000) -> CompGraph:
     """NMT of Mirhoseini Table 1 (2 layers, length 40, batch 64) and Placeto A.2 (2 or 4 layers, 32, 128)."""
     return build_nmt(f"nmt-{layers}x{units}-L{length}-b{batch}", layers, units, length, batch, vocab)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import SpecError
+from engine.errors import SpecError, quote
 
 __all__ = ["REF", "REPRODUCTIONS", "Build", "Cell", "PublishedGraph", "PublishedGraphs", "Reproduction", "Step",
            "all_reproductions", "get", "register", "steps_for"]
@@ -90,11 +90,14 @@ class PublishedGraph:
 class PublishedGraphs:
     """The graphs a reproduction can run on instead of ours (``placelab reproduce NAME --graphs-dir DIR``,
     :mod:`placelab.reproduce.published`): where to get them, one entry per row, and why a row's first
-    file name is preferred to the others when both are there."""
+    file name is preferred to the others when both are there. ``format``: the registered graph format
+    (:mod:`engine.formats`) the authors' files are in; a file of another format under one of their names
+    is refused, and a malformed one is read by that format's importer, which names the line."""
 
     where: str
     graphs: tuple[PublishedGraph, ...]
     order_note: str = ""
+    format: str | None = None
 
 
 #: build(outputs by step key, run store root, quick) -> Build
@@ -173,7 +176,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {}
 def register(rep: Reproduction) -> Reproduction:
     """Add a reproduction to :data:`REPRODUCTIONS` (names are unique)."""
     if rep.name in REPRODUCTIONS:
-        raise ValueError(f"reproduction '{rep.name}' is registered twice")
+        raise ValueError(f"reproduction {quote(rep.name)} is registered twice")
     REPRODUCTIONS[rep.name] = rep
     return rep
 
@@ -201,7 +204,7 @@ def get(name: str) -> Reproduction:
     """
     reps = all_reproductions()
     if name not in reps:
-        raise SpecError(f"unknown reproduction '{name}' (available: {', '.join(reps)}; "
+        raise SpecError(f"unknown reproduction {quote(name)} (available: {', '.join(reps)}; "
                         "see `placelab reproduce --list`)")
     return reps[name]
 

@@ -76,7 +76,7 @@ _AUTHORS_WHERE = ("github.com/xinyuyao/Doppler, folder compute_graph/ (it has no
 def authors_graphs(files: Mapping[str, tuple[str, ...]] = AUTHORS_FILES) -> PublishedGraphs:
     """The authors' files that stand for :data:`GRAPHS` (``--graphs-dir``, :mod:`placelab.reproduce.published`)."""
     return PublishedGraphs(_AUTHORS_WHERE, tuple(PublishedGraph(row, spec, files[row]) for row, spec in GRAPHS.items()),
-                           "a gdp_ file is the same graph with op types, its edge lists intact")
+                           "a gdp_ file is the same graph with op types, its edge lists intact", format="doppler-text")
 
 
 #: Table 4's rows, (source, target); the quick setting runs the first two.

@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from engine.errors import SpecError
+from engine.errors import SpecError, quote
 from engine.jsonio import read_json_file
 from placelab.reproduce.core import Cell
 
@@ -41,7 +41,7 @@ def paper_table(paper: str, table: str) -> dict[str, Any]:
     """The table ``table`` of ``papers/<paper>.json`` with the paper's reference added as ``paper``."""
     doc = _paper(paper)
     if table not in doc.get("tables", {}):
-        raise SpecError(f"papers/{paper}.json has no table '{table}'")
+        raise SpecError(f"papers/{paper}.json has no table {quote(table)}")
     return {"paper": doc["paper"], **doc["tables"][table]}
 
 

@@ -16,10 +16,12 @@ preferred one is there), or not found. Then:
   workers with ``--workers`` may repeat it in their own output).
 
 Each file is read by its format's importer with its default options — for DOPPLER's text files the
-authors' own units (``engine/importers/doppler_text.py``). The steps name the file by its path;
-the stored commands show it as ``$GRAPHS/NAME``, and the run's parameters record, per row, the
-file's name and sha256 (or our spec), never the folder: such a run can be shared without the
-authors' files, which placelab does not bundle.
+authors' own units (``engine/importers/doppler_text.py``). A file under one of the authors' names but in
+another format (a placelab JSON file named ``chain_mm_112nodes.txt``) is refused with one line, never
+recorded as theirs; a malformed file of their format gets the importer's error, which names the line.
+The steps name the file by its path; the stored commands show it as ``$GRAPHS/NAME``, and the run's
+parameters record, per row, the file's name and sha256 (or our spec), never the folder: such a run can
+be shared without the authors' files, which placelab does not bundle.
 """
 
 from __future__ import annotations
@@ -33,9 +35,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from engine.errors import GraphError, SpecError
+from engine.errors import GraphError, SpecError, quote
+from engine.formats import FORMATS
 from engine.jsonio import read_file_bytes
-from engine.specs import load_graph
+from engine.specs import detect_format, load_graph
 from placelab.reproduce.core import (
     Build,
     Cell,
@@ -115,15 +118,32 @@ class GraphSources:
             yield
 
 
-def _load(path: str) -> tuple[int, list[str]]:
-    """Op count of the graph file and the warnings its importer gave (raises its one-line error)."""
+def _load(path: str, expected: str | None = None) -> tuple[int, list[str]]:
+    """Op count of the graph file and the warnings its importer gave (raises its one-line error); ``expected``:
+    the format the file must be in (:func:`_load_as`)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        graph = load_graph(path)
+        graph = load_graph(path) if expected is None else _load_as(path, expected)
     return graph.num_ops, list(dict.fromkeys(str(w.message) for w in caught))
 
 
-def _row(g: PublishedGraph, directory: str, order_note: str) -> tuple[GraphUse, list[str], list[str]]:
+def _load_as(path: str, expected: str):
+    """The graph of ``path`` read by the importer of format ``expected``: a file another format recognises is
+    refused (GraphError naming both formats); one that no format recognises goes to that importer, whose error
+    names the line at fault."""
+    try:
+        found = detect_format(path)
+    except GraphError:  # unrecognized (or unreadable: the importer says so again)
+        found = None
+    if found is not None and found.name != expected:
+        raise GraphError(f"{path} is a {found.name} graph file, not in the {expected} format the authors published "
+                         "their graphs in: it cannot stand for their file")
+    fmt = found or next(f for f in FORMATS if f.name == expected)
+    return fmt.load(path)
+
+
+def _row(g: PublishedGraph, directory: str, order_note: str,
+         expected: str | None = None) -> tuple[GraphUse, list[str], list[str]]:
     lines: list[str] = []
     said: list[str] = []
     use: GraphUse | None = None
@@ -135,7 +155,7 @@ def _row(g: PublishedGraph, directory: str, order_note: str) -> tuple[GraphUse, 
             lines.append(f"{g.row}: {name} found, not used: {use.file} is preferred ({order_note})")
         else:
             digest = hashlib.sha256(read_file_bytes(path, error=GraphError)).hexdigest()
-            ops, warned = _load(path)
+            ops, warned = _load(path, expected)
             use = GraphUse(g.row, g.ours, name, digest, ops)
             lines.append(f"{g.row}: {name} found, used (sha256 {digest[:12]}, {ops} ops)")
             said += warned
@@ -160,7 +180,7 @@ def resolve(rep: Reproduction, graphs_dir: str) -> GraphSources:
     pub: PublishedGraphs | None = rep.published
     if pub is None:
         some = ", ".join(n for n, r in all_reproductions().items() if r.published)
-        raise SpecError(f"reproduction '{rep.name}' has no graphs published by its authors to run on; "
+        raise SpecError(f"reproduction {quote(rep.name)} has no graphs published by its authors to run on; "
                         f"--graphs-dir applies to {some}")
     directory = os.path.abspath(graphs_dir)
     if not os.path.isdir(directory):
@@ -172,7 +192,7 @@ def resolve(rep: Reproduction, graphs_dir: str) -> GraphSources:
                         f"({len(names)} names, such as {names[-1]}); they are in {pub.where}")
     uses, lines, said = [], [], []
     for g in pub.graphs:
-        use, more, warned = _row(g, directory, pub.order_note)
+        use, more, warned = _row(g, directory, pub.order_note, pub.format)
         uses.append(use)
         lines += more
         said += warned

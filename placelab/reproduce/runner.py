@@ -17,12 +17,19 @@ Every finished step is written to the run's journal (:data:`JOURNAL`) as it ends
 stopped part way (Ctrl-C, a killed process, the end of a machine's lease: a full setting takes hours)
 goes on with ``resume=RUN`` (``placelab reproduce NAME --resume RUN``) in the same run: a step whose
 command, references filled in, is the one the journal holds, and whose stored run is still there, is
-not run again.
+not run again. The journal names the run store ``$RUNS`` and the ``--graphs-dir`` folder ``$GRAPHS``, so
+a store moved or copied elsewhere resumes as well (journals written before hold absolute paths: they
+match while the store has not moved; a step not taken from the journal says why on its progress line).
+Each journal line carries the sha256 of its contents: a line changed since it was written (an edited
+value, a damaged disk) is not trusted: one ``warning:`` line names it and its step runs again.
+A journal that is not a regular file (a named pipe, a folder) is refused with one line, the run left
+as it was.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -33,7 +40,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.errors import PlacelabError, RunError, SpecError, one_line
+from engine.errors import PlacelabError, RunError, SpecError, one_line, quote
 from engine.run_meta import code_version, iso_timestamp
 from engine.runs import Run, RunStore, user_runs_dir
 from placelab.reproduce.core import REF, Reproduction, Step, get
@@ -46,9 +53,13 @@ __all__ = ["JOURNAL", "CommandRunner", "reproduce", "run_step"]
 #: Runs ``placelab ARGV`` in this process and returns its exit code (``placelab.cli.run_command``). The
 #: runner is handed one, never imports the CLI: the CLI sits above the reproductions.
 CommandRunner = Callable[[list[str]], int]
-#: The reproduction's journal in its run folder: one JSON line per finished step, ``{"key", "argv", "out"}``
-#: (the command as run, references filled in, and its JSON output), appended as each step ends.
+#: The reproduction's journal in its run folder: one JSON line per finished step, ``{"key", "argv", "out",
+#: "sha256"}`` (the command as run, references filled in, the run store written :data:`RUNS_VAR` and the
+#: ``--graphs-dir`` folder ``$GRAPHS``; its JSON output; the sha256 of the three, :func:`_digest`), appended as
+#: each step ends. Lines without ``sha256`` were written by an older placelab, with absolute paths.
 JOURNAL = "steps.jsonl"
+#: How the journal and the stored commands name the run store of the steps.
+RUNS_VAR = "$RUNS"
 
 
 def run_step(run_command: CommandRunner, argv: tuple[str, ...]) -> dict[str, Any]:
@@ -111,32 +122,37 @@ def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_di
         A published graph file in ``graphs_dir`` that cannot be read.
     """
     runs_dir = runs_dir or user_runs_dir()
+    wanted = [w.strip() for w in (only or "").split(",") if w.strip()]
+    if only is not None and not wanted:  # `--only ''` or `--only ,`: not "every step"
+        raise SpecError(f"--only {quote(only)} names no step: give texts that step keys contain, comma-separated "
+                        "(leave --only out to run every step)")
     rep = get(name)
     missing = rep.missing()
     if missing:
-        raise SpecError(f"reproduction '{name}' needs {', '.join(missing)}, which this installation does not have yet")
+        raise SpecError(f"reproduction {quote(name)} needs {', '.join(missing)}, which this installation does not "
+                        f"have yet")
     if rep.exclusive and workers is not None and workers > 1:
-        raise SpecError(f"reproduction '{name}' measures executions on this machine's cores: its steps must not "
+        raise SpecError(f"reproduction {quote(name)} measures executions on this machine's cores: its steps must not "
                         "run side by side; run it without --workers")
+    store = RunStore(runs_dir)
+    store.check_writable()  # a read-only or full store: one line before any graph is read or step run
     sources = resolve(rep, graphs_dir) if graphs_dir is not None else None
     executor = _executor(workers)
-    wanted = [w.strip() for w in (only or "").split(",") if w.strip()]
     steps = [s for s in rep.steps(quick) if not wanted or any(w in s.key for w in wanted)]
     if sources is not None:
         steps = [sources.substitute(s) for s in steps]
     if not steps:
         keys = ", ".join(s.key for s in rep.steps(quick))
-        raise SpecError(f"--only '{only}' matches no step of {name} (steps: {keys})")
+        raise SpecError(f"--only {quote(only)} matches no step of {name} (steps: {keys})")
     if resume is not None and not keep_step_runs:
         raise SpecError("--resume needs the step runs of the first attempt, so it cannot use a scratch store "
                         "(--no-keep-step-runs)")
     t = paper_table(rep.paper, rep.table)
-    store = RunStore(runs_dir)
     setting = "quick" if quick else "full"
     parameters = {"setting": setting, "paper": t["paper"], "citation": t["citation"],
                   "seeds": sorted({s.seed for s in steps if s.seed is not None}),
                   "workers": workers or 1, "only": only, "graphs": graph_records(rep, sources)}
-    prior = _resumable(store, resume, rep.name, parameters) if resume is not None else {}
+    prior, damaged = _resumable(store, resume, rep.name, parameters) if resume is not None else ({}, [])
     if progress:  # only now: a refused reproduction says nothing but its error
         progress(f"reproducing {rep.name} ("
                  + ("quick setting: small budgets, minutes on a 2-core machine" if quick
@@ -152,6 +168,8 @@ def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_di
         if progress:
             progress(f"resuming run {run.id}: its journal holds {len(prior)} finished step(s); those whose "
                      "command and stored run are unchanged are not run again")
+            for line in damaged:
+                progress(f"warning: {line}")
             if now != run.meta.get("code_version"):
                 progress(f"note: the run started on code {_version(run.meta.get('code_version'))}, this is "
                          f"{_version(now)}: the steps taken from its journal ran on the earlier code")
@@ -174,9 +192,10 @@ def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_di
             "notes": built.notes, "graphs": parameters["graphs"]}
 
 
-def _resumable(store: RunStore, ref: str, name: str, parameters: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The journal of run ``ref``, checked to be a stopped reproduction ``name`` asked for as it was started
-    (the setting, ``only`` and the graphs, hashes included, of ``parameters``)."""
+def _resumable(store: RunStore, ref: str, name: str,
+               parameters: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The journal of run ``ref`` (:func:`_read_journal`), checked to be a stopped reproduction ``name`` asked for
+    as it was started (the setting, ``only`` and the graphs, hashes included, of ``parameters``)."""
     run = store.load(ref)
     meta = run.meta
     if meta.get("kind") != "reproduce" or meta.get("placer") != name:
@@ -206,21 +225,71 @@ def _said(key: str, value: Any) -> str:
     return "none" if value is None else str(value)
 
 
-def _read_journal(run: Run) -> dict[str, dict[str, Any]]:
-    """The finished steps a run's journal holds, by key (a key's last line wins; a line cut short by a
-    killed process, or not of the journal's shape, is skipped)."""
-    return {entry["key"]: entry for entry in run.read_json_lines(JOURNAL)
-            if isinstance(entry, dict) and isinstance(entry.get("key"), str) and isinstance(entry.get("argv"), list)
-            and isinstance(entry.get("out"), dict)}
+def _digest(entry: dict[str, Any]) -> str:
+    """The sha256 of a journal line's ``key``, ``argv`` and ``out`` (canonical JSON: sorted keys)."""
+    body = {k: entry.get(k) for k in ("key", "argv", "out")}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _reusable(entry: dict[str, Any] | None, argv: tuple[str, ...], step_dir: str) -> bool:
-    """Whether a journal entry stands for the step about to run ``argv``: the same command, no error, and
-    the run it stored still in the store."""
-    if entry is None or entry["argv"] != list(argv) or entry["out"].get("error"):
-        return False
+def _journal_line(key: str, argv: list[str], out: dict[str, Any]) -> dict[str, Any]:
+    """The journal line of a finished step, with its checksum (computed on the values as JSON reads them back)."""
+    line = json.loads(json.dumps({"key": key, "argv": argv, "out": out}, default=str))
+    return {**line, "sha256": _digest(line)}
+
+
+def _read_journal(run: Run) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The finished steps a run's journal holds, by key (a key's last line wins), and one line for each line
+    not trusted: not of the journal's shape, or changed since it was written (its checksum differs). A line cut
+    short by a killed process is skipped silently.
+
+    Raises
+    ------
+    RunError
+        The journal is not a regular file (a named pipe, a folder).
+    """
+    entries: dict[str, dict[str, Any]] = {}
+    damaged: list[str] = []
+    for n, entry in enumerate(run.read_json_lines(JOURNAL), start=1):
+        if not (isinstance(entry, dict) and isinstance(entry.get("key"), str) and isinstance(entry.get("argv"), list)
+                and isinstance(entry.get("out"), dict)):
+            damaged.append(f"{JOURNAL} entry {n} of run {run.id} is not a finished step's record; ignored")
+        elif "sha256" in entry and entry["sha256"] != _digest(entry):
+            damaged.append(f"{JOURNAL} entry {n} (step {quote(entry['key'])}) of run {run.id} was changed since it "
+                           "was written (its checksum differs): that step runs again")
+            entries.pop(entry["key"], None)
+        else:
+            entries[entry["key"]] = entry
+    return entries, damaged
+
+
+def _portable(argv: tuple[str, ...], step_dir: str, sources: GraphSources | None) -> list[str]:
+    """``argv`` as the journal holds it: the run store written :data:`RUNS_VAR`, the graphs folder ``$GRAPHS``."""
+    inside = os.path.join(step_dir, "")
+    return [RUNS_VAR if a == step_dir else RUNS_VAR + "/" + a[len(inside):] if a.startswith(inside)
+            else sources.hide(a) if sources else a for a in argv]
+
+
+def _not_reusable(entry: dict[str, Any], argv: tuple[str, ...], step_dir: str,
+                  sources: GraphSources | None) -> str | None:
+    """Why a journal entry does not stand for the step about to run ``argv`` (None when it does: the same
+    command, paths relative to the store, no error, and the run it stored still in the store)."""
+    if "sha256" in entry:
+        same = entry["argv"] == _portable(argv, step_dir, sources)
+    else:  # an older journal: absolute paths, which match while the store has not moved
+        same = entry["argv"] == list(argv)
+        if not same and "--runs-dir" in entry["argv"][:-1]:
+            then = entry["argv"][entry["argv"].index("--runs-dir") + 1]
+            if then != step_dir:
+                return (f"its journal entry names the run store {then} (a journal of an older placelab holds "
+                        f"absolute paths), this is {step_dir}")
+    if not same:
+        return "its command differs from the journal's"
+    if entry["out"].get("error"):
+        return "it failed before"
     rid = entry["out"].get("run_id")
-    return not rid or os.path.isdir(os.path.join(step_dir, str(rid)))
+    if rid and not os.path.isdir(os.path.join(step_dir, str(rid))):
+        return f"its run {quote(str(rid))} is no longer in the store"
+    return None
 
 
 def _resolve(step: Step, outputs: dict[str, dict[str, Any]], step_dir: str) -> tuple[str, ...] | str:
@@ -234,7 +303,7 @@ def _resolve(step: Step, outputs: dict[str, dict[str, Any]], step_dir: str) -> t
         if not rid:
             state = (f"failed: {out['error']}" if out.get("error") else "stored none" if key in outputs
                      else "did not run")
-            why.append(f"needs the run of step '{key}', which {state}")
+            why.append(f"needs the run of step {quote(key)}, which {state}")
             return ""
         return {"run": rid, "rundir": os.path.join(step_dir, rid),
                 "placement": os.path.join(step_dir, rid, "placement.json")}[what]
@@ -246,30 +315,36 @@ def _resolve(step: Step, outputs: dict[str, dict[str, Any]], step_dir: str) -> t
 def _run_steps(steps: list[Step], step_dir: str, runner: tuple[ParallelMap, CommandRunner],
                tag: tuple[RunStore, str] | None, progress: Callable[[str], None] | None,
                journal: tuple[Run | None, dict[str, dict[str, Any]]] = (None, {}),
+               sources: GraphSources | None = None,
                ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
     """Run every step, each as soon as the steps it references have run (on Ray: without waiting for
     other running steps), each through ``runner``'s command runner on its executor; outputs by key and the log.
     ``journal``: the run whose :data:`JOURNAL` gets each finished step, and the entries an earlier attempt
-    left there (a step they hold, unchanged, is taken from them instead of run)."""
+    left there (a step they hold, unchanged, is taken from them instead of run; one they hold but that runs
+    again says why on its progress line). ``sources``: the ``--graphs-dir`` folder, named ``$GRAPHS`` in the
+    journal."""
     executor, command = runner
     record, prior = journal
     outputs: dict[str, dict[str, Any]] = {}
     log: list[dict[str, Any]] = []
+    again: dict[str, str] = {}  # key -> why the journal's entry of the step was not taken
 
     def done(s: Step, argv: tuple[str, ...] | None, out: dict[str, Any], reused: bool = False) -> None:
         outputs[s.key] = out
-        shown = None if argv is None else _resolve(s, outputs, "$RUNS")  # the command, the run store as $RUNS
+        shown = None if argv is None else _resolve(s, outputs, RUNS_VAR)  # the command, the run store as $RUNS
         resolved = Step(s.key, shown).command() if isinstance(shown, tuple) else None
         log.append({"key": s.key, "argv": ["placelab", *s.argv], "command": s.command(), "resolved": resolved,
                     "seed": s.seed, "wall_s": round(out.get("wall_s", 0.0), 3), "error": out.get("error"),
                     **({"reused": True} if reused else {})})
         if record is not None and argv is not None and not reused:  # one line per step, as it ends
-            record.append_json_line(JOURNAL, {"key": s.key, "argv": list(argv), "out": out})
+            record.append_json_line(JOURNAL, _journal_line(s.key, _portable(argv, step_dir, sources), out))
         if tag is not None and not reused:
             _tag_step_runs(tag[0], out, tag[1])
         if progress:
             state = ("ran before: taken from the journal" if reused else
                      f"error: {out['error']}" if out.get("error") else f"{out.get('wall_s', 0):.1f} s")
+            if s.key in again:
+                state += f"; not taken from the journal: {again[s.key]}"
             progress(f"[{len(log)}/{len(steps)}] {s.command()}  ({state})")
 
     todo, handed, running = list(steps), [], set()
@@ -288,11 +363,15 @@ def _run_steps(steps: list[Step], step_dir: str, runner: tuple[ParallelMap, Comm
             for s in free:
                 todo.remove(s)
                 argv = _resolve(s, outputs, step_dir)
+                why = None if isinstance(argv, str) or s.key not in prior else _not_reusable(prior[s.key], argv,
+                                                                                            step_dir, sources)
                 if isinstance(argv, str):
                     done(s, None, {"error": argv})
-                elif _reusable(prior.get(s.key), argv, step_dir):
+                elif s.key in prior and why is None:
                     done(s, argv, dict(prior[s.key]["out"]), reused=True)
                 else:
+                    if why is not None:
+                        again[s.key] = why
                     handed.append((s, argv))
                     running.add(s.key)
                     out.append((command, argv))
@@ -315,13 +394,23 @@ def _run(rep: Reproduction, steps: list[Step], run: Run, tag_store: RunStore | N
     ``sources`` (``--graphs-dir``) the rows on our graphs are marked and the stored commands name the
     folder ``$GRAPHS``."""
     outputs, log = _run_steps(steps, step_dir, runner, (tag_store, run.id) if tag_store else None, progress,
-                              (run, prior or {}))
-    built = rep.build(outputs, step_dir, quick)
+                              (run, prior or {}), sources=sources)
+    unchecked = [e["key"] for e in log if e.get("reused") and "sha256" not in (prior or {}).get(e["key"], {})]
+    try:
+        built = rep.build(outputs, step_dir, quick)
+        if sources is not None:
+            built = sources.mark(built)
+        rows = join(built.cells, rep.paper, rep.table, rep.reference)
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        if not unchecked:  # every output is what its command printed: not the journal's doing
+            raise
+        raise RunError(f"run {run.id}: the {JOURNAL} entries of step(s) {', '.join(map(quote, unchecked))}, written "
+                       f"by an older placelab without a checksum, hold values this reproduction cannot read "
+                       f"({type(exc).__name__}); move {JOURNAL} out of the run folder and resume to run every "
+                       "step again") from None
     if sources is not None:
-        built = sources.mark(built)
         log = [{**e, "argv": [sources.hide(a) for a in e["argv"]], "command": sources.hide(e["command"]),
                 "resolved": e["resolved"] and sources.hide(e["resolved"])} for e in log]
-    rows = join(built.cells, rep.paper, rep.table, rep.reference)
     run.write_table("table.csv", {c: [r[c] for r in rows] for c in TABLE_COLUMNS})
     for fname, fig in built.figures.items():
         run.write_json(f"figures/{fname}.json", fig)

@@ -287,7 +287,9 @@ def test_a_huge_op_name_is_cut(env, capsys):
     name = "start" + "x" * 1_000_000 + "end"
     (env / "long.json").write_text(graph_text([{"name": name, "compute": 1}, {"name": name, "compute": 1}]))
     code, out, err = run_cli(capsys, "graph", "info", "long.json")
-    assert_bad_input(code, out, err, "duplicate op name 'startxxx", "xxxend' (ops #0 and #1)", "characters cut")
+    # the name is quoted cut to 80 characters: its first 53 and its last 26 around "…" (engine.errors.quote)
+    shown = "'start" + "x" * 48 + "…" + "x" * 23 + "end'"
+    assert_bad_input(code, out, err, f"duplicate op name {shown} (ops #0 and #1)")
     assert_short_safe_line(err)
 
 

@@ -8,6 +8,7 @@ test is fast: a check that came after the work would make it hang here.
 from __future__ import annotations
 
 import json
+import os
 import warnings
 
 import pytest
@@ -17,7 +18,20 @@ from test_cli_errors import CLUSTER, assert_bad_input
 from engine.errors import SpecError
 from engine.generators import random_dag
 from engine.importers.doppler_text import graph_from_doppler_text
-from engine.limits import MAX_BATCH, MAX_COUNT, MAX_NET_WIDTH, MAX_NOISE, MAX_SEED, MAX_SIM_RUNS, MAX_THREADS
+from engine.limits import (
+    MAX_BATCH,
+    MAX_COUNT,
+    MAX_INPUT_ELEMENTS,
+    MAX_NET_WIDTH,
+    MAX_NOISE,
+    MAX_SECONDS,
+    MAX_SEED,
+    MAX_SIM_RUNS,
+    MAX_STEP_SECONDS,
+    MAX_THREADS,
+    MAX_WORKERS,
+    WORKERS_PER_CPU,
+)
 from engine.presets import PRESETS
 
 SMALL = "gen:random?ops=12&seed=1"
@@ -34,6 +48,8 @@ def test_limit_values():
     """The documented values (docs/reference/contracts.md, "Limits")."""
     assert (MAX_SEED, MAX_COUNT, MAX_SIM_RUNS, MAX_NOISE, MAX_NET_WIDTH) == (2**31 - 1, 10**6, 10**4, 1.0, 4096)
     assert (MAX_BATCH, MAX_THREADS) == (1024, 1024)
+    assert (MAX_SECONDS, MAX_STEP_SECONDS, MAX_WORKERS, WORKERS_PER_CPU) == (30 * 24 * 3600, 3600, 1024, 4)
+    assert MAX_INPUT_ELEMENTS == 2**30
 
 
 # ---- 1. unbounded values used to run until killed -------------------------------------------------
@@ -53,6 +69,27 @@ HANGS = {
                           "--param", "evaluations=100000000000"], ["--param evaluations must be <= 1,000,000"]),
     "train episodes": (["train", "--placer", "placeto", "-g", SMALL, "-c", "k80x2", "--episodes", "10000000000"],
                        ["--episodes must be <= 1,000,000", "MAX_COUNT"]),
+    # issue 54: a wall-time budget of 31,700 years, or 2^63 s, was accepted
+    "train seconds": (["train", "--placer", "placeto", "-g", SMALL, "-c", "k80x2", "--max-seconds", "1e12"],
+                      ["--max-seconds must be <= 2,592,000 (placelab's limit MAX_SECONDS), got 1e+12"]),
+    "train seconds 2^63": (["train", "--placer", "placeto", "-g", SMALL, "-c", "k80x2", "--max-seconds",
+                            str(2**63)], ["--max-seconds must be <= 2,592,000", "MAX_SECONDS"]),
+    "resume seconds": (["train", "--resume", "nope", "--max-seconds", "1e12"], ["--max-seconds must be <= 2,592,000"]),
+    # issue 54: a local Ray runtime of 100,000 CPUs ran 90 s, then "internal error ... node timed out"
+    "compare workers": (["compare", SMALL, "-c", "k80x2", "--placers", "random", "--workers", "100000"],
+                        ["--workers must be <= 1,024 (placelab's limit MAX_WORKERS), got 100,000"]),
+    "train workers on a cluster": (["train", "--placer", "placeto", "-g", SMALL, "-c", "k80x2", "--address",
+                                    "127.0.0.1:1", "--workers", "100000"], ["--workers must be <= 1,024"]),
+    # issue 54: steps executed for 10^27 s
+    "execute step": (["validate", SMALL, "-c", "k80x2", "--step-ms", "1e30", "--no-save"],
+                     ["--step-ms must be <= 3,600,000", "MAX_STEP_SECONDS"]),
+    "execute time scale": (["place", SMALL, "-c", "k80x2", "--placer", "round-robin", "--execute", "--time-scale",
+                            "1e30"], ["one device's share of the executed step", "must be <= 3,600",
+                                      "MAX_STEP_SECONDS"]),
+    # issue 54: torch failed inside (internal error); refused before the user's code runs (model.py is not there)
+    "import input shape": (["graph", "import", "model.py:f", "-o", "g.json", "--input-shape", "1000000000,1000000000"],
+                           ["input shape '1000000000,1000000000' with batch 32", "must be <= 1,073,741,824",
+                            "MAX_INPUT_ELEMENTS", "got 32,000,000,000,000,000,000"]),
     # each value within its own limit, their product 10^10 simulations (benchmarks/adversarial_pass.py, limits)
     "bench repeat × runs": (["bench", "simulate", SMALL, "-c", "k80x2", "--placement", "x.json", "--repeat",
                              "1000000", "--mode", "work_conserving", "--sim-param", "runs=10000"],
@@ -188,6 +225,24 @@ def test_refused_before_any_work_with_one_line_naming_the_limit(env, capsys, cas
     argv, fragments = {**HANGS, **EXHAUSTION, **SEEDS}[case]
     assert_bad_input(*run_cli(capsys, *argv), *fragments)
     assert not (env / "runs").exists()  # nothing started, nothing stored
+
+
+LOCAL_WORKERS = {
+    "compare": ["compare", SMALL, "-c", "k80x2", "--placers", "random"],
+    "sweep": ["sweep", "-g", SMALL, "-c", "k80x2", "--placers", "random"],
+    "train": ["train", "--placer", "placeto", "-g", SMALL, "-c", "k80x2", "--episodes", "2", "--save"],
+    "experiment": ["experiment", "--family", "cifar10", "-c", "k80x2", "--episodes", "2"],
+    "reproduce": ["reproduce", "doppler-table2", "--quick"],
+}
+
+
+@pytest.mark.parametrize("command", list(LOCAL_WORKERS))
+def test_a_local_ray_runtime_gets_at_most_four_cpus_per_cpu_of_this_machine(env, capsys, monkeypatch, command):
+    # issue 54: Ray starts a worker process per CPU it is given; refused before Ray is started or a run stored
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert_bad_input(*run_cli(capsys, *LOCAL_WORKERS[command], "--workers", "9"),
+                     "--workers (a local Ray runtime) must be <= 8", "WORKERS_PER_CPU × this machine's 2 CPUs", "got 9")
+    assert not (env / "runs").exists()
 
 
 # ---- 4. noise large enough to print nonsense ----------------------------------------------------------

@@ -164,6 +164,17 @@ def test_a_run_id_longer_than_a_file_name_is_one_line(env, capsys, trace_run):
     assert runs_in(env / "runs") == [trace_run]
 
 
+@pytest.mark.parametrize("ref, fragment", [("/", "'/' is not a run id"), ("a\x01b", "no run matches 'a\\x01b'"),
+                                           ("r" * 5000, "is not a run id")])
+def test_hostile_run_ids_are_one_line(env, capsys, trace_run, ref, fragment):
+    # issue 54, item 4: a slash, a control character, a 5,000-character id
+    for argv in (["runs", "show", ref, "--json"], ["runs", "delete", ref], ["eval", ref, "-g", "graph.json"]):
+        code, out, err = run_cli(capsys, *argv)
+        assert_bad_input(code, out, err, fragment)
+        assert len(err) <= 301 and "\x01" not in err
+    assert runs_in(env / "runs") == [trace_run]
+
+
 @pytest.mark.parametrize("corrupt", ['{"schema": "placelab.run/1", "metrics": []}', "{not json", "[1, 2]",
                                      '{"schema": "placelab.run/1", "tags": "a,b"}'])
 def test_corrupt_run_json_is_skipped_with_a_warning(env, capsys, trace_run, corrupt):
@@ -185,6 +196,16 @@ def test_named_pipe_as_graph_never_blocks(env):
     proc = cli_process("graph", "info", "pipe.json", cwd=env)  # before: blocked forever
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == "error: pipe.json is a named pipe, not a regular file\n"
+
+
+@pytest.mark.parametrize("cost, line", [
+    ("nan,4", "line 6 (node 1): comp_cost must be a finite number >= 0, got 'nan'"),
+    ("1,inf", "line 6 (node 1): comm_cost must be a finite number >= 0, got 'inf'"),
+])
+def test_a_doppler_text_file_with_a_cost_that_is_not_a_number_names_the_line(env, capsys, cost, line):
+    # before: "unrecognized graph format" (the format's detection took nan for no number at all)
+    (env / "d.txt").write_text(f"3\n\n0,1\n1,2\n1,4\n{cost}\n1,4\n")
+    assert_bad_input(*run_cli(capsys, "graph", "info", "d.txt"), f"d: {line}")
 
 
 def _write(env: Path, name: str, doc: dict) -> str:
@@ -284,3 +305,115 @@ def test_json_output_is_only_json_when_highs_runs(env):
     assert proc.stdout.count("\n") == 1
     assert [r["placer"] for r in json.loads(proc.stdout)["results"]] == ["m-sct"]
     assert "HiGHS" not in proc.stderr
+
+
+# ---- issue 54, reliability pass 3 -----------------------------------------------------------------------
+
+def test_train_on_an_address_nothing_listens_on_exits_2_before_its_run(env):
+    # before: the error line, then the process did not exit (compare and sweep exited 2); a failed run was stored
+    proc = cli_process("train", "--placer", "placeto", "-g", SMALL, "-c", "k80x2", "--episodes", "2",
+                       "--address", "127.0.0.1:1", "--save", cwd=env)
+    assert_bad_input(proc.returncode, proc.stdout, proc.stderr, "cannot reach the Ray cluster at 127.0.0.1:1")
+    assert runs_in(env / "runs") == []
+
+
+@pytest.mark.parametrize("ref", ["../victim", "/abs", "..", "", "*"])
+def test_init_from_refuses_what_eval_and_resume_refuse(env, capsys, monkeypatch, ref):
+    # before: --init-from took the path of any folder holding a run.json (../victim), and '' was taken as no
+    # --init-from; now it is looked up in the run store as eval and --resume look up RUN
+    (env / "victim").mkdir()
+    (env / "victim" / "run.json").write_text("{}")
+    (env / "work").mkdir()
+    monkeypatch.chdir(env / "work")  # ../victim is there
+    code, out, err = run_cli(capsys, "train", "--placer", "placeto", "-g", SMALL, "-c", "k80x2", "--episodes", "2",
+                             "--init-from", ref, "--save")
+    assert_bad_input(code, out, err)
+    assert err == run_cli(capsys, "eval", ref, "-g", SMALL)[2]  # the same check, the same line
+    assert err == run_cli(capsys, "train", "--resume", ref)[2]
+    assert runs_in(env / "runs") == []
+
+
+def test_compare_on_a_graph_of_zero_compute_shows_the_ratio_as_undefined(env, capsys):
+    # before: ZeroDivisionError (internal error, exit 1) for the ×LB column, after every placer ran, --json too
+    zero = {**CHAIN, "ops": [{**op, "compute": 0} for op in CHAIN["ops"]]}
+    (env / "zero.json").write_text(json.dumps(zero))
+    argv = ["compare", "zero.json", "-c", "cluster.json", "--placers", "single-device,round-robin", "--no-save"]
+    code, out, err = run_cli(capsys, *argv, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["lower_bound_s"] == 0
+    assert [(r["placer"], r["ratio_to_lower_bound"]) for r in doc["results"]] == [("single-device", None),
+                                                                                  ("round-robin", None)]
+    assert doc["results"][1]["makespan_s"] > 0  # the transfers take time: a finite makespan over a bound of 0
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    rows = [line.split() for line in out.splitlines()[3:]]
+    assert [(r[0], r[3]) for r in rows] == [("single-device", "—"), ("round-robin", "—")]  # name, ms, "ms", ×LB
+
+
+PRINTER = '''
+import torch
+
+print("module imported")
+
+
+class Tiny(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        print("forward ran")
+        return self.lin(x)
+
+
+def f():
+    print("factory called")
+    return Tiny()
+
+'''
+
+
+def test_graph_import_keeps_stdout_for_the_json_and_a_sys_exit_is_one_line(env):
+    # before: the factory's prints came first on stdout (not one JSON object), and sys.exit(3) exited 3, no line
+    (env / "printer.py").write_text(PRINTER)
+    proc = cli_process("graph", "import", "printer.py:f", "-o", "g.json", "--input-shape", "4", "--json", cwd=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["output"] == "g.json" and proc.stdout.count("\n") == 1
+    for line in ("module imported", "factory called", "forward ran"):
+        assert line in proc.stderr.splitlines(), proc.stderr  # still shown, on stderr
+    (env / "leaver.py").write_text("import sys\n\n\ndef leaves():\n    sys.exit(3)\n")
+    proc = cli_process("graph", "import", "leaver.py:leaves", "-o", "h.json", "--input-shape", "4", cwd=env)
+    assert_bad_input(proc.returncode, proc.stdout, proc.stderr, "'leaver.py:leaves' called sys.exit(3)")
+    assert not (env / "h.json").exists()
+
+
+@pytest.mark.parametrize("token", ["missing", "folder"])
+def test_an_unreadable_ray_token_is_one_line_before_ray_starts(env, capsys, monkeypatch, token):
+    # before: "internal error: AuthenticationError: ..." (exit 1), from ray.init
+    pytest.importorskip("ray")
+    (env / "folder").mkdir()
+    monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(env / token))
+    monkeypatch.setenv("PLACELAB_CACHE_DIR", str(env / "cache"))
+    for argv in (["compare", SMALL, "-c", "k80x2", "--placers", "random", "--workers", "1"],
+                 ["train", "--placer", "placeto", "-g", SMALL, "-c", "k80x2", "--episodes", "2", "--workers", "1",
+                  "--save"]):
+        assert_bad_input(*run_cli(capsys, *argv), "cannot start a local Ray runtime with 1 CPU",
+                         f"RAY_AUTH_TOKEN_PATH names '{env / token}', which cannot be read or is empty")
+    assert runs_in(env / "runs") == [] and runs_in(env / "cache" / "ray-local") == []
+
+
+def test_a_ray_start_up_timeout_is_one_line(env, capsys, monkeypatch):
+    # before: "internal error: Exception: The current node timed out during startup ..." (exit 1)
+    ray = pytest.importorskip("ray")
+    monkeypatch.setenv("PLACELAB_CACHE_DIR", str(env / "cache"))
+
+    def timed_out(*args, **kwargs):
+        raise Exception("The current node timed out during startup. This could happen because some of the raylet "
+                        "failed to startup or the GCS has become overloaded.")
+
+    monkeypatch.setattr(ray, "init", timed_out)
+    assert_bad_input(*run_cli(capsys, "compare", SMALL, "-c", "k80x2", "--placers", "random", "--workers", "2"),
+                     "cannot start a local Ray runtime with 2 CPUs: Ray's node did not start within its time limit",
+                     "give fewer --workers")
+    assert runs_in(env / "runs") == [] and runs_in(env / "cache" / "ray-local") == []

@@ -32,6 +32,16 @@ def test_bad_input_is_one_line_exit_2(capsys):
         assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("only", ["", ","])
+def test_only_naming_no_step_is_refused(capsys, tmp_path, only):
+    # issue 54: `--only ''` ran every step
+    code, out, err = run_cli(capsys, "reproduce", "placeto-fig5", "--quick", "--only", only, "--runs-dir",
+                             str(tmp_path / "runs"))
+    assert (code, out, err) == (2, "", f"error: --only {only!r} names no step: give texts that step keys contain, "
+                                       "comma-separated (leave --only out to run every step)\n")
+    assert not (tmp_path / "runs").exists()
+
+
 @pytest.mark.usefixtures("tiny_reproduction")
 def test_tiny_reproduction_from_the_cli(capsys, tmp_path):
     code, out, err = run_cli(capsys, "reproduce", "tiny-table", "--quick", "--runs-dir", str(tmp_path), "--json")

@@ -14,6 +14,7 @@ import os
 import pickle
 import shutil
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -175,11 +176,21 @@ def _malicious_pickle(path: Path, marker: Path) -> None:
     path.write_bytes(pickle.dumps(Payload()))
 
 
+def _malicious_torch_file(path: Path, marker: Path) -> None:
+    """A real torch checkpoint (a zip archive) whose pickle would create ``marker`` if it were run (issue 54)."""
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    torch.save({"model": Payload(), "optimizer": {}, "state": "{}"}, path)
+
+
 CHECKPOINTS = {
     "random bytes": lambda path, good, marker: path.write_bytes(os.urandom(3000)),
     "truncated": lambda path, good, marker: path.write_bytes(good[: len(good) // 2]),
     "empty": lambda path, good, marker: path.write_bytes(b""),
     "malicious pickle": lambda path, good, marker: _malicious_pickle(path, marker),
+    "malicious pickle in a torch file": lambda path, good, marker: _malicious_torch_file(path, marker),
     "not a checkpoint": lambda path, good, marker: torch.save({"weights": [1, 2]}, path),
     "other networks": lambda path, good, marker: torch.save(
         {"model": {"w": torch.zeros(3)}, "optimizer": {}, "state": "{}"}, path),
@@ -483,3 +494,178 @@ def test_racing_deletes_of_one_run(store):
         assert [kind for kind, _ in outcomes].count("deleted") == 1, outcomes
         assert all(kind != "crashed" and run.id in text for kind, text in outcomes), outcomes
         assert sorted(p.name for p in store.root.iterdir()) == []  # nothing half-deleted
+
+
+# ---- issue 54, reliability pass 3: a store that cannot be written, links out of the store, special lock files ----
+
+def _store_cannot_be_written(monkeypatch, root: Path, how: str) -> str:
+    """Make writing a file in the store folder ``root`` fail as a read-only file system or a full disk does;
+    the error line's reason. The tests run as root, which writes through ``chmod a-w`` and mounts nothing here,
+    so the store's own probe (:meth:`RunStore.check_writable`, a temp file made in the store's folder) is made to
+    fail: a read-only file system refuses to create the file (EROFS), a full disk the bytes written (its file is
+    ``/dev/full``, which answers every write with ENOSPC)."""
+    import tempfile
+
+    real = tempfile.mkstemp
+
+    def mkstemp(*args, dir=None, **kwargs):
+        if dir is None or Path(dir).resolve() != root.resolve():
+            return real(*args, dir=dir, **kwargs)
+        if how == "read-only":
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        return os.open("/dev/full", os.O_WRONLY), str(root / ".write-check-full.tmp")
+
+    if how == "full" and not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full")
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    return os.strerror(errno.EROFS if how == "read-only" else errno.ENOSPC)
+
+
+UNWRITABLE = {
+    "compare": ["compare", GRAPH, "-c", "k80x2", "--placers", "round-robin,single-device"],
+    "place --save": ["place", GRAPH, "-c", "k80x2", "--placer", "round-robin", "--save"],
+    "train --save": ["train", "--placer", "placeto", "-g", GRAPH, "-c", "k80x2", "--episodes", "2", "--save"],
+    "train --resume": ["train", "--resume", "{run}", "--episodes", "8"],
+    "eval --save": ["eval", "{run}", "-g", GRAPH, "--save"],
+    "sweep": ["sweep", "-g", GRAPH, "-c", "k80x2", "--placers", "round-robin"],
+    "reproduce": ["reproduce", "placeto-fig5", "--quick", "--only", "rnn/nmt"],
+    "runs delete": ["runs", "delete", "{run}"],
+}
+
+
+@pytest.mark.parametrize("how", ["read-only", "full"])
+@pytest.mark.parametrize("command", list(UNWRITABLE))
+def test_a_store_that_cannot_be_written_is_one_line_before_any_work(trained, capsys, monkeypatch, how, command):
+    root = trained.parent
+    before = sorted(p.name for p in root.iterdir())
+    meta = (trained / "run.json").read_text()
+    reason = _store_cannot_be_written(monkeypatch, root, how)
+    argv = [a.format(run=trained.name) for a in UNWRITABLE[command]]
+    code, out, err = run_cli(capsys, *argv)
+    # before: compare placed every placer and only then failed; delete and train --resume: internal OSError
+    assert_bad_input(code, out, err, f"cannot store runs in {root}: {reason}")  # one line: no placer ran
+    assert sorted(p.name for p in root.iterdir()) == before  # nothing stored, nothing deleted
+    assert (trained / "run.json").read_text() == meta
+
+
+def test_a_store_under_a_file_is_one_line(store, capsys):
+    (store.root.parent / "afile").write_text("x")
+    for argv in (UNWRITABLE["compare"], UNWRITABLE["sweep"]):
+        assert_bad_input(*run_cli(capsys, *argv, "--runs-dir", "afile/runs"),
+                         "cannot store runs in afile/runs: Not a directory")
+
+
+def test_a_link_to_a_run_outside_the_store_is_not_a_run(store, capsys, tmp_path):
+    good = place_run(capsys)
+    outside = RunStore(tmp_path / "elsewhere")
+    foreign = outside.create("place", graph_name="g", graph_hash="h", cluster="c", placer="p", parameters={}, seed=0)
+    foreign.finish("done")
+    (store.root / "escape").symlink_to(foreign.path)
+    (store.root / (good[:-2] + "zz")).symlink_to(store.root / good)  # a second name of a run inside the store
+    # before: listed (and shown on the app's Home and Runs pages) but not deletable
+    code, out, err = run_cli(capsys, "runs", "list", "--json")
+    assert (code, err) == (0, "") and [r["id"] for r in json.loads(out)["runs"]] == [good]
+    assert [r.id for r in RunStore(store.root).list()] == [good]  # what the app's run lists read
+    for argv in (["runs", "show", "escape"], ["runs", "delete", "escape"]):
+        assert_bad_input(*run_cli(capsys, *argv), f"'escape' in {store.root} is a symbolic link to a folder, not a run")
+    assert_bad_input(*run_cli(capsys, "runs", "show", "esc"), "no run matches 'esc'")
+    code, out, _ = run_cli(capsys, "runs", "show", good[:-2], "--json")  # the prefix names the real folder only
+    assert code == 0 and json.loads(out)["id"] == good
+    assert (store.root / "escape").is_symlink() and outside.load(foreign.id).status == "done"  # both left alone
+
+
+def test_a_live_lock_that_is_a_named_pipe_never_blocks(store, capsys):
+    from test_cli_reliability import cli_process
+
+    done_id, running_id = place_run(capsys), place_run(capsys)
+    for rid in (done_id, running_id):
+        (store.root / rid / ".live.lock").unlink(missing_ok=True)
+        os.mkfifo(store.root / rid / ".live.lock")
+    damage(store.root / running_id, lambda meta, text: json.dumps({**meta, "status": "running"}))
+    root = str(store.root)
+    proc = cli_process("runs", "delete", done_id, "--runs-dir", root)  # before: blocked forever opening the pipe
+    assert_bad_input(proc.returncode, proc.stdout, proc.stderr, f"run {done_id}: .live.lock is a named pipe, not a "
+                     "regular file; remove it")
+    proc = cli_process("runs", "list", "--json", "--runs-dir", root)  # liveness unknown: interrupted on this host
+    assert proc.returncode == 0, proc.stderr
+    assert {r["id"]: r["status"] for r in json.loads(proc.stdout)["runs"]} == {done_id: "done",
+                                                                               running_id: "interrupted"}
+    assert sorted(p.name for p in store.root.iterdir()) == sorted([done_id, running_id])
+
+
+# ---- issue 54, item 4: checkpoints never unpickled with code, concurrent saves and resumes, hostile run ids ----
+
+def _cli_in_child(argv: list[str], start, results) -> None:
+    """``placelab ARGV`` in this forked process once ``start`` is set: (exit code, stdout, stderr) to ``results``."""
+    import contextlib
+    import io
+
+    from placelab.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    start.wait(60)
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(argv)
+        except SystemExit as exc:
+            code = 0 if exc.code is None else exc.code
+    results.put((code, out.getvalue(), err.getvalue()))
+
+
+def _at_once(argvs: list[list[str]]) -> tuple[list, list]:
+    """Start ``placelab ARGV`` for every ``argvs`` in forked processes, released together; the processes and the
+    queue their (code, stdout, stderr) come to."""
+    ctx = multiprocessing.get_context("fork")
+    start, results = ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_cli_in_child, args=(argv, start, results)) for argv in argvs]
+    for p in procs:
+        p.start()
+    start.set()
+    return procs, results
+
+
+def test_twelve_place_saves_at_once_lose_nothing(store):
+    argv = ["place", GRAPH, "-c", "k80x2", "--placer", "round-robin", "--save", "--json", "--runs-dir",
+            str(store.root)]
+    procs, results = _at_once([[*argv[:-3], "--seed", str(i), *argv[-3:]] for i in range(12)])
+    outcomes = [results.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(60)
+    assert [code for code, _, _ in outcomes] == [0] * 12, outcomes
+    ids = sorted(json.loads(out)["run_id"] for _, out, _ in outcomes)
+    assert len(set(ids)) == 12
+    listed = RunStore(store.root).list()
+    assert sorted(r.id for r in listed) == ids and RunStore(store.root).problems == []
+    assert sorted(r.meta["seed"] for r in listed) == list(range(12))
+    assert all(r.status == "done" and "placement.json" in r.files() for r in listed)
+
+
+def test_ten_resumes_of_one_run_at_once_one_goes_on(trained):
+    """Of ten ``train --resume`` at once, one takes the run and the nine others are refused with one line each.
+    The one that goes on trains until it is asked to stop (``stop.request``), and is asked only once the nine
+    have answered: every outcome is counted, none depends on timing."""
+    from policies.rl.core.run_files import STOP_REQUEST
+
+    store = RunStore(trained.parent)
+    before = store.load(trained.name).read_table("learning_curve.csv")["episode"]
+    argv = ["train", "--resume", trained.name, "--episodes", "1000000", "--json", "--runs-dir", str(store.root)]
+    procs, results = _at_once([argv] * 10)
+    refused = [results.get(timeout=300) for _ in range(9)]
+    for code, out, err in refused:
+        assert (code, out, err.count("\n")) == (2, "", 1), err
+        assert err.startswith(f"error: run {trained.name} is ") and ("running" in err or "still training" in err), err
+    deadline = time.monotonic() + 300
+    while json.loads((trained / "run.json").read_text())["status"] != "running":  # the one that goes on has started
+        assert time.monotonic() < deadline and any(p.is_alive() for p in procs), "the resume that goes on never started"
+        time.sleep(0.1)
+    (trained / STOP_REQUEST).write_text("")
+    code, out, err = results.get(timeout=300)
+    for p in procs:
+        p.join(60)
+    assert code == 0, err
+    run = store.load(trained.name)
+    assert run.status == "interrupted" and run.meta["metrics"]["stop_reason"] == "stopped"  # as it was asked
+    episodes = run.read_table("learning_curve.csv")["episode"]
+    assert episodes[:len(before)] == before and episodes == list(range(1, len(episodes) + 1))  # nothing lost
+    assert json.loads(out)["episodes"] == len(episodes)

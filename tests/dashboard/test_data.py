@@ -43,7 +43,7 @@ def test_an_example_file_is_named_by_its_label_never_its_path(monkeypatch):
 
 @pytest.mark.parametrize(("name", "value", "says"), [
     ("graph", "/etc/passwd", "not a graph the app serves"),
-    ("graph", "gen:random?ops=900000", "APP_MAX_OPS"),
+    ("graph", "gen:random?ops=900000", "gen:random: ops=900000 is beyond the app's limit of 200,000"),
     ("cluster", "k80x99", "no cluster preset is named 'k80x99'"),
     ("mode", "fastest", "simulation mode must be one of"),
     ("sim_noise", "loud", "noise must be a float"),
@@ -88,7 +88,7 @@ def kept(tmp_path):
 
 def test_results_kept_as_runs_come_back_whole(kept):
     graph, cluster, scratch, mine, results, ids, saved = kept
-    runs, warnings = link.read_runs(",".join([*ids, saved]), [scratch, mine], ("place",))
+    runs, warnings = link.read_runs(",".join([*ids, saved]), [scratch, mine], ("place",), name=link.RESULTS)
     assert warnings == [] and [r.id for r in runs] == [*ids, saved]
     state, warnings = results_from_runs(runs, scratch)
     assert warnings == []
@@ -107,9 +107,9 @@ def test_a_link_names_only_runs_of_the_apps_stores(kept, tmp_path):
     outside = RunStore(tmp_path / "elsewhere")
     other = place_and_simulate(random_dag(ops=10, seed=1), PRESETS["k80x2"](), "round-robin", store=outside).run_id
     text = ",".join([other, "../" + ids[0], ids[0][:10], "x" * 300, ids[0]])
-    runs, warnings = link.read_runs(text, [scratch, mine], ("place",))
+    runs, warnings = link.read_runs(text, [scratch, mine], ("place",), name=link.RESULTS)
     assert [r.id for r in runs] == [ids[0]]  # an exact id of the app's stores only: no prefix, no path
-    assert len(warnings) == 4 and all(w.startswith("Ignored the link's run: ") for w in warnings)
+    assert len(warnings) == 4 and all(w.startswith("Ignored the link's results: ") for w in warnings)
     assert not [w for w in warnings if str(tmp_path) in w]
 
 

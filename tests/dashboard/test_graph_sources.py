@@ -32,8 +32,8 @@ def test_spec_box_refuses_a_server_path(empty_runs, tmp_path):
 
 def test_a_long_error_is_one_short_alert_with_escapes_shown(empty_runs):
     """An error holding a megabyte or terminal escapes is shown as the CLI prints it: one line of at most
-    ``MAX_LINE`` characters, start and end kept, control characters escaped (issue 34; before, the app
-    showed a million-character alert)."""
+    ``MAX_LINE`` characters, control characters escaped (issue 34; before, the app showed a million-character
+    alert). The parameter's name is quoted cut to 80 characters, start and end kept (issue 54)."""
     from engine.errors import MAX_LINE
 
     spec = "gen:random?\x1b]0;owned\x07" + "z" * 200_000 + "=1"
@@ -46,4 +46,7 @@ def test_a_long_error_is_one_short_alert_with_escapes_shown(empty_runs):
     assert len(alert) <= MAX_LINE
     assert alert.startswith("gen:random has no parameter '\\x1b]0;owned\\x07zzz")
     assert alert.endswith("zzz' (parameters: ops, degree, seed, window, name)")
-    assert "characters cut" in alert and "\x1b" not in alert and "\x07" not in alert
+    quoted = alert.split("no parameter ", 1)[1].split(" (parameters", 1)[0]
+    # 80 characters (53, "…", 26), two quotes, and 3 more for each of the two controls written as \\x1b, \\x07
+    assert len(quoted) == 80 + 2 + 2 * 3 and quoted.count("…") == 1
+    assert "\x1b" not in alert and "\x07" not in alert

@@ -232,3 +232,41 @@ def test_a_kept_value_no_longer_offered_falls_back(stored_runs):
     go(app, "runs")
     assert not app.exception and not app.error
     assert app.selectbox(key="runs_selected").value != ids[0]
+
+
+@pytest.mark.parametrize(("graph", "says"), [
+    ("gen:nasnet?variant=large&batch=1000000000", "gen:nasnet: batch=1000000000 is beyond the app's limit of 4,096"),
+    ("gen:inception-v3?batch=2147483647", "gen:inception-v3: batch=2147483647 is beyond the app's limit of 4,096"),
+])
+def test_a_linked_generator_beyond_its_bounds_is_one_warning_and_never_built(empty_runs, graph, says, monkeypatch):
+    import dataclasses
+    import functools
+
+    from engine import generators
+
+    generators.generator_descriptions()
+    gen = generators.GENERATORS[graph[4:].partition("?")[0]]
+
+    @functools.wraps(gen.make)  # same parameters; building (minutes for NASNet-Large) would fail the test
+    def never(**kwargs):
+        raise AssertionError("the graph was built")
+
+    monkeypatch.setitem(generators.GENERATORS, gen.name, dataclasses.replace(gen, make=never))
+    app = app_with_link({link.GRAPH: graph}).run()
+    assert not app.exception and not app.error
+    assert warnings(app) == [f"Ignored the link's graph: {says}"]
+    assert any(c.value.startswith("none yet") for c in app.sidebar.caption)
+    assert link.GRAPH not in params(app)
+
+
+@pytest.mark.parametrize(("name", "page"), [(link.RUN, "runs"), (link.RUNS, "compare"), (link.RESULTS, "place")])
+def test_a_refused_run_id_says_what_is_wrong_for_its_parameter(stored_runs, name, page):
+    from dashboard.visitor import RUN_REFUSED
+
+    app = app_with_link({name: "../../etc/passwd"}, page).run()
+    assert not app.exception and not app.error
+    assert warnings(app) == [f"Ignored the link's {name}: {RUN_REFUSED}"]
+    assert "policy" not in RUN_REFUSED and "training run" not in RUN_REFUSED
+    app = app_with_link({name: "20990101-000000-place-none-0000"}, page).run()
+    assert warnings(app) == [f"Ignored the link's {name}: no run of the app's run store has the id "
+                             "'20990101-000000-place-none-0000' (ids are on the Runs page)"]

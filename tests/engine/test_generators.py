@@ -10,6 +10,7 @@ from engine import generators
 from engine.errors import SpecError
 from engine.generators import from_spec, generator_descriptions, random_dag, register
 from engine.graph import CompGraph
+from engine.limits import Bound
 
 
 def spec_error(spec: str) -> str:
@@ -54,13 +55,13 @@ def test_generators_are_listed():
     ("gen:random?ops=1e6", "gen:random: parameter 'ops' must be int, got '1e6'"),
     ("gen:random?ops=", "gen:random: parameter 'ops' must be int, got ''"),
     ("gen:random?degree=two", "gen:random: parameter 'degree' must be float, got 'two'"),
-    ("gen:random?ops=0", "gen:random: ops must be >= 1"),
-    ("gen:random?ops=-4", "gen:random: ops must be >= 1"),
-    ("gen:random?degree=-0.5", "gen:random: degree must be a finite number >= 0 and window >= 1"),
-    ("gen:random?degree=nan", "gen:random: degree must be a finite number >= 0 and window >= 1"),
-    ("gen:random?degree=inf", "gen:random: degree must be a finite number >= 0 and window >= 1"),
-    ("gen:random?window=0", "gen:random: degree must be a finite number >= 0 and window >= 1"),
-    ("gen:random?seed=-1", "gen:random: seed must be >= 0"),
+    ("gen:random?ops=0", "gen:random: ops must be >= 1, got 0"),
+    ("gen:random?ops=-4", "gen:random: ops must be >= 1, got -4"),
+    ("gen:random?degree=-0.5", "gen:random: degree must be >= 0, got -0.5"),
+    ("gen:random?degree=nan", "gen:random: degree must be a finite number, got nan"),
+    ("gen:random?degree=inf", "gen:random: degree must be a finite number, got inf"),
+    ("gen:random?window=0", "gen:random: window must be >= 1, got 0"),
+    ("gen:random?seed=-1", "gen:random: seed must be >= 0, got -1"),
     ("gen:random?ops=3&degree=1e30",
      "gen:random: degree 1e+30 is too large: ops × degree = 3e+30 edges, beyond the limit of 50,000,000"),
 ])
@@ -131,5 +132,79 @@ def test_mean_in_degree_before_merging_is_close_to_degree():
 def test_random_dag_argument_errors():
     with pytest.raises(SpecError, match="ops must be >= 1"):
         random_dag(ops=0)
-    with pytest.raises(SpecError, match="window >= 1"):
+    with pytest.raises(SpecError, match="window must be >= 1"):
         random_dag(window=0)
+
+
+# ---- every parameter's declared bound (issue 54) ------------------------------------------------
+
+generator_descriptions()  # registers every generator
+BOUNDED = [(g.name, key, bound) for g in generators.GENERATORS.values() for key, bound in g.bounds.items()]
+
+
+def test_every_numeric_parameter_of_every_generator_declares_a_bound():
+    import inspect
+
+    for gen in generators.GENERATORS.values():
+        numeric = {k for k, p in inspect.signature(gen.make).parameters.items() if p.annotation in ("int", "float")}
+        assert set(gen.bounds) == numeric, gen.name
+        for bound in gen.bounds.values():
+            assert bound.low <= bound.ceiling(app=True) <= bound.high
+    assert {(n, k) for n, k, _ in BOUNDED} >= {("nasnet", "batch"), ("inception-v3", "batch"), ("nmt", "batch"),
+                                               ("rnnlm", "batch")}
+
+
+@pytest.mark.parametrize(("name", "key", "bound"), BOUNDED, ids=[f"{n}-{k}" for n, k, _ in BOUNDED])
+def test_a_value_beyond_a_bound_is_refused_in_one_line(name, key, bound):
+    import inspect
+
+    kind = {"int": int, "float": float}[inspect.signature(generators.GENERATORS[name].make).parameters[key].annotation]
+    below = kind(bound.low - 1)
+    with pytest.raises(SpecError) as err:
+        from_spec(f"gen:{name}?{key}={below}")
+    assert str(err.value) == f"gen:{name}: {key} must be >= {bound.low}, got {below!r}"
+    if bound.high != float("inf"):
+        above = kind(bound.high + 1)
+        with pytest.raises(SpecError) as err:
+            from_spec(f"gen:{name}?{key}={above}")
+        assert str(err.value) == f"gen:{name}: {key}={above!r} is beyond the limit of {bound.high:,}"
+    app = bound.ceiling(app=True)
+    if app != float("inf"):
+        with pytest.raises(SpecError) as err:
+            generators.check_parameters(name, {key: kind(app + 1)}, app=True)
+        assert str(err.value) == f"gen:{name}: {key}={kind(app + 1)!r} is beyond the app's limit of {app:,}"
+
+
+def test_bounds_are_checked_before_the_generator_runs_on_every_call(monkeypatch):
+    monkeypatch.setattr(generators, "GENERATORS", dict(generators.GENERATORS))
+    calls = []
+
+    @register("bounded", "test generator",
+              {"n": Bound(1, 10, app=5, structure=True), "m": Bound(1, 10, structure=True)})
+    def bounded(n: int = 2, m: int = 2) -> CompGraph:
+        calls.append((n, m))
+        return CompGraph("b", ["o"], compute_any=[1.0])
+
+    assert spec_error("gen:bounded?n=11") == "gen:bounded: n=11 is beyond the limit of 10"
+    with pytest.raises(SpecError, match=r"^gen:bounded: n must be >= 1, got 0$"):
+        bounded(n=np.int64(0))  # a direct call, a numpy integer: checked all the same
+    assert calls == []
+    from_spec("gen:bounded?n=10&m=10")  # each within its bound; their product 100 within GENERATOR_STRUCTURE
+    assert calls == [(10, 10)]
+    generators.check_parameters("bounded", {"n": 5, "m": 10}, app=True)
+    with pytest.raises(SpecError, match=r"^gen:bounded: n=6 is beyond the app's limit of 5$"):
+        generators.check_parameters("bounded", {"n": 6, "m": 1}, app=True)
+
+
+def test_a_generator_must_declare_every_numeric_parameters_bound(monkeypatch):
+    monkeypatch.setattr(generators, "GENERATORS", dict(generators.GENERATORS))
+    with pytest.raises(TypeError, match="bounds must name each numeric parameter"):
+        @register("unbounded", "test generator", {"n": Bound(1, 10)})
+        def unbounded(n: int = 1, batch: int = 1, label: str = "", flag: bool = False) -> CompGraph:
+            raise AssertionError
+    assert "unbounded" not in generators.GENERATORS
+
+
+def test_a_huge_integer_is_one_short_line():
+    msg = spec_error("gen:nmt?batch=" + "9" * 400)
+    assert msg.startswith("gen:nmt: batch=99") and msg.endswith("is beyond the limit of 65,536") and len(msg) < 160

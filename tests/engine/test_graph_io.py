@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import copy
 import importlib.util
 import itertools
@@ -483,20 +484,20 @@ def malformed(draw, kind: str) -> tuple[str, object, str]:
             del ops[k]["compute"]
         else:
             ops[k]["compute"] = None
-        return kind, doc, f"op '{nm}' has no 'compute'"
+        return kind, doc, f"op {nm!r} has no 'compute'"
     if kind == "bad_compute":
         ops[k]["compute"] = draw(st.sampled_from([*BAD_NUMBERS, {}]))
-        return kind, doc, f"op '{nm}': compute"
+        return kind, doc, f"op {nm!r}: compute"
     if kind == "bad_kind_compute":
         kname = draw(st.sampled_from(KINDS))
         c = ops[k]["compute"]
         bad = draw(st.sampled_from([*BAD_NUMBERS, None, {"x": 1}]))
         ops[k]["compute"] = {**(c if isinstance(c, dict) else {}), kname: bad}
-        return kind, doc, f"op '{nm}': compute on '{kname}' must be a"
+        return kind, doc, f"op {nm!r}: compute on {kname!r} must be a"
     if kind == "bad_optional":
         f = draw(st.sampled_from(["output_bytes", "persistent_bytes", "temp_bytes"]))
         ops[k][f] = draw(st.sampled_from(BAD_NONE_NUMBERS))
-        return kind, doc, f"op '{nm}': {f} must be a"
+        return kind, doc, f"op {nm!r}: {f} must be a"
     if kind == "bad_edge_bytes":
         if not edges:  # one edge cannot close a cycle
             if n == 1:
@@ -505,15 +506,15 @@ def malformed(draw, kind: str) -> tuple[str, object, str]:
             edges.append({"src": names[0], "dst": names[1]})
         e = draw(st.integers(0, len(edges) - 1))
         edges[e]["bytes"] = draw(st.sampled_from(BAD_NONE_NUMBERS))
-        return kind, doc, f"edge '{edges[e]['src']}' -> '{edges[e]['dst']}'"
+        return kind, doc, f"edge {edges[e]['src']!r} -> {edges[e]['dst']!r}"
     if kind == "unknown_edge_op":
         ghost = "ghost>"  # '>' is not in NAME_CHARS, so this op does not exist
         s, d = (ghost, nm) if draw(st.booleans()) else (nm, ghost)
         edges.insert(draw(st.integers(0, len(edges))), {"src": s, "dst": d})
-        return kind, doc, f"edge '{s}' -> '{d}' refers to unknown op '{ghost}'"
+        return kind, doc, f"edge {s!r} -> {d!r} refers to unknown op {ghost!r}"
     if kind == "duplicate":
         ops.insert(draw(st.integers(k + 1, n)), {"name": nm, "compute": 1.0})
-        return kind, doc, f"duplicate op name '{nm}' (ops #{k} and #"
+        return kind, doc, f"duplicate op name {nm!r} (ops #{k} and #"
     if kind == "cycle":
         # close a cycle: an edge from an op back to any of its ancestors (any cycle length)
         succ = defaultdict(set)
@@ -535,10 +536,10 @@ def malformed(draw, kind: str) -> tuple[str, object, str]:
             edges.extend([{"src": nm, "dst": "x>"}, {"src": "x>", "dst": nm}])
             back = edges[-1]
         edges.insert(draw(st.integers(0, len(edges))), back)
-        return kind, doc, f"'{back['src']}' -> '{back['dst']}'"
+        return kind, doc, f"{back['src']!r} -> {back['dst']!r}"
     if kind == "self_loop":
         edges.insert(draw(st.integers(0, len(edges))), {"src": nm, "dst": nm})
-        return kind, doc, f"edge '{nm}' -> '{nm}' is a self-loop"
+        return kind, doc, f"edge {nm!r} -> {nm!r} is a self-loop"
     if kind == "non_dict_op":
         ops[k] = draw(st.sampled_from([None, 1, "a", [nm], True]))
         return kind, doc, f"op #{k} must be a JSON object"
@@ -547,14 +548,14 @@ def malformed(draw, kind: str) -> tuple[str, object, str]:
         return kind, doc, "'ops' must be a list of ops" if doc["ops"] != [] else "graph has no ops"
     if kind == "unknown_field":
         ops[k][draw(st.sampled_from(["bogus", "Name", "devices", "compute_time"]))] = 1
-        return kind, doc, f"op '{nm}': unknown field '"
+        return kind, doc, f"op {nm!r}: unknown field '"
     if kind == "bad_string_field":
         f = draw(st.sampled_from(["type", "colocate", "device", "scope"]))
         ops[k][f] = draw(st.sampled_from([1, 2.5, True, ["x"], {"a": "b"}]))
-        return kind, doc, f"op '{nm}': {f} must be a string or null"
+        return kind, doc, f"op {nm!r}: {f} must be a string or null"
     if kind == "bad_phase":
         ops[k]["phase"] = draw(st.sampled_from(["Forward", "fwd", "", "train"]))
-        return kind, doc, f"op '{nm}': phase must be one of forward, backward, update"
+        return kind, doc, f"op {nm!r}: phase must be one of forward, backward, update"
     if kind == "non_dict_doc":
         return kind, draw(st.sampled_from([None, [], "graph", 3, [doc]])), "expected a JSON object"
     # bad_edge
@@ -565,7 +566,7 @@ def malformed(draw, kind: str) -> tuple[str, object, str]:
 
 
 def _cycle_pairs(msg: str) -> list[tuple[str, str]]:
-    names = [part[1:-1] for part in msg.split(" has a cycle: ", 1)[1].split(" -> ")]
+    names = [ast.literal_eval(part) for part in msg.split(" has a cycle: ", 1)[1].split(" -> ")]
     assert names[0] == names[-1] and len(names) >= 3
     return list(itertools.pairwise(names))
 

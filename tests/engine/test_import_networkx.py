@@ -262,6 +262,13 @@ def test_corrupted_node_link_raises_graph_error_only(data):
         assert str(exc) and "\n" not in str(exc)
 
 
+def test_a_key_holding_a_newline_is_quoted_with_the_newline_escaped():
+    """The draw that failed a fresh clone's ``make test`` (issue 54): a compute map keyed ``"\\n"``."""
+    d = doc()
+    d["nodes"][0]["compute"] = {"\n": None}
+    assert error(d) == "op 'a': compute on '\\n' must be a number, got None"
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(0, 1200), st.sampled_from(["json", "graphml"]))
 def test_truncated_files_raise_graph_error(tmp_path, cut, fmt):

@@ -11,6 +11,7 @@ import pytest
 from harness import MUTATION_KINDS, TEXT_SEEDS, Worker, file_name, make_tf_seeds, mutate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import profile_settings
 
 #: Examples per format (TensorFlow and Keras cases cost more: each imports a graph into TensorFlow).
 EXAMPLES = {"placelab": 60, "node-link": 60, "graphml": 60, "doppler-text": 60, "dnn-partitioning": 60,
@@ -43,10 +44,10 @@ def test_seed_is_a_valid_graph(worker, seeds, fmt):
     assert verdict.kind == "ok", verdict.detail
 
 
+@pytest.mark.hypothesis  # a property test inside: make fuzz (-m hypothesis) selects it
 @pytest.mark.parametrize("fmt", list(EXAMPLES))
 def test_mutated_files_are_a_graph_or_one_line(worker, seeds, fmt):
-    @settings(max_examples=EXAMPLES[fmt], deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(profile_settings(settings(max_examples=EXAMPLES[fmt], suppress_health_check=list(HealthCheck))))
     @given(ops=MUTATIONS)
     def case(ops):
         verdict = worker.run(mutate(seeds[fmt], ops), file_name(fmt))

@@ -154,12 +154,24 @@ def test_table9_takes_the_8gpu_files_and_ours_where_none_was_published(tmp_path)
                                                        "files doppler-table2 looks for (8 names"),
     (("doppler-table2", "--graphs-dir", "{tmp}/bad"), "gdp_ffnn_192nodes: edge #1 (1 -> 99) refers to a node id "
                                                      "outside 0..11"),
+    # issue 54: a placelab JSON file under an authors' file name was taken and recorded as theirs
+    (("doppler-table2", "--graphs-dir", "{tmp}/json"), "{tmp}/json/chain_mm_112nodes.txt is a placelab graph file, "
+                                                      "not in the doppler-text format the authors published"),
+    # issue 54: a cost of nan was "unrecognized graph format"
+    (("doppler-table2", "--graphs-dir", "{tmp}/nan"), "gdp_ffnn_192nodes: line 5 (node 0): comp_cost must be a "
+                                                     "finite number >= 0, got 'nan'"),
 ])
 def test_bad_graphs_dir_is_one_line_and_exit_2_before_any_run(capsys, tmp_path, args, needle):
     (tmp_path / "empty").mkdir()
     (tmp_path / "bad").mkdir()
     broken = published_text(typed=True).replace(DST, DST.replace("10, 10,", "10, 99,", 1))  # edge #1: 1 -> 99
     (tmp_path / "bad" / "gdp_ffnn_192nodes.txt").write_text(broken)
+    (tmp_path / "json").mkdir()
+    (tmp_path / "json" / "chain_mm_112nodes.txt").write_text(json.dumps(
+        {"schema": "placelab.graph/1", "name": "g", "ops": [{"name": "a", "compute": 1.0}], "edges": []}))
+    (tmp_path / "nan").mkdir()
+    nan = published_text(typed=True).replace(f"{10**12},{4 * 10**12}", f"nan,{4 * 10**12}", 1)
+    (tmp_path / "nan" / "gdp_ffnn_192nodes.txt").write_text(nan)
     argv = [a.format(tmp=tmp_path) for a in args]
     if "--graphs-dir" not in argv:
         argv += ["--graphs-dir", str(tmp_path / "empty")]

@@ -205,3 +205,155 @@ def test_resume_refuses_a_run_it_cannot_go_on_with(tiny_reproduction, tmp_path):
     with pytest.raises(RunError, match="no run"):
         reproduce("tiny-table", command=run_command, quick=True, runs_dir=str(root), resume="20990101-nothing")
     assert RunStore(root).load(rid).status == "interrupted"  # every refusal left it as it was
+
+
+# ---- reliability pass 3 (issue 54): --only, the journal's file and values, a moved store ----------------------
+
+@pytest.mark.parametrize("only", ["", ",", " , "])
+def test_only_that_names_no_step_is_refused(tiny_reproduction, tmp_path, only):
+    # before: `--only ''` ran every step
+    with pytest.raises(SpecError, match="names no step"):
+        reproduce("tiny-table", command=run_command, quick=True, runs_dir=str(tmp_path / "runs"), only=only)
+    assert not (tmp_path / "runs").exists()
+
+
+def _in_child(fn, *args, timeout: float = 300):
+    """``fn(*args)`` in a forked process: its result, or ``("raised", type name, message)``; a hang fails the test
+    (the limit only catches one: generous)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    results = ctx.Queue()
+
+    def target():
+        try:
+            results.put(("returned", fn(*args)))
+        except BaseException as exc:  # what the test looks at
+            results.put(("raised", type(exc).__name__, str(exc)))
+
+    proc = ctx.Process(target=target)
+    proc.start()
+    proc.join(timeout)
+    if proc.is_alive():
+        proc.kill()
+        pytest.fail(f"{fn.__name__} hung for {timeout} s")
+    return results.get(timeout=10)
+
+
+@pytest.mark.parametrize("kind", ["named pipe", "directory"])
+def test_a_journal_that_is_not_a_regular_file_is_refused(tiny_reproduction, tmp_path, kind):
+    import os
+
+    root = tmp_path / "runs"
+    rid = _stopped_run(root)
+    path = root / rid / JOURNAL
+    path.unlink()
+    if kind == "named pipe":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    command, _ = _counting()
+    # before: the named pipe hung the resume; the directory was an internal error (IsADirectoryError)
+    outcome = _in_child(lambda: reproduce("tiny-table", command=command, quick=True, runs_dir=str(root), resume=rid))
+    assert outcome == ("raised", "RunError", f"run {rid}: '{JOURNAL}' is a {kind}, not a regular file")
+    assert RunStore(root).load(rid).status == "interrupted"  # left as it was
+
+
+def _journal(root, rid) -> list[dict]:
+    return [json.loads(line) for line in (root / rid / JOURNAL).read_text().splitlines()]
+
+
+def _write_journal(root, rid, entries: list[dict]) -> None:
+    (root / rid / JOURNAL).write_text("".join(json.dumps(e) + "\n" for e in entries))
+
+
+def _tampered_makespan(out: dict) -> None:
+    out["results"][0]["makespan_s"] = "fast"
+
+
+def _tampered_results(out: dict) -> None:
+    out["results"] = {}
+
+
+@pytest.mark.parametrize("tamper", [_tampered_makespan, _tampered_results])
+def test_a_changed_journal_line_runs_its_step_again_with_a_warning(tiny_reproduction, tmp_path, tamper):
+    root = tmp_path / "runs"
+    rid = _stopped_run(root)
+    (entry,) = _journal(root, rid)
+    tamper(entry["out"])
+    _write_journal(root, rid, [entry])
+    command, ran = _counting()
+    said: list[str] = []
+    # before: TypeError from the table's build (exit 1)
+    res = reproduce("tiny-table", command=command, quick=True, runs_dir=str(root), resume=rid, progress=said.append)
+    assert len(ran) == 2  # the changed step ran again, and the one that had not run
+    warnings = [line for line in said if line.startswith("warning: ")]
+    assert warnings == [f"warning: {JOURNAL} entry 1 (step 'base') of run {rid} was changed since it was written "
+                        "(its checksum differs): that step runs again"]
+    run = RunStore(root).load(rid)
+    assert run.status == "done" and run.meta["metrics"]["steps_reused"] == 0
+    fresh = reproduce("tiny-table", command=run_command, quick=True, runs_dir=str(tmp_path / "fresh"))
+    assert res["table"] == fresh["table"]
+
+
+def _as_older_journal(root, rid, store_path: str) -> None:
+    """The journal as placelab wrote it before checksums: absolute paths (the store as ``store_path``)."""
+    entries = [{"key": e["key"], "argv": [store_path if a == "$RUNS" else a.replace("$RUNS/", f"{store_path}/")
+                                          for a in e["argv"]], "out": e["out"]} for e in _journal(root, rid)]
+    _write_journal(root, rid, entries)
+
+
+@pytest.mark.parametrize("how", ["moved", "copied"])
+def test_a_moved_or_copied_store_resumes_from_its_journal(tiny_reproduction, tmp_path, how):
+    import shutil
+
+    root = tmp_path / "runs"
+    rid = _stopped_run(root)
+    assert _journal(root, rid)[0]["argv"][-2:] == ["--runs-dir", "$RUNS"]  # paths relative to the store
+    elsewhere = tmp_path / "elsewhere" / "runs"
+    (shutil.move if how == "moved" else shutil.copytree)(root, elsewhere)
+    command, ran = _counting()
+    # before: every step ran again, silently (the journal held the old absolute paths)
+    reproduce("tiny-table", command=command, quick=True, runs_dir=str(elsewhere), resume=rid)
+    assert len(ran) == 1 and "no-such-placer" in ran[0] and ran[0][-2:] == [str(elsewhere), "--json"]
+    assert RunStore(elsewhere).load(rid).meta["metrics"]["steps_reused"] == 1
+
+
+def test_an_older_journal_resumes_while_its_store_has_not_moved(tiny_reproduction, tmp_path):
+    root = tmp_path / "runs"
+    rid = _stopped_run(root)
+    _as_older_journal(root, rid, str(root))
+    command, ran = _counting()
+    reproduce("tiny-table", command=command, quick=True, runs_dir=str(root), resume=rid)
+    assert len(ran) == 1 and RunStore(root).load(rid).meta["metrics"]["steps_reused"] == 1
+
+
+def test_an_older_journal_of_a_moved_store_says_why_its_steps_run_again(tiny_reproduction, tmp_path):
+    import shutil
+
+    root = tmp_path / "runs"
+    rid = _stopped_run(root)
+    _as_older_journal(root, rid, str(root))
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(root, elsewhere)
+    command, ran = _counting()
+    said: list[str] = []
+    reproduce("tiny-table", command=command, quick=True, runs_dir=str(elsewhere), resume=rid, progress=said.append)
+    assert len(ran) == 2
+    (base,) = [line for line in said if line.startswith("[") and "single-device,round-robin" in line]
+    assert base.endswith(f"; not taken from the journal: its journal entry names the run store {root} (a journal "
+                         f"of an older placelab holds absolute paths), this is {elsewhere})")
+
+
+def test_an_unreadable_value_in_an_older_journal_is_one_error(tiny_reproduction, tmp_path):
+    root = tmp_path / "runs"
+    rid = _stopped_run(root)
+    _as_older_journal(root, rid, str(root))
+    (entry,) = _journal(root, rid)
+    _tampered_makespan(entry["out"])  # no checksum to tell: the table's build trips on it
+    _write_journal(root, rid, [entry])
+    with pytest.raises(RunError, match=rf"run {rid}: the {JOURNAL} entries of step\(s\) 'base', written by an older "
+                                       r"placelab without a checksum, hold values this reproduction cannot read "
+                                       r"\(TypeError\)"):
+        reproduce("tiny-table", command=_counting()[0], quick=True, runs_dir=str(root), resume=rid)
+    assert RunStore(root).load(rid).status == "failed"  # it can be resumed again once the journal is moved away

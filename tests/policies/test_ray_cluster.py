@@ -291,7 +291,7 @@ def test_token_mode_without_a_readable_token_is_refused_before_connecting(tmp_pa
                                  "get-auth-token` there) in RAY_AUTH_TOKEN, or in a file named by RAY_AUTH_TOKEN_PATH, "
                                  "else in ~/.ray/auth_token"),
                             ({"RAY_AUTH_TOKEN_PATH": str(tmp_path / "missing")},
-                             f"RAY_AUTH_TOKEN_PATH names {tmp_path / 'missing'}, which cannot be read or is empty; "
+                             f"RAY_AUTH_TOKEN_PATH names '{tmp_path / 'missing'}', which cannot be read or is empty; "
                              "put the head's token there (`ray get-auth-token` on the head)")):
             code, out, err = _placelab(args, {**env, **extra})
             assert code == 2 and out == "", err

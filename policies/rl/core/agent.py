@@ -11,6 +11,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from engine.errors import quote
 from policies.rl.core.task import Evaluation, PlacementTask
 
 __all__ = ["Advantages", "Agent", "EpisodeStats", "PerTask", "Rollout", "backward", "record_entropies", "train_step"]
@@ -37,7 +38,7 @@ class PerTask(Generic[T]):
         if entry is None:
             if task.num_devices != self.num_devices:
                 raise ValueError(f"this policy places on {self.num_devices} devices; cluster "
-                                 f"'{task.cluster.name}' has {task.num_devices}")
+                                 f"{quote(task.cluster.name)} has {task.num_devices}")
             entry = self._entries[task] = self._build(task)
         return entry
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
+from engine.errors import quote
 from engine.limits import MAX_COUNT
 from policies.rl.core.task import GROUPINGS, check_grouping
 
@@ -94,17 +95,17 @@ def _checked(f: dataclasses.Field, value: Any) -> Any:
           "int": isinstance(value, int) and not isinstance(value, bool),
           "float": isinstance(value, int | float) and not isinstance(value, bool)}[want]
     if not ok:
-        raise ValueError(f"parameter '{f.name}' must be {want}, got {value!r}")
+        raise ValueError(f"parameter {quote(f.name)} must be {want}, got {quote(value)}")
     if want == "str" and meta.get("choices") and value not in meta["choices"]:
-        raise ValueError(f"parameter '{f.name}' must be one of {', '.join(meta['choices'])}, got {value!r}")
+        raise ValueError(f"parameter {quote(f.name)} must be one of {', '.join(meta['choices'])}, got {quote(value)}")
     if want in ("int", "float"):
         lo, hi = meta.get("low"), meta.get("high")
         if not math.isfinite(value) or (lo is not None and value < lo) or (hi is not None and value > hi):
             bounds = ("finite" if lo is None else "> 0" if lo == 1e-12 else f">= {lo}") if hi is None else \
                 f"in [{lo}, {hi}]"
-            raise ValueError(f"parameter '{f.name}' must be {bounds}, got {value!r}")
+            raise ValueError(f"parameter {quote(f.name)} must be {bounds}, got {quote(value)}")
         if want == "int" and hi is None and value > MAX_COUNT:  # every integer is a count or a size (engine/limits.py)
-            raise ValueError(f"parameter '{f.name}' must be <= {MAX_COUNT:,} (placelab's limit MAX_COUNT), "
+            raise ValueError(f"parameter {quote(f.name)} must be <= {MAX_COUNT:,} (placelab's limit MAX_COUNT), "
                              f"got {value:,}")
         return float(value) if want == "float" else value
     return value

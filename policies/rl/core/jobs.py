@@ -35,12 +35,12 @@ from typing import Any
 import numpy as np
 
 from engine.cluster import Cluster, cluster_from_dict, cluster_to_dict
-from engine.errors import PlacelabError, RunError, SpecError
+from engine.errors import PlacelabError, RunError, SpecError, quote
 from engine.limits import MAX_DEVICES
 from engine.objectives import lower_bound
 from engine.placement import Placement
 from engine.run_records import write_placement_files
-from engine.runs import Run, RunStore, resolve_run
+from engine.runs import Run, RunStore
 from engine.simulator import Simulator
 from engine.specs import expand_graph_specs, load_cluster, load_graph
 from policies.rl.core.config import LearnedConfig
@@ -129,8 +129,9 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
                    max_random: int | None = None) -> TrainOutcome:
     """Train learned placer ``placer`` on the graphs of ``graphs`` (a multi-graph spec) and store the run.
 
-    ``init_from``: a stored training run of the same placer (an id in ``runs_dir``, or the run's
-    directory) whose weights the new policy starts from — DOPPLER's next stage (§5) and
+    ``init_from``: a stored training run of the same placer (an id or unique prefix in ``runs_dir``; anything
+    else — a path, ``..``, ``''`` — is refused up front, as ``eval`` and ``--resume`` refuse it) whose weights the
+    new policy starts from — DOPPLER's next stage (§5) and
     transfer to another graph or cluster (Tables 4, 10, 11). ``reward="measured"`` executes
     every evaluated placement on the cluster's devices and rewards its measured makespan
     (:mod:`policies.rl.core.measured`); None: ``simulated``, except DOPPLER's stage ``real`` (Stage III),
@@ -139,7 +140,10 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
     learning-health comparison (None: as many as the training evaluated; :mod:`policies.rl.core.health`).
     """
     if reward is not None and reward not in REWARDS:
-        raise SpecError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
+        raise SpecError(f"reward must be one of {', '.join(REWARDS)}, got {quote(reward)}")
+    if store is not None:
+        store.check_writable()  # a read-only or full store: one line before the graphs load
+    source_run = RunStore(runs_dir).load(init_from) if init_from is not None else None  # before any work
     specs = expand_graph_specs(graphs)
     params = _default_groups(placer, graphs, dict(params or {}))
     config = make_config(placer, params)
@@ -154,7 +158,7 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
     stopping = stopping or StoppingRule()
     tasks = load_tasks(specs, c, config)
     agent = make_agent(placer, c.num_devices, config.to_dict(), seed=seed, tasks=list(tasks.values()))
-    source = _init_weights(agent, placer, init_from, runs_dir) if init_from else None
+    source = _init_weights(agent, placer, source_run) if source_run is not None else None
     rollouts = _workers(placer, agent, tasks, workers, address)  # bad worker options: refused before the run
     run = None
     if store is not None:
@@ -197,12 +201,11 @@ def _workers(placer: str, agent: Any, tasks: dict[str, PlacementTask], workers: 
     return RolloutWorkers(placer, agent, tasks, workers=workers, address=address)
 
 
-def _init_weights(agent: Any, placer: str, ref: str, runs_dir: str | None) -> str:
-    """Load the weights of training run ``ref`` into ``agent``; returns the run's id."""
-    run = resolve_run(ref, runs_dir)
+def _init_weights(agent: Any, placer: str, run: Run) -> str:
+    """Load the weights of training run ``run`` into ``agent``; returns the run's id."""
     doc = _policy_doc(run)
     if doc["placer"] != placer:
-        raise SpecError(f"--init-from {run.id}: that run trained '{doc['placer']}', not '{placer}'")
+        raise SpecError(f"--init-from {run.id}: that run trained {quote(doc['placer'])}, not {quote(placer)}")
     if CHECKPOINT not in run.files():
         raise RunError(f"run {run.id} has no trained weights yet ({CHECKPOINT} is missing)")
     state = read_checkpoint(run.path / CHECKPOINT, f"run {run.id}: {CHECKPOINT}")["model"]
@@ -340,9 +343,9 @@ def _policy_doc(run: Run, *, resume: bool = False) -> dict[str, Any]:
         if key in _RESUME_ONLY and not resume:
             continue
         if key not in doc:
-            raise RunError(f"run {run.id}: {POLICY} has no {key!r}; it is damaged or not written by placelab")
+            raise RunError(f"run {run.id}: {POLICY} has no {quote(key)}; it is damaged or not written by placelab")
         if not isinstance(doc[key], kind) or isinstance(doc[key], bool):
-            raise RunError(f"run {run.id}: {POLICY} key {key!r} has the wrong type ({type(doc[key]).__name__})")
+            raise RunError(f"run {run.id}: {POLICY} key {quote(key)} has the wrong type ({type(doc[key]).__name__})")
     if not 1 <= doc["num_devices"] <= MAX_DEVICES:  # a network sized by it: 10^12 overflowed torch
         raise RunError(f"run {run.id}: {POLICY} has num_devices {doc['num_devices']:,}, not 1 to {MAX_DEVICES:,}")
     return doc
@@ -357,9 +360,25 @@ def resume_training(store: RunStore, ref: str, *, episodes: int | None = None, s
     wall-time budget (also a total). The learning-health verdict is computed again over every
     episode (``max_random`` as in :func:`start_training`).
     """
+    store.check_writable()  # a read-only store: one line, not an OSError half-way through the run's files
     run = store.load(ref)
     if run.status == "running":
         raise RunError(f"run {run.id} is still training (pid {run.meta.get('pid')})")
+    if not run.claim():  # before any file of the run is read or changed: of resumes at once, one goes on
+        raise RunError(f"run {run.id} is running in another process; it cannot run twice at once")
+    try:
+        trainer, doc = _resumed_trainer(run, episodes, seconds, progress, workers, address)
+    except BaseException:
+        run.release()
+        raise
+    return _train_and_finish(trainer, run, doc.get("reward", "simulated"), seed=int(doc["seed"]),
+                             max_random=max_random)
+
+
+def _resumed_trainer(run: Run, episodes: int | None, seconds: float | None, progress: Progress | None,
+                     workers: int | None, address: str | None) -> tuple[Trainer, dict[str, Any]]:
+    """The trainer of :func:`resume_training`, its checkpoint loaded, and the run's ``policy.json``; the run is
+    made ready (temp files removed, the curve cut back to the checkpoint) and marked ``running``."""
     doc = _policy_doc(run, resume=True)
     if CHECKPOINT not in run.files():
         raise RunError(f"run {run.id} has no checkpoint to resume from")
@@ -386,8 +405,7 @@ def resume_training(store: RunStore, ref: str, *, episodes: int | None = None, s
     if budget != Budget(**b):
         run.write_json(POLICY, {**doc, "budget": _budget_doc(budget)})
     run.update(status="running", pid=os.getpid(), host=socket.gethostname(), error=None)
-    return _train_and_finish(trainer, run, doc.get("reward", "simulated"), seed=int(doc["seed"]),
-                             max_random=max_random)
+    return trainer, doc
 
 
 def _check_same_graphs(run: Run, specs: list[str], tasks: dict[str, PlacementTask]) -> None:
@@ -431,7 +449,7 @@ def load_policy(run: Run) -> tuple[Any, dict[str, Any]]:
 def policy_place(agent: Any, doc: dict[str, Any], task: PlacementTask, seed: int = 0) -> np.ndarray:
     """Zero-shot: the trained policy's greedy group placement of ``task``."""
     if task.num_devices != int(doc["num_devices"]):
-        raise SpecError(f"the policy was trained for {doc['num_devices']} devices; cluster '{task.cluster.name}' "
+        raise SpecError(f"the policy was trained for {doc['num_devices']} devices; cluster {quote(task.cluster.name)} "
                         f"has {task.num_devices}")
     return agent.place(task, np.random.default_rng(seed), greedy=True)
 
@@ -444,6 +462,8 @@ def evaluate_policy(store: RunStore, ref: str, graphs: str, *, cluster: str | No
     id of the ``eval`` run that stores them (None with ``save=False``).
     """
     run = store.load(ref)
+    if save:
+        store.check_writable()  # before the graphs are placed
     agent, doc = load_policy(run)
     c = load_cluster(cluster) if cluster else cluster_from_dict(doc["cluster"], source=f"run {run.id}")
     specs = expand_graph_specs(graphs)

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.errors import SpecError
+from engine.errors import SpecError, quote
 from engine.graph import CompGraph
 from policies.rl.core.task import PlacementTask
 
@@ -94,12 +94,12 @@ def check_executable(cluster: Cluster) -> None:
         executable(cluster)
     except ExecutionError as exc:
         raise SpecError(f"measured rewards (DOPPLER Stage III, --reward measured) execute every placement on "
-                        f"cluster '{cluster.name}', and this machine cannot run it ({exc}); train on `-c local` "
+                        f"cluster {quote(cluster.name)}, and this machine cannot run it ({exc}); train on `-c local` "
                         "(this machine's cores) or on a cluster file from `placelab calibrate`") from None
 
 
 def rewards_for(tasks: Mapping[str, PlacementTask], reward: str) -> contextlib.AbstractContextManager:
     """The context a training runs in: nothing for ``simulated``, :func:`measured_rewards` for ``measured``."""
     if reward not in REWARDS:
-        raise SpecError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
+        raise SpecError(f"reward must be one of {', '.join(REWARDS)}, got {quote(reward)}")
     return measured_rewards(tasks) if reward == "measured" else contextlib.nullcontext()

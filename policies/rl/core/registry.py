@@ -31,7 +31,7 @@ import importlib
 from collections.abc import Sequence
 from typing import Any
 
-from engine.errors import SpecError
+from engine.errors import SpecError, quote
 from policies.rl.core.config import LearnedConfig, LearnedPlacerInfo
 from policies.rl.core.task import PlacementTask
 
@@ -55,7 +55,7 @@ def learned_placers() -> dict[str, LearnedPlacerInfo]:
 def _info(name: str) -> LearnedPlacerInfo:
     placers = learned_placers()
     if name not in placers:
-        raise SpecError(f"'{name}' is not a learned placer (learned placers: {', '.join(placers)})")
+        raise SpecError(f"{quote(name)} is not a learned placer (learned placers: {', '.join(placers)})")
     return placers[name]
 
 
@@ -69,12 +69,12 @@ def make_config(name: str, params: dict[str, Any]) -> LearnedConfig:
     fields = {f.name: f for f in config_fields(name)}
     unknown = sorted(set(params) - set(fields))
     if unknown:
-        raise SpecError(f"learned placer '{name}' has no parameter '{unknown[0]}' "
+        raise SpecError(f"learned placer {quote(name)} has no parameter {quote(unknown[0])} "
                         f"(parameters: {', '.join(fields)})")
     try:
         return _info(name).config(**params)
     except (TypeError, ValueError) as exc:
-        raise SpecError(f"learned placer '{name}': {exc}") from None
+        raise SpecError(f"learned placer {quote(name)}: {exc}") from None
 
 
 def stored_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -90,4 +90,4 @@ def make_agent(name: str, num_devices: int, params: dict[str, Any], *, seed: int
     try:
         return _info(name).agent(num_devices, config, seed=seed, tasks=tasks)
     except ValueError as exc:
-        raise SpecError(f"learned placer '{name}': {exc}") from None
+        raise SpecError(f"learned placer {quote(name)}: {exc}") from None

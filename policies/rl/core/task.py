@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.errors import GraphError, PlacementError
+from engine.errors import GraphError, PlacementError, quote
 from engine.graph import CompGraph
 from engine.grouping.rules import find_root, merge_and_colocate, mirhoseini_groups, renumber, unit_groups
 from engine.objectives import GB, default_failing_signal, lower_bound, penalized_runtime, sqrt_reward
@@ -52,7 +52,7 @@ GROUPINGS = ("merge", "units", "ops")
 def check_grouping(grouping: str, unit_depth: int | None) -> None:
     """ValueError for an unknown ``grouping`` or a ``unit_depth`` below 1 (config validation)."""
     if grouping not in GROUPINGS:
-        raise ValueError(f"unknown grouping {grouping!r} (choose from {', '.join(GROUPINGS)})")
+        raise ValueError(f"unknown grouping {quote(grouping)} (choose from {', '.join(GROUPINGS)})")
     if unit_depth is not None and unit_depth < 1:
         raise ValueError(f"unit_depth must be at least 1, got {unit_depth}")
 
@@ -198,8 +198,8 @@ def make_task(graph: CompGraph, cluster: Cluster, *, groups: int | None = 128, m
     np.logical_and.at(feasible, op_group, units.feasible[units.op_unit])
     if not feasible.any(axis=1).all():
         j = int(np.argmin(feasible.any(axis=1)))
-        raise PlacementError(f"no device of cluster '{cluster.name}' can run every op of group {j} "
-                             f"(first op '{graph.op_names[int(np.argmax(op_group == j))]}')")
+        raise PlacementError(f"no device of cluster {quote(cluster.name)} can run every op of group {j} "
+                             f"(first op {quote(graph.op_names[int(np.argmax(op_group == j))])})")
     cm = compute_matrix(graph, cluster)
     per_dev = np.zeros((k, cluster.num_devices))
     np.add.at(per_dev, op_group, np.nan_to_num(cm, nan=0.0))
@@ -261,7 +261,7 @@ def task_for(graph: CompGraph, cluster: Cluster, config: Any) -> PlacementTask:
     groups = config.groups
     if groups is None and config.grouping == "merge" and graph.num_ops > LARGE_GRAPH_OPS:
         groups = LARGE_GRAPH_GROUPS
-        warnings.warn(f"graph '{graph.name}' has {graph.num_ops:,} ops: placing {groups} groups of them "
+        warnings.warn(f"graph {quote(graph.name)} has {graph.num_ops:,} ops: placing {groups} groups of them "
                       f"(Merge-and-Colocate, as the papers place 100-300 nodes); groups=N chooses another number, "
                       f"grouping=ops places every op", stacklevel=2)
     return make_task(graph, cluster, groups=groups, memory_penalty=config.memory_penalty,

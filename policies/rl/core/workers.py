@@ -129,6 +129,7 @@ class RolloutWorkers:
         if workers is not None and workers < 1:
             raise SpecError(f"--workers must be at least 1, got {workers}")
         self.executor = ParallelMap(workers=None if address else workers, address=address)
+        self.executor.check()  # an address Ray would fail on: refused before the training and its run start
         self.requested = workers
         self.max_restarts = max_restarts
         self.placer = placer

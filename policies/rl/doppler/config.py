@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.errors import quote
 from engine.limits import MAX_BATCH, MAX_NET_DEPTH, MAX_NET_WIDTH
 from policies.rl.core.config import LearnedConfig, param
 
@@ -82,7 +83,7 @@ class DopplerConfig(LearnedConfig):
         measured makespans; another ``asked`` is refused (ValueError)."""
         kind = stage_reward(self.stage)
         if asked is not None and asked != kind:
-            raise ValueError(f"DOPPLER's stage '{self.stage}' trains on {kind} makespans (§5), not {asked} ones: "
+            raise ValueError(f"DOPPLER's stage {quote(self.stage)} trains on {kind} makespans (§5), not {asked} ones: "
                              f"{'use --stage real' if asked == 'measured' else 'leave out --reward'} for Stage III")
         return kind
 

@@ -26,6 +26,8 @@ DEVICE_EFT_INSERT = 1  # earliest finish time with insertion into idle gaps (HEF
 DEVICE_FILL = 2  # fill devices in order up to a memory cap (m-TOPO)
 
 _TOL = 1e-15
+#: ETF pops at most this many ops that do not fit a device before it scans that device's heap once instead
+ASIDE_LIMIT = 16
 
 
 @njit(cache=True)
@@ -43,12 +45,22 @@ def _heap_less(a, b, prio, noise):
 
 
 @njit(cache=True)
-def _heap_push(heap, size, v, prio, noise):
+def _less(a, b, d, drt, prio, noise, by_time):
+    """Heap order: with ``by_time``, earlier data-ready time on device ``d`` first; then higher priority, then
+    lower noise (:func:`_heap_less`)."""
+    if by_time and drt[a, d] != drt[b, d]:
+        return drt[a, d] < drt[b, d]
+    return _heap_less(a, b, prio, noise)
+
+
+@njit(cache=True)
+def _push(heap, size, v, d, drt, prio, noise, by_time):
+    """Push ``v`` on the heap ``heap[:size]`` (order: :func:`_less`); returns the new size."""
     k = size
     heap[k] = v
     while k > 0:
         parent = (k - 1) // 2
-        if _heap_less(heap[k], heap[parent], prio, noise):
+        if _less(heap[k], heap[parent], d, drt, prio, noise, by_time):
             heap[k], heap[parent] = heap[parent], heap[k]
             k = parent
         else:
@@ -57,7 +69,8 @@ def _heap_push(heap, size, v, prio, noise):
 
 
 @njit(cache=True)
-def _heap_pop(heap, size, prio, noise):
+def _pop(heap, size, d, drt, prio, noise, by_time):
+    """Pop the first of the heap ``heap[:size]`` (order: :func:`_less`); returns it and the new size."""
     top = heap[0]
     size -= 1
     heap[0] = heap[size]
@@ -67,9 +80,9 @@ def _heap_pop(heap, size, prio, noise):
         if left >= size:
             break
         c = left
-        if left + 1 < size and _heap_less(heap[left + 1], heap[left], prio, noise):
+        if left + 1 < size and _less(heap[left + 1], heap[left], d, drt, prio, noise, by_time):
             c = left + 1
-        if _heap_less(heap[c], heap[k], prio, noise):
+        if _less(heap[c], heap[k], d, drt, prio, noise, by_time):
             heap[c], heap[k] = heap[k], heap[c]
             k = c
         else:
@@ -105,51 +118,137 @@ def _fits(o, u, dd, mem, unit_persist, temp_bytes, out_bytes, need, capacity):
 
 
 @njit(cache=True)
-def _select_etf(ready, nready, op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist,
-                temp_bytes, out_bytes, need, capacity, avail, drt, prio, noise, dev_noise):
-    """ETF's choice among the ready ops: ``(r, d)``, the ready slot and device of the pair with the
-    earliest start (ties: priority, then noise); ``d = -1`` when nothing fits anywhere (then the
-    highest-priority ready op, placed by the fallback rule)."""
+def _etf_status(o, d, op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist, temp_bytes,
+                out_bytes, need, capacity):
+    """Whether ready op ``o`` can be ETF's pick on device ``d`` now: 0 never again (placed, or its unit went to
+    another device), 1 yes, 2 not now (m-SCT's favourite child follows its parent elsewhere, or no room)."""
+    if dev[o] >= 0:
+        return 0
+    u = op_unit[o]
+    if unit_dev[u] >= 0:
+        return 1 if unit_dev[u] == d else 0
+    fp = fav_parent[o]
+    if fp >= 0:  # m-SCT: a favourite child follows its parent if it can
+        pd = dev[fp]
+        if dur[o, pd] < np.inf and (not memory_aware or _fits(o, u, pd, mem, unit_persist, temp_bytes, out_bytes,
+                                                              need, capacity)):
+            return 1 if pd == d else 2
+    if memory_aware and not _fits(o, u, d, mem, unit_persist, temp_bytes, out_bytes, need, capacity):
+        return 2
+    return 1
+
+
+@njit(cache=True)
+def _etf_device_pick(d, pendh, pendn, relh, reln, aside, avail, drt, prio, noise, op_unit, fav_parent, unit_dev,
+                     dev, dur, memory_aware, mem, unit_persist, temp_bytes, out_bytes, need, capacity):
+    """ETF's best ready op on device ``d``: ``(op, start)``, or ``(-1, inf)``.
+
+    A device keeps its ready ops in two heaps: *pending* ones, whose inputs arrive there after the device is free
+    (by arrival time), and *released* ones, which would start the moment it is free (by priority). Ops move from
+    pending to released as the device's free time passes their arrival; an op placed elsewhere is dropped when it
+    reaches the top; one that cannot go here now (no room) is set aside for this pick and put back. ``(op,
+    start, tight)``: tight when ``ASIDE_LIMIT`` ops did not fit (a graph larger than the cluster's memory), for
+    :func:`_select_etf` to scan instead."""
+    while pendn[d] > 0:
+        top = pendh[d, 0]
+        if _etf_status(top, d, op_unit, fav_parent, unit_dev, dev, dur, False, mem, unit_persist, temp_bytes,
+                       out_bytes, need, capacity) == 0:
+            _, pendn[d] = _pop(pendh[d], pendn[d], d, drt, prio, noise, True)
+        elif drt[top, d] <= avail[d]:
+            _, pendn[d] = _pop(pendh[d], pendn[d], d, drt, prio, noise, True)
+            reln[d] = _push(relh[d], reln[d], top, 0, drt, prio, noise, False)
+        else:
+            break
+    pick, t, na = -1, np.inf, 0
+    while reln[d] > 0 and na < ASIDE_LIMIT:
+        top, reln[d] = _pop(relh[d], reln[d], 0, drt, prio, noise, False)
+        status = _etf_status(top, d, op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist,
+                             temp_bytes, out_bytes, need, capacity)
+        if status == 1:
+            pick, t = top, avail[d]
+            reln[d] = _push(relh[d], reln[d], top, 0, drt, prio, noise, False)
+            break
+        if status == 2:
+            aside[na] = top
+            na += 1
+    for k in range(na):
+        reln[d] = _push(relh[d], reln[d], aside[k], 0, drt, prio, noise, False)
+    if pick >= 0 or na == ASIDE_LIMIT:
+        return pick, t, na == ASIDE_LIMIT
+    na = 0
+    while pendn[d] > 0 and na < ASIDE_LIMIT:
+        top, pendn[d] = _pop(pendh[d], pendn[d], d, drt, prio, noise, True)
+        status = _etf_status(top, d, op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist,
+                             temp_bytes, out_bytes, need, capacity)
+        if status == 1:
+            pick, t = top, drt[top, d]
+            pendn[d] = _push(pendh[d], pendn[d], top, d, drt, prio, noise, True)
+            break
+        if status == 2:
+            aside[na] = top
+            na += 1
+    for k in range(na):
+        pendn[d] = _push(pendh[d], pendn[d], aside[k], d, drt, prio, noise, True)
+    return pick, t, na == ASIDE_LIMIT
+
+
+@njit(cache=True)
+def _scan_pairs(ready, nready, avail, drt, prio, noise, dev_noise, op_unit, fav_parent, unit_dev, dev, dur,
+                memory_aware, mem, unit_persist, temp_bytes, out_bytes, need, capacity):
+    """ETF's choice by one scan of every ready (op, device) pair, for a step where memory is tight and the
+    devices' heaps would be popped through: ``(op, device)``, device -1 when nothing fits anywhere."""
     nd = dur.shape[1]
-    best_t = np.inf
-    best_r = -1
-    d = -1
+    best_o, best_d, best_t = -1, -1, np.inf
     for r in range(nready):
         o = ready[r]
         u = op_unit[o]
-        fp = fav_parent[o]
         forced = unit_dev[u]
+        fp = fav_parent[o]
         if forced < 0 and fp >= 0:  # m-SCT: a favourite child follows its parent if it can
             pd = dev[fp]
             if dur[o, pd] < np.inf and (not memory_aware or _fits(o, u, pd, mem, unit_persist, temp_bytes,
                                                                   out_bytes, need, capacity)):
                 forced = pd
-        for dd in range(nd):
-            if (forced >= 0 and dd != forced) or dur[o, dd] == np.inf:
+        for d in range(nd):
+            if (forced >= 0 and d != forced) or dur[o, d] == np.inf:
                 continue
-            if forced < 0 and memory_aware and not _fits(o, u, dd, mem, unit_persist, temp_bytes, out_bytes,
-                                                         need, capacity):
+            if forced < 0 and memory_aware and not _fits(o, u, d, mem, unit_persist, temp_bytes, out_bytes, need,
+                                                         capacity):
                 continue
-            t = max(avail[dd], drt[o, dd])
-            better = False
-            if best_r < 0 or t < best_t - _TOL:
-                better = True
-            elif t <= best_t + _TOL:
-                bo = ready[best_r]
-                if prio[o] > prio[bo]:
-                    better = True
-                elif prio[o] == prio[bo]:  # same op: device noise; else op noise
-                    better = dev_noise[o, dd] < dev_noise[o, d] if o == bo else noise[o] < noise[bo]
+            t = max(avail[d], drt[o, d])
+            better = best_o < 0 or t < best_t
+            if not better and t == best_t:
+                better = dev_noise[o, d] < dev_noise[o, best_d] if o == best_o else _heap_less(o, best_o, prio, noise)
             if better:
-                best_t = t
-                best_r = r
-                d = dd
-    if best_r < 0:  # nothing fits anywhere: the highest-priority ready op goes below
-        best_r = 0
-        for r in range(1, nready):
-            if _heap_less(ready[r], ready[best_r], prio, noise):
-                best_r = r
-    return best_r, d
+                best_o, best_d, best_t = o, d, t
+    return best_o, best_d
+
+
+@njit(cache=True)
+def _select_etf(pendh, pendn, relh, reln, aside, ready, nready, avail, drt, prio, noise, dev_noise, op_unit,
+                fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist, temp_bytes, out_bytes, need, capacity):
+    """ETF's choice (Hwang et al. 1989; Baechi's m-ETF): the ready (op, device) pair that starts earliest; ties
+    by higher priority, then lower op noise, then (the same op) lower device noise. ``(op, device)``, with
+    device -1 when no ready op fits anywhere. One pick per device from its
+    heaps (:func:`_etf_device_pick`), so a step costs O(devices · log ops), not O(ready ops · devices) — except
+    where memory is tight and a device's heaps hold more than ``ASIDE_LIMIT`` ops that do not fit: then one scan
+    of every ready pair (:func:`_scan_pairs`), as before the heaps."""
+    best_o, best_d, best_t = -1, -1, np.inf
+    for d in range(dur.shape[1]):
+        o, t, tight = _etf_device_pick(d, pendh, pendn, relh, reln, aside, avail, drt, prio, noise, op_unit,
+                                       fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist, temp_bytes,
+                                       out_bytes, need, capacity)
+        if tight:
+            return _scan_pairs(ready, nready, avail, drt, prio, noise, dev_noise, op_unit, fav_parent, unit_dev, dev,
+                               dur, memory_aware, mem, unit_persist, temp_bytes, out_bytes, need, capacity)
+        if o < 0:
+            continue
+        better = best_o < 0 or t < best_t
+        if not better and t == best_t:  # the same op on two devices: device noise; two ops: priority, noise
+            better = dev_noise[o, d] < dev_noise[o, best_d] if o == best_o else _heap_less(o, best_o, prio, noise)
+        if better:
+            best_o, best_d, best_t = o, d, t
+    return best_o, best_d
 
 
 @njit(cache=True)
@@ -297,26 +396,40 @@ def list_schedule(succ_ptr, succ_idx, succ_edge, pred_ptr, pred_idx, pred_edge, 
     copies, drt, need = np.zeros((n, nd)), np.zeros((n, nd)), np.zeros((n, nd))
     istart, iend = np.zeros((nd, n)), np.zeros((nd, n))
     icnt = np.zeros(nd, np.int64)
-    heap, ready = np.empty(n, np.int64), np.empty(n, np.int64)
-    hsize, nready, cur = 0, 0, 0
+    heap = np.empty(n, np.int64)  # ready ops by priority (not ETF)
+    hsize, cur = 0, 0
+    etf = select_rule == SELECT_ETF
+    m = n if etf else 0
+    ready, pos = np.empty(m, np.int64), np.empty(m, np.int64)  # ETF: the ready ops, each one's slot
+    nready = 0
+    pendh, relh = np.empty((nd, m), np.int64), np.empty((nd, m), np.int64)
+    pendn, reln = np.zeros(nd, np.int64), np.zeros(nd, np.int64)
+    aside = np.empty(m, np.int64)
     for i in range(n):
         if indeg[i] == 0:
-            if select_rule == SELECT_ETF:
-                ready[nready] = i
-                nready += 1
-            else:
-                hsize = _heap_push(heap, hsize, i, prio, noise)
+            if not etf:
+                hsize = _push(heap, hsize, i, 0, drt, prio, noise, False)
+                continue
+            ready[nready], pos[i] = i, nready
+            nready += 1
+            for dd in range(nd):
+                if dur[i, dd] < np.inf:
+                    pendn[dd] = _push(pendh[dd], pendn[dd], i, dd, drt, prio, noise, True)
     for _step in range(n):
         d = -1
-        if select_rule == SELECT_ETF:  # select and place at once
-            r, d = _select_etf(ready, nready, op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem,
-                               unit_persist, temp_bytes, out_bytes, need, capacity, avail, drt, prio, noise,
-                               dev_noise)
-            i = ready[r]
-            nready -= 1
-            ready[r] = ready[nready]
+        if etf:  # select and place at once
+            i, d = _select_etf(pendh, pendn, relh, reln, aside, ready, nready, avail, drt, prio, noise, dev_noise,
+                               op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist, temp_bytes,
+                               out_bytes, need, capacity)
+            if i < 0:  # nothing fits anywhere: the highest-priority ready op goes below
+                i = ready[0]
+                for r in range(1, nready):
+                    if _heap_less(ready[r], i, prio, noise):
+                        i = ready[r]
+            nready -= 1  # out of the ready list: the last one takes its slot
+            ready[pos[i]], pos[ready[nready]] = ready[nready], pos[i]
         else:
-            i, hsize = _heap_pop(heap, hsize, prio, noise)
+            i, hsize = _pop(heap, hsize, 0, drt, prio, noise, False)
         u = op_unit[i]
         if d < 0 and unit_dev[u] >= 0:
             d = unit_dev[u]
@@ -343,9 +456,12 @@ def list_schedule(succ_ptr, succ_idx, succ_edge, pred_ptr, pred_idx, pred_edge, 
             if indeg[s] == 0:
                 _data_ready(s, pred_ptr, pred_idx, pred_edge, edge_bytes, dev, finish, copies, bw_inv, lat, drt,
                             need)
-                if select_rule == SELECT_ETF:
-                    ready[nready] = s
-                    nready += 1
+                if not etf:
+                    hsize = _push(heap, hsize, s, 0, drt, prio, noise, False)
                 else:
-                    hsize = _heap_push(heap, hsize, s, prio, noise)
+                    ready[nready], pos[s] = s, nready
+                    nready += 1
+                    for dd in range(nd):
+                        if dur[s, dd] < np.inf:
+                            pendn[dd] = _push(pendh[dd], pendn[dd], s, dd, drt, prio, noise, True)
     return dev, start, finish

@@ -35,9 +35,19 @@ PLACEMENT_SCHEMA = "placelab.placement/1"
 
 @dataclass(frozen=True, eq=False)
 class Placement:
-    """Device index (into ``cluster.devices``) for every op of a graph, by op index."""
+    """Device index (into ``cluster.devices``) for every op of a graph, by op index.
+
+    Equality and hashing compare the devices only: two placements that put every op on the same device
+    are equal whatever their placers predicted.
+    """
 
     devices: np.ndarray
+    #: The placer's own prediction of the makespan (s) of this placement under the cluster's simulation mode,
+    #: where the placer makes one (the list schedulers: the latest finish time of their own schedule); None
+    #: for a placer that predicts nothing. ``compare`` shows it beside the simulated makespan. A placer that
+    #: returns another placer's placement (a search that kept its start) drops it:
+    #: ``dataclasses.replace(p, predicted_makespan_s=None)``, or it would report the other placer's estimate.
+    predicted_makespan_s: float | None = None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Placement) and np.array_equal(self.devices, other.devices)
@@ -49,6 +59,8 @@ class Placement:
         arr = np.array(self.devices, dtype=np.int64)  # a copy: never freeze or alias the caller's array
         arr.setflags(write=False)
         object.__setattr__(self, "devices", arr)
+        if self.predicted_makespan_s is not None:
+            object.__setattr__(self, "predicted_makespan_s", float(self.predicted_makespan_s))
 
     @classmethod
     def from_mapping(cls, graph: CompGraph, cluster: Cluster, mapping: Mapping[str, str]) -> Placement:

@@ -31,7 +31,8 @@ _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
 }
 #: Metrics that listings and the app show or compute with: a finite number (``oom``: a boolean) or null.
 _NUMBER_METRICS = ("makespan_s", "lower_bound_s", "ratio_to_lower_bound", "best_makespan_s", "measured_makespan_s",
-                   "seconds_to_place", "communication_bytes", "wall_s", "episodes", "placements_evaluated")
+                   "seconds_to_place", "communication_bytes", "wall_s", "episodes", "placements_evaluated",
+                   "predicted_makespan_s", "single_device_makespan_s", "ratio_to_single_device")
 _BOOL_METRICS = ("oom",)
 
 

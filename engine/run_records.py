@@ -6,7 +6,9 @@ A placement run (kind ``place``, or one row of a ``compare``) holds, besides ``r
 * ``placement.json`` — ``placelab.placement/1``;
 * ``schedule_ops.csv`` — one row per op interval (op, index, device, start_s, end_s, phase);
 * ``schedule_transfers.csv`` — one row per transfer (op, src, dst, bytes, start_s, end_s);
-* metrics in ``run.json``: makespan, lower bound, peak memory per device, OOM, ...
+* metrics in ``run.json``: makespan, lower bound, peak memory per device, OOM, the placer's own
+  estimate of the makespan (``predicted_makespan_s``, null when it makes none; absent in runs stored
+  before it was recorded), ...
 
 :func:`load_placement_run` rebuilds graph, cluster and placement; re-simulating them gives
 the stored schedule again (the simulator is deterministic), which is how traces and figures
@@ -27,16 +29,25 @@ from engine.placement import Placement, placement_from_dict
 from engine.runs import Run, RunStore
 from engine.schedule import Schedule
 
-__all__ = ["PlacementRun", "export_trace", "load_placement_run", "placement_metrics", "save_placement_run",
+__all__ = ["ESTIMATE_TOLERANCE", "SINGLE_DEVICE_KEYS", "PlacementRun", "estimate_error", "estimate_warning",
+           "export_trace", "load_placement_run", "placement_metrics", "save_placement_run", "single_device_metrics",
            "write_placement_files", "write_schedule_tables"]
 
+#: A placer's own estimate further than this (relative) from the simulated makespan is shown as a warning.
+ESTIMATE_TOLERANCE = 0.05
+#: The metrics :func:`single_device_metrics` adds (``compare``, ``place`` and the app store them with a run).
+SINGLE_DEVICE_KEYS = ("single_device_makespan_s", "ratio_to_single_device")
 
-def placement_metrics(graph: CompGraph, cluster: Cluster, schedule: Schedule) -> dict[str, Any]:
-    """The numbers CONTRACTS §5 reports for a simulated placement."""
+
+def placement_metrics(graph: CompGraph, cluster: Cluster, schedule: Schedule,
+                      predicted_makespan_s: float | None = None) -> dict[str, Any]:
+    """The numbers CONTRACTS §5 reports for a simulated placement; ``predicted_makespan_s`` is the
+    placer's own estimate (:attr:`~engine.placement.Placement.predicted_makespan_s`), None when it makes none."""
     lb = lower_bound(graph, cluster)
     names = [d.name for d in cluster.devices]
     return {
         "makespan_s": schedule.makespan,
+        "predicted_makespan_s": predicted_makespan_s,
         "lower_bound_s": lb,
         "ratio_to_lower_bound": schedule.makespan / lb if lb > 0 else None,
         "peak_memory_bytes": {n: float(b) for n, b in zip(names, schedule.peak_memory, strict=True)},
@@ -47,6 +58,30 @@ def placement_metrics(graph: CompGraph, cluster: Cluster, schedule: Schedule) ->
         "memcpy_s": {n: float(b) for n, b in zip(names, schedule.memcpy_time, strict=True)},
         "mode": schedule.mode,
     }
+
+
+def single_device_metrics(makespan_s: float, single_device_s: float | None) -> dict[str, float | None]:
+    """``single_device_makespan_s`` (the single-device placer's simulated makespan on the same graph and cluster,
+    None where it does not apply) and ``ratio_to_single_device`` (``makespan_s`` ÷ it; None where undefined)."""
+    return {"single_device_makespan_s": single_device_s,
+            "ratio_to_single_device": makespan_s / single_device_s if single_device_s else None}
+
+
+def estimate_error(makespan_s: float | None, predicted_s: float | None) -> float | None:
+    """``(predicted − simulated) / simulated``: how far a placer's own estimate is from the simulated makespan;
+    None where it made none (or the makespan is 0)."""
+    if predicted_s is None or not makespan_s:
+        return None
+    return (predicted_s - makespan_s) / makespan_s
+
+
+def estimate_warning(makespan_s: float | None, predicted_s: float | None) -> str | None:
+    """``"est. off by +38 %"`` where the estimate is more than :data:`ESTIMATE_TOLERANCE` off the simulated
+    makespan, else None (also where there is no estimate)."""
+    err = estimate_error(makespan_s, predicted_s)
+    if err is None or abs(err) <= ESTIMATE_TOLERANCE:
+        return None
+    return f"est. off by {100 * err:+.0f} %"
 
 
 def save_placement_run(
@@ -74,12 +109,13 @@ def save_placement_run(
 
 def write_placement_files(run: Run, graph: CompGraph, cluster: Cluster, placement: Placement,
                           schedule: Schedule) -> dict[str, Any]:
-    """Write a placement and its schedule into ``run`` (replayable by the app); returns its metrics."""
+    """Write a placement and its schedule into ``run`` (replayable by the app); returns its metrics (with the
+    placement's ``predicted_makespan_s``)."""
     run.write_json("graph.json", graph_to_dict(graph))
     run.write_json("cluster.json", cluster_to_dict(cluster))
     run.write_json("placement.json", placement.to_dict(graph, cluster))
     write_schedule_tables(run, graph, cluster, schedule)
-    return placement_metrics(graph, cluster, schedule)
+    return placement_metrics(graph, cluster, schedule, placement.predicted_makespan_s)
 
 
 def write_schedule_tables(run: Run, graph: CompGraph, cluster: Cluster, schedule: Schedule,

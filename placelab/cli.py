@@ -24,7 +24,7 @@ from engine.jsonio import atomic_write_json, check_write_target
 from engine.limits import check_simulations
 from engine.objectives import lower_bound
 from engine.placement import load_placement
-from engine.run_records import export_trace, placement_metrics
+from engine.run_records import ESTIMATE_TOLERANCE, export_trace, placement_metrics
 from engine.runs import RunStore
 from engine.simulator import Simulator
 from engine.specs import load_cluster, load_graph
@@ -193,7 +193,9 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
             time_scale: cli_exec.TimeScaleOpt = None,
             workers: cli_sweep.WorkersOpt = None, address: cli_sweep.AddressOpt = None,
             runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
-    """Run several placers on one graph and cluster; a table like Placeto Table 1 (measured too: --execute)."""
+    """Run several placers on one graph and cluster; a table like Placeto Table 1 (measured too: --execute).
+
+    Per placer: the simulated makespan, its own estimate (est.), ×single-device and ×lower bound."""
     names = [p.strip() for p in placers.split(",") if p.strip()] if placers is not None else default_compare_placers()
     if names == []:
         raise SpecError(f"--placers names no placer: {quote(placers)}")
@@ -207,19 +209,36 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
             cli_sweep.executor(workers, address) as ex:
         results = run_compare(g, c, names, seed=seed, store=RunStore(runs_dir) if save else None,
                               progress=lambda msg: typer.echo(msg, err=True), measure=measure, executor=ex)
-    rows = [[r["placer"], fmt_s(r.get("makespan_s")),
-             fmt_ratio(r.get("ratio_to_lower_bound")) if r.get("makespan_s") is not None else "-",
+    rows = [[r["placer"], fmt_s(r.get("makespan_s")), fmt_s(r.get("predicted_makespan_s")),
+             *([fmt_ratio(r.get("ratio_to_single_device")), fmt_ratio(r.get("ratio_to_lower_bound"))]
+               if r.get("makespan_s") is not None else ["-", "-"]),
              fmt_bytes(max(r["peak_memory_bytes"].values())) if r.get("peak_memory_bytes") else "-",
              ("yes" if r["oom"] else "no") if "oom" in r else "-",
              fmt_bytes(r["communication_bytes"]) if "communication_bytes" in r else "-",
              f"{r['seconds_to_place']:.2f} s" if r.get("seconds_to_place") is not None else "-",
              *([fmt_s(r.get("measured_makespan_s"))] if execute else []),
-             r.get("error") or r.get("run_id") or ""] for r in results]
-    header = ["placer", "makespan", "×LB", "peak mem", "OOM", "comm", "time", *(["measured"] if execute else []),
-              "run / note"]
+             r.get("error") or "; ".join(x for x in (r.get("run_id"), r.get("estimate_warning")) if x)]
+            for r in results]
+    header = ["placer", "makespan", "est.", "×single", "×LB", "peak mem", "OOM", "comm", "time",
+              *(["measured"] if execute else []), "run / note"]
     lb = lower_bound(g, c)
-    emit({"graph": g.name, "cluster": c.name, "lower_bound_s": lb, "results": results}, as_json,
-         f"{g.name} on {c.name} (lower bound {fmt_s(lb)})\n" + text_table(rows, header))
+    single = next((r["single_device_makespan_s"] for r in results if "single_device_makespan_s" in r), None)
+    budgets = [r["search_budget"] for r in results if r.get("search_budget")]
+    emit({"graph": g.name, "cluster": c.name, "lower_bound_s": lb, "single_device_makespan_s": single,
+          "results": results}, as_json,
+         f"{g.name} on {c.name} (lower bound {fmt_s(lb)}, single-device {fmt_s(single)})\n"
+         + text_table(rows, header) + ("\nsearch budgets: " + "; ".join(budgets) if budgets else ""))
+    if not as_json:  # in JSON, each such row's estimate_warning says it
+        for r in results:
+            if r.get("estimate_warning"):
+                typer.echo(_estimate_line(r), err=True)
+
+
+def _estimate_line(row: dict[str, Any]) -> str:
+    """compare's stderr line for a placer whose own estimate is far off its simulated makespan."""
+    return (f"warning: {row['placer']}: its own estimate ({fmt_s(row['predicted_makespan_s'])}) is more than "
+            f"{ESTIMATE_TOLERANCE * 100:g} % off the simulated makespan ({fmt_s(row['makespan_s'])}): "
+            f"{row['estimate_warning']}")
 
 
 def default_compare_placers() -> list[str]:

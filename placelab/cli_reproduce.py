@@ -39,6 +39,9 @@ def reproduce(ctx: typer.Context,
               resume: Annotated[str | None, typer.Option(
                   "--resume", help="go on with this stopped reproduction run (id or prefix) in the same run, with the "
                                    "options it started with: the steps it finished are not run again")] = None,
+              search: Annotated[int | None, typer.Option(
+                  "--search", help="add the search reference as a column: anneal with this many evaluations (seed 0) "
+                                   "on each row's graph, and each cell ÷ it (×search)")] = None,
               runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Run a paper's table or figure in simulation and store it beside the paper's numbers."""
     from placelab.reproduce.core import all_reproductions
@@ -60,10 +63,11 @@ def reproduce(ctx: typer.Context,
     # the runner says "reproducing NAME (...)" once its checks pass: a refused NAME prints its error only
     res = run_reproduction(name, command=ctx.obj, quick=quick, runs_dir=runs_dir, workers=workers,
                            keep_step_runs=keep_step_runs, only=only, progress=lambda msg: typer.echo(msg, err=True),
-                           graphs_dir=graphs_dir, resume=resume)
+                           graphs_dir=graphs_dir, resume=resume, search=search)
+    x = ["×search"] if search is not None else []
     rows = [[r["row"], r["column"], _cell(r["ours"]), _cell(r["paper"]), _cell(r["ratio"], 2),
-             _cell(r["rel_ratio"], 2), r["note"][:60]] for r in res["table"]]
-    text = (text_table(rows, ["row", "column", "ours", "paper", "ours/paper", "normalised", "note"])
+             _cell(r["rel_ratio"], 2), *(_cell(r["x_search"], 3) for _ in x), r["note"][:60]] for r in res["table"]]
+    text = (text_table(rows, ["row", "column", "ours", "paper", "ours/paper", "normalised", *x, "note"])
             + "".join(f"\n{n}" for n in res["notes"])
             + f"\n{res['setting']} setting, {res['wall_s']:.0f} s; saved as run {res['run_id']}")
     emit(res, as_json, text)

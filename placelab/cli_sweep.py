@@ -40,22 +40,26 @@ def sweep(graphs: Annotated[str | None, typer.Option(
           seed: Annotated[int, typer.Option(help="first seed")] = 0,
           mode: ModeOpt = None, sim_param: SimParamOpt = None,
           budget: Annotated[int | None, typer.Option(help="each placer's budget")] = None,
+          search: Annotated[int | None, typer.Option(
+              help="also run the search reference (anneal, this many evaluations, the first seed) on every graph "
+                   "and cluster, and show each makespan ÷ its (×search)")] = None,
           resume: Annotated[str | None, typer.Option(help="finish the interrupted sweep run RUN")] = None,
           workers: WorkersOpt = None, address: AddressOpt = None,
           name: Annotated[str | None, typer.Option(help="run name")] = None,
           tag: Annotated[list[str] | None, typer.Option(help="run tag")] = None,
           runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Every graph × cluster × placer × seed as a task; one run per result and a sweep run indexing them."""
-    from policies.sweep import SweepSpec, resume_sweep, run_sweep, sweep_pivot
+    from policies.sweep import SEARCH_PLACER, SweepSpec, resume_sweep, run_sweep, search_pivot, sweep_pivot
 
     store = RunStore(runs_dir)
     ex = executor(workers, address)
     bar = ProgressLine("tasks")
     try:
         if resume:
-            if graphs or clusters or placers or mode or sim_param or budget is not None or seeds != 1:
+            if graphs or clusters or placers or mode or sim_param or budget is not None or search is not None \
+                    or seeds != 1:
                 raise SpecError("--resume finishes a stored sweep: leave out --graphs, --clusters, --placers, "
-                                "--seeds, --mode, --sim-param, --budget")
+                                "--seeds, --mode, --sim-param, --budget, --search")
             with ex:
                 out = resume_sweep(store, resume, executor=ex, progress=bar)
         else:
@@ -64,7 +68,7 @@ def sweep(graphs: Annotated[str | None, typer.Option(
             if missing:
                 raise SpecError(f"sweep needs {', '.join(missing)} (or --resume RUN)")
             spec = SweepSpec.from_specs(graphs, clusters, placers, seeds=seeds, first_seed=seed, mode=mode,
-                                        budget=budget, sim_params=sim_param)
+                                        budget=budget, sim_params=sim_param, search=search)
             with ex:
                 out = run_sweep(store, spec, executor=ex, progress=bar, name=name, tags=tag)
     finally:
@@ -74,13 +78,26 @@ def sweep(graphs: Annotated[str | None, typer.Option(
     rows = [[r["graph"], r["cluster"], str(r["seed"]), *(fmt_s(r.get(p)) for p in placer_names)] for r in table]
     errors = sum(1 for r in out["results"] if r["error"])
     where = "; ".join(filter(None, (ex.describe(), nodes_line(out["nodes"]))))
-    text = (text_table(rows, ["graph", "cluster", "seed", *placer_names])
+    ratios = search_pivot(out["results"])
+    if ratios:
+        others = [p for p in placer_names if p != SEARCH_PLACER]
+        rows_x = [[r["graph"], r["cluster"], str(r["seed"]), *(_ratio(r.get(p)) for p in others)] for r in ratios]
+        table_x = (f"\n\n{text_table(rows_x, ['graph', 'cluster', 'seed', *(f'{p} ×search' for p in others)])}"
+                   f"\n{out['search']}")
+    else:
+        table_x = ""
+    out["search_ratios"] = ratios
+    text = (text_table(rows, ["graph", "cluster", "seed", *placer_names]) + table_x
             + f"\n{out['tasks']} tasks ({out['ran']} run now, {errors} not applicable) in {out['wall_s']:.1f} s "
               f"({where}); saved as sweep run {out['run_id']}")
     if out.get("orphans_deleted"):
         text += (f"\n{len(out['orphans_deleted'])} run(s) stored by the killed driver but missing from the "
                  "table were deleted and run again")
     emit(out, as_json, text)
+
+
+def _ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
 
 
 def register(app: typer.Typer) -> None:

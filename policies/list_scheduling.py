@@ -44,6 +44,10 @@ Common rules
   per-device memory is tracked while scheduling (see :mod:`policies._listsched_kernels`)
   and a device without room for an op is skipped; when no device has room the op goes to
   the runnable device with the most free memory.
+* Own estimate: the returned placement carries the schedule's latest finish time as its
+  ``predicted_makespan_s`` (critical-path: that of the run it returns), under the estimate
+  rules above; ``compare`` shows it beside the simulated makespan. None where the memory
+  post-pass moved a unit (the schedule did not predict that placement).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+from dataclasses import replace
 
 import numpy as np
 
@@ -62,7 +67,7 @@ from engine.simulator import Simulator
 from policies import _listsched_kernels as _k
 from policies.base import PlacementUnits, Progress, register, relieve_memory
 
-__all__ = ["ListScheduling", "favourite_children", "memory_penalized"]
+__all__ = ["ListScheduling", "favourite_children", "memory_penalized", "predicted_makespan"]
 
 GB = 1e9
 
@@ -74,6 +79,12 @@ def memory_penalized(makespan: float, peak: np.ndarray, capacity: np.ndarray, c:
     equals Placeto's ``peak − M`` on clusters of equal devices.
     """
     return float(makespan) + c * max(0.0, float(np.max(peak - capacity)) / GB)
+
+
+def predicted_makespan(finish: np.ndarray) -> float | None:
+    """A list schedule's own makespan (s): the latest finish time it computed; None where it has none."""
+    last = float(finish.max()) if len(finish) else 0.0
+    return last if np.isfinite(last) else None
 
 
 class ListScheduling:
@@ -127,15 +138,23 @@ class ListScheduling:
         n, nd = self.graph.num_ops, self.cluster.num_devices
         return np.arange(n, dtype=np.float64), np.tile(np.arange(nd, dtype=np.float64), (n, 1))
 
-    def placement(self, op_dev: np.ndarray, *, repair_memory: bool = False) -> Placement:
+    def placement(self, op_dev: np.ndarray, *, repair_memory: bool = False,
+                  predicted: float | None = None) -> Placement:
         """The op devices as a placement; with ``repair_memory`` the simulator-checked memory
         post-pass (:func:`policies.base.relieve_memory`) fixes what the schedule's own memory
-        estimate missed (it tracks memory in scheduling order, not in simulated time)."""
+        estimate missed (it tracks memory in scheduling order, not in simulated time).
+
+        ``predicted`` (s), the schedule's own makespan (:func:`predicted_makespan`), becomes the
+        placement's ``predicted_makespan_s``; not where the memory post-pass moved a unit, since the
+        schedule did not predict the placement that comes out."""
         unit_dev = np.zeros(self.units.num_units, dtype=np.int64)
         unit_dev[self.units.op_unit] = op_dev
         if repair_memory:
-            unit_dev = relieve_memory(self.graph, self.cluster, self.units, unit_dev)
-        return self.units.to_placement(unit_dev)
+            repaired = relieve_memory(self.graph, self.cluster, self.units, unit_dev)
+            if not np.array_equal(repaired, unit_dev):
+                predicted = None
+            unit_dev = repaired
+        return replace(self.units.to_placement(unit_dev), predicted_makespan_s=predicted)
 
 
 # ---------------------------------------------------------------------------------------- placers
@@ -161,16 +180,16 @@ class CriticalPath:
         n, nd = graph.num_ops, cluster.num_devices
         best, best_cost = None, np.inf
         for r in range(runs):
-            dev, _, _ = ls.run(ls.rank, rng.random(n), rng.random((n, nd)), select=_k.SELECT_PRIORITY,
-                               device=_k.DEVICE_EST, memory_aware=self.memory_aware)
-            p = ls.placement(dev)
+            dev, _, finish = ls.run(ls.rank, rng.random(n), rng.random((n, nd)), select=_k.SELECT_PRIORITY,
+                                    device=_k.DEVICE_EST, memory_aware=self.memory_aware)
+            p = ls.placement(dev, predicted=predicted_makespan(finish))
             cost = memory_penalized(*sim.makespan_and_peak(p), ls.capacity)
             if cost < best_cost:
                 best, best_cost = p, cost
             if progress is not None:
                 progress(r + 1, runs, f"best {best_cost:.6g} s")
         if self.memory_aware:
-            best = ls.placement(best.devices, repair_memory=True)
+            best = ls.placement(best.devices, repair_memory=True, predicted=best.predicted_makespan_s)
         return best
 
 
@@ -189,9 +208,9 @@ class _OnePass:
               progress: Progress | None = None) -> Placement:
         ls = ListScheduling(graph, cluster)
         noise, dev_noise = ls.deterministic_noise()
-        dev, _, _ = ls.run(getattr(ls, self.priority), noise, dev_noise, select=self.select, device=self.device,
-                           memory_aware=self.memory_aware)
-        return ls.placement(dev, repair_memory=self.memory_aware)
+        dev, _, finish = ls.run(getattr(ls, self.priority), noise, dev_noise, select=self.select, device=self.device,
+                                memory_aware=self.memory_aware)
+        return ls.placement(dev, repair_memory=self.memory_aware, predicted=predicted_makespan(finish))
 
 
 @register("heft", "HEFT: upward rank with mean costs, earliest finish time with insertion (Topcuoglu 2002)",
@@ -230,9 +249,9 @@ class MTopo:
         noise, dev_noise = ls.deterministic_noise()
         share = (1.0 + self.slack) * float((graph.persistent_bytes + graph.output_bytes).sum()) / cluster.num_devices
         fill_cap = np.minimum(ls.capacity, share)
-        dev, _, _ = ls.run(prio, noise, dev_noise, select=_k.SELECT_PRIORITY, device=_k.DEVICE_FILL,
-                           memory_aware=self.memory_aware, fill_cap=fill_cap)
-        return ls.placement(dev, repair_memory=self.memory_aware)
+        dev, _, finish = ls.run(prio, noise, dev_noise, select=_k.SELECT_PRIORITY, device=_k.DEVICE_FILL,
+                                memory_aware=self.memory_aware, fill_cap=fill_cap)
+        return ls.placement(dev, repair_memory=self.memory_aware, predicted=predicted_makespan(finish))
 
 
 @register("m-sct", "memory-aware smallest communication time: LP favourite children (HiGHS) + ETF (Baechi)",
@@ -252,9 +271,9 @@ class MSct:
         has = child >= 0
         fav_parent[child[has]] = np.flatnonzero(has)
         noise, dev_noise = ls.deterministic_noise()
-        dev, _, _ = ls.run(ls.static_level, noise, dev_noise, select=_k.SELECT_ETF, device=_k.DEVICE_EST,
-                           memory_aware=self.memory_aware, fav_parent=fav_parent)
-        return ls.placement(dev, repair_memory=self.memory_aware)
+        dev, _, finish = ls.run(ls.static_level, noise, dev_noise, select=_k.SELECT_ETF, device=_k.DEVICE_EST,
+                                memory_aware=self.memory_aware, fav_parent=fav_parent)
+        return ls.placement(dev, repair_memory=self.memory_aware, predicted=predicted_makespan(finish))
 
 
 def favourite_children(graph: CompGraph, p: np.ndarray, c: np.ndarray, *, time_limit_s: float = 5.0) -> np.ndarray:

@@ -16,15 +16,22 @@ from engine.graph import CompGraph
 from engine.jsonio import atomic_write_bytes
 from engine.limits import MAX_COUNT, check_at_most, check_seed, check_simulations
 from engine.placement import Placement
-from engine.run_records import placement_metrics, save_placement_run, write_placement_files
+from engine.run_records import (
+    SINGLE_DEVICE_KEYS,
+    estimate_warning,
+    placement_metrics,
+    save_placement_run,
+    single_device_metrics,
+    write_placement_files,
+)
 from engine.runs import RunStore
 from engine.schedule import Schedule
 from engine.simulator import Simulator
-from policies.base import PLACERS, make_placer
+from policies.base import PLACERS, make_placer, placer_parameters
 from policies.parallel import ParallelMap
 
-__all__ = ["PlaceFailed", "PlaceResult", "compare", "place_and_simulate", "place_task", "result_row", "store_result",
-           "with_measurement"]
+__all__ = ["PlaceFailed", "PlaceResult", "compare", "place_and_simulate", "place_task", "result_row", "search_budget",
+           "single_device_makespan", "store_result", "with_measurement", "with_single_device"]
 
 _SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # see _encoded_files
 
@@ -85,11 +92,14 @@ def place_and_simulate(graph: CompGraph, cluster: Cluster, placer: str, *, seed:
 
     With ``measure``, the placement is also executed; its measured schedule is stored beside
     the simulated one and its metrics (``measured_makespan_s``, ...) join the run's. A ``store`` that cannot be
-    written is refused before the placer runs.
+    written is refused before the placer runs. The metrics hold the single-device placer's makespan on the same
+    graph and cluster and the ratio to it (:func:`with_single_device`).
     """
     if store is not None:
         store.check_writable()
     res = _place(graph, cluster, placer, seed, budget, params, progress)
+    single = res.metrics["makespan_s"] if placer == SINGLE_DEVICE else single_device_makespan(graph, cluster)
+    res = with_single_device(res, single)
     if measure is not None:
         res = with_measurement(graph, res, measure)
     return store_result(store, graph, cluster, res, seed=seed, budget=budget, params=params, kind=kind,
@@ -110,6 +120,27 @@ def place_task(graph: CompGraph, cluster: Cluster, placer: str, seed: int, budge
     except PlacelabError as exc:
         return PlaceFailed(placer, str(exc))
     return replace(res, files=_encoded_files(graph, cluster, res)) if encode else res
+
+
+#: The reference placer of the ×single-device ratio.
+SINGLE_DEVICE = "single-device"
+
+
+def single_device_makespan(graph: CompGraph, cluster: Cluster) -> float | None:
+    """The single-device placer's simulated makespan (s) on ``graph`` and ``cluster``, the reference of the
+    ×single-device ratio, whether or not that placer is among those run (one placement and one simulation);
+    None where it does not apply."""
+    try:
+        placement = make_placer(SINGLE_DEVICE).place(graph, cluster)
+    except PlacelabError:
+        return None
+    return Simulator(graph, cluster).run(placement).makespan
+
+
+def with_single_device(res: PlaceResult, single_device_s: float | None) -> PlaceResult:
+    """``res`` with ``single_device_makespan_s`` and ``ratio_to_single_device`` in its metrics
+    (:func:`engine.run_records.single_device_metrics`)."""
+    return replace(res, metrics={**res.metrics, **single_device_metrics(res.metrics["makespan_s"], single_device_s)})
 
 
 def with_measurement(graph: CompGraph, res: PlaceResult, measure: Measure) -> PlaceResult:
@@ -143,7 +174,8 @@ def store_result(store: RunStore, graph: CompGraph, cluster: Cluster, res: Place
     parameters = {**(params or {}), "budget": budget}
     startup = {"startup_s": res.startup_seconds} if res.startup_seconds else {}
     if res.files is None:
-        measured_metrics = {**startup, **{k: v for k, v in res.metrics.items() if k.startswith("measured_")}}
+        measured_metrics = {**startup, **{k: v for k, v in res.metrics.items()
+                                          if k.startswith("measured_") or k in SINGLE_DEVICE_KEYS}}
         run = save_placement_run(store, graph, cluster, res.placement, res.schedule, placer=res.placer,
                                  parameters=parameters, seed=seed, seconds_to_place=res.seconds_to_place,
                                  kind=kind, tags=tags, extra_metrics=measured_metrics, measured=res.measured)
@@ -168,7 +200,8 @@ def _place(graph, cluster, placer, seed, budget, params, progress) -> PlaceResul
     placement = p.place(graph, cluster, seed=seed, budget=budget, progress=progress)
     seconds = time.perf_counter() - t0
     schedule = Simulator(graph, cluster).run(placement)
-    return PlaceResult(placer, placement, schedule, placement_metrics(graph, cluster, schedule), seconds, None,
+    return PlaceResult(placer, placement, schedule,
+                       placement_metrics(graph, cluster, schedule, placement.predicted_makespan_s), seconds, None,
                        startup_seconds=startup)
 
 
@@ -183,6 +216,11 @@ def compare(graph: CompGraph, cluster: Cluster, placers: list[str] | None = None
     The placers run as independent tasks on ``executor`` (default: in this process, one
     after another); each result is stored as it arrives. A ``store`` that cannot be written (read-only, full) is
     refused before any placer runs.
+
+    Every row also has the placer's own estimate (``predicted_makespan_s``, its ``estimate_warning`` where it is
+    far off the simulated makespan) and ``ratio_to_single_device``: the single-device placer's makespan is
+    simulated once here, whether or not it is among ``placers``. A search placer's row states its budget
+    (``search_budget``).
     """
     names = list(PLACERS) if placers is None else placers
     for name in names:  # bad names are bad input: refuse them before any placer runs or is stored
@@ -190,6 +228,7 @@ def compare(graph: CompGraph, cluster: Cluster, placers: list[str] | None = None
             make_placer(name)
     if store is not None:
         store.check_writable()
+    single = single_device_makespan(graph, cluster)
     rows: list[dict[str, Any]] = [{} for _ in names]
 
     def started(i: int) -> None:
@@ -200,11 +239,14 @@ def compare(graph: CompGraph, cluster: Cluster, placers: list[str] | None = None
         if isinstance(res, PlaceFailed):
             rows[i] = {"placer": res.placer, "error": res.error}
             return
+        res = with_single_device(res, single)
         if measure is not None:  # executed here, in the driver, one placement at a time
             res = with_measurement(graph, res, measure)
         if store is not None:
             res = store_result(store, graph, cluster, res, seed=seed, budget=None, params=None, kind="compare")
         rows[i] = result_row(res)
+        if PLACERS[res.placer].family == "search":
+            rows[i]["search_budget"] = search_budget(res.placer, seed=seed)
 
     encode = store is not None and measure is None  # a measured run is stored with its measured tables
     (executor or ParallelMap()).map(place_task, [(graph, cluster, n, seed, None, None, encode) for n in names],
@@ -213,10 +255,40 @@ def compare(graph: CompGraph, cluster: Cluster, placers: list[str] | None = None
 
 
 def result_row(res: PlaceResult) -> dict[str, Any]:
-    """The row ``compare`` reports for one placer's result."""
+    """The row ``compare`` reports for one placer's result (the single-device fields None unless the result has
+    them: :func:`with_single_device`)."""
     m = res.metrics
-    return {"placer": res.placer, "makespan_s": m["makespan_s"], "lower_bound_s": m["lower_bound_s"],
+    return {"placer": res.placer, "makespan_s": m["makespan_s"],
+            "predicted_makespan_s": m.get("predicted_makespan_s"),
+            "estimate_warning": estimate_warning(m["makespan_s"], m.get("predicted_makespan_s")),
+            "lower_bound_s": m["lower_bound_s"],
             "ratio_to_lower_bound": m.get("ratio_to_lower_bound"),  # None where the lower bound is 0
+            "single_device_makespan_s": m.get("single_device_makespan_s"),
+            "ratio_to_single_device": m.get("ratio_to_single_device"),
             "peak_memory_bytes": m["peak_memory_bytes"], "oom": m["oom"],
             "communication_bytes": m["communication_bytes"], "seconds_to_place": res.seconds_to_place,
             "run_id": res.run_id, **{k: v for k, v in m.items() if k.startswith("measured_")}}
+
+
+#: Parameters that hold a search's time limit (s), by the names the search placers use.
+_SECONDS_PARAMETERS = ("time_limit_s", "seconds", "max_seconds", "time_budget_s", "wall_s")
+
+
+def search_budget(placer: str, *, seed: int | None, params: dict[str, Any] | None = None,
+                  budget: int | None = None) -> str:
+    """One line stating a search placer's budget as it ran: its evaluations and seconds and the seed, from its
+    parameters (the defaults, with ``params`` and ``budget`` as a run stores them); e.g.
+    ``local-search: 2,000 evaluations, no time limit, seed 0``. ``budget`` counts evaluations (as
+    ``local-search`` takes it). A search with neither an evaluation nor a time parameter states its parameters."""
+    p = {**placer_parameters(placer), **(params or {})}
+    evaluations = budget if budget is not None else p.get("evaluations")
+    seconds_key = next((k for k in _SECONDS_PARAMETERS if k in p), None)
+    parts = []
+    if "evaluations" in p or budget is not None:
+        parts.append("no evaluation limit" if evaluations is None else f"{int(evaluations):,} evaluations")
+    if seconds_key is not None:
+        parts.append("no time limit" if p[seconds_key] is None else f"{float(p[seconds_key]):g} s")
+    if not parts:
+        parts.append(", ".join(f"{k}={v}" for k, v in p.items() if k != "budget") or "no parameters")
+    parts.append(f"seed {seed}")
+    return f"{placer}: {', '.join(parts)}"

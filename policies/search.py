@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -80,7 +81,7 @@ class LocalSearch:
         movable = np.flatnonzero(units.feasible.sum(axis=1) > 1)
         steps = total - used
         if len(movable) == 0 or steps <= 0:
-            return best
+            return replace(best, predicted_makespan_s=None)
         op_unit = units.op_unit
         # ops of movable units, to draw a unit with probability proportional to its size
         movable_ops = np.flatnonzero(np.isin(op_unit, movable))
@@ -123,4 +124,6 @@ class LocalSearch:
                     best_cost, best_units = c, cand.copy()
             if progress is not None and evals % 100 == 0:
                 progress(used + evals, total, f"best {best_cost:.6g} s")
-        return units.to_placement(best_units) if best_cost < min(s[0] for s in scored) else best
+        if best_cost < min(s[0] for s in scored):
+            return units.to_placement(best_units)
+        return replace(best, predicted_makespan_s=None)  # a start as it is: the search predicts nothing itself

@@ -25,6 +25,13 @@ run tagged ``sweep:<id>`` that the table does not index (an *orphan*, its ``run.
 saying ``running``). :func:`resume_sweep` deletes every such run before it runs the combinations the
 table lacks (the orphan's combination among them, with the same seed), so after a resume each
 combination has exactly one run and one row.
+
+**The search reference** (``search=N``, ``placelab sweep --search N``): per graph and cluster the sweep also
+runs ``anneal`` (:mod:`policies.simulated_annealing`) with ``N`` evaluations, no time limit and the sweep's first
+seed, as one more combination in its table (after the others; its run's parameters hold ``evaluations``), and
+:func:`search_pivot` divides every other result by it: each method's makespan ÷ the search's on the same graph and
+cluster ("how far is each method from a strong search?"). :func:`search_caption` states that budget; a table
+showing the ratios shows it too. ``anneal`` cannot be among the placers of such a sweep: it is the reference.
 """
 
 from __future__ import annotations
@@ -40,20 +47,24 @@ from typing import Any
 from engine.cluster import Cluster, parse_simulation_options
 from engine.errors import RunError, SpecError
 from engine.graph import CompGraph
-from engine.limits import MAX_SEED, MAX_SWEEP_TASKS, check_at_most, check_seed, check_simulations
+from engine.limits import MAX_COUNT, MAX_SEED, MAX_SWEEP_TASKS, check_at_most, check_seed, check_simulations
 from engine.runs import Run, RunStore
 from engine.simulator import Simulator
 from engine.specs import expand_graph_specs, load_cluster, load_graph
 from policies.base import PLACERS, make_placer
 from policies.parallel import ParallelMap
 from policies.runner import PlaceFailed, PlaceResult, place_task, store_result
+from policies.simulated_annealing import budget_text
 
-__all__ = ["SWEEP_COLUMNS", "SweepSpec", "drop_orphans", "resume_sweep", "run_sweep", "sweep_pivot", "sweep_rows"]
+__all__ = ["SEARCH_PLACER", "SWEEP_COLUMNS", "SweepSpec", "drop_orphans", "resume_sweep", "run_sweep", "search_caption",
+           "search_pivot", "sweep_pivot", "sweep_rows"]
 
 SWEEP_TABLE = "sweep.csv"
 SWEEP_COLUMNS = ("task", "graph", "graph_name", "cluster", "placer", "seed", "run_id", "makespan_s",
                  "lower_bound_s", "ratio_to_lower_bound", "peak_memory_bytes", "oom", "communication_bytes",
                  "seconds_to_place", "error")
+#: The placer of the search reference (``SweepSpec.search``).
+SEARCH_PLACER = "anneal"
 
 
 @dataclass(frozen=True)
@@ -64,7 +75,7 @@ class SweepSpec:
     ``family:``), ``clusters`` preset names or files, ``mode`` and ``sim_params``
     (``key=value``) override every cluster's simulation settings as ``--mode`` / ``--sim-param``
     do for the other commands (CONTRACTS §4; ``Cluster.with_simulation``), ``budget`` is each
-    placer's budget.
+    placer's budget, ``search`` the evaluations of the search reference (None: none; see the module docstring).
     """
 
     graphs: tuple[str, ...]
@@ -74,18 +85,20 @@ class SweepSpec:
     mode: str | None = None
     budget: int | None = None
     sim_params: tuple[str, ...] = ()
+    search: int | None = None
 
     @classmethod
     def from_specs(cls, graphs: str, clusters: str, placers: str, *, seeds: int = 1, first_seed: int = 0,
                    mode: str | None = None, budget: int | None = None,
-                   sim_params: list[str] | None = None) -> SweepSpec:
+                   sim_params: list[str] | None = None, search: int | None = None) -> SweepSpec:
         """Parse the comma-separated lists of the command line.
 
         Raises
         ------
         SpecError
             An empty list, an unknown placer, fewer than one seed, a seed outside
-            ``0 … MAX_SEED`` or more than ``MAX_SWEEP_TASKS`` tasks (:mod:`engine.limits`).
+            ``0 … MAX_SEED``, more than ``MAX_SWEEP_TASKS`` tasks (:mod:`engine.limits`), or a search reference
+            of fewer than one or more than ``MAX_COUNT`` evaluations, or with ``anneal`` among the placers.
         """
         if seeds < 1:
             raise SpecError(f"--seeds must be at least 1, got {seeds}")
@@ -95,14 +108,32 @@ class SweepSpec:
         for p in ps:
             if p not in PLACERS:
                 make_placer(p)  # raises the registry's one-line message
+        if search is not None:
+            if search < 1:
+                raise SpecError(f"--search (the search reference's evaluations) must be at least 1, got {search}")
+            check_at_most("--search", search, MAX_COUNT, "MAX_COUNT")
+            if SEARCH_PLACER in ps:
+                raise SpecError(f"--search runs {SEARCH_PLACER} as the reference on every graph and cluster: leave "
+                                f"{SEARCH_PLACER} out of --placers")
         gs = tuple(dict.fromkeys(expand_graph_specs(graphs)))
-        check_at_most("the sweep's tasks (graphs × clusters × placers × seeds)", len(gs) * len(cs) * len(ps) * seeds,
-                      MAX_SWEEP_TASKS, "MAX_SWEEP_TASKS")
-        return cls(gs, cs, ps, tuple(range(first_seed, first_seed + seeds)), mode, budget, tuple(sim_params or ()))
+        check_at_most("the sweep's tasks (graphs × clusters × (placers × seeds + the search reference))",
+                      len(gs) * len(cs) * (len(ps) * seeds + (search is not None)), MAX_SWEEP_TASKS, "MAX_SWEEP_TASKS")
+        return cls(gs, cs, ps, tuple(range(first_seed, first_seed + seeds)), mode, budget, tuple(sim_params or ()),
+                   search)
 
     def plan(self) -> list[tuple[str, str, str, int]]:
-        """Every combination ``(graph, cluster, placer, seed)``, in the order of the table."""
-        return [(g, c, p, s) for g in self.graphs for c in self.clusters for p in self.placers for s in self.seeds]
+        """Every combination ``(graph, cluster, placer, seed)``, in the order of the table; the search reference's
+        (one per graph and cluster, with the first seed) last."""
+        main = [(g, c, p, s) for g in self.graphs for c in self.clusters for p in self.placers for s in self.seeds]
+        if self.search is None:
+            return main
+        return main + [(g, c, SEARCH_PLACER, self.seeds[0]) for g in self.graphs for c in self.clusters]
+
+    def task_budget(self, placer: str) -> tuple[int | None, dict[str, Any] | None]:
+        """``(budget, params)`` of a combination's placer: the search reference runs with its own evaluations."""
+        if self.search is not None and placer == SEARCH_PLACER:
+            return None, {"evaluations": self.search}
+        return self.budget, None
 
     def to_parameters(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()}
@@ -112,7 +143,7 @@ class SweepSpec:
         try:
             return cls(tuple(params["graphs"]), tuple(params["clusters"]), tuple(params["placers"]),
                        tuple(params["seeds"]), params.get("mode"), params.get("budget"),
-                       tuple(params.get("sim_params") or ()))
+                       tuple(params.get("sim_params") or ()), params.get("search"))
         except (KeyError, TypeError):
             raise RunError("the run's parameters do not describe a sweep") from None
 
@@ -214,6 +245,33 @@ def sweep_pivot(rows: list[dict[str, Any]], value: str = "makespan_s") -> list[d
     return list(out.values())
 
 
+def search_pivot(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`sweep_pivot`'s shape with ×search in the cells: each placer's makespan ÷ the search reference's
+    (:data:`SEARCH_PLACER`'s row) on the same graph and cluster; None where either is missing or OOM. Empty when
+    the rows hold no search reference."""
+    ref = {(r["graph_name"], r["cluster"]): r["makespan_s"] for r in rows
+           if r["placer"] == SEARCH_PLACER and r.get("makespan_s") and not r.get("oom")}
+    if not ref:
+        return []
+    out: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        if r["placer"] == SEARCH_PLACER:
+            continue
+        key = (r["graph_name"], r["cluster"], r["seed"])
+        base, ours = ref.get(key[:2]), r.get("makespan_s")
+        out.setdefault(key, {"graph": key[0], "cluster": key[1], "seed": key[2]})[r["placer"]] = (
+            ours / base if base and ours is not None and not r.get("oom") else None)
+    return list(out.values())
+
+
+def search_caption(spec: SweepSpec) -> str | None:
+    """The sentence that states the search reference's budget under a table of its ratios (None: no reference)."""
+    if spec.search is None:
+        return None
+    return (f"search reference ({SEARCH_PLACER} column): {budget_text(spec.search, None, spec.seeds[0])}; "
+            "×search: each makespan ÷ its on the same graph and cluster")
+
+
 def _execute(store: RunStore, run: Run, spec: SweepSpec, graphs: dict[str, CompGraph], clusters: dict[str, Cluster],
              done: set[int], executor: ParallelMap | None, progress, *, resuming: bool = False) -> dict[str, Any]:
     plan = spec.plan()
@@ -225,7 +283,8 @@ def _execute(store: RunStore, run: Run, spec: SweepSpec, graphs: dict[str, CompG
         i = todo[j]
         g, c, placer, seed = plan[i]
         if isinstance(res, PlaceResult):
-            res = store_result(store, graphs[g], clusters[c], res, seed=seed, budget=spec.budget, params=None,
+            budget, params = spec.task_budget(placer)
+            res = store_result(store, graphs[g], clusters[c], res, seed=seed, budget=budget, params=params,
                                kind="compare", tags=[f"sweep:{run.id}"])
         run.append_row(SWEEP_TABLE, _row(i, plan[i], graphs[g].name, res))
         count[0] += 1
@@ -237,14 +296,14 @@ def _execute(store: RunStore, run: Run, spec: SweepSpec, graphs: dict[str, CompG
         orphans = drop_orphans(store, run) if resuming else []
         if progress:
             progress(count[0], len(plan), f"{len(todo)} tasks, {ex.describe()}")
-        ex.map(place_task, [(graphs[plan[i][0]], clusters[plan[i][1]], plan[i][2], plan[i][3], spec.budget, None,
-                             True) for i in todo], on_result=finished)
+        ex.map(place_task, [(graphs[plan[i][0]], clusters[plan[i][1]], plan[i][2], plan[i][3],
+                             *spec.task_budget(plan[i][2]), True) for i in todo], on_result=finished)
         rows = sweep_rows(run)
         run.write_table(SWEEP_TABLE, {k: [r[k] for r in rows] for k in SWEEP_COLUMNS})
         run.finish("done", {"tasks": len(plan), "errors": sum(1 for r in rows if r["error"]),
                             "wall_s": time.perf_counter() - t0, "executor": ex.describe(), "nodes": ex.nodes()})
     return {"run_id": run.id, "tasks": len(plan), "ran": len(todo), "wall_s": time.perf_counter() - t0,
-            "results": rows, "orphans_deleted": orphans, "nodes": ex.nodes()}
+            "results": rows, "orphans_deleted": orphans, "nodes": ex.nodes(), "search": search_caption(spec)}
 
 
 def _row(task: int, combo: tuple[str, str, str, int], graph_name: str, res: PlaceResult | PlaceFailed) -> dict:
@@ -271,6 +330,8 @@ def _load_inputs(spec: SweepSpec) -> tuple[dict[str, CompGraph], dict[str, Clust
         Simulator(next(iter(graphs.values())), c)  # an unavailable mode is bad input: say so before any task
         if spec.budget is not None:
             check_simulations("--budget", spec.budget, c.simulation.runs)
+        if spec.search is not None:
+            check_simulations("--search", spec.search, c.simulation.runs)
         clusters[name] = c
     return graphs, clusters
 

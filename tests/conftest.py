@@ -55,6 +55,28 @@ def _restore_main_module():
     sys.modules["__main__"] = main
 
 
+@pytest.fixture
+def estimating_placer(monkeypatch):
+    """``register(predicted_s, name="estimating")`` adds a placer for this test only: HEFT's placement carrying the
+    estimate ``predicted_s`` (s) the test chooses, so a test can make a placer's own estimate agree with the
+    simulation or be far off it (issue 55). Returns the placer's name."""
+    from dataclasses import replace
+
+    from policies.base import PLACERS, PlacerInfo, make_placer
+
+    def register(predicted_s: float | None, name: str = "estimating") -> str:
+        class Estimating:
+            def place(self, graph, cluster, *, seed=0, budget=None, progress=None):
+                return replace(make_placer("heft").place(graph, cluster), predicted_makespan_s=predicted_s)
+
+        Estimating.name = name
+        monkeypatch.setitem(PLACERS, name, PlacerInfo(name, "HEFT's placement with the estimate a test sets",
+                                                      Estimating, "test", {}))
+        return name
+
+    return register
+
+
 #: The shortest time an AppTest script run may take before it counts as hung. Streamlit's default is 3 s and a
 #: busy 2-core machine (load 5-14) took longer to render the home page (issue 34): no test may fail on a clock.
 APP_TIMEOUT_S = 300.0

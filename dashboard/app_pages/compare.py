@@ -16,9 +16,11 @@ from dashboard.data.runs import (
     bar_labels,
     comparison_row,
     default_setting,
+    estimate_warnings,
     has_placement,
     list_runs,
     run_label,
+    run_metrics,
     setting_label,
     setting_of,
 )
@@ -101,9 +103,12 @@ def _placements(runs: list[Run]) -> None:
     show_table(table)
     table_downloads(table, keys.COMPARE_TABLE, "comparison")
     graph, cluster = next(iter(mixed)) if len(mixed) == 1 else ("several graphs", "clusters")
-    rows = [{"label": lb, "hover": f"run {r.id} · {r.meta.get('name') or ''}", **(r.meta.get("metrics") or {})}
+    rows = [{"label": lb, "hover": f"run {r.id} · {r.meta.get('name') or ''}", **run_metrics(r)}
             for lb, r in zip(bar_labels(selected), selected, strict=True)]
     show_figure(makespan_bars(rows, title=f"Makespan on {graph} · {cluster}"), key=keys.COMPARE_BARS)
+    off = estimate_warnings(rows)
+    if off:
+        st.warning(off, icon=":material/warning:")
     executed = [row for row, r in zip(rows, selected, strict=True) if row.get("measured_makespan_s") is not None
                 and has_placement(r)]
     if executed:

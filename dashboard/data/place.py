@@ -8,17 +8,18 @@ run* stores it in the user's store under a name.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
 
 from dashboard import visitor
 from dashboard.data.format import UNKNOWN
-from dashboard.data.runs import replay
+from dashboard.data.runs import replay, run_metrics
 from engine.cluster import Cluster
 from engine.errors import PlacelabError
 from engine.graph import CompGraph
-from engine.run_records import save_placement_run
+from engine.run_records import SINGLE_DEVICE_KEYS, save_placement_run
 from engine.runs import Run, RunStore
 
 __all__ = ["DEFAULT_PLACERS", "HIDDEN_PARAMETERS", "SCRATCH_KEPT", "UNKNOWN_SIZES", "checked_params",
@@ -64,8 +65,11 @@ def results_table(results: list[dict], memory_known: bool = True) -> pd.DataFram
     return pd.DataFrame([{
         "placer": r["placer"],
         "makespan (ms)": r["metrics"]["makespan_s"] * 1e3,
+        "own estimate (ms)": None if r["metrics"].get("predicted_makespan_s") is None
+        else r["metrics"]["predicted_makespan_s"] * 1e3,
         "lower bound (ms)": r["metrics"]["lower_bound_s"] * 1e3,
         "ratio to lower bound": r["metrics"]["ratio_to_lower_bound"],
+        "ratio to single device": r["metrics"].get("ratio_to_single_device"),
         "peak memory (GB)": max(r["metrics"]["peak_memory_bytes"].values()) / 1e9 if memory_known else None,
         "OOM": r["metrics"]["oom"],
         "communication (MB)": r["metrics"]["communication_bytes"] / 1e6 if memory_known else None,
@@ -81,11 +85,14 @@ def default_run_name(placer: str, graph_name: str, cluster_name: str) -> str:
 
 
 def save_result(store: RunStore, graph: CompGraph, cluster: Cluster, r: dict, tags: list[str]) -> Run:
-    """Store result ``r`` (a dict of the Place page's results) as a placement run of ``store``."""
+    """Store result ``r`` (a dict of the Place page's results) as a placement run of ``store``, with its ratio to
+    single-device."""
+    extra = {k: r["metrics"][k] for k in SINGLE_DEVICE_KEYS if k in r["metrics"]}
+    if r.get("startup") is not None:
+        extra["startup_s"] = r["startup"]
     return save_placement_run(store, graph, cluster, r["placement"], r["schedule"], placer=r["placer"],
                               parameters={**r["params"], "budget": r["budget"]}, seed=r["seed"],
-                              seconds_to_place=r["seconds"], tags=tags,
-                              extra_metrics={} if r.get("startup") is None else {"startup_s": r["startup"]})
+                              seconds_to_place=r["seconds"], tags=tags, extra_metrics=extra)
 
 
 def keep_result(store: RunStore, graph: CompGraph, cluster: Cluster, r: dict) -> str:
@@ -107,11 +114,13 @@ def result_from_run(run: Run, saved: bool) -> tuple[CompGraph, Cluster, dict]:
     it is in the user's store (its id shows as the saved run), else in the scratch store."""
     pr, schedule = replay(run)
     m = run.meta
-    metrics = dict(m.get("metrics") or {})
+    metrics = run_metrics(run)
     params = {k: v for k, v in (m.get("parameters") or {}).items() if k != "budget"}
+    # the placer's estimate is a metric (the placement file holds devices only): saved again, it stays
+    placement = replace(pr.placement, predicted_makespan_s=metrics.get("predicted_makespan_s"))
     return pr.graph, pr.cluster, {
         "placer": m.get("placer"), "params": params, "seed": m.get("seed"),
-        "budget": (m.get("parameters") or {}).get("budget"), "placement": pr.placement, "schedule": schedule,
+        "budget": (m.get("parameters") or {}).get("budget"), "placement": placement, "schedule": schedule,
         "metrics": metrics, "seconds": metrics.get("seconds_to_place") or 0.0, "startup": metrics.get("startup_s"),
         "run_id": run.id if saved else None, "kept_id": None if saved else run.id}
 

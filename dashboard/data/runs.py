@@ -7,13 +7,15 @@ from functools import lru_cache
 from typing import Any
 
 from dashboard.stores import example_runs_dir, run_store, runs_dir
-from engine.run_records import PlacementRun, load_placement_run
+from engine.errors import PlacelabError
+from engine.run_records import PlacementRun, estimate_warning, load_placement_run, single_device_metrics
 from engine.runs import Run, RunStore
 from engine.schedule import Schedule
 from engine.simulator import Simulator
+from policies.runner import single_device_makespan
 
-__all__ = ["PLACEMENT_KINDS", "bar_labels", "comparison_row", "default_setting", "has_placement", "is_example",
-           "list_runs", "replay", "run_label", "setting_label", "setting_of"]
+__all__ = ["PLACEMENT_KINDS", "bar_labels", "comparison_row", "default_setting", "estimate_warnings", "has_placement",
+           "is_example", "list_runs", "replay", "run_label", "run_metrics", "setting_label", "setting_of"]
 
 PLACEMENT_KINDS = ("place", "compare")
 
@@ -73,14 +75,48 @@ def replay(run: Run) -> tuple[PlacementRun, Schedule]:
     return _replay(str(run.path.parent), run.id, str(run.meta.get("updated")))
 
 
+@lru_cache(maxsize=64)
+def _single_device(root: str, run_id: str, updated: str) -> float | None:
+    try:
+        pr = load_placement_run(RunStore(root).load(run_id))
+    except (PlacelabError, OSError, ValueError):  # a run whose inputs cannot be read shows no ratio, not an error
+        return None
+    return single_device_makespan(pr.graph, pr.cluster)
+
+
+def run_metrics(run: Run) -> dict[str, Any]:
+    """A stored run's metrics, with ``single_device_makespan_s`` and ``ratio_to_single_device``: as stored, or
+    for a placement run stored before they were recorded, the single-device placer simulated on the run's own
+    graph and cluster (cached per run and version)."""
+    metrics = dict(run.meta.get("metrics") or {})
+    if "single_device_makespan_s" in metrics or metrics.get("makespan_s") is None or not has_placement(run):
+        return metrics
+    single = _single_device(str(run.path.parent), run.id, str(run.meta.get("updated")))
+    return {**metrics, **single_device_metrics(metrics["makespan_s"], single)}
+
+
+def estimate_warnings(rows: list[dict[str, Any]]) -> str | None:
+    """The makespan bars' rows (``label`` and metrics) whose placer's own estimate is far off the simulated
+    makespan (:func:`engine.run_records.estimate_warning`), as one message; None where there are none."""
+    lines = [f"**{r['label']}**: {w} (own estimate {r['predicted_makespan_s'] * 1e3:.4g} ms, simulated "
+             f"{r['makespan_s'] * 1e3:.4g} ms)" for r in rows
+             if (w := estimate_warning(r.get("makespan_s"), r.get("predicted_makespan_s")))]
+    if not lines:
+        return None
+    return ("A placer's own estimate of its makespan is far off the simulation (it plans with other rules than "
+            "the cluster's simulation mode executes): " + "; ".join(lines))
+
+
 def comparison_row(run: Run) -> dict[str, Any]:
-    """A row of the side-by-side table (Placeto Table 1 style); an executed run adds its measured makespan
+    """A row of the side-by-side table (Placeto Table 1 style): with the placer's own estimate and the ratio to
+    single-device (:func:`run_metrics`); an executed run adds its measured makespan
     (mean and std over the repeats, ``placelab place/compare/execute --save``)."""
     m = run.meta
-    metrics = m.get("metrics") or {}
+    metrics = run_metrics(run)
     peaks = metrics.get("peak_memory_bytes") or {}
     ms = metrics.get("makespan_s")
     lb = metrics.get("lower_bound_s")
+    predicted = metrics.get("predicted_makespan_s")
     return {
         "run": m.get("name") or run.id,
         "placer": m.get("placer"),
@@ -88,8 +124,10 @@ def comparison_row(run: Run) -> dict[str, Any]:
         "cluster": m.get("cluster"),
         "status": run.status,
         "makespan (ms)": None if ms is None else ms * 1e3,
+        "own estimate (ms)": None if predicted is None else predicted * 1e3,
         "lower bound (ms)": None if lb is None else lb * 1e3,
         "ratio to lower bound": metrics.get("ratio_to_lower_bound"),
+        "ratio to single device": metrics.get("ratio_to_single_device"),
         "peak memory (GB)": max(peaks.values()) / 1e9 if peaks else None,
         "OOM": metrics.get("oom"),
         "communication (MB)": None if metrics.get("communication_bytes") is None

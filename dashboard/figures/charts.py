@@ -12,9 +12,14 @@ from dashboard.figures.numbers import plain_number
 from dashboard.figures.theme import device_color, run_colors
 from engine.cluster import Cluster
 from engine.graph import CompGraph
+from engine.run_records import estimate_warning
 from engine.schedule import Schedule
 
-__all__ = ["PHASE_ORDER", "cdf_figure", "load_profile", "makespan_bars", "memory_over_time", "phase_compute"]
+__all__ = ["PHASE_ORDER", "SINGLE_DEVICE_LABEL", "cdf_figure", "load_profile", "makespan_bars", "memory_over_time",
+           "phase_compute"]
+
+#: The makespan bars' x axis title where they show the ratio to single-device.
+SINGLE_DEVICE_LABEL = "bar labels: makespan (ms) · ×single-device (makespan ÷ the single-device placer's)"
 
 #: Stack order of the load profile (Mirhoseini et al. 2017 Fig. 8–9); "compute" = phase unknown.
 PHASE_ORDER = ("forward", "backward", "update", "compute")
@@ -81,9 +86,13 @@ def makespan_bars(rows: Sequence[Mapping[str, Any]], *, title: str = "Makespan")
     """Bars of makespan (ms) per row with each row's lower bound, and a legend naming both.
 
     ``rows``: dicts with ``label`` (or ``placer``), ``makespan_s``, optional ``lower_bound_s``,
-    ``oom`` and ``hover`` (e.g. the run id, shown on hover). One bar (trace) per row, in its
+    ``oom``, ``hover`` (e.g. the run id, shown on hover), ``ratio_to_single_device`` and
+    ``predicted_makespan_s`` (the placer's own estimate). One bar (trace) per row, in its
     label's colour (:func:`run_colors`: two labels never share one); out-of-memory bars are
-    hatched and say so. One shared lower bound is a dashed horizontal line, different lower
+    hatched and say so. A row's ratio to single-device follows its value (``12.5 · ×0.60``; the
+    x axis title says what it is), and an estimate far off the simulated makespan
+    (:func:`engine.run_records.estimate_warning`) adds ``⚠`` to the value and its note to the hover.
+    One shared lower bound is a dashed horizontal line, different lower
     bounds (different graphs) a short mark on each bar; either is named in the legend, never
     written over the bars. The axis starts at 0 and leaves room for the value labels.
     """
@@ -92,14 +101,24 @@ def makespan_bars(rows: Sequence[Mapping[str, Any]], *, title: str = "Makespan")
     fig = go.Figure()
     for label, r in zip(labels, rows, strict=True):
         ms, oom = float(r["makespan_s"]) * 1e3, bool(r.get("oom"))
+        ratio, predicted = r.get("ratio_to_single_device"), r.get("predicted_makespan_s")
+        warning = estimate_warning(r["makespan_s"], predicted)
+        text = plain_number(ms, 4) + ("" if ratio is None else f" · ×{ratio:.2f}") + (" (OOM)" if oom else "") \
+            + (" ⚠" if warning else "")
+        notes = [str(r.get("hover") or ""),
+                 *([] if ratio is None else [f"×{ratio:.3f} single-device"]),
+                 *([] if predicted is None else [f"own estimate {plain_number(predicted * 1e3, 4)} ms"]),
+                 *([] if warning is None else [f"⚠ {warning}"])]
         fig.add_trace(go.Bar(x=[label], y=[ms], name=label, marker={"color": colors[label],
                                                                   "pattern": {"shape": "x" if oom else ""}},
-                             text=[plain_number(ms, 4) + (" (OOM)" if oom else "")], textposition="outside",
-                             cliponaxis=False, customdata=[str(r.get("hover") or "")],
+                             text=[text], textposition="outside",
+                             cliponaxis=False, customdata=["<br>".join(n for n in notes if n)],
                              hovertemplate="%{x}: %{y:.4f} ms<br>%{customdata}<extra>makespan</extra>"))
     top = max([float(r["makespan_s"]) * 1e3 for r in rows], default=1.0)
     top = max(top, _lower_bounds(fig, labels, [r.get("lower_bound_s") for r in rows]))
+    ratios = any(r.get("ratio_to_single_device") is not None for r in rows)
     fig.update_layout(title=title, yaxis_title="makespan (ms)", height=420, yaxis_range=[0, top * 1.18],
+                      xaxis_title=SINGLE_DEVICE_LABEL if ratios else None,
                       barmode="overlay", showlegend=True, margin={"l": 10, "r": 10, "t": 60, "b": 40})
     fig.update_yaxes(automargin=True, rangemode="tozero")
     fig.update_xaxes(automargin=True)

@@ -9,6 +9,7 @@ from dashboard import state as keys
 from dashboard.context import cluster_label, keep
 from dashboard.data.measured import execution_problem, start_execution
 from dashboard.data.place import UNKNOWN_SIZES, default_run_name, results_table, save_result
+from dashboard.data.runs import estimate_warnings
 from dashboard.figures import makespan_bars
 from dashboard.stores import run_store
 from dashboard.visitor import APP_MAX_STEP_MS, check_jobs, check_number
@@ -96,9 +97,11 @@ def show_results(g, cluster) -> None:
     table = results_table(results, memory_known=rg.memory_known)
     show_table(table, UNKNOWN_SIZES)
     table_downloads(table, keys.PLACE_TABLE, f"results-{rg.name}-{rc.name}")
-    show_figure(makespan_bars([{"label": r["placer"], "hover": r["run_id"] or "not saved", **r["metrics"]}
-                               for r in results], title=f"Makespan on {rg.name} · {cluster_label(rc)}"),
-                key=keys.PLACE_BARS)
+    bars = [{"label": r["placer"], "hover": r["run_id"] or "not saved", **r["metrics"]} for r in results]
+    show_figure(makespan_bars(bars, title=f"Makespan on {rg.name} · {cluster_label(rc)}"), key=keys.PLACE_BARS)
+    off = estimate_warnings(bars)
+    if off:
+        st.warning(off, icon=":material/warning:")
     tabs = st.tabs([r["placer"] for r in results])
     for i, (tab, r) in enumerate(zip(tabs, results, strict=True)):
         with tab:

@@ -19,8 +19,8 @@ from typing import Any
 
 from engine.errors import SpecError, quote
 
-__all__ = ["REF", "REPRODUCTIONS", "Build", "Cell", "PublishedGraph", "PublishedGraphs", "Reproduction", "Step",
-           "all_reproductions", "get", "register", "steps_for"]
+__all__ = ["REF", "REPRODUCTIONS", "Build", "Cell", "PublishedGraph", "PublishedGraphs", "Reproduction", "SearchColumn",
+           "Step", "all_reproductions", "get", "register", "search_column_name", "steps_for"]
 
 
 #: A reference, inside a step's argument, to the run an earlier step stored: ``{run:KEY}`` (its
@@ -105,6 +105,26 @@ BuildFn = Callable[[Mapping[str, dict[str, Any]], str, bool], Build]
 
 
 @dataclass(frozen=True)
+class SearchColumn:
+    """How a reproduction adds the search reference as a column (``placelab reproduce NAME --search N``): ``steps(N)``
+    are the commands that find its placement of each row's graph with ``anneal`` at ``N`` evaluations and measure
+    it as the table's other cells are measured; ``cells(outputs, runs_dir, column)`` reads one cell per row, in the
+    table's unit, named ``column`` (:func:`search_column_name`). Each row's ×search is then every cell of that row
+    ÷ this one (:func:`placelab.reproduce.papers.join`)."""
+
+    steps: Callable[[int], list[Step]]
+    cells: Callable[[Mapping[str, dict[str, Any]], str, str], list[Cell]]
+
+
+def search_column_name(evaluations: int, seed: int = 0) -> str:
+    """The search reference's column, its budget in its name: ``Search (anneal: 20,000 evaluations, no time limit,
+    seed 0)``."""
+    from policies.simulated_annealing import budget_text
+
+    return f"Search ({budget_text(evaluations, None, seed)})"
+
+
+@dataclass(frozen=True)
 class Reproduction:
     """A table or figure of a paper, reproduced in simulation.
 
@@ -135,6 +155,8 @@ class Reproduction:
         (``--workers`` is refused).
     published : PublishedGraphs, optional
         The authors' own graph files it can run on (``--graphs-dir``) in place of our generated ones.
+    search : SearchColumn, optional
+        How it adds the search reference as a column with ``--search N`` (None: it cannot).
     """
 
     name: str
@@ -148,6 +170,7 @@ class Reproduction:
     requires: tuple[str, ...] = ()
     exclusive: bool = False
     published: PublishedGraphs | None = None
+    search: SearchColumn | None = None
 
     def missing(self) -> list[str]:
         """The requirements this installation lacks (empty when the reproduction can run)."""

@@ -43,6 +43,10 @@ for all three; the variant replaces a policy by its rule in Stage II). GDP's imi
 ours: the authors' GDP code ignores its imitation weight and starts its simulation stage afresh
 (``policies/rl/gdp/agent.py``, deviation 10). Table 4's Placeto and DOPPLER-SYS columns are Table 2's
 (run ``doppler-table2``).
+
+``--search N`` (Tables 2, 3, 8 and 9; :func:`search_column`): one more column, the search reference ``anneal`` at
+``N`` evaluations and seed ``SEED`` on each row's graph, its placement executed as every method's is, and each
+cell's ×search. Not in the paper.
 """
 
 from __future__ import annotations
@@ -51,11 +55,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from placelab.reproduce.core import Build, Cell, PublishedGraph, PublishedGraphs, Reproduction, Step, register
+from placelab.reproduce.core import (
+    Build,
+    Cell,
+    PublishedGraph,
+    PublishedGraphs,
+    Reproduction,
+    SearchColumn,
+    Step,
+    register,
+)
 from placelab.reproduce.reading import execution_cell
 
 __all__ = ["AUTHORS_FILES", "AUTHORS_FILES_8GPU", "EXECUTIONS", "FULL", "GRAPHS", "NOISE", "QUICK", "TRANSFER_PAIRS",
-           "Budgets", "authors_graphs", "execute_step", "method_steps"]
+           "Budgets", "authors_graphs", "execute_step", "method_steps", "search_column"]
 
 GRAPHS = {"CHAINMM": "gen:chainmm", "FFNN": "gen:ffnn", "LLAMA-BLOCK": "gen:llama-block",
           "LLAMA-LAYER": "gen:llama-layer"}
@@ -176,6 +189,26 @@ def gdp_stage1_step(row: str, cluster: str, quick: bool) -> Step:
                                                  "--param", f"lr_final={GDP_IMITATION_LR}"), SEED)
 
 
+def search_column(cluster: str) -> SearchColumn:
+    """The search reference's column on ``cluster`` (``placelab reproduce … --search N``): per row of :data:`GRAPHS`,
+    ``anneal`` with ``N`` evaluations finds a placement (``find/search/ROW``) that is executed as the methods' are
+    (``exec/search/ROW``)."""
+
+    def steps(evaluations: int) -> list[Step]:
+        out: list[Step] = []
+        for row, g in GRAPHS.items():
+            find = f"find/search/{row}"
+            argv = ("place", g, "-c", cluster, "--placer", "anneal", "--param", f"evaluations={evaluations}", "--save",
+                    "--seed", str(SEED))
+            out += [Step(find, argv, SEED), execute_step(f"exec/search/{row}", find, g, cluster)]
+        return out
+
+    def cells(out: Mapping[str, dict[str, Any]], runs_dir: str, column: str) -> list[Cell]:
+        return [_method_cell(out, runs_dir, "search", row, column) for row in GRAPHS]
+
+    return SearchColumn(steps, cells)
+
+
 def _method_cell(out: Mapping[str, dict[str, Any]], runs_dir: str, method: str, row: str, column: str,
                  at: str | None = None) -> Cell:
     at = at or row
@@ -242,12 +275,14 @@ for _name, _tab, _cluster, _columns, _minutes in (
                           "mean ± std of 10 noisy executions", "doppler", _tab, _steps, _build,
                           quick_minutes=_minutes, reference="Critical path",
                           requires=("doppler", *(("gdp",) if "GDP" in _columns else ()), f"cluster:{_cluster}"),
-                          published=authors_graphs(AUTHORS_FILES_8GPU if _cluster == "v100x8" else AUTHORS_FILES)))
+                          published=authors_graphs(AUTHORS_FILES_8GPU if _cluster == "v100x8" else AUTHORS_FILES),
+                          search=search_column(_cluster)))
 
 _t3_steps, _t3_build = _table("p100x4", {"SYS": "doppler", "SEL": "doppler-sel", "PLC": "doppler-plc"})
 register(Reproduction("doppler-table3", "DOPPLER Table 3: DOPPLER vs its SEL-only / PLC-only ablations on p100x4",
                       "doppler", "table3", _t3_steps, _t3_build, quick_minutes=5.0, reference="SYS",
-                      requires=("doppler", "cluster:p100x4"), published=authors_graphs()))
+                      requires=("doppler", "cluster:p100x4"), published=authors_graphs(),
+                      search=search_column("p100x4")))
 
 
 # ------------------------------------------------------------------------------------ Table 4

@@ -9,6 +9,8 @@ executions) or ``null`` (the paper gives no number, e.g. a figure without printe
 ratio ours / paper (of the means where both sides are mean ± std: ``ours_std``,
 ``paper_std``), and — when the reproduction names a reference column — both values divided
 by their own row's reference, so a simulated and a measured machine can be compared by shape.
+With the search reference's column (``placelab reproduce NAME --search N``) each row also gets ``x_search``:
+ours ÷ ours of that column in the same row ("how far is each method from a strong search?").
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ __all__ = ["PAPERS_DIR", "TABLE_COLUMNS", "agreement", "join", "paper_table", "p
 
 PAPERS_DIR = Path(__file__).resolve().parent / "papers"
 TABLE_COLUMNS = ("row", "column", "ours", "ours_std", "paper", "paper_std", "ratio", "ours_rel", "paper_rel",
-                 "rel_ratio", "unit", "note")
+                 "rel_ratio", "x_search", "unit", "note")
 
 
 @lru_cache(maxsize=8)
@@ -75,11 +77,14 @@ def agreement(ratio: float | None, ours_oom: bool = False, paper_oom: bool = Fal
     return "agree" if dev <= 0.10 else "close" if dev <= 0.25 else "differ"
 
 
-def join(cells: list[Cell], paper: str, table: str, reference: str | None = None) -> list[dict[str, Any]]:
+def join(cells: list[Cell], paper: str, table: str, reference: str | None = None,
+         search: str | None = None) -> list[dict[str, Any]]:
     """Rows of the stored table: every cell of ours and of the paper's table, in the paper's order.
 
     A paper cell we do not produce gets an empty ``ours`` and the note ``not reproduced``; a cell
-    of ours the paper lacks gets an empty ``paper``.
+    of ours the paper lacks gets an empty ``paper``. ``search``: the search reference's column, whose cells are in
+    the ``reference`` column's unit; every cell of ours in that unit is divided by the one of its row
+    (``x_search``; None where either is missing or OOM).
     """
     t = paper_table(paper, table)
     units = t.get("units", {})
@@ -89,6 +94,9 @@ def join(cells: list[Cell], paper: str, table: str, reference: str | None = None
     order += [k for k in ours if k not in set(order)]
     ref_ours = {c.row: c.value for c in cells if c.column == reference and not c.oom}
     ref_paper = {r: paper_value(cols.get(reference))[0] for r, cols in t["rows"].items()} if reference else {}
+    ref_search = {c.row: c.value for c in cells if c.column == search and not c.oom}
+    if search is not None and reference is not None:  # the search's cells are in the reference column's unit
+        units = {search: units.get(reference, ""), **units}
     out = []
     for row, col in order:
         mine = ours.get((row, col))
@@ -99,12 +107,14 @@ def join(cells: list[Cell], paper: str, table: str, reference: str | None = None
         same_unit = reference is not None and units.get(col) == units.get(reference)  # seconds by seconds only
         o_rel = ov / ref_ours[row] if same_unit and _num(ov) and _num(ref_ours.get(row)) and not oom else None
         p_rel = pv / ref_paper[row] if same_unit and _num(pv) and _num(ref_paper.get(row)) else None
+        base = ref_search.get(row)
+        x_search = ov / base if _num(ov) and _num(base) and not oom and units.get(col) == units.get(search) else None
         note = "; ".join(x for x in ((mine.note if mine else "not reproduced"), notes.get(row, "")) if x)
         if oom and "OOM" not in note:
             note = f"OOM; {note}" if note else "OOM"
         out.append({"row": row, "column": col, "ours": ov, "ours_std": mine.std if mine and not oom else None,
                     "paper": "OOM" if poom else pv, "paper_std": pstd,
                     "ratio": ratio, "ours_rel": o_rel, "paper_rel": p_rel,
-                    "rel_ratio": o_rel / p_rel if _num(o_rel) and _num(p_rel) else None,
+                    "rel_ratio": o_rel / p_rel if _num(o_rel) and _num(p_rel) else None, "x_search": x_search,
                     "unit": units.get(col, ""), "note": note})
     return out

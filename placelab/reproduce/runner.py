@@ -38,12 +38,13 @@ import socket
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from engine.errors import PlacelabError, RunError, SpecError, one_line, quote
 from engine.run_meta import code_version, iso_timestamp
 from engine.runs import Run, RunStore, user_runs_dir
-from placelab.reproduce.core import REF, Reproduction, Step, get
+from placelab.reproduce.core import REF, Reproduction, Step, all_reproductions, get, search_column_name
 from placelab.reproduce.papers import TABLE_COLUMNS, agreement, join, paper_table
 from placelab.reproduce.published import GraphSources, graph_records, resolve
 from policies.parallel import ParallelMap
@@ -93,7 +94,7 @@ def _with_store(step: Step, runs_dir: str) -> tuple[str, ...]:
 def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_dir: str | None = None,
               workers: int | None = None, keep_step_runs: bool = True, only: str | None = None,
               progress: Callable[[str], None] | None = None, graphs_dir: str | None = None,
-              resume: str | None = None) -> dict[str, Any]:
+              resume: str | None = None, search: int | None = None) -> dict[str, Any]:
     """Run reproduction ``name`` and store it; returns ``{run_id, name, table, wall_s, setting, graphs}``.
 
     Each step is ``placelab ARGV`` run through ``command`` (``placelab.cli.run_command``).
@@ -107,7 +108,9 @@ def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_di
     a file run on ours, marked). ``progress`` gets a first line ("reproducing NAME (...)") once every check
     has passed, then one line per published file name looked for, then one line per finished step.
     ``resume`` (a run id or prefix): go on with that stopped reproduction in its own run, the same
-    reproduction, setting, ``only`` and graphs; the steps its journal holds are not run again.
+    reproduction, setting, ``only`` and graphs; the steps its journal holds are not run again. ``search``
+    (evaluations): add the search reference's column (:class:`~placelab.reproduce.core.SearchColumn`, its budget
+    in its name) and each cell's ``x_search``, the cell ÷ that column's cell of its row.
 
     Raises
     ------
@@ -115,7 +118,8 @@ def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_di
         An unknown name, a reproduction whose requirements are missing, ``workers`` without
         the parallel runner, ``workers`` for an exclusive reproduction (one that measures), or a
         ``graphs_dir`` that does not apply (:func:`placelab.reproduce.published.resolve`), a ``resume`` run
-        that is not a stopped run of this reproduction as asked, or ``resume`` with scratch step runs.
+        that is not a stopped run of this reproduction as asked, ``resume`` with scratch step runs, or ``search``
+        for a reproduction without a search column or below one evaluation.
     RunError
         A ``resume`` run that another process is running, or none by that id.
     GraphError
@@ -138,6 +142,8 @@ def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_di
     store.check_writable()  # a read-only or full store: one line before any graph is read or step run
     sources = resolve(rep, graphs_dir) if graphs_dir is not None else None
     executor = _executor(workers)
+    if search is not None:
+        rep = _with_search(rep, search)
     steps = [s for s in rep.steps(quick) if not wanted or any(w in s.key for w in wanted)]
     if sources is not None:
         steps = [sources.substitute(s) for s in steps]
@@ -151,7 +157,7 @@ def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_di
     setting = "quick" if quick else "full"
     parameters = {"setting": setting, "paper": t["paper"], "citation": t["citation"],
                   "seeds": sorted({s.seed for s in steps if s.seed is not None}),
-                  "workers": workers or 1, "only": only, "graphs": graph_records(rep, sources)}
+                  "workers": workers or 1, "only": only, "graphs": graph_records(rep, sources), "search": search}
     prior, damaged = _resumable(store, resume, rep.name, parameters) if resume is not None else ({}, [])
     if progress:  # only now: a refused reproduction says nothing but its error
         progress(f"reproducing {rep.name} ("
@@ -184,7 +190,8 @@ def reproduce(name: str, *, command: CommandRunner, quick: bool = False, runs_di
     try:
         with run, sources.quiet() if sources else contextlib.nullcontext():
             wall, rows, built = _run(rep, steps, run, store if scratch is None else None, step_dir,
-                                     (executor, command), quick, setting, progress, (t0, cpu0), sources, prior)
+                                     (executor, command), quick, setting, progress, (t0, cpu0), sources, prior,
+                                     None if search is None else search_column_name(search))
     finally:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -207,7 +214,7 @@ def _resumable(store: RunStore, ref: str, name: str,
     if run.status == "running":
         raise RunError(f"run {run.id} is running in another process; it cannot run twice at once")
     stored = meta.get("parameters", {})
-    for key, flag in (("setting", "--quick"), ("only", "--only"), ("graphs", "--graphs-dir")):
+    for key, flag in (("setting", "--quick"), ("only", "--only"), ("graphs", "--graphs-dir"), ("search", "--search")):
         if stored.get(key) != parameters[key]:
             raise SpecError(f"run {run.id} ran with other {flag} ({_said(key, stored.get(key))}; now "
                             f"{_said(key, parameters[key])}): resume it with the options it started with")
@@ -389,10 +396,11 @@ def _run_steps(steps: list[Step], step_dir: str, runner: tuple[ParallelMap, Comm
 def _run(rep: Reproduction, steps: list[Step], run: Run, tag_store: RunStore | None, step_dir: str,
          runner: tuple[ParallelMap, CommandRunner],
          quick: bool, setting: str, progress: Callable[[str], None] | None, start: tuple[float, float],
-         sources: GraphSources | None = None, prior: dict[str, dict[str, Any]] | None = None):
+         sources: GraphSources | None = None, prior: dict[str, dict[str, Any]] | None = None,
+         search_column: str | None = None):
     """Run the steps, build and store the table, figures and commands; ``(wall_s, rows, build)``. With
     ``sources`` (``--graphs-dir``) the rows on our graphs are marked and the stored commands name the
-    folder ``$GRAPHS``."""
+    folder ``$GRAPHS``. ``search_column``: the search reference's column (``--search``), None without one."""
     outputs, log = _run_steps(steps, step_dir, runner, (tag_store, run.id) if tag_store else None, progress,
                               (run, prior or {}), sources=sources)
     unchecked = [e["key"] for e in log if e.get("reused") and "sha256" not in (prior or {}).get(e["key"], {})]
@@ -400,7 +408,7 @@ def _run(rep: Reproduction, steps: list[Step], run: Run, tag_store: RunStore | N
         built = rep.build(outputs, step_dir, quick)
         if sources is not None:
             built = sources.mark(built)
-        rows = join(built.cells, rep.paper, rep.table, rep.reference)
+        rows = join(built.cells, rep.paper, rep.table, rep.reference, search_column)
     except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
         if not unchecked:  # every output is what its command printed: not the journal's doing
             raise
@@ -426,6 +434,29 @@ def _run(rep: Reproduction, steps: list[Step], run: Run, tag_store: RunStore | N
                         "cells_within_10pct": scored.count("agree"),
                         "cells_compared": len(scored) - scored.count("n/a")})
     return wall, rows, built
+
+
+def _with_search(rep: Reproduction, evaluations: int) -> Reproduction:
+    """``rep`` with the search reference's steps after its own and its column among its cells (``--search``)."""
+    if rep.search is None:
+        some = ", ".join(n for n, r in all_reproductions().items() if r.search)
+        raise SpecError(f"reproduction {quote(rep.name)} has no search reference column; --search applies to {some}")
+    if isinstance(evaluations, bool) or not isinstance(evaluations, int) or evaluations < 1:
+        raise SpecError(f"--search (the search reference's evaluations) must be at least 1, got {evaluations}")
+    column = search_column_name(evaluations)
+    extra = rep.search
+
+    def steps(quick: bool) -> list[Step]:
+        return [*rep.steps(quick), *extra.steps(evaluations)]
+
+    def build(outputs, runs_dir: str, quick: bool):
+        built = rep.build(outputs, runs_dir, quick)
+        built.cells = [*built.cells, *extra.cells(outputs, runs_dir, column)]
+        built.notes = [*built.notes, f"×search (x_search): each cell ÷ the cell of its row in column {quote(column)}, "
+                       "the search reference's placement measured as the other methods' are."]
+        return built
+
+    return replace(rep, steps=steps, build=build)
 
 
 def _tag_step_runs(store: RunStore, out: dict[str, Any], rid: str) -> None:

@@ -262,11 +262,59 @@ def test_compare_no_save_human(files, capsys):
     code, out, err = run_cli(capsys, "compare", files.graph, "-c", files.cluster, "--placers",
                              "single-device,round-robin", "--no-save", "--runs-dir", files.runs)
     assert code == 0
-    assert out.startswith("hand on two (lower bound 6.000 ms)")
+    assert out.startswith("hand on two (lower bound 6.000 ms, single-device 10.000 ms)")
     assert "placing with round-robin" in err  # progress goes to stderr
     # ×LB column: 10 ms / 6 ms = 1.67 and 8 ms / 6 ms = 1.33
     assert "1.67" in out and "1.33" in out
     assert not Path(files.runs).exists()
+
+
+def test_compare_estimate_and_ratios(files, capsys):
+    """Issue 55: per placer the simulated makespan, its own estimate, ×single-device (single-device's 10 ms simulated
+    although it is not among --placers) and ×lower bound. heft: a, b, c on gpu:0 [0, 6], d on gpu:1 [0, 4];
+    its schedule ends at 6 ms as the simulation does (×single 0.60, ×LB 1.00); round-robin 8 ms (0.80, 1.33)
+    predicts nothing."""
+    res = run_json(capsys, "compare", files.graph, "-c", files.cluster, "--placers", "round-robin,heft", "--no-save")
+    assert res["single_device_makespan_s"] == pytest.approx(10 * MS)
+    rr, heft = res["results"]
+    assert (rr["predicted_makespan_s"], rr["estimate_warning"]) == (None, None)
+    assert rr["ratio_to_single_device"] == pytest.approx(0.8) and rr["ratio_to_lower_bound"] == pytest.approx(8 / 6)
+    assert heft["makespan_s"] == pytest.approx(6 * MS) and heft["predicted_makespan_s"] == pytest.approx(6 * MS)
+    assert heft["ratio_to_single_device"] == pytest.approx(0.6) and heft["ratio_to_lower_bound"] == pytest.approx(1.0)
+    assert heft["estimate_warning"] is None
+    code, out, err = run_cli(capsys, "compare", files.graph, "-c", files.cluster, "--placers", "round-robin,heft",
+                             "--no-save")
+    assert code == 0 and "warning" not in err  # the estimate agrees with the simulation
+    lines = out.splitlines()
+    assert lines[1].split() == ["placer", "makespan", "est.", "×single", "×LB", "peak", "mem", "OOM", "comm", "time",
+                                "run", "/", "note"]
+    assert lines[3].split()[:7] == ["round-robin", "8.000", "ms", "-", "0.80", "1.33", "3.00"]
+    assert lines[4].split()[:8] == ["heft", "6.000", "ms", "6.000", "ms", "0.60", "1.00", "3.00"]
+
+
+def test_compare_warns_where_an_estimate_is_far_off(files, capsys, estimating_placer):
+    """A placer that predicts 4 ms for heft's placement, which simulates 6 ms: 33 % under, more than 5 % off."""
+    name = estimating_placer(4 * MS)
+    code, out, err = run_cli(capsys, "compare", files.graph, "-c", files.cluster, "--placers", f"heft,{name}",
+                             "--no-save")
+    assert code == 0
+    row = next(line for line in out.splitlines() if line.startswith(name))
+    assert row.split()[:6] == [name, "6.000", "ms", "4.000", "ms", "0.60"] and row.endswith("est. off by -33 %")
+    assert [line for line in err.splitlines() if line.startswith("warning:")] == [
+        f"warning: {name}: its own estimate (4.000 ms) is more than 5 % off the simulated makespan (6.000 ms): "
+        "est. off by -33 %"]
+    res = run_json(capsys, "compare", files.graph, "-c", files.cluster, "--placers", f"heft,{name}", "--no-save")
+    assert [r["estimate_warning"] for r in res["results"]] == [None, "est. off by -33 %"]
+
+
+def test_compare_states_each_search_budget_under_the_table(files, capsys):
+    code, out, _ = run_cli(capsys, "compare", files.graph, "-c", files.cluster, "--placers",
+                           "local-search,enumerative,heft", "--no-save", "--seed", "2")
+    assert code == 0
+    assert out.splitlines()[-1] == ("search budgets: local-search: 2,000 evaluations, no time limit, seed 2; "
+                                    "enumerative: max_enumerate=50000, meta_ops=auto, seed 2")
+    code, out, _ = run_cli(capsys, "compare", files.graph, "-c", files.cluster, "--placers", "heft", "--no-save")
+    assert "budget" not in out  # no search, no line
 
 
 def test_compare_without_placers_leaves_the_learned_ones_out_and_says_so(files, capsys):

@@ -348,7 +348,9 @@ def test_compare_on_a_graph_of_zero_compute_shows_the_ratio_as_undefined(env, ca
     code, out, err = run_cli(capsys, *argv)
     assert code == 0, err
     rows = [line.split() for line in out.splitlines()[3:]]
-    assert [(r[0], r[3]) for r in rows] == [("single-device", "—"), ("round-robin", "—")]  # name, ms, "ms", ×LB
+    # name, ms, "ms", est., ×single, ×LB: single-device's makespan is 0 too, so ×single-device is undefined as well
+    assert [(r[0], r[4], r[5]) for r in rows] == [("single-device", "—", "—"), ("round-robin", "—", "—")]
+    assert [r["ratio_to_single_device"] for r in doc["results"]] == [None, None]
 
 
 PRINTER = '''

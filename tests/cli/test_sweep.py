@@ -134,3 +134,40 @@ def test_compare_refuses_bad_worker_options(capsys, files):
     code, _, err = run_cli(capsys, "compare", str(files / "chain.json"), "-c", str(files / "two.json"),
                            "--workers", "0", "--runs-dir", str(files / "runs"))
     assert code == 2 and "--workers must be at least 1" in err
+
+
+def test_search_reference_runs_once_per_graph_and_divides_every_result(capsys, files):
+    # anneal (50 evaluations, seed 5) finds the 3 ms of one device (the chain's critical path, the lower bound):
+    # ×search = 3 / 3 = 1 for single-device and 25 / 3 for round-robin, on both seeds
+    out = _sweep(capsys, files, "--placers", "single-device,round-robin", "--seeds", "2", "--seed", "5",
+                 "--search", "50")
+    res = out["results"]
+    assert [(r["task"], r["placer"], r["seed"]) for r in res][-1] == (4, "anneal", 5)
+    assert res[-1]["makespan_s"] == pytest.approx(3 * MS)
+    two = str(files / "two.json")
+    assert out["search_ratios"] == [
+        {"graph": "chain3", "cluster": two, "seed": 5, "single-device": pytest.approx(1.0),
+         "round-robin": pytest.approx(25 / 3)},
+        {"graph": "chain3", "cluster": two, "seed": 6, "single-device": pytest.approx(1.0),
+         "round-robin": pytest.approx(25 / 3)}]
+    assert out["search"] == ("search reference (anneal column): anneal: 50 evaluations, no time limit, seed 5; "
+                             "×search: each makespan ÷ its on the same graph and cluster")
+    store = RunStore(files / "runs")
+    assert store.load(out["run_id"]).meta["parameters"]["search"] == 50
+    assert store.load(res[-1]["run_id"]).meta["parameters"] == {"evaluations": 50, "budget": None}
+    # resumed, the plan is the same: nothing runs again
+    code, text, err = run_cli(capsys, "sweep", "--resume", out["run_id"], "--runs-dir", str(files / "runs"))
+    assert code == 0, err
+    assert "round-robin ×search" in text and "8.333" in text and "anneal: 50 evaluations, no time limit, seed 5" in text
+    assert "(0 run now" in text
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--placers", "round-robin,anneal", "--search", "100"], "leave anneal out of --placers"),
+    (["--placers", "round-robin", "--search", "0"], "--search (the search reference's evaluations) must be at least"),
+])
+def test_bad_search_reference_is_one_line(capsys, files, args, message):
+    code, out, err = run_cli(capsys, "sweep", "-g", str(files / "chain.json"), "-c", str(files / "two.json"),
+                             "--runs-dir", str(files / "runs"), *args)
+    assert code == 2 and out == "" and message in err
+    assert RunStore(files / "runs").list() == []

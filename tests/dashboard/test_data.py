@@ -3,13 +3,24 @@ as runs, the Fidelity page's rows, the figures' cache."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from dashboard.data import link
 from dashboard.data.fidelity import scatter_series, statistics_rows, timeline_modes
-from dashboard.data.place import keep_result, prune_scratch, result_from_run, results_from_runs
+from dashboard.data.place import (
+    keep_result,
+    prune_scratch,
+    result_from_run,
+    results_from_runs,
+    results_table,
+    save_result,
+)
+from dashboard.data.runs import comparison_row, run_metrics
 from engine.generators import random_dag
 from engine.presets import PRESETS
+from engine.run_records import SINGLE_DEVICE_KEYS
 from engine.runs import RunStore
 from engine.simulator import Simulator
 from policies.runner import place_and_simulate
@@ -100,6 +111,51 @@ def test_results_kept_as_runs_come_back_whole(kept):
         assert new["metrics"]["makespan_s"] == pytest.approx(old["metrics"]["makespan_s"])
         assert (new["placement"].devices == old["placement"].devices).all()
         assert new["schedule"].makespan == pytest.approx(old["schedule"].makespan)
+
+
+def test_a_kept_result_keeps_its_estimate_and_its_ratio_to_single_device(kept, tmp_path):
+    """Issue 55: critical-path's own estimate and every result's ×single-device are stored with the run, come back
+    with it (its placement carries the estimate again, so saving it once more keeps it) and go into the tables."""
+    graph, cluster, scratch, mine, results, ids, saved = kept
+    single = results[0]["metrics"]["makespan_s"]
+    run = mine.load(saved)
+    m = run.meta["metrics"]
+    assert m["predicted_makespan_s"] > 0 and m["single_device_makespan_s"] == single
+    assert m["ratio_to_single_device"] == pytest.approx(m["makespan_s"] / single)
+    assert scratch.load(ids[1]).meta["metrics"]["ratio_to_single_device"] == pytest.approx(
+        results[1]["metrics"]["makespan_s"] / single)
+    _, _, r = result_from_run(run, saved=True)
+    assert r["placement"].predicted_makespan_s == m["predicted_makespan_s"]
+    again = save_result(RunStore(tmp_path / "again"), graph, cluster, r, ["app"])
+    assert {k: again.meta["metrics"][k] for k in ("predicted_makespan_s", *SINGLE_DEVICE_KEYS)} == {
+        k: m[k] for k in ("predicted_makespan_s", *SINGLE_DEVICE_KEYS)}
+    table = results_table([r])
+    assert table["own estimate (ms)"][0] == pytest.approx(m["predicted_makespan_s"] * 1e3)
+    assert table["ratio to single device"][0] == pytest.approx(m["ratio_to_single_device"])
+    row = comparison_row(run)
+    assert (row["own estimate (ms)"], row["ratio to single device"]) == (
+        pytest.approx(m["predicted_makespan_s"] * 1e3), pytest.approx(m["ratio_to_single_device"]))
+
+
+def test_a_run_stored_before_the_ratio_gets_it_from_its_own_graph_and_cluster(kept):
+    """A run without ``single_device_makespan_s`` (stored before issue 55) has single-device simulated on its own
+    graph and cluster; one whose graph cannot be read has none, and no error."""
+    _graph, _cluster, _scratch, mine, results, _ids, saved = kept
+    path = mine.root / saved / "run.json"
+    meta = json.loads(path.read_text())
+    for key in ("predicted_makespan_s", *SINGLE_DEVICE_KEYS):
+        del meta["metrics"][key]
+    path.write_text(json.dumps(meta))
+    single = results[0]["metrics"]["makespan_s"]
+    m = run_metrics(mine.load(saved))
+    assert m["single_device_makespan_s"] == pytest.approx(single)
+    assert m["ratio_to_single_device"] == pytest.approx(meta["metrics"]["makespan_s"] / single)
+    assert "predicted_makespan_s" not in m and comparison_row(mine.load(saved))["own estimate (ms)"] is None
+    meta["updated"] = "later"  # a new version of the run: not the cached answer
+    path.write_text(json.dumps(meta))
+    (mine.root / saved / "graph.json").write_text("{")
+    m = run_metrics(mine.load(saved))
+    assert (m["single_device_makespan_s"], m["ratio_to_single_device"]) == (None, None)
 
 
 def test_a_link_names_only_runs_of_the_apps_stores(kept, tmp_path):

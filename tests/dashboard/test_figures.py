@@ -16,7 +16,7 @@ from dashboard.figures import (
     memory_over_time,
     timeline,
 )
-from dashboard.figures.charts import phase_compute
+from dashboard.figures.charts import SINGLE_DEVICE_LABEL, phase_compute
 from dashboard.figures.curves import bootstrap_band, ema, rolling_median, thin_rows
 from dashboard.figures.timeline import busy_per_bin, lane_names
 from engine.generators import random_dag
@@ -301,6 +301,27 @@ def test_makespan_bars_start_at_zero_and_keep_colours():
     assert list(bars["metis"].customdata) == ["run-1"] and list(bars["heft"].customdata) == [""]
     assert [bars[n].marker.pattern.shape for n in ("metis", "heft")] == ["", "x"]
     assert list(bars["heft"].text) == ["1 (OOM)"] and list(bars["metis"].text) == ["2"]
+
+
+def test_makespan_bars_show_the_ratio_to_single_device_and_an_estimate_far_off():
+    """Issue 55: each bar's value is followed by its ×single-device (the x axis title names it); a placer's own
+    estimate shows on hover, and one more than 5 % off the simulation marks the bar ⚠ with the note on hover.
+    heft 6 ms of single-device's 10 ms: ×0.60, its estimate 6 ms agrees; m-etf 8 ms: ×0.80, its 4 ms estimate is
+    50 % under."""
+    rows = [{"label": "single-device", "makespan_s": 10e-3, "ratio_to_single_device": 1.0},
+            {"label": "heft", "makespan_s": 6e-3, "ratio_to_single_device": 0.6, "predicted_makespan_s": 6e-3},
+            {"label": "m-etf", "makespan_s": 8e-3, "ratio_to_single_device": 0.8, "predicted_makespan_s": 4e-3,
+             "hover": "run-2"}]
+    fig = makespan_bars(rows)
+    bars = _bar_traces(fig)
+    assert [list(bars[n].text) for n in bars] == [["10 · ×1.00"], ["6 · ×0.60"], ["8 · ×0.80 ⚠"]]
+    assert list(bars["heft"].customdata) == ["×0.600 single-device<br>own estimate 6 ms"]
+    assert list(bars["m-etf"].customdata) == ["run-2<br>×0.800 single-device<br>own estimate 4 ms<br>"
+                                              "⚠ est. off by -50 %"]
+    assert fig.layout.xaxis.title.text == SINGLE_DEVICE_LABEL
+    # without ratios (runs stored before they were recorded, single-device not applicable): no label
+    plain = makespan_bars([{"label": "heft", "makespan_s": 6e-3}])
+    assert list(_bar_traces(plain)["heft"].text) == ["6"] and plain.layout.xaxis.title.text is None
 
 
 def test_timeline_window_shows_single_named_ops_of_a_large_graph():

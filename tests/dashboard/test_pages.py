@@ -238,6 +238,44 @@ def test_place_two_placers_and_save(empty_runs):
     assert not [b for b in app.button if b.key == "place_save_1"]  # saved: no second Save button
 
 
+def makespan_bars_of(app: AppTest) -> dict[str, dict]:
+    """The makespan bars on the page (the one figure titled "Makespan on ..."): each bar's trace by its label."""
+    specs = [json.loads(c.proto.spec) for c in charts(app)]
+    (fig,) = [f for f in specs if ((f["layout"].get("title") or {}).get("text") or "").startswith("Makespan on")]
+    assert fig["layout"]["xaxis"]["title"]["text"].startswith("bar labels: makespan (ms) · ×single-device")
+    return {t["name"]: t for t in fig["data"] if t["type"] == "bar"}
+
+
+def test_place_shows_the_ratio_to_single_device_and_a_far_off_estimate(empty_runs, estimating_placer):
+    """Issue 55: beside each bar its ×single-device (the table's "ratio to single device": makespan ÷ single-device's);
+    a placer whose own estimate is far off the simulation (1 µs) gets a warning; one whose estimate agrees (3 % over)
+    or that makes none gets none."""
+    from engine.presets import PRESETS
+    from engine.specs import load_graph
+    from policies.runner import place_and_simulate
+
+    spec = "gen:random?ops=200&seed=1"
+    heft = place_and_simulate(load_graph(spec), PRESETS["k80x2"](), "heft").metrics["makespan_s"]
+    close, far = estimating_placer(1.03 * heft, "estimating-close"), estimating_placer(1e-6, "estimating-far")
+    app = page_app("place", spec).run()
+    app.multiselect(key="place_placers").set_value(["single-device", "round-robin", close, far]).run()
+    app.button(key="place_run").click().run()
+    assert not app.exception and not app.error
+    table = app.dataframe[0].value
+    makespan = dict(zip(table["placer"], table["makespan (ms)"], strict=True))
+    ratio = dict(zip(table["placer"], table["ratio to single device"], strict=True))
+    assert makespan[close] == makespan[far] == pytest.approx(heft * 1e3)
+    for name in ("single-device", "round-robin", close):
+        assert ratio[name] == pytest.approx(makespan[name] / makespan["single-device"])
+    bars = makespan_bars_of(app)
+    assert bars["single-device"]["text"][0].endswith(" · ×1.00")
+    assert bars["round-robin"]["text"][0].endswith(f" · ×{ratio['round-robin']:.2f}")
+    assert bars[close]["text"][0].endswith(f" · ×{ratio[close]:.2f}")  # agrees: no mark
+    assert bars[far]["text"][0].endswith(f" · ×{ratio[far]:.2f} ⚠")
+    (warning,) = app.warning
+    assert f"**{far}**: est. off by -100 %" in warning.value and close not in warning.value
+
+
 def test_place_reports_an_infeasible_placer(empty_runs):
     app = page_app("place", "gen:random?ops=200&seed=1").run()
     app.multiselect(key="place_placers").set_value(["cpu-only", "round-robin"]).run()
@@ -267,6 +305,39 @@ def test_compare_selected_runs(stored_runs):
     app.multiselect(key="compare_runs").set_value([ids[0]]).run()
     assert not app.exception
     assert list(app.dataframe[0].value["placer"]) == ["single-device"]
+
+
+def test_compare_shows_the_ratio_to_single_device_also_for_runs_stored_before_it(stored_runs, estimating_placer):
+    """Issue 55: the bars carry each run's ×single-device: stored with the run, or (a run stored before it was
+    recorded) the single-device placer simulated on the run's own graph and cluster; a run whose placer's
+    estimate is far off its simulation is a warning."""
+    from engine.generators import random_dag
+    from engine.presets import PRESETS
+    from policies.runner import place_and_simulate
+
+    store, ids, _ = stored_runs
+    single, rr = (store.load(i).meta["metrics"] for i in ids)
+    assert single["ratio_to_single_device"] == 1.0
+    assert rr["ratio_to_single_device"] == pytest.approx(rr["makespan_s"] / single["makespan_s"])
+    old = json.loads((store.root / ids[1] / "run.json").read_text())  # round-robin as stored before issue 55
+    for key in ("predicted_makespan_s", "single_device_makespan_s", "ratio_to_single_device"):
+        del old["metrics"][key]
+    (store.root / ids[1] / "run.json").write_text(json.dumps(old))
+    app = page_app("compare").run()
+    assert not app.exception and not app.warning
+    bars = makespan_bars_of(app)
+    assert bars["single-device"]["text"][0].endswith(" · ×1.00")
+    assert bars["round-robin"]["text"][0].endswith(f" · ×{rr['ratio_to_single_device']:.2f}")
+    table = app.dataframe[0].value
+    assert dict(zip(table["placer"], table["ratio to single device"], strict=True))["round-robin"] == pytest.approx(
+        rr["ratio_to_single_device"])
+    far = estimating_placer(1e-6)
+    place_and_simulate(random_dag(ops=40, seed=2), PRESETS["k80x2"](), far, store=store)
+    app = page_app("compare").run()
+    assert not app.exception
+    assert makespan_bars_of(app)[far]["text"][0].endswith(" ⚠")
+    (warning,) = app.warning
+    assert f"**{far}**: est. off by -100 %" in warning.value
 
 
 def test_compare_without_runs_explains(empty_runs):

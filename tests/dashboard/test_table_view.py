@@ -37,11 +37,11 @@ def test_the_place_table_of_a_graph_without_sizes_reads_unknown():
                "peak_memory_bytes": {"gpu:0": 0.0}, "communication_bytes": 0.0}
     row = {"placer": "single-device", "metrics": metrics, "seconds": 0.01, "run_id": None}
     unknown = results_table([row], memory_known=False)
-    assert shown(unknown, UNKNOWN_SIZES)[0][4:7:2] == ["unknown", "unknown"]
+    assert shown(unknown, UNKNOWN_SIZES)[0][6:9:2] == ["unknown", "unknown"]
     # the cell's value too: the browser's grid draws an empty cell as its placeholder, not as the Styler's text
-    assert table_view(unknown, UNKNOWN_SIZES).data.iloc[0, 4:7:2].tolist() == ["unknown", "unknown"]
+    assert table_view(unknown, UNKNOWN_SIZES).data.iloc[0, 6:9:2].tolist() == ["unknown", "unknown"]
     known = results_table([row], memory_known=True)
-    assert shown(known, UNKNOWN_SIZES)[0][4:7:2] == ["0.000", "0.000"]
+    assert shown(known, UNKNOWN_SIZES)[0][6:9:2] == ["0.000", "0.000"]
 
 
 def test_presentation_mode_shows_short_tables_as_plain_tables_at_the_large_font():

@@ -84,6 +84,16 @@ def test_placement_array_is_read_only_and_copied():
         p.devices[0] = 2
 
 
+def test_the_placers_estimate_is_carried_but_never_part_of_equality():
+    """Issue 55: a placer's own makespan estimate rides on the placement; two placements with the same devices are
+    equal (and hash alike) whatever their placers predicted."""
+    plain, estimated = Placement(np.array([0, 1, 1])), Placement(np.array([0, 1, 1]), predicted_makespan_s=4e-3)
+    assert plain.predicted_makespan_s is None and estimated.predicted_makespan_s == 4e-3
+    assert plain == estimated and hash(plain) == hash(estimated) and len({plain, estimated}) == 1
+    assert Placement(np.array([0, 1, 0]), predicted_makespan_s=4e-3) != estimated
+    assert type(Placement(np.array([0]), predicted_makespan_s=np.float32(2.0)).predicted_makespan_s) is float
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, 3), min_size=7, max_size=7))
 def test_any_device_array_round_trips_through_a_mapping(devs):

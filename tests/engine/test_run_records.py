@@ -23,7 +23,17 @@ from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.errors import RunError
 from engine.graph_io import graph_from_dict
 from engine.placement import Placement
-from engine.run_records import export_trace, load_placement_run, placement_metrics, save_placement_run
+from engine.run_records import (
+    ESTIMATE_TOLERANCE,
+    SINGLE_DEVICE_KEYS,
+    estimate_error,
+    estimate_warning,
+    export_trace,
+    load_placement_run,
+    placement_metrics,
+    save_placement_run,
+    single_device_metrics,
+)
 from engine.runs import RunStore
 from engine.simulator import Simulator
 from engine.summary import run_summary
@@ -49,9 +59,9 @@ def cluster(mode: str) -> Cluster:
     return Cluster(f"three-{mode}", devices, Link(1e9), (), SimulationSettings(mode), "three GPUs")
 
 
-def save(tmp_path, mode: str = "placeto", **kw):
+def save(tmp_path, mode: str = "placeto", placement: Placement | None = None, **kw):
     c = cluster(mode)
-    p = Placement(np.array(DEVICES))
+    p = Placement(np.array(DEVICES)) if placement is None else placement
     schedule = Simulator(GRAPH, c).run(p)
     store = RunStore(tmp_path / "runs")
     args = dict(placer="manual", parameters={"note": "by hand"}, seed=3, seconds_to_place=0.25)
@@ -158,3 +168,49 @@ def test_load_run_without_placement(tmp_path):
     with pytest.raises(RunError):
         export_trace(run, str(tmp_path / "t.json"))
     assert not (tmp_path / "t.json").exists()
+
+
+def test_the_placers_estimate_is_stored_beside_the_simulated_makespan(tmp_path):
+    """Issue 55: default mode simulates 5 ms (module docstring); a placer that predicted 4 ms has that stored as
+    ``predicted_makespan_s``, 20 % under the simulation: a warning (more than 5 % off)."""
+    estimated = Placement(np.array(DEVICES), predicted_makespan_s=4 * MS)
+    store, run, schedule = save(tmp_path, "default", placement=estimated)
+    m = store.load(run.id).meta["metrics"]
+    assert m["makespan_s"] == pytest.approx(5 * MS) and m["predicted_makespan_s"] == 4 * MS
+    assert m == {**placement_metrics(GRAPH, cluster("default"), schedule, 4 * MS), "seconds_to_place": 0.25}
+    assert estimate_error(m["makespan_s"], m["predicted_makespan_s"]) == pytest.approx(-0.2)
+    assert estimate_warning(m["makespan_s"], m["predicted_makespan_s"]) == "est. off by -20 %"
+    # a placer that predicts nothing: null, and nothing to warn about
+    _, plain, _ = save(tmp_path / "plain", "default")
+    assert plain.meta["metrics"]["predicted_makespan_s"] is None
+    assert estimate_warning(5 * MS, None) is None and estimate_error(5 * MS, None) is None
+
+
+@pytest.mark.parametrize(("predicted_ms", "warning"), [
+    (5.0, None), (5.2, None), (4.8, None),  # 4 % either way: within the 5 % tolerance
+    (6.9, "est. off by +38 %"), (3.0, "est. off by -40 %"), (5.3, "est. off by +6 %")])
+def test_estimate_warning_beyond_five_percent(predicted_ms, warning):
+    assert ESTIMATE_TOLERANCE == 0.05
+    assert estimate_warning(5 * MS, predicted_ms * MS) == warning
+
+
+def test_ratio_to_single_device():
+    # 8 ms against single-device's 10 ms; undefined (None) without a single-device makespan or with a zero one
+    assert single_device_metrics(8 * MS, 10 * MS) == {"single_device_makespan_s": 10 * MS,
+                                                      "ratio_to_single_device": pytest.approx(0.8)}
+    assert single_device_metrics(8 * MS, None) == {"single_device_makespan_s": None, "ratio_to_single_device": None}
+    assert single_device_metrics(0.0, 0.0)["ratio_to_single_device"] is None
+    assert tuple(single_device_metrics(1.0, 1.0)) == SINGLE_DEVICE_KEYS
+
+
+def test_a_run_stored_before_estimates_were_recorded_still_loads(tmp_path):
+    store, run, _ = save(tmp_path, "default")
+    meta = json.loads((run.path / "run.json").read_text())
+    for key in ("predicted_makespan_s", *SINGLE_DEVICE_KEYS):
+        meta["metrics"].pop(key, None)
+    (run.path / "run.json").write_text(json.dumps(meta))
+    old = store.load(run.id)
+    assert "predicted_makespan_s" not in old.meta["metrics"]
+    pr = load_placement_run(old)
+    assert pr.placement.predicted_makespan_s is None and pr.placement.devices.tolist() == DEVICES
+    assert run_summary(old)["makespan_s"] == pytest.approx(5 * MS)

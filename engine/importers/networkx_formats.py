@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import GraphError, quote
+from engine.errors import GraphError, one_line, quote
 from engine.formats import register_format
 from engine.graph import CompGraph
 from engine.graph_io import GRAPH_SCHEMA
@@ -43,10 +43,6 @@ _STRINGS = ("type", "colocate", "device", "phase", "scope")
 _COMPUTE_PREFIX = "compute_"
 # Markers of the Tarnawski et al. JSON, whose top level also has "nodes" and "edges".
 _DNN_PARTITIONING_KEYS = (b'"supportedOnFpga"', b'"fpgaLatency"', b'"maxSizePerFPGA"', b'"sourceId"')
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
 
 
 def _is_number(x: Any) -> bool:
@@ -69,7 +65,7 @@ def _number(value: Any, what: str, lenient: bool) -> float:
             return float(value)
         except ValueError:
             pass
-    raise GraphError(f"{what} must be a number, got {_one_line(repr(value))[:80]}")
+    raise GraphError(f"{what} must be a number, got {quote(value)}")
 
 
 def _op_name(node_id: Any, i: int, source: str) -> str:
@@ -125,7 +121,7 @@ def _build(name: str, nodes: list[tuple[Any, dict]], edges: list[tuple[Any, Any,
             v = attrs.get(f)
             if v is not None:
                 if not isinstance(v, str):
-                    raise GraphError(f"{op}: {f} must be a string, got {_one_line(repr(v))[:80]}")
+                    raise GraphError(f"{op}: {f} must be a string, got {quote(v)}")
                 strs[f][i] = v
     index: dict[str, int] = {}
     for i, nm in enumerate(names):
@@ -141,7 +137,7 @@ def _build(name: str, nodes: list[tuple[Any, dict]], edges: list[tuple[Any, Any,
         di = index.get(_op_name(d, e, f"{source}: edge")) if _is_number(d) or isinstance(d, str) else None
         if si is None or di is None:
             bad = s if si is None else d
-            raise GraphError(f"{source}: edge #{e} refers to unknown node {_one_line(repr(bad))[:80]}")
+            raise GraphError(f"{source}: edge #{e} refers to unknown node {quote(bad)}")
         src[e], dst[e] = si, di
         b = attrs.get("bytes")
         ebytes[e] = nums["output_bytes"][si] if b is None else _number(
@@ -263,9 +259,9 @@ def load_graphml(path: str | os.PathLike) -> CompGraph:
     try:
         size = os.path.getsize(p)
     except OSError:
-        raise GraphError(f"{p}: no such file") from None
+        raise GraphError(f"{base}: no such file") from None
     if size > MAX_FILE_BYTES:
-        raise GraphError(f"{p}: file is larger than the {MAX_FILE_BYTES / 1e6:.0f} MB limit")
+        raise GraphError(f"{base}: file is larger than the {MAX_FILE_BYTES / 1e6:.0f} MB limit")
     _scan_graphml(p, base)
     try:
         with warnings.catch_warnings():  # e.g. "No key type for id t. Using string": not the user's concern
@@ -273,7 +269,7 @@ def load_graphml(path: str | os.PathLike) -> CompGraph:
             g = nx.read_graphml(p)
     except (ET.ParseError, nx.NetworkXError, ValueError, KeyError, TypeError, IndexError, AttributeError,
             UnicodeError, RecursionError, LookupError) as exc:
-        detail = _one_line(str(exc))[:160] or exc.__class__.__name__
+        detail = one_line(exc, 160) or exc.__class__.__name__  # a library's words may quote the file
         raise GraphError(f"{base} is not valid GraphML ({detail})") from None
     except OSError as exc:
         raise GraphError(f"{base}: cannot read the file ({exc.__class__.__name__})") from None
@@ -310,7 +306,7 @@ def _scan_graphml(path: str, base: str) -> None:
             if nid is None:
                 raise _Refused("a <node> without an id")
             if nid in nodes:
-                raise _Refused(f"node id {quote(_one_line(nid))} is declared twice")
+                raise _Refused(f"node id {quote(nid)} is declared twice")
             nodes.add(nid)
         elif local == "edge":
             ends.append((attrs.get("source", ""), attrs.get("target", "")))
@@ -324,13 +320,13 @@ def _scan_graphml(path: str, base: str) -> None:
     except _Refused as exc:
         raise GraphError(f"{base} is not valid GraphML: it has {exc}") from None
     except (expat.ExpatError, LookupError, ValueError) as exc:  # LookupError: an unknown encoding
-        raise GraphError(f"{base} is not valid GraphML ({_one_line(str(exc))[:160]})") from None
+        raise GraphError(f"{base} is not valid GraphML ({one_line(exc, 160)})") from None
     except OSError as exc:
         raise GraphError(f"{base}: cannot read the file ({exc.__class__.__name__})") from None
     for e, (src, dst) in enumerate(ends):
         for end in (src, dst):
             if end not in nodes:
-                raise GraphError(f"{base}: edge #{e} refers to undeclared node {quote(_one_line(end))}")
+                raise GraphError(f"{base}: edge #{e} refers to undeclared node {quote(end)}")
 
 
 def _is_graphml(head: bytes) -> bool:

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from engine.errors import GraphError, first_line, quote
+from engine.errors import GraphError, first_line, one_line, quote
 from engine.formats import register_format
 from engine.graph import CompGraph
 from engine.importers._tf_ops import _CALLS, _DROPPED, _MAX_CALL_DEPTH, _PASS_THROUGH, _attr, import_tensorflow
@@ -151,7 +151,7 @@ def _walk(g: Any, name: str, batch_size: int, cost: CostFn | None) -> CompGraph:
     try:
         return graph_from_tf_graph(g, name=name, batch_size=batch_size, cost=cost)
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
-        detail = " ".join(str(exc).split())[:160] or type(exc).__name__
+        detail = one_line(exc, 160) or type(exc).__name__
         raise GraphError(f"{name}: the TensorFlow graph has a malformed attribute ({detail})") from None
 
 

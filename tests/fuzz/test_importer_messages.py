@@ -96,6 +96,7 @@ MUTATIONS = st.lists(st.tuples(st.sampled_from(MUTATION_KINDS), st.floats(0, 1, 
 @settings(max_examples=80, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(picks=PICKS, mutations=MUTATIONS, prefix=FILE_PREFIX)
 @example(picks=[(0.0, "a\nb")], mutations=[], prefix="\n")
+@example(picks=[(0.53, "evil\u202etxt")], mutations=[], prefix="")  # make fuzz: networkx's own message quoted the key
 def test_messages_are_one_bounded_line(tmp_path, fmt, picks, mutations, prefix):
     data = (poisoned_json if fmt in JSON_FORMATS else poisoned_text)(fmt, picks)
     path = tmp_path / f"{prefix}{file_name(fmt)}"

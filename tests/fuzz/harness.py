@@ -210,7 +210,11 @@ class Worker:
         self.folder = Path(tempfile.mkdtemp(prefix="placelab-fuzz-"))
 
     def _start(self) -> subprocess.Popen:
-        if self.proc is None or self.proc.poll() is not None:
+        if self.proc is not None and self.proc.poll() is not None:  # it died between cases: close its pipes
+            self.proc.stdin.close()
+            self.proc.stdout.close()
+            self.proc = None
+        if self.proc is None:
             self.proc = subprocess.Popen([sys.executable, str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL, env=_env(), cwd=self.folder)
         return self.proc
@@ -222,12 +226,16 @@ class Worker:
         proc = self._start()
         proc.stdin.write(json.dumps(str(path)).encode() + b"\n")
         proc.stdin.flush()
-        ready, _, _ = select.select([proc.stdout], [], [], self.timeout_s)
+        poller = select.poll()  # not select.select: it refuses descriptors above 1023 (a long make fuzz gets there)
+        poller.register(proc.stdout, select.POLLIN)
+        ready = poller.poll(self.timeout_s * 1000)
         line = proc.stdout.readline() if ready else b""
         if not line:
             hung = proc.poll() is None
             proc.kill()
             proc.wait()
+            proc.stdin.close()  # the pipes of a killed worker, or every restart leaks two descriptors
+            proc.stdout.close()
             self.proc = None
             return Verdict("failure", f"no answer within {self.timeout_s:g} s (hang)" if hung
                            else f"the CLI process died with exit {proc.returncode} (a crash)")

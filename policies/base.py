@@ -29,6 +29,7 @@ __all__ = [
     "Placer",
     "PlacerInfo",
     "Progress",
+    "budget_words",
     "make_placer",
     "placer_descriptions",
     "register",
@@ -196,3 +197,10 @@ def relieve_memory(graph: CompGraph, cluster: Cluster, units: PlacementUnits, un
         if not moved_any:
             break
     return ud
+
+
+def budget_words(placer: str, evaluations: int | None, seconds: float | None, seed: int | None) -> str:
+    """A search placer's budget as every table states it: ``anneal: 20,000 evaluations, no time limit, seed 0``."""
+    evals = "no evaluation limit" if evaluations is None else f"{int(evaluations):,} evaluations"
+    limit = "no time limit" if seconds is None else f"{float(seconds):g} s"
+    return f"{placer}: {evals}, {limit}, seed {seed}"

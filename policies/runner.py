@@ -27,7 +27,7 @@ from engine.run_records import (
 from engine.runs import RunStore
 from engine.schedule import Schedule
 from engine.simulator import Simulator
-from policies.base import PLACERS, make_placer, placer_parameters
+from policies.base import PLACERS, budget_words, make_placer, placer_parameters
 from policies.parallel import ParallelMap
 
 __all__ = ["PlaceFailed", "PlaceResult", "compare", "place_and_simulate", "place_task", "result_row", "search_budget",
@@ -283,8 +283,11 @@ def search_budget(placer: str, *, seed: int | None, params: dict[str, Any] | Non
     p = {**placer_parameters(placer), **(params or {})}
     evaluations = budget if budget is not None else p.get("evaluations")
     seconds_key = next((k for k in _SECONDS_PARAMETERS if k in p), None)
+    has_evaluations = "evaluations" in p or budget is not None
+    if has_evaluations and seconds_key is not None:
+        return budget_words(placer, evaluations, p[seconds_key], seed)
     parts = []
-    if "evaluations" in p or budget is not None:
+    if has_evaluations:
         parts.append("no evaluation limit" if evaluations is None else f"{int(evaluations):,} evaluations")
     if seconds_key is not None:
         parts.append("no time limit" if p[seconds_key] is None else f"{float(p[seconds_key]):g} s")

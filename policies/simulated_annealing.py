@@ -52,7 +52,7 @@ from engine.errors import SpecError, quote
 from engine.graph import CompGraph
 from engine.placement import Placement
 from engine.simulator import Simulator
-from policies.base import PlacementUnits, Progress, register
+from policies.base import PlacementUnits, Progress, budget_words, register
 from policies.list_scheduling import CriticalPath, Heft, MEtf, MTopo, memory_penalized
 from policies.trivial import SingleDevice
 
@@ -69,8 +69,7 @@ MAX_FUTILE = 1000
 def budget_text(evaluations: int, time_limit_s: float | None, seed: int) -> str:
     """The search's budget in words, as every table that shows it states it:
     ``anneal: 20,000 evaluations, no time limit, seed 0``."""
-    limit = "no time limit" if time_limit_s is None else f"{time_limit_s:g} s"
-    return f"anneal: {evaluations:,} evaluations, {limit}, seed {seed}"
+    return budget_words("anneal", evaluations, time_limit_s, seed)
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,11 @@ PY := $(VENV)/bin/python
 REQ_STAMP := $(VENV)/.requirements.sha256
 PKG_STAMP := $(VENV)/.package.sha256
 KERNEL_STAMP := $(VENV)/.kernels.sha256
+# numba caches a kernel keyed on its own file only, not on the modules it calls: when any of these files changes,
+# setup deletes every cached kernel before compiling them again (a stale one would load and run the old code)
 KERNEL_SOURCES := engine/_simlayout.py engine/_simcore.py engine/_simkernel_*.py engine/_dagkernels.py \
-  policies/_listsched_kernels.py policies/rl/doppler/_assign_kernel.py
+  engine/_plankernels.py engine/estimator.py policies/_listsched_kernels.py policies/_listsched_heaps.py \
+  policies/rl/doppler/_assign_kernel.py
 CHROMIUM := /usr/bin/chromium
 
 .PHONY: help setup browser-deps app test test-cluster fuzz lint bench clean bundled-runs docs-results readme-picture
@@ -60,6 +63,7 @@ setup:
 	@want=$$(cat $(KERNEL_SOURCES) $(REQ_STAMP) | sha256sum | cut -d' ' -f1); \
 	if [ "$$(cat $(KERNEL_STAMP) 2>/dev/null)" != "$$want" ]; then \
 	  echo "compiling the numba kernels into their on-disk cache (placelab/warmup.py)"; \
+	  find engine policies -name '*.nbi' -delete -o -name '*.nbc' -delete; \
 	  $(PY) -m placelab.warmup; \
 	  echo "$$want" > $(KERNEL_STAMP); \
 	fi
@@ -106,7 +110,8 @@ lint: setup
 bench: setup
 	$(PY) benchmarks/run_all.py
 
-# docs/results.md: each reproduction's current table, from the stored runs in runs/ (CONTRIBUTING.md, "Documentation")
+# docs/results.md: each reproduction's current table, from the stored runs in runs/, then the hand-written
+# docs/results-findings.md (CONTRIBUTING.md, "Documentation")
 docs-results: setup
 	$(PY) -m placelab.reproduce.results_doc --runs-dir runs -o docs/results.md
 

@@ -43,11 +43,14 @@ class Placement:
 
     devices: np.ndarray
     #: The placer's own prediction of the makespan (s) of this placement under the cluster's simulation mode,
-    #: where the placer makes one (the list schedulers: the latest finish time of their own schedule); None
+    #: where the placer makes one (the list schedulers: their estimator's pass over it, ``engine.estimator``); None
     #: for a placer that predicts nothing. ``compare`` shows it beside the simulated makespan. A placer that
     #: returns another placer's placement (a search that kept its start) drops it:
     #: ``dataclasses.replace(p, predicted_makespan_s=None)``, or it would report the other placer's estimate.
     predicted_makespan_s: float | None = None
+    #: One line the placer says about this placement, where it has something to say (a list scheduler whose
+    #: guard returned one device: why); ``compare`` shows it and runs store it as ``placer_note``.
+    note: str | None = None
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Placement) and np.array_equal(self.devices, other.devices)

@@ -40,12 +40,14 @@ SINGLE_DEVICE_KEYS = ("single_device_makespan_s", "ratio_to_single_device")
 
 
 def placement_metrics(graph: CompGraph, cluster: Cluster, schedule: Schedule,
-                      predicted_makespan_s: float | None = None) -> dict[str, Any]:
+                      predicted_makespan_s: float | None = None, note: str | None = None) -> dict[str, Any]:
     """The numbers CONTRACTS §5 reports for a simulated placement; ``predicted_makespan_s`` is the
-    placer's own estimate (:attr:`~engine.placement.Placement.predicted_makespan_s`), None when it makes none."""
+    placer's own estimate (:attr:`~engine.placement.Placement.predicted_makespan_s`), None when it makes none;
+    ``note`` its line about the placement (:attr:`~engine.placement.Placement.note`), stored as ``placer_note``
+    where there is one."""
     lb = lower_bound(graph, cluster)
     names = [d.name for d in cluster.devices]
-    return {
+    return {**({"placer_note": note} if note else {}),
         "makespan_s": schedule.makespan,
         "predicted_makespan_s": predicted_makespan_s,
         "lower_bound_s": lb,
@@ -115,7 +117,7 @@ def write_placement_files(run: Run, graph: CompGraph, cluster: Cluster, placemen
     run.write_json("cluster.json", cluster_to_dict(cluster))
     run.write_json("placement.json", placement.to_dict(graph, cluster))
     write_schedule_tables(run, graph, cluster, schedule)
-    return placement_metrics(graph, cluster, schedule, placement.predicted_makespan_s)
+    return placement_metrics(graph, cluster, schedule, placement.predicted_makespan_s, placement.note)
 
 
 def write_schedule_tables(run: Run, graph: CompGraph, cluster: Cluster, schedule: Schedule,

@@ -55,6 +55,7 @@ from engine import _simlayout as L
 from engine.cluster import Cluster, SimulationSettings
 from engine.dag import edge_transfer_cost
 from engine.errors import SimulationError, quote
+from engine.estimator import given_transfer_times
 from engine.graph import CompGraph
 from engine.placement import Constraints, Placement
 from engine.schedule import Schedule
@@ -169,9 +170,7 @@ class _WorkConservingKernel(_Kernel):
         s = self.settings = cluster.simulation
         self.graph, self.cluster = graph, cluster
         order = np.lexsort((graph.edge_rank, graph.edge_src))  # out-edges in the source's order
-        given = graph.edge_transfer_s
-        if s.copy_occupies_sender and cluster.link.copy_curve:  # the sender's time by the measured curve
-            given = np.where(np.isnan(given), cluster.link.copy_seconds(graph.edge_bytes), given)
+        given = given_transfer_times(graph, cluster)  # with sender copies, the link's measured curve
         self.choose = L.PRIORITY if s.choose == "b_level" else L.FIFO
         self.sender_copies = (L.NO_SENDER_COPIES if not s.copy_occupies_sender else
                               L.SHARED_BUS if s.copy_bus_shared else L.SENDER_COPIES)

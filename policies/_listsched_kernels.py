@@ -4,6 +4,12 @@ Private. One kernel covers the select / place loop of every list scheduler (Kwok
 1999): *select* a ready op (highest priority, or the ETF pair with the earliest start), then
 *place* it by a device rule. Kernels are cached on disk (``cache=True``).
 
+Times follow the cluster's simulation mode through :class:`engine.estimator.PlanInputs` (issue 55: plan with
+the executed semantics): an op holds its device for ``hold`` and its output is usable ``compute`` after its start;
+a remote input arrives by the mode's transfer rule — one transfer per output, per (output, device) or per edge,
+queued on no channel, the sender's channel, the pair's channel or the sender device itself, each channel held for
+the transfer (+ δ2) — as :mod:`engine._plankernels` works it out.
+
 Memory bookkeeping (the "m-" variants of Baechi, SoCC'20), per device, in schedule order:
 persistent bytes of every colocation unit committed there, the output of every placed op
 until all its consumers are placed, and a received copy of a remote input until all of the
@@ -17,6 +23,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from engine import _plankernels as _p
+from policies import _listsched_heaps as _h
+
 #: select rules
 SELECT_PRIORITY = 0  # highest priority ready op (ties: lower noise)
 SELECT_ETF = 1  # ready (op, device) pair with the earliest start (ties: priority, then noise)
@@ -25,72 +34,10 @@ DEVICE_EST = 0  # earliest start time, no insertion
 DEVICE_EFT_INSERT = 1  # earliest finish time with insertion into idle gaps (HEFT)
 DEVICE_FILL = 2  # fill devices in order up to a memory cap (m-TOPO)
 
-_TOL = 1e-15
 #: ETF pops at most this many ops that do not fit a device before it scans that device's heap once instead
 ASIDE_LIMIT = 16
 
-
-@njit(cache=True)
-def _better(key, noise, best_key, best_noise):
-    if key < best_key - _TOL:
-        return True
-    return key <= best_key + _TOL and noise < best_noise
-
-
-@njit(cache=True)
-def _heap_less(a, b, prio, noise):
-    if prio[a] != prio[b]:
-        return prio[a] > prio[b]
-    return noise[a] < noise[b]
-
-
-@njit(cache=True)
-def _less(a, b, d, drt, prio, noise, by_time):
-    """Heap order: with ``by_time``, earlier data-ready time on device ``d`` first; then higher priority, then
-    lower noise (:func:`_heap_less`)."""
-    if by_time and drt[a, d] != drt[b, d]:
-        return drt[a, d] < drt[b, d]
-    return _heap_less(a, b, prio, noise)
-
-
-@njit(cache=True)
-def _push(heap, size, v, d, drt, prio, noise, by_time):
-    """Push ``v`` on the heap ``heap[:size]`` (order: :func:`_less`); returns the new size."""
-    k = size
-    heap[k] = v
-    while k > 0:
-        parent = (k - 1) // 2
-        if _less(heap[k], heap[parent], d, drt, prio, noise, by_time):
-            heap[k], heap[parent] = heap[parent], heap[k]
-            k = parent
-        else:
-            break
-    return size + 1
-
-
-@njit(cache=True)
-def _pop(heap, size, d, drt, prio, noise, by_time):
-    """Pop the first of the heap ``heap[:size]`` (order: :func:`_less`); returns it and the new size."""
-    top = heap[0]
-    size -= 1
-    heap[0] = heap[size]
-    k = 0
-    while True:
-        left = 2 * k + 1
-        if left >= size:
-            break
-        c = left
-        if left + 1 < size and _less(heap[left + 1], heap[left], d, drt, prio, noise, by_time):
-            c = left + 1
-        if _less(heap[c], heap[k], d, drt, prio, noise, by_time):
-            heap[c], heap[k] = heap[k], heap[c]
-            k = c
-        else:
-            break
-    return top, size
-
-
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _insertion_start(istart, iend, cnt, ready, dur):
     """Earliest start >= ready in a gap of at least ``dur`` (HEFT insertion); returns (t, position)."""
     lo, hi = 0, cnt
@@ -111,13 +58,15 @@ def _insertion_start(istart, iend, cnt, ready, dur):
     return t, k
 
 
-@njit(cache=True)
+
+
+@njit(cache=True, _nrt=False)
 def _fits(o, u, dd, mem, unit_persist, temp_bytes, out_bytes, need, capacity):
     """Whether op ``o`` (of unit ``u``) fits on device ``dd``'s memory (module docstring)."""
     return mem[dd] + unit_persist[u] + temp_bytes[o] + out_bytes[o] + need[o, dd] <= capacity[dd]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _etf_status(o, d, op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist, temp_bytes,
                 out_bytes, need, capacity):
     """Whether ready op ``o`` can be ETF's pick on device ``d`` now: 0 never again (placed, or its unit went to
@@ -138,9 +87,9 @@ def _etf_status(o, d, op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem
     return 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _etf_device_pick(d, pendh, pendn, relh, reln, aside, avail, drt, prio, noise, op_unit, fav_parent, unit_dev,
-                     dev, dur, memory_aware, mem, unit_persist, temp_bytes, out_bytes, need, capacity):
+                     dev, dur, memory_aware, mem, unit_persist, temp_bytes, out_bytes, need, capacity, fifo):
     """ETF's best ready op on device ``d``: ``(op, start)``, or ``(-1, inf)``.
 
     A device keeps its ready ops in two heaps: *pending* ones, whose inputs arrive there after the device is free
@@ -153,46 +102,46 @@ def _etf_device_pick(d, pendh, pendn, relh, reln, aside, avail, drt, prio, noise
         top = pendh[d, 0]
         if _etf_status(top, d, op_unit, fav_parent, unit_dev, dev, dur, False, mem, unit_persist, temp_bytes,
                        out_bytes, need, capacity) == 0:
-            _, pendn[d] = _pop(pendh[d], pendn[d], d, drt, prio, noise, True)
+            _, pendn[d] = _h.pop(pendh[d], pendn[d], d, drt, prio, noise, True)
         elif drt[top, d] <= avail[d]:
-            _, pendn[d] = _pop(pendh[d], pendn[d], d, drt, prio, noise, True)
-            reln[d] = _push(relh[d], reln[d], top, 0, drt, prio, noise, False)
+            _, pendn[d] = _h.pop(pendh[d], pendn[d], d, drt, prio, noise, True)
+            reln[d] = _h.push(relh[d], reln[d], top, d, drt, prio, noise, fifo)
         else:
             break
     pick, t, na = -1, np.inf, 0
     while reln[d] > 0 and na < ASIDE_LIMIT:
-        top, reln[d] = _pop(relh[d], reln[d], 0, drt, prio, noise, False)
+        top, reln[d] = _h.pop(relh[d], reln[d], d, drt, prio, noise, fifo)
         status = _etf_status(top, d, op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist,
                              temp_bytes, out_bytes, need, capacity)
         if status == 1:
             pick, t = top, avail[d]
-            reln[d] = _push(relh[d], reln[d], top, 0, drt, prio, noise, False)
+            reln[d] = _h.push(relh[d], reln[d], top, d, drt, prio, noise, fifo)
             break
         if status == 2:
             aside[na] = top
             na += 1
     for k in range(na):
-        reln[d] = _push(relh[d], reln[d], aside[k], 0, drt, prio, noise, False)
+        reln[d] = _h.push(relh[d], reln[d], aside[k], d, drt, prio, noise, fifo)
     if pick >= 0 or na == ASIDE_LIMIT:
         return pick, t, na == ASIDE_LIMIT
     na = 0
     while pendn[d] > 0 and na < ASIDE_LIMIT:
-        top, pendn[d] = _pop(pendh[d], pendn[d], d, drt, prio, noise, True)
+        top, pendn[d] = _h.pop(pendh[d], pendn[d], d, drt, prio, noise, True)
         status = _etf_status(top, d, op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist,
                              temp_bytes, out_bytes, need, capacity)
         if status == 1:
             pick, t = top, drt[top, d]
-            pendn[d] = _push(pendh[d], pendn[d], top, d, drt, prio, noise, True)
+            pendn[d] = _h.push(pendh[d], pendn[d], top, d, drt, prio, noise, True)
             break
         if status == 2:
             aside[na] = top
             na += 1
     for k in range(na):
-        pendn[d] = _push(pendh[d], pendn[d], aside[k], d, drt, prio, noise, True)
+        pendn[d] = _h.push(pendh[d], pendn[d], aside[k], d, drt, prio, noise, True)
     return pick, t, na == ASIDE_LIMIT
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _scan_pairs(ready, nready, avail, drt, prio, noise, dev_noise, op_unit, fav_parent, unit_dev, dev, dur,
                 memory_aware, mem, unit_persist, temp_bytes, out_bytes, need, capacity):
     """ETF's choice by one scan of every ready (op, device) pair, for a step where memory is tight and the
@@ -218,15 +167,16 @@ def _scan_pairs(ready, nready, avail, drt, prio, noise, dev_noise, op_unit, fav_
             t = max(avail[d], drt[o, d])
             better = best_o < 0 or t < best_t
             if not better and t == best_t:
-                better = dev_noise[o, d] < dev_noise[o, best_d] if o == best_o else _heap_less(o, best_o, prio, noise)
+                better = dev_noise[o, d] < dev_noise[o, best_d] if o == best_o else _h.heap_less(o, best_o, prio, noise)
             if better:
                 best_o, best_d, best_t = o, d, t
     return best_o, best_d
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _select_etf(pendh, pendn, relh, reln, aside, ready, nready, avail, drt, prio, noise, dev_noise, op_unit,
-                fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist, temp_bytes, out_bytes, need, capacity):
+                fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist, temp_bytes, out_bytes, need, capacity,
+                fifo):
     """ETF's choice (Hwang et al. 1989; Baechi's m-ETF): the ready (op, device) pair that starts earliest; ties
     by higher priority, then lower op noise, then (the same op) lower device noise. ``(op, device)``, with
     device -1 when no ready op fits anywhere. One pick per device from its
@@ -237,7 +187,7 @@ def _select_etf(pendh, pendn, relh, reln, aside, ready, nready, avail, drt, prio
     for d in range(dur.shape[1]):
         o, t, tight = _etf_device_pick(d, pendh, pendn, relh, reln, aside, avail, drt, prio, noise, op_unit,
                                        fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist, temp_bytes,
-                                       out_bytes, need, capacity)
+                                       out_bytes, need, capacity, fifo)
         if tight:
             return _scan_pairs(ready, nready, avail, drt, prio, noise, dev_noise, op_unit, fav_parent, unit_dev, dev,
                                dur, memory_aware, mem, unit_persist, temp_bytes, out_bytes, need, capacity)
@@ -245,13 +195,13 @@ def _select_etf(pendh, pendn, relh, reln, aside, ready, nready, avail, drt, prio
             continue
         better = best_o < 0 or t < best_t
         if not better and t == best_t:  # the same op on two devices: device noise; two ops: priority, noise
-            better = dev_noise[o, d] < dev_noise[o, best_d] if o == best_o else _heap_less(o, best_o, prio, noise)
+            better = dev_noise[o, d] < dev_noise[o, best_d] if o == best_o else _h.heap_less(o, best_o, prio, noise)
         if better:
             best_o, best_d, best_t = o, d, t
     return best_o, best_d
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _place_fill(i, u, cur, dur, filled, static_mem, fill_cap, memory_aware, mem, unit_persist, temp_bytes,
                 out_bytes, need, capacity):
     """m-TOPO: the first device from ``cur`` on within the fill cap, else within memory only;
@@ -276,7 +226,7 @@ def _place_fill(i, u, cur, dur, filled, static_mem, fill_cap, memory_aware, mem,
     return d, cur
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _place_best(i, u, device_rule, dur, avail, drt, istart, iend, icnt, dev_noise, memory_aware, mem,
                 unit_persist, temp_bytes, out_bytes, need, capacity):
     """The device with the earliest start (EST) or finish with insertion (HEFT) that fits; -1 if none."""
@@ -293,14 +243,14 @@ def _place_best(i, u, device_rule, dur, avail, drt, istart, iend, icnt, dev_nois
             key = t + dur[i, dd]
         else:
             key = max(avail[dd], drt[i, dd])
-        if d < 0 or _better(key, dev_noise[i, dd], best_key, best_noise):
+        if d < 0 or _h.better(key, dev_noise[i, dd], best_key, best_noise):
             best_key = key
             best_noise = dev_noise[i, dd]
             d = dd
     return d
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _most_free(i, dur, capacity, mem, need):
     """No device has room: the runnable device with the most free memory."""
     d = -1
@@ -315,12 +265,13 @@ def _most_free(i, dur, capacity, mem, need):
     return d
 
 
-@njit(cache=True)
-def _start_on(i, d, device_rule, avail, drt, dur, istart, iend, icnt):
-    """Op ``i``'s start on device ``d`` (HEFT: inserted into the first idle gap it fits, recorded)."""
+@njit(cache=True, _nrt=False)
+def _start_on(i, d, ready_t, device_rule, avail, dur, istart, iend, icnt):
+    """Op ``i``'s start on device ``d`` once its inputs are there at ``ready_t`` (HEFT: inserted into the first
+    idle gap it fits, recorded)."""
     if device_rule != DEVICE_EFT_INSERT:
-        return max(avail[d], drt[i, d])
-    t, pos = _insertion_start(istart[d], iend[d], icnt[d], drt[i, d], dur[i, d])
+        return max(avail[d], ready_t)
+    t, pos = _insertion_start(istart[d], iend[d], icnt[d], ready_t, dur[i, d])
     for k in range(icnt[d], pos, -1):
         istart[d, k] = istart[d, k - 1]
         iend[d, k] = iend[d, k - 1]
@@ -330,7 +281,7 @@ def _start_on(i, d, device_rule, avail, drt, dur, istart, iend, icnt):
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _account_memory(i, d, pred_ptr, pred_idx, pred_edge, edge_bytes, dev, copies, rem, mem, out_bytes):
     """Op ``i`` placed on ``d``: its remote inputs' copies held there, inputs whose consumers are all
     placed released (with their copies), its own output held while it has consumers."""
@@ -350,51 +301,75 @@ def _account_memory(i, d, pred_ptr, pred_idx, pred_edge, edge_bytes, dev, copies
         mem[d] += out_bytes[i]
 
 
-@njit(cache=True)
-def _data_ready(s, pred_ptr, pred_idx, pred_edge, edge_bytes, dev, finish, copies, bw_inv, lat, drt, need):
-    """A newly ready op ``s``: on every device, when its inputs arrive and the bytes it would receive."""
+@njit(cache=True, _nrt=False)
+def _data_ready(s, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, copies, drt, need, noise, fifo):
+    """A newly ready op ``s``: on every device it may go to, when its inputs would be there (transfers already
+    made, or started when their channels are next free) and the bytes it would receive; with ``fifo`` its tie
+    key (``noise``, :func:`_tie`) on its committed device."""
+    forced = unit_dev[op_unit[s]]
+    if fifo and forced >= 0:
+        noise[s] = _p.tie(s, forced, _p.inputs_on(s, forced, False, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail),
+                        tp, pi, tr, dev, unit_dev, op_unit, out_t, avail)
     for dd in range(drt.shape[1]):
-        r_t = 0.0
+        if (forced >= 0 and dd != forced) or pi.hold[s, dd] == np.inf:
+            continue
+        drt[s, dd] = _p.inputs_on(s, dd, False, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail)
         r_b = 0.0
-        for kk in range(pred_ptr[s], pred_ptr[s + 1]):
-            p = pred_idx[kk]
-            pd = dev[p]
-            if pd == dd:
-                a = finish[p]
-            else:
-                b = edge_bytes[pred_edge[kk]]
-                a = finish[p] + b * bw_inv[pd, dd] + lat[pd, dd]
-                if copies[p, dd] == 0.0:
-                    r_b += b
-            if a > r_t:
-                r_t = a
-        drt[s, dd] = r_t
+        for kk in range(tp.pred_ptr[s], tp.pred_ptr[s + 1]):
+            p = tp.pred_idx[kk]
+            if dev[p] != dd and copies[p, dd] == 0.0:
+                r_b += pi.edge_bytes[tp.pred_edge[kk]]
         need[s, dd] = r_b
 
 
-@njit(cache=True)
-def list_schedule(succ_ptr, succ_idx, succ_edge, pred_ptr, pred_idx, pred_edge, edge_bytes,
-                  dur, op_unit, unit_dev0, unit_persist, out_bytes, temp_bytes,
-                  bw_inv, lat, capacity, prio, noise, dev_noise,
-                  select_rule, device_rule, memory_aware, fav_parent, fill_cap, static_mem):
-    """Schedule every op; returns (device, start, finish) per op.
+@njit(cache=True, _nrt=False)
+def _commit(i, d, device_rule, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, istart, iend, icnt):
+    """Place op ``i`` on ``d``: its inputs' transfers made, its start (returned), its output's time, the device's
+    next free time (after the sender's eager copies and its overhead) and its output sent where it is awaited."""
+    dur = pi.hold
+    tr.seq[i] = tr.seq[len(dev)]
+    tr.seq[len(dev)] += 1
+    ready_t = _p.inputs_on(i, d, True, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail)
+    t = _start_on(i, d, ready_t, device_rule, avail, dur, istart, iend, icnt)
+    dev[i] = d
+    out_t[i] = t + pi.compute[i, d]
+    if out_t[i] >= avail[d]:  # at the end of the device's schedule (not inserted into a gap)
+        avail[d] = out_t[i]
+        _p.send_eagerly(i, d, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail)
+        avail[d] += dur[i, d] - pi.compute[i, d]
+    else:
+        _p.send_eagerly(i, d, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail)
+    return t
 
-    ``dur[i, d]`` is +inf where op i's unit cannot run on d. ``unit_dev0[u]`` is the committed
+
+@njit(cache=True)
+def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_bytes, capacity, prio, noise,
+                  dev_noise, select_rule, device_rule, memory_aware, fav_parent, fill_cap, static_mem, fifo):
+    """Schedule every op; returns (device, start, output time, makespan): ``tp`` an
+    :class:`engine._plankernels.Topology`, ``pi`` an :class:`engine.estimator.PlanInputs`, ``tr`` a fresh
+    :class:`engine._plankernels.Transfers`.
+
+    ``pi.hold[i, d]`` is +inf where op i's unit cannot run on d. ``unit_dev0[u]`` is the committed
     device of unit u or -1. ``fav_parent[i]`` (m-SCT) is the op whose favourite child i is, or -1.
     Each step selects a ready op, places it by the device rule, commits it and readies its successors.
+    With ``fifo`` (ETF only) ops that could start at once on a device go in the order their inputs got there,
+    then by priority: how a FIFO device serves them (the pass over a finished placement, :func:`predict`).
+    The makespan is the mode's (``pi.trailing``: the last device, channel or arrival time; else the last output).
     """
+    dur = pi.hold
     n, nd = dur.shape
     unit_dev = unit_dev0.copy()
     dev = np.full(n, -1, np.int64)
-    start, finish = np.zeros(n), np.zeros(n)
+    start, out_t = np.zeros(n), np.zeros(n)
     avail, mem, filled = np.zeros(nd), np.zeros(nd), np.zeros(nd)
     for u in range(len(unit_dev)):
         if unit_dev[u] >= 0:
             mem[unit_dev[u]] += unit_persist[u]
-    indeg = pred_ptr[1:] - pred_ptr[:-1]
-    rem = succ_ptr[1:] - succ_ptr[:-1]
+    indeg = tp.pred_ptr[1:] - tp.pred_ptr[:-1]
+    rem = tp.succ_ptr[1:] - tp.succ_ptr[:-1]
     copies, drt, need = np.zeros((n, nd)), np.zeros((n, nd)), np.zeros((n, nd))
-    istart, iend = np.zeros((nd, n)), np.zeros((nd, n))
+    slots = n if device_rule == DEVICE_EFT_INSERT else 0  # HEFT's busy intervals per device
+    istart, iend = np.zeros((nd, slots)), np.zeros((nd, slots))
     icnt = np.zeros(nd, np.int64)
     heap = np.empty(n, np.int64)  # ready ops by priority (not ETF)
     hsize, cur = 0, 0
@@ -408,28 +383,29 @@ def list_schedule(succ_ptr, succ_idx, succ_edge, pred_ptr, pred_idx, pred_edge, 
     for i in range(n):
         if indeg[i] == 0:
             if not etf:
-                hsize = _push(heap, hsize, i, 0, drt, prio, noise, False)
+                hsize = _h.push(heap, hsize, i, 0, drt, prio, noise, False)
                 continue
             ready[nready], pos[i] = i, nready
             nready += 1
+            forced = unit_dev[op_unit[i]]
             for dd in range(nd):
-                if dur[i, dd] < np.inf:
-                    pendn[dd] = _push(pendh[dd], pendn[dd], i, dd, drt, prio, noise, True)
+                if dur[i, dd] < np.inf and (forced < 0 or dd == forced):
+                    pendn[dd] = _h.push(pendh[dd], pendn[dd], i, dd, drt, prio, noise, True)
     for _step in range(n):
         d = -1
         if etf:  # select and place at once
             i, d = _select_etf(pendh, pendn, relh, reln, aside, ready, nready, avail, drt, prio, noise, dev_noise,
                                op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist, temp_bytes,
-                               out_bytes, need, capacity)
+                               out_bytes, need, capacity, fifo)
             if i < 0:  # nothing fits anywhere: the highest-priority ready op goes below
                 i = ready[0]
                 for r in range(1, nready):
-                    if _heap_less(ready[r], i, prio, noise):
+                    if _h.heap_less(ready[r], i, prio, noise):
                         i = ready[r]
             nready -= 1  # out of the ready list: the last one takes its slot
             ready[pos[i]], pos[ready[nready]] = ready[nready], pos[i]
         else:
-            i, hsize = _pop(heap, hsize, 0, drt, prio, noise, False)
+            i, hsize = _h.pop(heap, hsize, 0, drt, prio, noise, False)
         u = op_unit[i]
         if d < 0 and unit_dev[u] >= 0:
             d = unit_dev[u]
@@ -444,24 +420,27 @@ def list_schedule(succ_ptr, succ_idx, succ_edge, pred_ptr, pred_idx, pred_edge, 
         if unit_dev[u] < 0:  # commit
             unit_dev[u] = d
             mem[d] += unit_persist[u]
-        dev[i] = d
-        start[i] = _start_on(i, d, device_rule, avail, drt, dur, istart, iend, icnt)
-        finish[i] = start[i] + dur[i, d]
-        avail[d] = max(avail[d], finish[i])
+        start[i] = _commit(i, d, device_rule, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, istart, iend, icnt)
         filled[d] += static_mem[i]
-        _account_memory(i, d, pred_ptr, pred_idx, pred_edge, edge_bytes, dev, copies, rem, mem, out_bytes)
-        for k in range(succ_ptr[i], succ_ptr[i + 1]):
-            s = succ_idx[k]
+        _account_memory(i, d, tp.pred_ptr, tp.pred_idx, tp.pred_edge, pi.edge_bytes, dev, copies, rem, mem,
+                        out_bytes)
+        for k in range(tp.succ_ptr[i], tp.succ_ptr[i + 1]):
+            s = tp.succ_idx[k]
             indeg[s] -= 1
             if indeg[s] == 0:
-                _data_ready(s, pred_ptr, pred_idx, pred_edge, edge_bytes, dev, finish, copies, bw_inv, lat, drt,
-                            need)
+                _data_ready(s, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, copies, drt, need, noise, fifo)
                 if not etf:
-                    hsize = _push(heap, hsize, s, 0, drt, prio, noise, False)
+                    hsize = _h.push(heap, hsize, s, 0, drt, prio, noise, False)
                 else:
                     ready[nready], pos[s] = s, nready
                     nready += 1
+                    forced = unit_dev[op_unit[s]]
                     for dd in range(nd):
-                        if dur[s, dd] < np.inf:
-                            pendn[dd] = _push(pendh[dd], pendn[dd], s, dd, drt, prio, noise, True)
-    return dev, start, finish
+                        if dur[s, dd] < np.inf and (forced < 0 or dd == forced):
+                            pendn[dd] = _h.push(pendh[dd], pendn[dd], s, dd, drt, prio, noise, True)
+    if not pi.trailing:
+        return dev, start, out_t, out_t.max() if n else 0.0
+    last = tr.last[0]
+    for dd in range(nd):
+        last = max(last, avail[dd])
+    return dev, start, out_t, last

@@ -37,17 +37,26 @@ Common rules
   scheduling is per op, and the first op of a unit to be placed commits the unit's device
   (its later ops are forced there). Pinned units and units only one device can run are
   committed before scheduling starts.
-* Communication estimate: ``bytes / bandwidth[src, dst] + latency[src, dst]``; no link
-  contention. Compute: ``compute[kind] / speed`` plus the cluster's ``op_overhead_s`` for
-  non-zero ops.
+* Times as the cluster's simulation mode executes them (:mod:`engine.estimator`, issue 55): an op holds its
+  device for its compute plus the mode's per-op overhead (δ1, ``dispatch_s``); a remote input arrives by the
+  mode's transfer rule — placeto's one transfer per output on the sender's one FIFO channel with δ2, default's one
+  per (output, device), work-conserving's one per edge, uncontended or on a device's or a pair's channel, or
+  copied by the sender. HEFT's mean communication cost ``c̄`` uses the mode's link and δ2. Deviation (declared in
+  docs/reference/deviations.md): the papers estimate ``latency + bytes / bandwidth`` with no contention.
 * Memory-aware (default for every scheduler here, ``memory_aware=False`` turns it off):
   per-device memory is tracked while scheduling (see :mod:`policies._listsched_kernels`)
   and a device without room for an op is skipped; when no device has room the op goes to
   the runnable device with the most free memory.
-* Own estimate: the returned placement carries the schedule's latest finish time as its
-  ``predicted_makespan_s`` (critical-path: that of the run it returns), under the estimate
-  rules above; ``compare`` shows it beside the simulated makespan. None where the memory
-  post-pass moved a unit (the schedule did not predict that placement).
+* Own estimate: the returned placement carries :meth:`ListScheduling.predict` of it as its
+  ``predicted_makespan_s``: the estimator's pass over the placement in the order the devices will run it (FIFO,
+  every output sent when it is ready), not the order the scheduler decided it in — HEFT's rank order with
+  insertion is not an order a FIFO device runs. ``compare`` shows it beside the simulated makespan and warns
+  beyond 5 %; where the mode has options a planner cannot model (noise, ``choose=b_level``, memory-aware waiting,
+  a shared copy bus) they differ.
+* Guard (``guard=True``, placelab's): where that estimate of the placement is longer than the estimate of
+  running everything on the fastest device that can run every op, and everything fits there, that device is
+  returned instead (with its estimate): a remote placement the heuristic's own estimate says does not pay is
+  not taken. ``guard=False`` gives the heuristic's placement as the paper defines it.
 """
 
 from __future__ import annotations
@@ -59,15 +68,17 @@ from dataclasses import replace
 
 import numpy as np
 
+from engine import _plankernels as _p
 from engine.cluster import Cluster
 from engine.dag import b_level
+from engine.estimator import TIE_OP, PlanInputs, plan_inputs
 from engine.graph import CompGraph
-from engine.placement import Placement, compute_matrix
+from engine.placement import Placement
 from engine.simulator import Simulator
 from policies import _listsched_kernels as _k
 from policies.base import PlacementUnits, Progress, register, relieve_memory
 
-__all__ = ["ListScheduling", "favourite_children", "memory_penalized", "predicted_makespan"]
+__all__ = ["ListScheduling", "favourite_children", "mean_transfer_time", "memory_penalized"]
 
 GB = 1e9
 
@@ -81,10 +92,14 @@ def memory_penalized(makespan: float, peak: np.ndarray, capacity: np.ndarray, c:
     return float(makespan) + c * max(0.0, float(np.max(peak - capacity)) / GB)
 
 
-def predicted_makespan(finish: np.ndarray) -> float | None:
-    """A list schedule's own makespan (s): the latest finish time it computed; None where it has none."""
-    last = float(finish.max()) if len(finish) else 0.0
-    return last if np.isfinite(last) else None
+def mean_transfer_time(graph: CompGraph, plan: PlanInputs) -> np.ndarray:
+    """HEFT's mean communication cost of every edge, ``c̄ = L̄ + bytes / B̄`` (Topcuoglu et al. 2002, §3), with
+    the mode's link (placeto: its one bandwidth, no latency) plus its per-transfer gap δ2, or the edge's given
+    transfer time; B̄ and L̄ are means over the ordered pairs of distinct devices."""
+    off = ~np.eye(plan.inv_bw.shape[0], dtype=bool)
+    mean_bw = float(np.mean(1.0 / plan.inv_bw[off])) if (plan.inv_bw[off] > 0).all() else np.inf
+    by_bytes = graph.edge_bytes / mean_bw + float(plan.latency[off].mean()) + plan.gap
+    return np.where(np.isnan(plan.edge_given), by_bytes, plan.edge_given)
 
 
 class ListScheduling:
@@ -95,65 +110,87 @@ class ListScheduling:
         self.cluster = cluster
         self.units = units = PlacementUnits(graph, cluster)
         nd = cluster.num_devices
-        cm = compute_matrix(graph, cluster)
-        cm = cm + np.where(cm > 0, cluster.simulation.op_overhead_s, 0.0)
-        feasible = units.feasible[units.op_unit]
-        self.dur = np.ascontiguousarray(np.where(feasible & ~np.isnan(cm), cm, np.inf))
+        self.plan = plan = plan_inputs(graph, cluster, feasible=units.feasible[units.op_unit])
+        self.dur = plan.hold
+        self.topology = _p.Topology(graph.succ.ptr, graph.succ.idx, graph.succ.edge, graph.pred.ptr, graph.pred.idx,
+                                    graph.pred.edge)
         single = units.feasible.sum(axis=1) == 1
         self.unit_dev0 = np.where(single, np.argmax(units.feasible, axis=1), -1).astype(np.int64)
         self.unit_persist = np.bincount(units.op_unit, weights=graph.persistent_bytes, minlength=units.num_units)
-        bw = cluster.bandwidth
-        self.bw_inv = np.ascontiguousarray(np.where(np.isinf(bw), 0.0, 1.0 / bw))
-        self.lat = np.ascontiguousarray(cluster.latency, dtype=np.float64)
         finite = np.isfinite(self.dur)
         self.mean_compute = np.where(finite, self.dur, 0.0).sum(axis=1) / finite.sum(axis=1)
-        if nd > 1:
-            off = ~np.eye(nd, dtype=bool)
-            mean_bw = float(bw[off].mean())
-            mean_lat = float(self.lat[off].mean())
-            self.edge_comm = graph.edge_bytes / mean_bw + mean_lat
-        else:
-            self.edge_comm = np.zeros(graph.num_edges)
+        self.edge_comm = mean_transfer_time(graph, plan) if nd > 1 else np.zeros(graph.num_edges)
         self.rank = b_level(graph, node_cost=self.mean_compute, edge_cost=self.edge_comm)
         self.static_level = b_level(graph, node_cost=self.mean_compute)
         self.capacity = cluster.memory.astype(np.float64)
 
     def run(self, prio: np.ndarray, noise: np.ndarray, dev_noise: np.ndarray, *, select: int, device: int,
             memory_aware: bool = True, fav_parent: np.ndarray | None = None,
-            fill_cap: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """One list-scheduling pass: (device, start, finish) per op."""
+            fill_cap: np.ndarray | None = None, unit_dev: np.ndarray | None = None,
+            fifo: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """One list-scheduling pass: (device, start, output time) per op and the schedule's makespan, under the
+        cluster's simulation mode (:mod:`engine.estimator`). ``unit_dev`` commits units up front (-1: free)."""
         g = self.graph
         n, nd = g.num_ops, self.cluster.num_devices
         fav = np.full(n, -1, np.int64) if fav_parent is None else fav_parent
         cap = np.full(nd, np.inf) if fill_cap is None else fill_cap
         static_mem = g.persistent_bytes + g.output_bytes
-        return _k.list_schedule(
-            g.succ.ptr, g.succ.idx, g.succ.edge, g.pred.ptr, g.pred.idx, g.pred.edge, g.edge_bytes,
-            self.dur, self.units.op_unit, self.unit_dev0, self.unit_persist, g.output_bytes, g.temp_bytes,
-            self.bw_inv, self.lat, self.capacity, np.asarray(prio, np.float64), np.asarray(noise, np.float64),
-            np.ascontiguousarray(dev_noise, np.float64), select, device, memory_aware, fav, cap, static_mem)
+        dev, start, out_t, makespan = _k.list_schedule(
+            self.topology, self.plan, _p.transfers(n, g.num_edges, nd), self.units.op_unit,
+            self.unit_dev0 if unit_dev is None else np.asarray(unit_dev, np.int64), self.unit_persist,
+            g.output_bytes, g.temp_bytes, self.capacity, np.asarray(prio, np.float64), np.asarray(noise, np.float64),
+            np.ascontiguousarray(dev_noise, np.float64), select, device, memory_aware, fav, cap, static_mem, fifo)
+        return dev, start, out_t, float(makespan)
+
+    def predict(self, op_dev: np.ndarray) -> float:
+        """This estimator's makespan of a finished placement: one ETF pass with every unit committed to its
+        device, each device serving its ops in the order their inputs got there (FIFO, ties by op index) and
+        every output sent the moment it is ready — the order the simulator runs it in, not the order a
+        scheduler decided it in (HEFT's ranks, m-TOPO's topological order)."""
+        n = self.graph.num_ops
+        unit_dev = np.full(self.units.num_units, -1, np.int64)
+        unit_dev[self.units.op_unit] = op_dev
+        sources_first = n if self.plan.tie != TIE_OP else 0  # placeto and work-conserving: sources first
+        _, _, _, makespan = self.run(np.zeros(n), np.arange(n, dtype=np.float64) - sources_first * n,
+                                     np.zeros((n, self.cluster.num_devices)), select=_k.SELECT_ETF,
+                                     device=_k.DEVICE_EST, memory_aware=False, unit_dev=unit_dev, fifo=True)
+        return makespan
 
     def deterministic_noise(self) -> tuple[np.ndarray, np.ndarray]:
         """Tie-breaks by lower op index, then lower device index."""
         n, nd = self.graph.num_ops, self.cluster.num_devices
         return np.arange(n, dtype=np.float64), np.tile(np.arange(nd, dtype=np.float64), (n, 1))
 
-    def placement(self, op_dev: np.ndarray, *, repair_memory: bool = False,
-                  predicted: float | None = None) -> Placement:
-        """The op devices as a placement; with ``repair_memory`` the simulator-checked memory
-        post-pass (:func:`policies.base.relieve_memory`) fixes what the schedule's own memory
-        estimate missed (it tracks memory in scheduling order, not in simulated time).
+    def single_device(self) -> tuple[int, float] | None:
+        """The fastest device that can run every op and this estimator's makespan of everything there (the sum
+        of the hold times); None where no device runs them all."""
+        every = np.flatnonzero(self.units.feasible.all(axis=0))
+        if not len(every):
+            return None
+        d = int(every[np.argmin(self.dur[:, every].sum(axis=0))])
+        return d, self.predict(np.full(self.graph.num_ops, d, np.int64))
 
-        ``predicted`` (s), the schedule's own makespan (:func:`predicted_makespan`), becomes the
-        placement's ``predicted_makespan_s``; not where the memory post-pass moved a unit, since the
-        schedule did not predict the placement that comes out."""
+    def placement(self, op_dev: np.ndarray, *, repair_memory: bool = False, guard: bool = True) -> Placement:
+        """The op devices as a placement, its ``predicted_makespan_s`` this estimator's (:meth:`predict`).
+
+        With ``repair_memory`` the simulator-checked memory post-pass (:func:`policies.base.relieve_memory`)
+        first fixes what the schedule's own memory estimate missed (it tracks memory in scheduling order, not in
+        simulated time). With ``guard`` (placelab's, declared in docs/reference/deviations.md): where the
+        estimate of the fastest single device is lower and everything fits there, that device is returned
+        instead — a remote placement the heuristic's own estimate says does not pay is not taken."""
         unit_dev = np.zeros(self.units.num_units, dtype=np.int64)
         unit_dev[self.units.op_unit] = op_dev
         if repair_memory:
-            repaired = relieve_memory(self.graph, self.cluster, self.units, unit_dev)
-            if not np.array_equal(repaired, unit_dev):
-                predicted = None
-            unit_dev = repaired
+            unit_dev = relieve_memory(self.graph, self.cluster, self.units, unit_dev)
+        op_dev = unit_dev[self.units.op_unit]
+        predicted = self.predict(op_dev)
+        single = self.single_device() if guard else None
+        if single is not None and single[1] < predicted and not (op_dev == single[0]).all():
+            alone = self.units.to_placement(np.full(self.units.num_units, single[0]))
+            if not Simulator(self.graph, self.cluster).run(alone).any_oom:
+                note = (f"guard: everything on {self.cluster.devices[single[0]].name} ({single[1] * 1e3:.4g} ms by its "
+                        f"own estimate; its schedule {predicted * 1e3:.4g} ms)")
+                return replace(alone, predicted_makespan_s=single[1], note=note)
         return replace(self.units.to_placement(unit_dev), predicted_makespan_s=predicted)
 
 
@@ -167,9 +204,10 @@ class CriticalPath:
 
     name = "critical-path"
 
-    def __init__(self, runs: int = 50, memory_aware: bool = True) -> None:
+    def __init__(self, runs: int = 50, memory_aware: bool = True, guard: bool = True) -> None:
         self.runs = runs
         self.memory_aware = memory_aware
+        self.guard = guard
 
     def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
               progress: Progress | None = None) -> Placement:
@@ -180,17 +218,15 @@ class CriticalPath:
         n, nd = graph.num_ops, cluster.num_devices
         best, best_cost = None, np.inf
         for r in range(runs):
-            dev, _, finish = ls.run(ls.rank, rng.random(n), rng.random((n, nd)), select=_k.SELECT_PRIORITY,
-                                    device=_k.DEVICE_EST, memory_aware=self.memory_aware)
-            p = ls.placement(dev, predicted=predicted_makespan(finish))
+            dev = ls.run(ls.rank, rng.random(n), rng.random((n, nd)), select=_k.SELECT_PRIORITY,
+                         device=_k.DEVICE_EST, memory_aware=self.memory_aware)[0]
+            p = Placement(dev)
             cost = memory_penalized(*sim.makespan_and_peak(p), ls.capacity)
             if cost < best_cost:
                 best, best_cost = p, cost
             if progress is not None:
                 progress(r + 1, runs, f"best {best_cost:.6g} s")
-        if self.memory_aware:
-            best = ls.placement(best.devices, repair_memory=True, predicted=best.predicted_makespan_s)
-        return best
+        return ls.placement(best.devices, repair_memory=self.memory_aware, guard=self.guard)
 
 
 class _OnePass:
@@ -201,16 +237,17 @@ class _OnePass:
     select: int
     device: int
 
-    def __init__(self, memory_aware: bool = True) -> None:
+    def __init__(self, memory_aware: bool = True, guard: bool = True) -> None:
         self.memory_aware = memory_aware
+        self.guard = guard
 
     def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
               progress: Progress | None = None) -> Placement:
         ls = ListScheduling(graph, cluster)
         noise, dev_noise = ls.deterministic_noise()
-        dev, _, finish = ls.run(getattr(ls, self.priority), noise, dev_noise, select=self.select, device=self.device,
-                                memory_aware=self.memory_aware)
-        return ls.placement(dev, repair_memory=self.memory_aware, predicted=predicted_makespan(finish))
+        dev = ls.run(getattr(ls, self.priority), noise, dev_noise, select=self.select, device=self.device,
+                     memory_aware=self.memory_aware)[0]
+        return ls.placement(dev, repair_memory=self.memory_aware, guard=self.guard)
 
 
 @register("heft", "HEFT: upward rank with mean costs, earliest finish time with insertion (Topcuoglu 2002)",
@@ -236,9 +273,10 @@ class MEtf(_OnePass):
 class MTopo:
     name = "m-topo"
 
-    def __init__(self, slack: float = 0.05, memory_aware: bool = True) -> None:
+    def __init__(self, slack: float = 0.05, memory_aware: bool = True, guard: bool = True) -> None:
         self.slack = slack
         self.memory_aware = memory_aware
+        self.guard = guard
 
     def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
               progress: Progress | None = None) -> Placement:
@@ -249,9 +287,9 @@ class MTopo:
         noise, dev_noise = ls.deterministic_noise()
         share = (1.0 + self.slack) * float((graph.persistent_bytes + graph.output_bytes).sum()) / cluster.num_devices
         fill_cap = np.minimum(ls.capacity, share)
-        dev, _, finish = ls.run(prio, noise, dev_noise, select=_k.SELECT_PRIORITY, device=_k.DEVICE_FILL,
-                                memory_aware=self.memory_aware, fill_cap=fill_cap)
-        return ls.placement(dev, repair_memory=self.memory_aware, predicted=predicted_makespan(finish))
+        dev = ls.run(prio, noise, dev_noise, select=_k.SELECT_PRIORITY, device=_k.DEVICE_FILL,
+                     memory_aware=self.memory_aware, fill_cap=fill_cap)[0]
+        return ls.placement(dev, repair_memory=self.memory_aware, guard=self.guard)
 
 
 @register("m-sct", "memory-aware smallest communication time: LP favourite children (HiGHS) + ETF (Baechi)",
@@ -259,9 +297,10 @@ class MTopo:
 class MSct:
     name = "m-sct"
 
-    def __init__(self, memory_aware: bool = True, lp_time_limit_s: float = 5.0) -> None:
+    def __init__(self, memory_aware: bool = True, lp_time_limit_s: float = 5.0, guard: bool = True) -> None:
         self.memory_aware = memory_aware
         self.lp_time_limit_s = lp_time_limit_s
+        self.guard = guard
 
     def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
               progress: Progress | None = None) -> Placement:
@@ -271,9 +310,9 @@ class MSct:
         has = child >= 0
         fav_parent[child[has]] = np.flatnonzero(has)
         noise, dev_noise = ls.deterministic_noise()
-        dev, _, finish = ls.run(ls.static_level, noise, dev_noise, select=_k.SELECT_ETF, device=_k.DEVICE_EST,
-                                memory_aware=self.memory_aware, fav_parent=fav_parent)
-        return ls.placement(dev, repair_memory=self.memory_aware, predicted=predicted_makespan(finish))
+        dev = ls.run(ls.static_level, noise, dev_noise, select=_k.SELECT_ETF, device=_k.DEVICE_EST,
+                     memory_aware=self.memory_aware, fav_parent=fav_parent)[0]
+        return ls.placement(dev, repair_memory=self.memory_aware, guard=self.guard)
 
 
 def favourite_children(graph: CompGraph, p: np.ndarray, c: np.ndarray, *, time_limit_s: float = 5.0) -> np.ndarray:

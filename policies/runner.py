@@ -201,7 +201,8 @@ def _place(graph, cluster, placer, seed, budget, params, progress) -> PlaceResul
     seconds = time.perf_counter() - t0
     schedule = Simulator(graph, cluster).run(placement)
     return PlaceResult(placer, placement, schedule,
-                       placement_metrics(graph, cluster, schedule, placement.predicted_makespan_s), seconds, None,
+                       placement_metrics(graph, cluster, schedule, placement.predicted_makespan_s, placement.note),
+                       seconds, None,
                        startup_seconds=startup)
 
 
@@ -261,6 +262,7 @@ def result_row(res: PlaceResult) -> dict[str, Any]:
     return {"placer": res.placer, "makespan_s": m["makespan_s"],
             "predicted_makespan_s": m.get("predicted_makespan_s"),
             "estimate_warning": estimate_warning(m["makespan_s"], m.get("predicted_makespan_s")),
+            "placer_note": m.get("placer_note"),
             "lower_bound_s": m["lower_bound_s"],
             "ratio_to_lower_bound": m.get("ratio_to_lower_bound"),  # None where the lower bound is 0
             "single_device_makespan_s": m.get("single_device_makespan_s"),

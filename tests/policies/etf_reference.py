@@ -5,7 +5,9 @@ per-device heaps; the rules are the kernel's (``policies/_listsched_kernels.py``
 ties by higher priority, lower op noise, then (the same op) lower device noise; an op of a committed unit only on
 its device; m-SCT's favourite child on its parent's device when it can run and (memory-aware) fits there; a device
 without room is skipped; when nothing fits anywhere, the highest-priority ready op goes to the runnable device with
-the most free memory. Memory and data-ready times use the kernel's own helpers, which the heaps do not change.
+the most free memory. Transfers as in the work-conserving mode without contention (an input from another device
+arrives latency + bytes / bandwidth after its producer's end), worked out here; memory uses the kernel's own
+helpers, which the heaps do not change.
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ def etf_schedule(succ_ptr, succ_idx, succ_edge, pred_ptr, pred_idx, pred_edge, e
     rem = succ_ptr[1:] - succ_ptr[:-1]
     copies, drt, need = np.zeros((n, nd)), np.zeros((n, nd)), np.zeros((n, nd))
     ready = [i for i in range(n) if indeg[i] == 0]
-    empty = np.zeros((nd, 0))
     for _ in range(n):
         best = None
         for o in ready:
@@ -69,7 +70,7 @@ def etf_schedule(succ_ptr, succ_idx, succ_edge, pred_ptr, pred_idx, pred_edge, e
             unit_dev[u] = d
             mem[d] += unit_persist[u]
         dev[i] = d
-        start[i] = _k._start_on(i, d, _k.DEVICE_EST, avail, drt, dur, empty, empty, np.zeros(nd, np.int64))
+        start[i] = max(avail[d], drt[i, d])
         finish[i] = start[i] + dur[i, d]
         avail[d] = max(avail[d], finish[i])
         _k._account_memory(i, d, pred_ptr, pred_idx, pred_edge, edge_bytes, dev, copies, rem, mem, out_bytes)
@@ -77,7 +78,12 @@ def etf_schedule(succ_ptr, succ_idx, succ_edge, pred_ptr, pred_idx, pred_edge, e
             s = succ_idx[k]
             indeg[s] -= 1
             if indeg[s] == 0:
-                _k._data_ready(s, pred_ptr, pred_idx, pred_edge, edge_bytes, dev, finish, copies, bw_inv, lat, drt,
-                               need)
+                for dd in range(nd):
+                    for kk in range(pred_ptr[s], pred_ptr[s + 1]):
+                        p, b = pred_idx[kk], edge_bytes[pred_edge[kk]]
+                        pd = dev[p]
+                        arrive = finish[p] if pd == dd else finish[p] + b * bw_inv[pd, dd] + lat[pd, dd]
+                        drt[s, dd] = max(drt[s, dd], arrive)
+                        need[s, dd] += b if pd != dd and copies[p, dd] == 0.0 else 0.0
                 ready.append(s)
     return dev, start, finish

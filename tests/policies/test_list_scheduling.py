@@ -12,6 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine import _plankernels as _p
+from engine import estimator
 from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.generators import random_dag
 from engine.graph import CompGraph
@@ -98,7 +100,19 @@ def test_heft_placement_textbook_example():
     # B: d0 ready 2 + 2 = 4, EFT 6; d1 no gap before 5, EFT 6: tie -> lower index, d0 [4, 6].
     # D: d0 ready max(6, 5 + 3) = 8, EFT 10; d1 ready max(6 + 1, 5) = 7, EFT 8 -> d1.
     g, c = heft_example()
-    assert place("heft", g, c).tolist() == [1, 0, 1, 1]
+    assert place("heft", g, c, guard=False).tolist() == [1, 0, 1, 1]
+
+
+def test_heft_keeps_to_one_device_where_its_own_estimate_says_spreading_does_not_pay():
+    # The textbook schedule above ends at 8 s (D on gpu:1 [7, 8] after B's 1 GB from gpu:0). Everything on the
+    # fast gpu:1 is A 2 + B 1 + C 3 + D 1 = 7 s: the guard returns that (and its own estimate of it), and the
+    # simulator agrees.
+    g, c = heft_example()
+    p = make_placer("heft").place(g, c)
+    assert p.devices.tolist() == [1, 1, 1, 1]
+    assert p.predicted_makespan_s == pytest.approx(7.0) == simulate(g, c, p.devices).makespan
+    ls = ListScheduling(g, c)
+    assert ls.predict(np.array([1, 0, 1, 1])) == pytest.approx(8.0) == simulate(g, c, [1, 0, 1, 1]).makespan
 
 
 def test_heft_inserts_into_an_idle_gap():
@@ -114,10 +128,13 @@ def test_heft_inserts_into_an_idle_gap():
     ls = ListScheduling(g, cluster())
     np.testing.assert_allclose(ls.rank, [10.0, 5.0, 2.0, 1.0])
     noise, dev_noise = ls.deterministic_noise()
-    dev, start, _ = ls.run(ls.rank, noise, dev_noise, select=_k.SELECT_PRIORITY, device=_k.DEVICE_EFT_INSERT)
+    dev, start, _, _ = ls.run(ls.rank, noise, dev_noise, select=_k.SELECT_PRIORITY, device=_k.DEVICE_EFT_INSERT)
     assert dev.tolist() == [0, 1, 1, 1]
     np.testing.assert_allclose(start, [0.0, 5.0, 0.0, 2.0])
-    assert place("heft", g, cluster()).tolist() == [0, 1, 1, 1]
+    assert place("heft", g, cluster(), guard=False).tolist() == [0, 1, 1, 1]
+    # run as a FIFO device runs it: r [0, 2], s [2, 3], q [5, 10]; all on gpu:1 takes 1 + 5 + 2 + 1 = 9 s
+    assert ls.predict(np.array([0, 1, 1, 1])) == pytest.approx(10.0)
+    assert place("heft", g, cluster()).tolist() == [1, 1, 1, 1]
 
 
 def memory_chain() -> tuple[CompGraph, Cluster]:
@@ -241,32 +258,33 @@ def test_m_topo_predicts_its_own_makespan():
     assert p.predicted_makespan_s == pytest.approx(7e-3) == simulate(g, c, p.devices).makespan
 
 
-def test_no_estimate_for_a_placement_the_memory_repair_changed():
-    # everything on gpu:0 (18 GB of weights on a 10 GB device): the post-pass moves units, so the schedule's
-    # estimate is not of the placement returned; three ops a device fit, and keep it
+def test_the_estimate_is_of_the_placement_the_memory_repair_returns():
+    # everything on gpu:0 (18 GB of weights on a 10 GB device): the post-pass moves units, and the estimate is of
+    # the placement that comes out (as the simulator runs it); three ops a device fit, and are kept (7 ms)
     g, c = memory_chain()
     ls = ListScheduling(g, c)
-    moved = ls.placement(np.zeros(6, np.int64), repair_memory=True, predicted=6e-3)
-    assert moved.devices.tolist() != [0] * 6 and moved.predicted_makespan_s is None
-    kept = ls.placement(np.array([0, 0, 0, 1, 1, 1]), repair_memory=True, predicted=7e-3)
-    assert kept.devices.tolist() == [0, 0, 0, 1, 1, 1] and kept.predicted_makespan_s == 7e-3
+    moved = ls.placement(np.zeros(6, np.int64), repair_memory=True)
+    assert moved.devices.tolist() != [0] * 6
+    assert moved.predicted_makespan_s == pytest.approx(simulate(g, c, moved.devices).makespan)
+    kept = ls.placement(np.array([0, 0, 0, 1, 1, 1]), repair_memory=True)
+    assert kept.devices.tolist() == [0, 0, 0, 1, 1, 1] and kept.predicted_makespan_s == pytest.approx(7e-3)
 
 
 def test_critical_path_reports_the_estimate_of_the_run_it_returns():
     # best of 12 runs = the first run that reached the best; runs=j for that j returns the same run (the earlier
     # ones are worse), so both carry the same estimate; runs=1 carries the first run's own
     g, c = random_dag(ops=200, seed=1), PRESETS["p100x4"]()
-    placements = [make_placer("critical-path", runs=r).place(g, c, seed=5) for r in range(1, 13)]
+    placements = [make_placer("critical-path", runs=r, guard=False).place(g, c, seed=5) for r in range(1, 13)]
     best = placements[-1]
     first_best = next(p for p in placements if p == best)
     assert best.predicted_makespan_s == first_best.predicted_makespan_s is not None
     assert len({p.predicted_makespan_s for p in placements}) > 1  # the runs' estimates differ
     ls = ListScheduling(g, c)
     rng = np.random.default_rng(5)
-    dev, _, finish = ls.run(ls.rank, rng.random(g.num_ops), rng.random((g.num_ops, c.num_devices)),
-                            select=_k.SELECT_PRIORITY, device=_k.DEVICE_EST)
-    assert placements[0] == ls.placement(dev, repair_memory=True)
-    assert placements[0].predicted_makespan_s == finish.max()
+    dev = ls.run(ls.rank, rng.random(g.num_ops), rng.random((g.num_ops, c.num_devices)),
+                 select=_k.SELECT_PRIORITY, device=_k.DEVICE_EST)[0]
+    assert placements[0] == ls.placement(dev, repair_memory=True, guard=False)
+    assert placements[0].predicted_makespan_s == pytest.approx(simulate(g, c, placements[0].devices).makespan)
 
 
 @pytest.mark.parametrize("name", ("single-device", "round-robin", "random", "metis"))
@@ -325,8 +343,16 @@ def test_the_etf_kernel_picks_what_a_scan_of_every_ready_pair_picks(case):
             case["temp_bytes"], case["bw_inv"], case["lat"], case["capacity"], case["prio"], case["noise"],
             case["dev_noise"])
     nd = case["dur"].shape[1]
-    got = _k.list_schedule(*csr, *args, _k.SELECT_ETF, _k.DEVICE_EST, case["memory_aware"], case["fav"],
-                           np.full(nd, np.inf), case["out_bytes"])
+    plan = estimator.PlanInputs(  # work-conserving without contention: latency + bytes / bandwidth per edge
+        hold=case["dur"], compute=case["dur"], edge_bytes=g.edge_bytes, edge_given=np.full(g.num_edges, np.nan),
+        out_bytes=case["out_bytes"], out_untimed=np.ones(case["n"], bool), out_given=np.full(case["n"], -1.0),
+        inv_bw=case["bw_inv"], latency=case["lat"], gap=0.0, send=estimator.SEND_EDGE,
+        channel=estimator.CHANNEL_NONE, trailing=False, tie=estimator.TIE_OP)
+    got = _k.list_schedule(_p.Topology(*csr[:6]), plan, _p.transfers(case["n"], g.num_edges, nd), case["op_unit"],
+                           case["unit_dev0"], case["unit_persist"], case["out_bytes"], case["temp_bytes"],
+                           case["capacity"], case["prio"], case["noise"].copy(), case["dev_noise"], _k.SELECT_ETF,
+                           _k.DEVICE_EST, case["memory_aware"], case["fav"], np.full(nd, np.inf), case["out_bytes"],
+                           False)[:3]
     want = etf_schedule(*csr, *args, case["memory_aware"], case["fav"])
     for a, b in zip(got, want, strict=True):
         np.testing.assert_array_equal(a, b)

@@ -109,8 +109,9 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
           runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Train a learned placer (Placeto, the RNN placer or DOPPLER) on one or many graphs.
 
-    Every training ends with its learning-health verdict (policies/rl/core/health.py): entropy and sampled runtime,
-    first vs last window, and the best found vs the best of as many uniformly random placements."""
+    Every training ends with its learning-health verdict (policies/rl/core/health.py): entropy, the greedy placement
+    (runtime at equal exploration) and the weights' movement, first vs last window, and the best found vs the best
+    of as many uniformly random placements."""
     from policies.rl.core.jobs import resume_training, start_training
     from policies.rl.core.reinforce import Budget, StoppingRule
 

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from placelab.reproduce.results_doc import main, results_markdown, write_results
+from placelab.reproduce.results_doc import FINDINGS_HEADING, findings_sections, main, results_markdown, write_results
 
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 BUNDLED = Path(__file__).resolve().parents[2] / "runs"
 DOPPLER = "20261127-152051-reproduce-doppler-table2-7553"
 ABLATIONS = "20261128-081435-reproduce-placeto-ablations-ac9d"
@@ -147,6 +148,48 @@ def test_a_resumed_run_names_the_code_it_went_on_with(store):
     line = next(x for x in results_markdown(store).splitlines() if x.startswith("Created ") and "7baeabf" in x)
     assert f"on code version `{meta['code_version']['git']}`, resumed 2 times (on `73fa769`, `7baeabf`), " \
            "52.7 min in its last part;" in line
+
+
+FINDINGS = """# Findings
+
+Written by hand.
+
+## A baseline
+
+Measured [here](lab/note.md).
+
+```
+## not a heading: inside code
+```
+
+### Its detail
+
+## A rule judged again
+
+Text.
+"""
+
+
+def test_hand_written_findings_beside_the_output_survive_regeneration(store, tmp_path):
+    out = tmp_path / "results.md"
+    assert f"## {FINDINGS_HEADING}" not in write_results(store, out)  # no findings file: no such part
+    (tmp_path / "results-findings.md").write_text(FINDINGS, encoding="utf-8")
+    for _ in range(2):  # written again: the findings are still there, once
+        text = write_results(store, out)
+        tail = text.split(f"\n## {FINDINGS_HEADING}\n")[1]
+        assert text.count(f"## {FINDINGS_HEADING}") == 1 and "Written by hand." not in text
+        # every heading one level down, the title and preamble dropped, code left as it is
+        assert [x for x in tail.splitlines() if x.startswith("#")] == [
+            "### A baseline", "## not a heading: inside code", "#### Its detail", "### A rule judged again"]
+        assert tail.endswith("### A rule judged again\n\nText.\n") and "Measured [here](lab/note.md)." in tail
+    assert text.split(f"\n## {FINDINGS_HEADING}")[0] == results_markdown(store)  # the tables are unchanged
+
+
+def test_the_documents_findings_are_those_of_its_findings_file():
+    """docs/results.md was regenerated after docs/results-findings.md last changed (`make docs-results`)."""
+    sections = findings_sections((DOCS / "results-findings.md").read_text(encoding="utf-8"))
+    assert sections and sections[0].startswith("### ")
+    assert (DOCS / "results.md").read_text(encoding="utf-8").endswith("\n".join(sections).rstrip("\n") + "\n")
 
 
 def test_command_writes_the_file(store, tmp_path, capsys):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import abc
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -55,6 +55,12 @@ class EpisodeStats:
     ``evaluations`` counts the placements simulated (or executed) in the episode;
     ``sampled`` the placements it counts towards a placement budget, in its paper's unit
     (``docs/budgets.md``): one per episode for Placeto, the RNN placer and DOPPLER alike.
+    ``best_source`` says whose placement ``best`` is, for the learning-health check
+    (:mod:`policies.rl.core.health`): ``policy`` (a sample of the policy, or its argmax),
+    ``epsilon`` (an ε-greedy placement with at least one uniformly random choice, or one not told
+    apart from such) or ``greedy`` (the greedy placement an ε-greedy episode also evaluated).
+    ``exploration`` holds the values of the agent's exploration parameters the episode acted with
+    (:attr:`Agent.exploration`: ε), which become learning-curve columns.
     """
 
     key: str
@@ -65,6 +71,8 @@ class EpisodeStats:
     entropy: float
     evaluations: int
     sampled: int = 1
+    best_source: str = "policy"
+    exploration: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -113,7 +121,6 @@ class Agent(abc.ABC):
     do nothing; a placer overrides the ones it needs (DOPPLER overrides all of them).
     """
 
-    name: str
     model: Any  # torch.nn.Module
     config: Any  # the placer's config dataclass (policies.rl.core.config.LearnedConfig)
     #: episodes per parameter update (Placeto: rollouts batched through one GNN call; RNN: K)
@@ -125,6 +132,10 @@ class Agent(abc.ABC):
     #: why the entropy the agent records has no uniform reference to compare with; None: it is the mean
     #: over op groups of the device choice's entropy, compared with ln(feasible devices) (policies.rl.core.health)
     no_uniform_entropy: str | None = None
+    #: the exploration parameters the agent acts with besides its policy (ε-greedy: ``("epsilon",)``): each
+    #: episode's value is a learning-curve column, and the learning-health check compares sampled runtimes
+    #: only at equal values (policies.rl.core.health); none: every placement is a sample of the policy
+    exploration: tuple[str, ...] = ()
 
     @abc.abstractmethod
     def rollout(self, tasks: list[PlacementTask], keys: list[str], rng: np.random.Generator) -> Rollout:

@@ -85,21 +85,19 @@ class TrainOutcome:
 
 
 class _CurveKeepingTrainer(Trainer):
-    """A trainer that also keeps, in memory, the learning-curve columns the learning-health verdict reads —
-    for a training that is not stored (a stored one reads them back from its ``learning_curve.csv``)."""
-
-    COLUMNS = ("episode", "graph", "sampled_runtime", "best_runtime", "entropy", "placements_evaluated")
+    """A trainer that also keeps its learning curve in memory, every column as logged (with the greedy
+    checkpoints'), for the learning-health verdict of a training that is not stored (a stored one reads it back
+    from its ``learning_curve.csv``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.curve: dict[str, list] = {k: [] for k in self.COLUMNS}
+        self.curve: dict[str, list] = {}
 
-    def step(self) -> list[dict[str, Any]]:
-        rows = super().step()
-        for row in rows:
-            for k in self.COLUMNS:
-                self.curve[k].append(row.get(k))
-        return rows
+    def _log(self, rows: list[dict[str, Any]]) -> None:
+        super()._log(rows)
+        for row in rows:  # as logged: with the greedy checkpoint's columns
+            for k, v in row.items():
+                self.curve.setdefault(k, []).append(v)
 
 
 def _default_groups(placer: str, spec: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -162,8 +160,9 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
     rollouts = _workers(placer, agent, tasks, workers, address)  # bad worker options: refused before the run
     run = None
     if store is not None:
-        first = next(iter(tasks.values())).graph
-        graph_name = first.name if len(specs) == 1 else graphs
+        # each single graph by its name, never by its file's path (an upload lives in the app's server folder)
+        graph_name = ",".join(tasks[p].graph.name if p in tasks else p for p in (s.strip() for s in graphs.split(","))
+                              if p)
         run = store.create("train", graph_name=graph_name, graph_hash=graphs_hash([t.graph for t in tasks.values()]),
                            cluster=c.name, placer=placer,
                            parameters={**config.to_dict(), "graphs": graphs, "budget": _budget_doc(budget),
@@ -179,7 +178,7 @@ def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: 
             raise
     trainer = (Trainer if run is not None else _CurveKeepingTrainer)(
         agent, tasks, seed=seed, budget=budget, stopping=stopping, run=run, progress=progress, rollouts=rollouts)
-    return _train_and_finish(trainer, run, reward, seed=seed, max_random=max_random)
+    return _train_and_finish(trainer, run, placer, reward, seed=seed, max_random=max_random)
 
 
 def _reward_kind(config: LearnedConfig, reward: str | None) -> str:
@@ -220,12 +219,12 @@ def _init_weights(agent: Any, placer: str, run: Run) -> str:
     return run.id
 
 
-def _learning_health(trainer: Trainer, run: Run | None, reward: str, seed: int,
+def _learning_health(trainer: Trainer, run: Run | None, placer: str, reward: str, seed: int,
                      max_random: int | None) -> dict[str, Any] | None:
     """The training's learning-health verdict (:mod:`policies.rl.core.health`), from its whole learning curve (a
     stored run's file, so a resumed run counts every episode); None, with a warning, when it cannot be
     computed — it never fails a training."""
-    from policies.rl.core.health import assess
+    from policies.rl.core.training_health import assess
 
     try:
         curve = run.read_table(CURVE) if run is not None and CURVE in run.files() else getattr(trainer, "curve", None)
@@ -236,7 +235,7 @@ def _learning_health(trainer: Trainer, run: Run | None, reward: str, seed: int,
             if trainer.progress is not None:
                 trainer.progress(trainer.episodes, trainer.budget.episodes or 0, message)
 
-        health = assess(curve, trainer.tasks, placer=trainer.agent.name,
+        health = assess(curve, trainer.tasks, placer=placer,
                         num_devices=next(iter(trainer.tasks.values())).num_devices, seed=seed, best=trainer.best,
                         reward=reward, max_random=max_random, progress=note)
         return None if health is None else health.to_dict()
@@ -245,18 +244,18 @@ def _learning_health(trainer: Trainer, run: Run | None, reward: str, seed: int,
         return None
 
 
-def _train_and_finish(trainer: Trainer, run: Run | None, reward: str = "simulated", *, seed: int = 0,
+def _train_and_finish(trainer: Trainer, run: Run | None, placer: str, reward: str = "simulated", *, seed: int = 0,
                       max_random: int | None = None) -> TrainOutcome:
     if run is None:
-        return _train_and_store(trainer, run, reward, seed=seed, max_random=max_random)
+        return _train_and_store(trainer, run, placer, reward, seed=seed, max_random=max_random)
     reserve_space(run)
     try:
-        return _train_and_store(trainer, run, reward, seed=seed, max_random=max_random)
+        return _train_and_store(trainer, run, placer, reward, seed=seed, max_random=max_random)
     finally:
         release_space(run)
 
 
-def _train_and_store(trainer: Trainer, run: Run | None, reward: str, *, seed: int,
+def _train_and_store(trainer: Trainer, run: Run | None, placer: str, reward: str, *, seed: int,
                      max_random: int | None) -> TrainOutcome:
     try:
         with rewards_for(trainer.tasks, reward):
@@ -282,7 +281,7 @@ def _train_and_store(trainer: Trainer, run: Run | None, reward: str, *, seed: in
         raise
     interrupted = False
     try:
-        health = _learning_health(trainer, run, reward, seed, max_random)
+        health = _learning_health(trainer, run, placer, reward, seed, max_random)
     except KeyboardInterrupt:  # while the random search runs: finish the run without the verdict, then stop
         health, interrupted = None, True
     outcome = TrainOutcome(run.id if run else None, trainer.episodes, trainer.placements, trainer.best_makespan(),
@@ -311,7 +310,8 @@ def _store_outcome(trainer: Trainer, run: Run, outcome: TrainOutcome, health: di
         "episodes_per_minute": 60.0 * trainer.episodes / max(trainer.wall, 1e-9),
         "best_by_graph": {k: {"makespan_s": b.makespan, "objective": b.objective, "oom": b.oom,
                               "placements_evaluated": b.placements_evaluated,
-                              "placements_sampled": b.placements_sampled} for k, b in trainer.best.items()},
+                              "placements_sampled": b.placements_sampled, "source": b.source}
+                          for k, b in trainer.best.items()},
     }
     if len(trainer.tasks) == 1:  # a single graph: store its best placement like any placement run
         key, task = next(iter(trainer.tasks.items()))
@@ -371,7 +371,7 @@ def resume_training(store: RunStore, ref: str, *, episodes: int | None = None, s
     except BaseException:
         run.release()
         raise
-    return _train_and_finish(trainer, run, doc.get("reward", "simulated"), seed=int(doc["seed"]),
+    return _train_and_finish(trainer, run, doc["placer"], doc.get("reward", "simulated"), seed=int(doc["seed"]),
                              max_random=max_random)
 
 

@@ -205,8 +205,9 @@ class Budget:
     ``placements`` counts placements *sampled* as the placer's paper counts them
     (``docs/budgets.md``): one per episode for Placeto (Table 1's "placements sampled", whatever
     the intermediate rewards simulate within the episode), the RNN placer (one of Mirhoseini's K
-    samples) and DOPPLER (its episodes). Limits are checked after each update, so the last
-    update may overshoot one by less than its episodes. ``seconds`` looks one update ahead: training
+    samples) and DOPPLER (its episodes). ``episodes`` is never overshot: the trainer's last update
+    collects only the episodes left. The other limits are checked after each update, so the last
+    update may overshoot ``placements`` by less than its episodes. ``seconds`` looks one update ahead: training
     stops when the next update, as long as the last one took, would end past it (issue #35: on a
     12k-op graph one update takes tens of seconds, and checking after it overshot 120 s by 10–47 %).
     """

@@ -24,9 +24,10 @@ failing signal (Mirhoseini §3.1) for the RNN placer.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -161,6 +162,26 @@ class PlacementTask:
             group_start = self._group_minimum(np.nan_to_num(op_start, nan=ms))
         else:
             ms, peak = self.sim.makespan_and_peak(self.expand(group_devices))
+        return self._evaluation(ms, peak, group_start)
+
+    @contextlib.contextmanager
+    def uncounted(self) -> Iterator[None]:
+        """While open, :meth:`evaluate` simulates (even while a training is rewarded by measured runtimes) and
+        its evaluations are not counted: a measurement of the policy, not a placement the training evaluated
+        (the trainer's greedy checkpoints, :mod:`policies.rl.core.trainer`)."""
+        sim, counted = self.sim, self.evaluations
+        if not isinstance(sim, Simulator):
+            self.sim = self._simulator
+        try:
+            yield
+        finally:
+            self.sim, self.evaluations = sim, counted
+
+    @cached_property
+    def _simulator(self) -> Simulator:
+        return Simulator(self.graph, self.cluster)
+
+    def _evaluation(self, ms: float, peak: np.ndarray, group_start: np.ndarray | None = None) -> Evaluation:
         memory = self.cluster.memory
         objective = penalized_runtime(ms, peak, memory, c=self.memory_penalty)
         return Evaluation(objective, ms, float(peak.max()) / GB, bool((peak > memory).any()), group_start)

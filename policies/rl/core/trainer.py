@@ -11,11 +11,25 @@ the entropy weight decay linearly from their initial to their final values over 
 (Placeto App. A.7). Training stops when a budget is used up (episodes, placements
 sampled — counted as each placer's paper counts them, ``docs/budgets.md`` — or wall time),
 when the stopping rule fires (reward within 2 % over a 1000-episode
-window, App. A.7), or when a stop is requested (the file ``stop.request`` in the run).
+window, App. A.7), or when a stop is requested (the file ``stop.request`` in the run). An episode
+budget is never overshot: the last update collects only the episodes left.
 
 Every episode becomes a learning-curve row (CONTRACTS §6) — in the run's
 ``learning_curve.csv`` and as TensorBoard scalars under ``tensorboard/`` — and the run's
-``progress`` field is refreshed about once a second for the app to poll. A checkpoint
+``progress`` field is refreshed about once a second for the app to poll. Besides the contract's
+columns a row holds the agent's exploration parameters (:attr:`~policies.rl.core.agent.Agent.exploration`:
+ε) and, on the rows of a **greedy checkpoint**, what the learning-health check
+(:mod:`policies.rl.core.health`) compares at equal exploration: ``greedy_runtime`` and
+``greedy_objective``, the simulated makespan and objective of the policy's greedy placement
+(argmax at every decision, ε = 0) of the row's graph with the weights after the row's update — on
+the training's first row, the weights it starts from —, and ``weight_change``, the sum over the
+checkpoints so far of how far the weights moved since the previous one (‖θ − θ_prev‖ / ‖θ_prev‖).
+A checkpoint is taken on the first row of a training that starts (not of a resumed one), then
+whenever the episodes pass a multiple of :meth:`Trainer.greedy_every`, and at the last update; it
+is simulated and not counted among the placements evaluated, so it neither feeds the best
+placement nor draws from the training's generator.
+A run whose curve was started before a column existed keeps its header (a resume drops the new
+columns). A checkpoint
 (``checkpoint.pt``: weights, Adam state, baselines, counters, the random generator) is
 written periodically and at the end; resuming from it continues exactly where it stopped.
 Checkpoints are loaded with ``torch.load(weights_only=True)``: no code is unpickled. A checkpoint that
@@ -27,6 +41,7 @@ it is written leaves the previous checkpoint and no temp file.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import time
@@ -43,12 +58,14 @@ from engine.errors import RunError
 from engine.jsonio import atomic_write_bytes
 from engine.runs import Run
 from policies.rl.core.agent import Rollout, backward
+from policies.rl.core.health import window_size
 from policies.rl.core.reinforce import Budget, StoppingRule, linear
 from policies.rl.core.run_files import CHECKPOINT, CURVE, STOP_REQUEST
 from policies.rl.core.task import PlacementTask
 
 __all__ = ["Best", "Trainer", "read_checkpoint"]
 _STATUS_EVERY_S = 1.0
+GREEDY_EVERY = 25  #: episodes between greedy checkpoints when the budget has no episode or placement count
 
 
 def read_checkpoint(path: Path, what: str) -> dict[str, Any]:
@@ -86,6 +103,7 @@ class Best:
     devices: np.ndarray
     placements_evaluated: int  # placements evaluated in the run when it was found
     placements_sampled: int | None = None  # placements sampled (docs/budgets.md) then; None: an older checkpoint
+    source: str | None = "policy"  # whose placement it is (EpisodeStats.best_source); None: an older checkpoint
 
     def beaten_by(self, oom: bool, objective: float) -> bool:
         return (oom, objective) < (self.oom, self.objective)
@@ -118,6 +136,9 @@ class Trainer:
         self.episodes = self.updates = self.placements = self.sampled = 0
         self.wall = 0.0
         self.best: dict[str, Best] = {}
+        self.weight_change = 0.0  # summed over the greedy checkpoints (module docstring)
+        self._weights_at: Any = None  # the weights at the last greedy checkpoint (or when train() began)
+        self._curve_header: list[str] | None = None  # the stored curve's columns, read at the first write
         self.last_rows: list[dict[str, Any]] = []
         self._writer = None
         self._tensorboard = run is not None and tensorboard
@@ -125,8 +146,17 @@ class Trainer:
     # -- one update ------------------------------------------------------------------------
 
     def step(self) -> list[dict[str, Any]]:
-        """One parameter update (collect, then update); returns its learning-curve rows."""
-        return self.update(self.collect())
+        """One parameter update (collect, then update); returns its learning-curve rows. The training's first
+        row holds the greedy checkpoint of the weights it starts from (module docstring)."""
+        rollout = self.collect()
+        start = None
+        if self.episodes == 0 and rollout.episodes:
+            start = self._greedy(rollout.episodes[0].key)
+            self._weights_at = self._weights()
+        rows = self.update(rollout)
+        if start is not None:
+            rows[0].update(greedy_runtime=start.makespan, greedy_objective=start.objective, weight_change=0.0)
+        return rows
 
     def schedule(self) -> tuple[float, float]:
         """The learning rate and entropy weight now (linear decays over the budget, Placeto App. A.7)."""
@@ -143,6 +173,9 @@ class Trainer:
         """The rollout of one update: graphs picked with the trainer's generator, episodes by the agent
         in this process or by the rollout workers (:mod:`policies.rl.core.workers`)."""
         n = self.agent.episodes_per_update
+        left = None if self.budget.episodes is None else self.budget.episodes - self.episodes
+        if left is not None and left > 0:  # the last update: only the episodes left
+            n = min(n, left)
         if self.agent.same_graph_per_update:
             keys = [self.keys[int(self.rng.integers(len(self.keys)))]] * n
         else:
@@ -173,15 +206,52 @@ class Trainer:
             best = self.best.get(st.key)
             if best is None or best.beaten_by(st.best.oom, st.best.objective):
                 best = Best(st.best.objective, st.best.makespan, st.best.oom, st.best_devices.copy(), self.placements,
-                            self.sampled)
+                            self.sampled, st.best_source)
                 self.best[st.key] = best
             rows.append({"episode": self.episodes, "graph": st.key, "sampled_runtime": st.final.makespan,
                          "best_runtime": best.makespan, "objective": st.final.objective, "oom": st.final.oom,
                          "reward": st.reward, "entropy": st.entropy, "learning_rate": lr, "entropy_coef": beta,
                          "placements_evaluated": self.placements, "placements_sampled": self.sampled,
                          "wall_time": 0.0,
+                         **{k: st.exploration.get(k) for k in self.agent.exploration},
+                         "greedy_runtime": None, "greedy_objective": None, "weight_change": None,
                          **self.agent.curve_fields})
         return rows
+
+    # -- greedy checkpoints ------------------------------------------------------------------
+
+    def greedy_every(self) -> int:
+        """Episodes between greedy checkpoints: half a learning-health window of the count budget
+        (:func:`~policies.rl.core.health.window_size`), so that each window holds one or more; without a
+        count budget :data:`GREEDY_EVERY`."""
+        limits = [n for n in (self.budget.episodes, self.budget.placements) if n]
+        return max(window_size(min(limits)) // 2, 1) if limits else GREEDY_EVERY
+
+    def greedy_checkpoint(self, rows: list[dict[str, Any]]) -> None:
+        """Fill the last row's greedy-checkpoint columns (module docstring), unless it holds the starting
+        weights' already: the greedy placement of its graph and the weights' movement since the last one."""
+        row = rows[-1]
+        if row.get("greedy_objective") is not None:
+            return
+        ev = self._greedy(row["graph"])
+        row["greedy_runtime"], row["greedy_objective"] = ev.makespan, ev.objective
+        weights = self._weights()
+        if self._weights_at is not None:
+            size = float(self._weights_at.norm())
+            self.weight_change += float((weights - self._weights_at).norm()) / size if size > 0 else 0.0
+        self._weights_at = weights
+        row["weight_change"] = self.weight_change
+
+    def _greedy(self, key: str) -> Any:
+        """The evaluation of the policy's greedy placement of graph ``key``: simulated, not counted
+        (:meth:`~policies.rl.core.task.PlacementTask.uncounted`), with a generator of its own."""
+        task = self.tasks[key]
+        with torch.no_grad(), task.uncounted():
+            return task.evaluate(self.agent.place(task, np.random.default_rng(0), greedy=True))
+
+    def _weights(self) -> torch.Tensor:
+        with torch.no_grad():
+            return torch.nn.utils.parameters_to_vector(self.agent.model.parameters()).detach().clone()
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -191,8 +261,12 @@ class Trainer:
         wall0 = self.wall
         last_status = last_ckpt = 0.0
         reason = self.exhausted()
+        every = self.greedy_every()
+        if self._weights_at is None:
+            self._weights_at = self._weights()
         while reason is None:
             before = time.perf_counter()
+            done = self.episodes
             rows = self.step()
             took = time.perf_counter() - before
             self.wall = wall0 + time.perf_counter() - t0
@@ -200,8 +274,10 @@ class Trainer:
             for row in rows:
                 row["wall_time"] = self.wall
                 converged = self.stopping.add(row["objective"]) or converged
-            self._log(rows)
             reason = "converged" if converged else self._stop_requested() or self.exhausted(next_update_s=took)
+            if rows and (reason is not None or self.episodes // every > done // every):
+                self.greedy_checkpoint(rows)
+            self._log(rows)
             now = time.perf_counter()
             if self.progress is not None:
                 total = self.budget.episodes or 0
@@ -277,12 +353,32 @@ class Trainer:
     def _log(self, rows: list[dict[str, Any]]) -> None:
         self.last_rows = rows
         if self.run is not None:
-            self.run.append_rows(CURVE, rows)
+            self.run.append_rows(CURVE, self._stored_columns(rows))
         if rows and self._tensorboard:
             writer = self._tensorboard_writer(int(rows[0]["episode"]))
+            names = ("sampled_runtime", "best_runtime", "objective", "reward", "entropy", "learning_rate",
+                     *self.agent.exploration, "greedy_runtime")
             for row in rows:
-                for name in ("sampled_runtime", "best_runtime", "objective", "reward", "entropy", "learning_rate"):
-                    writer.add_scalar(f"train/{name}", row[name], row["episode"])
+                for name in names:
+                    if row.get(name) is not None:
+                        writer.add_scalar(f"train/{name}", row[name], row["episode"])
+
+    def _stored_columns(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``rows`` with the columns of the run's stored curve: a curve started before a column existed (a
+        resumed old run) keeps its header; a new one takes the rows' columns."""
+        if not rows:
+            return rows
+        if self._curve_header is None:
+            path = self.run.path / CURVE
+            stored = None
+            if path.is_file() and path.stat().st_size > 0:
+                with path.open(newline="", encoding="utf-8") as f:
+                    stored = next(csv.reader(f), None)
+            self._curve_header = stored or list(rows[0])
+        header = self._curve_header
+        if set(header) == set(rows[0]):
+            return rows
+        return [{k: row.get(k) for k in header} for row in rows]
 
     # -- checkpoints -------------------------------------------------------------------------
 
@@ -292,10 +388,10 @@ class Trainer:
             "episodes": self.episodes, "updates": self.updates, "placements": self.placements,
             "sampled": self.sampled, "wall": self.wall,
             "rng": self.rng.bit_generator.state, "agent": self.agent.state_dict(),
-            "stopping": self.stopping.state_dict(),
+            "stopping": self.stopping.state_dict(), "weight_change": self.weight_change,
             "best": {k: {"objective": b.objective, "makespan": b.makespan, "oom": b.oom,
                          "devices": b.devices.tolist(), "placements_evaluated": b.placements_evaluated,
-                         "placements_sampled": b.placements_sampled}
+                         "placements_sampled": b.placements_sampled, "source": b.source}
                      for k, b in self.best.items()},
         }
         buf = io.BytesIO()  # serialized in memory, then one atomic write: a failure leaves no temp file
@@ -324,8 +420,10 @@ class Trainer:
             self.agent.load_state_dict(state["agent"])
             self.stopping.load_state_dict(state["stopping"])
             self.best = {k: Best(b["objective"], b["makespan"], b["oom"], np.asarray(b["devices"], dtype=np.int64),
-                                 b["placements_evaluated"], b.get("placements_sampled"))
+                                 b["placements_evaluated"], b.get("placements_sampled"), b.get("source"))
                          for k, b in state["best"].items()}
+            self.weight_change = float(state.get("weight_change", 0.0))
+            self._weights_at = None  # measured again from these weights
         except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError) as exc:
             detail = f"no {exc}" if isinstance(exc, KeyError) else type(exc).__name__
             raise RunError(f"{what} does not fit the run's policy.json (damaged, or from another configuration: "

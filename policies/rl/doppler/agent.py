@@ -11,8 +11,9 @@ Acting (eq. 4, 8): ε-greedy on each policy — the argmax with probability 1 �
 candidate (device); ε decays linearly from ``epsilon`` to ``epsilon_final`` over
 ``decay_episodes`` episodes (§6.1: 0.2 → 0; None: over the training's episode budget, over which
 the learning rate goes from ``lr`` to ``lr_final`` — the trainer calls
-:meth:`DopplerAgent.fit_budget`). The policy gradient uses the softmax policies'
-log-probabilities of the actions taken, as the paper's eq. 10 does.
+:meth:`DopplerAgent.fit_budget`). Each episode's ε is the learning curve's ``epsilon`` column. The
+policy gradient uses the softmax policies' log-probabilities of the actions taken, as the paper's
+eq. 10 does.
 
 Stages (§5, ``stage``):
 
@@ -21,9 +22,9 @@ Stages (§5, ``stage``):
   choices in the states the learner visits. Teacher: SEL → the candidates with the largest
   b-level; PLC → the devices where v starts earliest under the running list-scheduling
   estimate (:class:`~policies.rl.doppler.features.EstimatedSchedule`). Ties are kept as a
-  set: the target is ``log Σ_{a ∈ targets} π(a)``. With ``handoff`` (ours) the stage ends with
-  the last weights whose greedy placement reached the teacher's makespan, which Stage II then
-  starts from (``--init-from``); §5 gives no end criterion.
+  set: the target is ``log Σ_{a ∈ targets} π(a)`` (the authors' code: ``Σ log π(a)``, below). With
+  ``handoff`` (ours) the stage ends with the last weights whose greedy placement reached the teacher's
+  makespan, which Stage II then starts from (``--init-from``); §5 gives no end criterion.
 * ``sim`` (Stage II, eq. 10): REINFORCE with the terminal reward ``−makespan`` less the
   running mean of all previous episodes' makespans on that graph (§4.1), in milliseconds
   (``reward_unit_s``: the authors' simulator's unit), plus the entropy bonus; Adam at the constant
@@ -53,13 +54,31 @@ clipping (``clip_grad = 0``; the code calls ``backward()`` then ``step()``,
 ``scheduler/rl_agent.py:15, 26, 99, 107``).
 
 Deviations from the authors' published code (not from the paper): the b- and t-level paths'
-embeddings are summed over the right ops (the code indexes them in the wrong order); teacher
-ties are all targets (the code's random tie-break can pick an op that is not a largest
-b-level). Per-step losses are averaged over the episode's steps (ours), so graphs of different
-sizes weigh alike. Also ours (``greedy_search``): every ε-greedy episode also evaluates the
-greedy placement of the same network outputs, so the best placement found counts the argmax
-policy (one more simulation per episode; the update still learns from the sampled episode
-only). With rollout workers ε is constant within one update (:meth:`DopplerAgent.merge`).
+embeddings are summed over the right ops (the code indexes them in the wrong order); the teacher's
+walk takes a largest-b-level op (the code's random tie-break indexes the candidates instead of the
+tied ones, ``scheduler/rl_agent.py:313-317``). Per-step losses are averaged over the episode's steps
+(ours), so graphs of different sizes weigh alike. Also ours (``greedy_search``): every ε-greedy episode
+also evaluates the greedy placement of the same network outputs, so the best placement found counts the
+argmax policy (one more simulation per episode; the update still learns from the sampled episode only).
+With rollout workers ε is constant within one update (:meth:`DopplerAgent.merge`).
+
+Also unlike the authors' code, not measured (docs/reference/deviations.md):
+
+* every step gets the episode's advantage A (eq. 10); the code puts A on the last step, the others'
+  rewards being 0, and discounts it backwards with γ = 0.99 (``scheduler/rl_agent.py:334, 352-356``;
+  ``run_placement.py:364-372``; ``env/env.py:57-62``), so the first op of a 112-op graph gets a third;
+* Stage II's entropy weight is §6.1's 1e-2; the code's Stage II config sets 0
+  (``config_files/run_doppler/rl_simulation_learning.json:10``);
+* Stage I's loss has no entropy term; the code's Stage I config weights it 0.001
+  (``config_files/run_doppler/imitation_learning.json:10``);
+* the running mean is over the previous episodes (§4.1); the code adds the current makespan first
+  (``run_placement.py:365-366``), which scales the (n+1)-th episode's advantage by n/(n+1);
+* tied teacher choices T give one target ``log Σ_{a∈T} π(a)``; the code sums ``log π(a)`` over T
+  (``scheduler/rl_agent.py:262-265, 302-305``);
+* LeakyReLU's slope is PyTorch's 0.01, in the heads only; the code's is 0.1, also after the MPNN and
+  the feature projections (``scheduler/rl_agent.py:48, 124``);
+* the code's configs run 2,000 episodes per stage (``imitation_learning.json:3``,
+  ``rl_simulation_learning.json:3``); the benchmark runs §6.1's 4k / 8k in Stage II.
 """
 
 from __future__ import annotations
@@ -112,11 +131,11 @@ class _Prepared:
 class DopplerAgent(StagedEpsilon, Agent):
     """DOPPLER's policies, ASSIGN rollouts and the Stage I/II/III updates (see the module docstring)."""
 
-    name = "doppler"
     same_graph_per_update = False
     network_sizes = ("hidden", "edge_hidden", "head")  # the config fields that set the weights' shapes
     no_uniform_entropy = ("DOPPLER's entropy adds its op-selection policy's, whose uniform value depends on the "
                           "candidates")
+    exploration = ("epsilon",)
 
     def __init__(self, num_devices: int, config: DopplerConfig | None = None, *, seed: int = 0,
                  tasks: Sequence[PlacementTask] = ()) -> None:
@@ -204,19 +223,24 @@ class DopplerAgent(StagedEpsilon, Agent):
             group_dev = p.group_devices(ep)
             ev = task.evaluate(group_dev)
             best, best_dev, evaluations = ev, group_dev, 1
+            # whose placement the best is: ε = 0 or equal to the greedy one, the policy's; else ε's (without
+            # greedy_search an ε-greedy episode is not compared with the greedy one: counted as ε's)
+            source = "policy" if eps == 0 else "epsilon"
             greedy_ev = ev if eps == 0 else None
             if self.config.greedy_search and eps > 0:
                 greedy = p.group_devices(self._assign(p, scores, hz, rng, 0.0, record=False))
                 greedy_ev = ev
-                if not np.array_equal(greedy, group_dev):
+                if np.array_equal(greedy, group_dev):
+                    source = "policy"
+                else:
                     greedy_ev = gev = task.evaluate(greedy)
                     evaluations = 2
                     if (gev.oom, gev.objective) < (ev.oom, ev.objective):
-                        best, best_dev = gev, greedy
+                        best, best_dev, source = gev, greedy, "greedy"
             reached = reached and greedy_ev is not None and not greedy_ev.oom \
                 and greedy_ev.makespan <= p.teacher_makespan * (1 + 1e-9)
             stats.append(EpisodeStats(key, ev, best, best_dev, -ev.makespan / self.config.reward_unit_s, 0.0,
-                                      evaluations))
+                                      evaluations, best_source=source, exploration={"epsilon": eps}))
             samples.append((key, ep, ev.makespan))
         if reached:  # these weights (the update comes after the rollout) reached the teacher
             self.handoff_weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}

@@ -23,6 +23,10 @@ PLC (eq. 5–8), per device d for the selected op v:
 ``h_{v,d} = [Y[d] ‖ H[v] ‖ Z[v] ‖ Σ_{u placed on d} H[u]]``, Y = W_y X_D,
 ``H'_D = LeakyReLU(W₁ H_D + b₁)``, ``Q_D = softmax(W₂ H'_D + b₂)`` over the devices (512 → 64 → 1).
 
+LeakyReLU has PyTorch's slope 0.01 and is applied in the heads only; the authors' code uses 0.1 and also
+applies it to the MPNN's output and to the feature projections (xinyuyao/Doppler@87dda0d
+``scheduler/rl_agent.py:48, 53-60, 124, 128-130, 139``).
+
 Each policy has its own MPNN; each runs once per episode (§4.3, App. G.3).
 """
 

@@ -2,12 +2,13 @@
 run as the DOPPLER authors ran it as a baseline (Yao et al. 2025, §6.1; github.com/xinyuyao/Doppler
 at 87dda0d: ``scheduler/gdp_agent.py``, ``run_placement.py``, ``config_files/run_gdp/``).
 
-What each part comes from: **[GDP]** the GDP paper; **[DOPPLER]** the DOPPLER paper's description of
-how it ran GDP; **[code]** the DOPPLER authors' GDP code; **[ours]** neither.
+What each part comes from: **[GDP]** the GDP paper's abstract (its text beyond the abstract could not be
+read, so no section of it is cited: docs/guide/learned-placers.md, "Sources"); **[DOPPLER]** the DOPPLER
+paper's description of how it ran GDP; **[code]** the DOPPLER authors' GDP code; **[ours]** none of these.
 
-Policy [GDP §3]: one pass of the network (:mod:`policies.rl.gdp.net`: GraphSAGE embedding, §3.2;
-attention placement network with segment-level recurrence, §3.3; parameter superposition, §3.4;
-sizes from the authors' code)
+Policy [GDP: attention over a graph neural network; code: its layers and sizes]: one pass of the network
+(:mod:`policies.rl.gdp.net`: GraphSAGE embedding and attention placement network with segment-level
+recurrence, ``gdp_agent.py:17-151``; parameter superposition [GDP names it; its form ours])
 gives every op group its device distribution at once, independently of the others' choices::
 
     π_θ(D | G) = Π_v softmax(logits_θ(G)_v)[d_v]          (infeasible devices masked)
@@ -15,7 +16,9 @@ gives every op group its device distribution at once, independently of the other
 Acting [DOPPLER §6.1, code ``gdp_agent.py:189-196``]: ε-greedy per op group — the argmax device, a
 uniform feasible one with probability ε; ε decays linearly from ``epsilon`` = 0.2 to
 ``epsilon_final`` = 0 over ``decay_episodes`` (None: the training's episode budget, the
-trainer calls :meth:`GdpAgent.fit_budget`). ``acting=sample`` [GDP] samples every device from π_θ.
+trainer calls :meth:`GdpAgent.fit_budget`). ``acting=sample`` [ours] samples every device from π_θ.
+Each episode's ε is the learning curve's ``epsilon`` column (0 with ``acting=sample``), and a placement
+that a uniform choice changed is marked as exploration's, not the policy's (:mod:`policies.rl.core.health`).
 The placement is simulated once per episode; the curve's entropy is the mean over op groups of
 the device choice's entropy, so the learning-health check compares it with the uniform policy's.
 
@@ -23,8 +26,8 @@ Reward and advantage [code ``run_placement.py:243-250``; DOPPLER §4.1]: the run
 graph's previous makespans less this episode's makespan, in milliseconds (``reward_unit_s``),
 the same advantage for every op group of the episode.
 
-Update, Stage II (``stage=sim``) [GDP §3.1: PPO; Schulman et al. 2017]: per episode i and op group v,
-``r_iv = π_θ(d_iv) / π_old(d_iv)`` with π_old the policy that chose d_iv, and the loss::
+Update, Stage II (``stage=sim``) [ours: PPO, Schulman et al. 2017, our reading of GDP]: per episode i
+and op group v, ``r_iv = π_θ(d_iv) / π_old(d_iv)`` with π_old the policy that chose d_iv, and the loss::
 
     L = −(1/W) Σ_batches (1/|batch|) Σ_i [ mean_v min(r_iv A_i, clip(r_iv, 1 − c, 1 + c) A_i) + β mean_v H(π_θ(·|v)) ]
 
@@ -46,14 +49,15 @@ Deviations (numbered as in ``docs/guide/learned-placers.md``):
    and is not checkpointed: a resumed training, or a restarted worker, starts it afresh.
 2. REINFORCE vs PPO: the authors' GDP code updates with the plain policy gradient of the ε-greedy
    actions' log-probabilities (``gdp_agent.py:199, 237-247``); we keep its ε-greedy acting and
-   add GDP's PPO (``ppo_epochs=1`` is their update). With ε-greedy acting π_old is the softmax
+   add PPO (``ppo_epochs=1`` is their update). With ε-greedy acting π_old is the softmax
    policy, not the behaviour policy, as in their log-probabilities (``old_prob=behaviour`` divides by
    the ε-greedy choice's own probability instead).
-3. Every op group gets the episode's advantage [GDP: one reward per placement]; the authors' code
-   discounts it backwards over the node sequence with γ = 0.99 (``gdp_agent.py:219, 229-234``), so
-   its first nodes learn from ~0.33 of it on a 112-node graph.
+3. Every op group gets the episode's advantage [ours: one reward per placement, as DOPPLER eq. 10]; the
+   authors' code discounts it backwards over the node sequence with γ = 0.99 (``gdp_agent.py:219,
+   229-234``), so its first nodes learn from ~0.33 of it on a 112-node graph.
 4. The advantage's running mean is over the previous episodes (DOPPLER §4.1); the authors' code
-   includes the current one (``run_placement.py:243-244``).
+   includes the current one (``run_placement.py:243-244``), which scales the (n+1)-th episode's
+   advantage by n/(n+1).
 5. Node features [ours]: op types hashed into embedding rows, z-scored compute, output bytes,
    degrees and order position, and no node ids (:mod:`policies.rl.gdp.features`); the authors'
    code feeds raw op-type one-hots, its successors' summed compute as the output shape and its
@@ -65,7 +69,7 @@ Deviations (numbered as in ``docs/guide/learned-placers.md``):
    in the placement order is added to the embeddings [ours, ``positions``; Transformer-XL encodes
    relative positions, the authors' code none]: without it the shards of a chainmm layer, alike in
    every feature, get alike logits.
-8. Superposition (GDP §3.4) is on by default; the authors' GDP has none.
+8. Superposition (named in GDP's abstract; its form ours) is on by default; the authors' GDP has none.
 9. The entropy is the policy's (the authors' code takes a softmax of the probabilities again,
    ``gdp_agent.py:201``); β = 1e-2 as DOPPLER §6.1 states, where the authors' GDP config has 0.
 10. Stage I imitates the critical-path teacher [ours]: the authors' GDP code ignores its imitation
@@ -116,10 +120,10 @@ class _Prepared:
 class GdpAgent(StagedEpsilon, Agent):
     """GDP's policy, its ε-greedy rollouts and its Stage I / Stage II updates (see the module docstring)."""
 
-    name = "gdp"
     same_graph_per_update = False
     network_sizes = ("hidden", "sage_layers", "layers", "type_buckets", "superposition")
     no_uniform_entropy = None  # the mean per-group device-choice entropy: compared with ln(feasible devices)
+    exploration = ("epsilon",)
 
     def __init__(self, num_devices: int, config: GdpConfig | None = None, *, seed: int = 0,
                  tasks: Sequence[PlacementTask] = ()) -> None:
@@ -186,12 +190,15 @@ class GdpAgent(StagedEpsilon, Agent):
                 logp = self._log_probs(task).numpy().astype(np.float64)
             p = np.exp(logp)
             entropy = float(-(p * np.where(p > 0, logp, 0.0)).sum(axis=1).mean())
-            eps = self.epsilon()
+            eps = self.epsilon() if self.config.acting == "epsilon-greedy" else 0.0
             devices = self._act(logp, rng, eps, task.feasible)
             self.episodes += 1
             ev = task.evaluate(devices)
             chosen = self._old_log_probs(logp, devices, eps, task.feasible)
-            stats.append(EpisodeStats(key, ev, ev, devices, -ev.makespan / self.config.reward_unit_s, entropy, 1))
+            # a sample of π is the policy's own; an ε-greedy placement is, when no uniform choice changed it
+            own = self.config.acting == "sample" or np.array_equal(devices, np.argmax(logp, axis=1))
+            stats.append(EpisodeStats(key, ev, ev, devices, -ev.makespan / self.config.reward_unit_s, entropy, 1,
+                                      best_source="policy" if own else "epsilon", exploration={"epsilon": eps}))
             samples.append((key, devices, chosen, ev.makespan))
         return Rollout(stats, samples)
 

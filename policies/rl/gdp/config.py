@@ -1,9 +1,10 @@
 """GDP (Zhou et al. 2019): its hyper-parameters, each with the source of its default (torch-free).
 
-Sources: the GDP paper (arXiv 1910.01578, "GDP §N"); the DOPPLER paper, which ran GDP as a baseline
-("DOPPLER §6.1"); and the DOPPLER authors' GDP code and configs (github.com/xinyuyao/Doppler at
-87dda0d: ``scheduler/gdp_agent.py``, ``run_placement.py``, ``config_files/run_gdp/*.json``), which
-give the network sizes the GDP paper's text does not.
+Sources: the DOPPLER paper, which ran GDP as a baseline ("DOPPLER §6.1"), and the DOPPLER authors' GDP
+code and configs (github.com/xinyuyao/Doppler at 87dda0d: ``scheduler/gdp_agent.py``, ``run_placement.py``,
+``config_files/run_gdp/*.json``), which give the network and its sizes. The GDP paper (arXiv 1910.01578)
+could not be read beyond its abstract, so none of its sections is cited (docs/guide/learned-placers.md,
+"Sources").
 """
 
 from __future__ import annotations
@@ -34,37 +35,39 @@ class GdpConfig(LearnedConfig):
                        f"DOPPLER §5 and §6.1 (GDP run like DOPPLER: {_CODE} config_files/run_gdp/"
                        "imitation_learning.json, rl_simulation_learning.json)", choices=STAGES)
     hidden: int = param(64, "width of the GraphSAGE embeddings and of the attention layers",
-                        f"{_CODE} scheduler/gdp_agent.py:164 (hidden_dim=64; GDP §3 gives no width)",
+                        f"{_CODE} scheduler/gdp_agent.py:164 (hidden_dim=64)",
                         low=1, high=MAX_NET_WIDTH)
     sage_layers: int = param(1, "GraphSAGE layers (max-pool aggregation over predecessors and successors)",
-                             f"GDP §3.2; {_CODE} scheduler/gdp_agent.py:47-64 runs one layer", low=1,
+                             f"{_CODE} scheduler/gdp_agent.py:47-64 runs one layer", low=1,
                              high=MAX_NET_DEPTH)
     layers: int = param(1, "attention layers of the placement network (each: attention, residual, norm, "
                         "feed-forward 4×hidden, residual, norm)",
-                        f"GDP §3.3; {_CODE} scheduler/gdp_agent.py:87-100 builds one", low=1, high=MAX_NET_DEPTH)
+                        f"{_CODE} scheduler/gdp_agent.py:87-100 builds one", low=1, high=MAX_NET_DEPTH)
     heads: int = param(4, "attention heads (must divide hidden)", f"{_CODE} scheduler/gdp_agent.py:165",
                        low=1, high=MAX_NET_WIDTH)
     segment: int = param(8, "segment length of the segment-level recurrence (each segment attends to itself and "
                          "to the previous one's states, without gradient)",
-                         f"GDP §3.3 (Transformer-XL); {_CODE} scheduler/gdp_agent.py:115, 166 (mem_length=8)",
+                         f"Transformer-XL's segment memory, as {_CODE} scheduler/gdp_agent.py:115, 166 builds it "
+                         "(mem_length=8)",
                          low=1, high=MAX_NET_WIDTH)
     positions: bool = param(True, "add a sinusoidal encoding of each group's position in the placement order to "
                             "its embedding (Vaswani et al. 2017)",
-                            "ours: GDP §3.3 follows Transformer-XL, which encodes (relative) positions; the authors' "
+                            "ours: Transformer-XL, which the authors' GDP follows, encodes (relative) positions; their "
                             f"code has none ({_CODE} scheduler/gdp_agent.py:103-151), and without one the shards of a "
                             "chainmm layer, alike in every feature, get alike logits (docs/lab/2026-11-26-gdp.md)")
     type_buckets: int = param(64, "op-type embedding rows; a type's name is hashed into one (no vocabulary: a "
                               "graph never seen places as it is)",
-                              "ours: GDP §3.2 embeds the op type; the DOPPLER authors' graphs have 8 types "
-                              f"({_CODE} utils.py:60)", low=1, high=MAX_NET_WIDTH)
+                              "ours: the DOPPLER authors' GDP one-hot-encodes the op type, over the 8 types of their "
+                              f"graphs ({_CODE} utils.py:60)", low=1, high=MAX_NET_WIDTH)
     superposition: bool = param(True, "GDP's parameter superposition: every placement layer's input is "
                                 "multiplied by a learned function of the graph's mean embedding",
-                                "GDP §3.4 (batch training over graphs); the DOPPLER authors' GDP has none, "
-                                f"it trains one graph ({_CODE} scheduler/gdp_agent.py:68-151)")
+                                "ours in form: GDP's abstract names a superposition network for training over "
+                                "graphs; the DOPPLER authors' GDP has none, it trains one graph "
+                                f"({_CODE} scheduler/gdp_agent.py:68-151)")
     acting: str = param("epsilon-greedy", "epsilon-greedy: each op's argmax device, a uniform one with "
                         "probability ε; sample: each op's device sampled from the policy",
                         f"DOPPLER §6.1 (ε 0.2 → 0 for DOPPLER and GDP); {_CODE} scheduler/gdp_agent.py:189-196. "
-                        "GDP §3 samples from the policy (acting=sample)", choices=ACTING)
+                        "acting=sample samples from the policy", choices=ACTING)
     baseline_window: int = param(0, "episodes the advantage's baseline averages (0: all previous ones)",
                                  "DOPPLER §4.1 and the authors' GDP: the running mean of all previous makespans; "
                                  "a window is ours, an option", low=0, high=100_000)
@@ -91,11 +94,11 @@ class GdpConfig(LearnedConfig):
                        high=MAX_BATCH)
     ppo_epochs: int = param(4, "PPO sample reuse: each update's loss is the clipped surrogate of its own episodes "
                             "and of the previous ppo_epochs − 1 updates' (1: the plain policy gradient)",
-                            "ours: GDP §3.1 trains with PPO, whose epochs per batch are 3–10 in Schulman et al. "
-                            "2017 §6; the authors' GDP code updates once per episode (REINFORCE)", low=1, high=64)
+                            "ours: PPO (our reading of GDP, unchecked against its text), whose epochs per batch are "
+                            "3–10 in Schulman et al. 2017 §6; the authors' GDP code updates once per episode "
+                            "(REINFORCE)", low=1, high=64)
     ppo_clip: float = param(0.2, "PPO's clip ε of the probability ratio",
-                            "ours: Schulman et al. 2017 §6 (ε = 0.2, their best); GDP §3.1 names PPO", low=0.0,
-                            high=1.0)
+                            "ours: Schulman et al. 2017 §6 (ε = 0.2, their best)", low=0.0, high=1.0)
     lr: float = param(1e-4, "Adam learning rate, decayed linearly to lr_final (equal by default: constant)",
                       f"DOPPLER §6.1 (initial value for GDP); {_CODE} config_files/run_gdp/"
                       "rl_simulation_learning.json:4", low=1e-12)

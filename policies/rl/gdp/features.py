@@ -1,9 +1,9 @@
 """GDP's inputs for one placement task (numpy, torch-free): per op group its op types, four z-scored
 numbers and its place in the placement order, and the graph's neighbourhoods.
 
-GDP §3.2 describes a node by its op type, its output shape and its adjacency (the DOPPLER
-authors' GDP: an op-type one-hot, the summed compute of its successors as the "output shape", and
-its predecessors' ids, ``utils.py:52-83`` at 87dda0d). Ours, per op group:
+Mirhoseini et al. §3.2 describe an op by its type, its output shape and its adjacency; the DOPPLER
+authors' GDP feeds an op-type one-hot, the summed compute of its successors as the "output shape", and
+its predecessors' ids (``utils.py:52-83`` at 87dda0d). Ours, per op group:
 
 * **op types**: every member op's type name hashed into ``type_buckets`` rows (CRC-32), averaged
   by the network's embedding bag — a graph never seen needs no vocabulary;

@@ -1,7 +1,9 @@
-"""GDP's policy network (Zhou et al. 2019, §3.2–3.4): a GraphSAGE graph embedding and an attention
+"""GDP's policy network (Zhou et al. 2019) as the DOPPLER authors built it (``scheduler/gdp_agent.py`` at
+87dda0d; the GDP paper could not be read beyond its abstract): a GraphSAGE graph embedding and an attention
 placement network with segment-level recurrence that gives every op group its device logits at once.
 
-Graph embedding (GDP §3.2, GraphSAGE's max-pool aggregator), ``sage_layers`` layers::
+Graph embedding (the authors' ``GraphSAGEEncoder``, ``gdp_agent.py:17-65``: GraphSAGE's max-pool
+aggregator), ``sage_layers`` layers::
 
     h⁰_v = W_in x_v,   x_v = [mean of v's op-type embeddings ‖ v's z-scored numbers]
     h_N(v) = max_{u ∈ N(v)} σ(W^l h^l_u + b^l)            (0 where v has no neighbour)
@@ -9,10 +11,10 @@ Graph embedding (GDP §3.2, GraphSAGE's max-pool aggregator), ``sage_layers`` la
 
 N(v): v's predecessors and successors; σ: the sigmoid (the DOPPLER authors' ``gdp_agent.py:39``).
 
-Placement network (GDP §3.3, Transformer-XL's segment-level recurrence): the embeddings in the
-placement order are cut into segments of ``segment`` groups; in each of ``layers`` layers a segment
-attends to itself and to the previous segment's input to that layer, held without gradient
-(Transformer-XL's stop-gradient memory)::
+Placement network (the authors' ``TransformerXLPolicy``, ``gdp_agent.py:68-151``: Transformer-XL's
+segment-level recurrence): the embeddings in the placement order are cut into segments of ``segment``
+groups; in each of ``layers`` layers a segment attends to itself and to the previous segment's input to
+that layer, held without gradient (Transformer-XL's stop-gradient memory)::
 
     a = MultiHeadAttention(q = s, k = v = [sg(s_prev) ‖ s])
     s' = LayerNorm(s + a);   s'' = LayerNorm(s' + W₂ ReLU(W₁ s' + b₁) + b₂)      (W₁: hidden → 4·hidden)
@@ -20,9 +22,10 @@ attends to itself and to the previous segment's input to that layer, held withou
 Because the memory is the previous segment's *input* to the layer, all segments of a layer are
 computed in one batched call. Logits: ``W_out s_L`` (one per device), infeasible devices masked.
 
-Parameter superposition (GDP §3.4, ``superposition``): the input of every placement layer and of
-the output layer is multiplied elementwise by ``c_l(ḡ)``, a linear function of the graph's mean
-embedding ḡ (initialised to 1: the identity).
+Parameter superposition (``superposition``; GDP's abstract names a superposition network, this form is
+ours, the authors' code has none): the input of every placement layer and of the output layer is
+multiplied elementwise by ``c_l(ḡ)``, a linear function of the graph's mean embedding ḡ (initialised
+to 1: the identity).
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ def sinusoid(n: int, width: int) -> torch.Tensor:
 
 
 class GraphSage(nn.Module):
-    """GDP §3.2: input projection, then ``layers`` max-pool GraphSAGE layers."""
+    """Input projection, then ``layers`` max-pool GraphSAGE layers (``gdp_agent.py:17-65``)."""
 
     def __init__(self, in_dim: int, hidden: int, layers: int) -> None:
         super().__init__()
@@ -74,7 +77,7 @@ class GraphSage(nn.Module):
 
 
 class SegmentAttention(nn.Module):
-    """One placement layer (GDP §3.3): segment attention over [previous segment ‖ segment], post-norm."""
+    """One placement layer (``gdp_agent.py:87-100``): attention over [previous segment ‖ segment], post-norm."""
 
     def __init__(self, hidden: int, heads: int) -> None:
         super().__init__()

@@ -22,15 +22,18 @@ Rewards (§2.1, App. A.4, A.7), with R the memory-penalised runtime of :mod:`eng
 * terminal: ``r_T = −R(p_T) / L``, zero before
 
 Returns and advantages (App. A.1 Eq. 1, A.7 "Baselines"): ``G_t = Σ_{t'≥t} γ^{t'−t} r_t'`` and
-``A_t = G_t − b_t``, with ``b_t`` the mean of ``G_t`` over the last k = 10 episodes of the graph
-(``progressive_placer.py:549-564``; k = 10: ``hyperparameters.txt:7``).
+``A_t = G_t − b_t``, with ``b_t`` the mean of ``G_t`` over the last k = 10 episodes of the graph recorded
+before this update (``progressive_placer.py:549-564``; k = 10: ``hyperparameters.txt:7``; a graph's first
+update uses its own episodes' mean). The authors append the update's own returns before averaging
+(``progressive_placer.py:242-248``), and their window defaults to 1,000 (``progressive_placer_test.py:175``).
 
 Loss, over the S = ``batch`` episodes of an update (T_i steps each, H the policy's entropy):
 
     loss = −1/N Σ_i Σ_t [ Â_{i,t} log π_θ(a_{i,t} | s_{i,t}) + β H(π_θ(· | s_{i,t})) ],  N = Σ_i T_i
 
-then Adam with the learning rate and β decaying linearly (A.7), and a gradient-norm clip
-(the authors clip the summed gradient's norm at 1.25, ``rl_agent.py:128-130, 190-192``).
+then Adam with the learning rate and β decaying linearly (A.7), and the gradient of this mean loss clipped
+to norm ``clip_grad`` = 1.0. The authors clip the gradient summed over the steps and episodes at 1.25
+(``rl_agent.py:128-130, 190-192``; the sums: ``progressive_placer.py:815-823, 882-888``).
 
 Deviations, each measured with ``benchmarks/bench_placeto_learning.py`` (docs/lab/):
 
@@ -47,8 +50,10 @@ Deviations, each measured with ``benchmarks/bench_placeto_learning.py`` (docs/la
    weigh alike when a policy trains on many (the authors use seconds, ``progressive_placer.py:591``).
 3. ``Â = A / std(A)`` over the update (``normalize_advantages``), so that the entropy weight
    means the same on every graph; the authors do not normalise (``progressive_placer.py:811``).
-4. ``lr`` 3e-3 decaying to 3e-4 and β 3e-3: the authors' sample setting is 1e-3 → 1e-4
-   (``hyperparameters.txt:6``) with β to be tuned (their default weight 1.0, ``rl_params.py:11``).
+4. ``lr`` 3e-3 decaying to 3e-4 and β 3e-3 decaying to 1e-4: the authors' sample learning rate is
+   1e-3 → 1e-4 (``hyperparameters.txt:6``; the file gives no entropy weight); their ``rl_params.py``
+   defaults are a constant learning rate 1e-3 (``:4, 6, 8``: the decay starts at step 10⁹ and floors at
+   1e-3) and a constant entropy weight 1.0 (``:11, 13``).
 5. The ``batch`` episodes of an update are rolled out side by side, every step one network call for
    all of them, and the update re-evaluates all visited states in one batched pass; the authors
    ran one episode per worker process (A.7 "Workers").
@@ -123,7 +128,6 @@ class _Steps:
 class PlacetoAgent(Agent):
     """Placeto's policy, rollouts and REINFORCE update (see the module docstring)."""
 
-    name = "placeto"
     same_graph_per_update = False
     network_sizes = ("network", "devices", "variant", "emb", "hidden", "head")  # the fields that shape the weights
 

@@ -22,6 +22,10 @@ the paper's §2.2 text in several places; this module follows the code, citing f
    ``ρ(g(Σ_{u∈S} ρ(f(x_u))))`` summed over the current group's ancestors, descendants and
    parallel groups (``pgraph.py:156-172, 212-224``: all of them when ``--n-peers`` is unset, its
    default in ``progressive_placer_test.py:159``), concatenated with the group's own x_v (``:68-74``).
+   Their ``--tri-agg`` is a ``store_true`` flag, off by default (``progressive_placer_test.py:163``);
+   without it, and without ``--agg-msgs``, their classifier reads every group's sweep output flattened
+   into one row (``mp_progressive_nn.py:84-85``), whose width depends on the graph. "The authors'
+   network" here is the ``--tri-agg`` one, the one with §2.2's parent, child and parallel pooling.
 4. **Policy** — an MLP with hidden layers ``[2·I, I]`` over that input of size I
    (``mp_progressive_nn.py:94-96``; I = 8·(5 + D): 56 and 112 hidden units on two devices).
 

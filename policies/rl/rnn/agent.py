@@ -96,7 +96,6 @@ class _Samples:
 class RNNAgent(Agent):
     """The seq2seq policy, its K-sample REINFORCE update and its baseline (see the module docstring)."""
 
-    name = "rnn"
     same_graph_per_update = True
 
     def __init__(self, num_devices: int, config: RNNConfig | None = None, *, seed: int = 0,

@@ -21,7 +21,6 @@ from .config import TemplateConfig
 
 
 class TemplateAgent(Agent):
-    name = "template"
     same_graph_per_update = True
 
     def __init__(self, num_devices: int, config: TemplateConfig | None = None, *, seed: int = 0,

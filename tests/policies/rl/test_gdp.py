@@ -71,7 +71,8 @@ def test_graphsage_max_pool_by_hand():
     x = torch.randn(task.num_groups, 3)
     out = sage(x, torch.from_numpy(inp.src), torch.from_numpy(inp.dst))
     h = sage.inp(x)
-    for v in range(task.num_groups):  # GDP §3.2: max over the neighbours of σ(W h_u + b), then f([h_v ‖ ·])
+    # GraphSAGE max-pool (the DOPPLER authors' GDP code): max over the neighbours of σ(W h_u + b), then f([h_v ‖ ·])
+    for v in range(task.num_groups):
         nbrs = [u for u, w in zip(inp.src.tolist(), inp.dst.tolist(), strict=True) if w == v]
         agg = torch.stack([torch.sigmoid(sage.pool[0](h[u])) for u in nbrs]).max(0).values if nbrs else torch.zeros(4)
         torch.testing.assert_close(out[v], sage.combine[0](torch.cat([h[v], agg])))

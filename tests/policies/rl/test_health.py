@@ -19,30 +19,32 @@ from policies.rl.core.health import (
     VERDICTS,
     GraphComparison,
     LearningHealth,
-    assess,
     cli_lines,
-    entropy_reference,
     learning_health,
-    placements_per_graph,
     random_search,
     random_search_seed,
-    uniform_entropy,
     window_size,
 )
 from policies.rl.core.stored_health import stored_health
 from policies.rl.core.task import make_task
+from policies.rl.core.training_health import assess, entropy_reference, placements_per_graph, uniform_entropy
 
 LN2 = math.log(2)
 
 
-def curve(entropy, runtime, graphs=None, evaluations=None):
-    """A learning curve with the trainer's columns (one row per episode)."""
+def curve(entropy, runtime, graphs=None, evaluations=None, **columns):
+    """A learning curve with the trainer's columns (one row per episode), and any other ``columns``."""
     n = len(entropy)
     graphs = graphs or ["g"] * n
     evaluations = evaluations or [1] * n
     return {"episode": list(range(1, n + 1)), "graph": graphs, "sampled_runtime": list(runtime),
             "best_runtime": list(np.minimum.accumulate(runtime)), "entropy": list(entropy),
-            "placements_evaluated": np.cumsum(evaluations).tolist()}
+            "placements_evaluated": np.cumsum(evaluations).tolist(), **columns}
+
+
+def checkpoints(n, values):
+    """A greedy-checkpoint column of ``n`` rows: ``values`` by row index, None elsewhere."""
+    return [values.get(i) for i in range(n)]
 
 
 def test_window_size():
@@ -125,8 +127,117 @@ def test_verdicts():
     h = learning_health(curve([2.0] * 10 + [1.4] * 10, improves), uniform=None)
     assert h.entropy_last_ratio is None and h.verdict == "learned"  # 1.4 / 2.0 = 0.70 ≤ 0.75
     assert learning_health(curve([2.0] * 10 + [1.6] * 10, improves)).verdict == "still_exploring"  # 0.80
-    assert set(VERDICTS) == {"too_short", "never_left_uniform", "no_better_than_random", "learned",
-                             "settled_without_improving", "still_exploring", "no_progress"}
+    assert set(VERDICTS) == {"nothing_to_choose", "too_short", "never_left_uniform", "frozen", "no_better_than_random",
+                             "exploration_only", "learned", "settled_without_improving", "still_exploring",
+                             "no_progress"}
+
+
+def test_the_entropy_settles_only_by_falling_from_its_own_first_window_and_below_uniform():
+    improves = [2.0] * 10 + [1.0] * 10
+    # 30 % of uniform from the start (a policy trained before): low, but it did not fall
+    h = learning_health(curve([0.3 * LN2] * 20, improves), uniform=LN2)
+    assert not h.settled and h.verdict == "still_exploring"
+    assert "its entropy did not fall from its first window's" in h.message
+    # 90 % → 70 % of uniform: below 75 % of uniform, but 0.78 of its first window
+    assert learning_health(curve([0.9 * LN2] * 10 + [0.7 * LN2] * 10, improves), uniform=LN2).verdict == \
+        "still_exploring"
+    assert learning_health(curve([0.9 * LN2] * 10 + [0.6 * LN2] * 10, improves), uniform=LN2).verdict == "learned"
+
+
+def test_a_policy_whose_weights_did_not_move_is_frozen_whatever_its_curve_shows():
+    # entropy at uniform (it would read "never left uniform") and a sampled runtime that halves: the weights moved
+    # 1e-12 of their norm, so neither is the policy's doing
+    n = 20
+    h = learning_health(curve([LN2] * n, [2.0] * 10 + [1.0] * 10, weight_change=checkpoints(n, {0: 0.0, 19: 1e-12})),
+                        uniform=LN2)
+    assert h.weight_change == 1e-12 and h.frozen and h.verdict == "frozen" and h.label == "policy frozen"
+    assert h.message.startswith("policy frozen: its weights moved 1e-12 of their norm")
+    moved = curve([LN2] * 10 + [0.1] * 10, [2.0] * 10 + [1.0] * 10, weight_change=checkpoints(n, {19: 2e-6}))
+    assert learning_health(moved, uniform=LN2).verdict == "learned"  # 2e-6 > FROZEN = 1e-6
+    assert learning_health(curve([LN2] * n, [1.0] * n), uniform=LN2).weight_change is None  # not recorded
+
+
+def test_the_greedy_checkpoints_are_the_runtime_at_equal_exploration():
+    n, settles = 20, [LN2] * 10 + [0.1] * 10
+    eps = np.linspace(0.2, 0.0, n).tolist()
+    improves = [2.0] * 10 + [1.0] * 10
+    # greedy: 3.0 at the start (row 0), then 2.0, 1.5, and 1.0, 1.2 in the last window (rows 16-19): median 1.1
+    greedy = checkpoints(n, {0: 3.0, 5: 2.0, 10: 1.5, 16: 1.0, 19: 1.2})
+    h = learning_health(curve(settles, improves, epsilon=eps, greedy_objective=greedy), uniform=LN2,
+                        exploration=["epsilon"])
+    assert (h.greedy_first_s, h.greedy_last_s, h.greedy_checkpoints) == (3.0, pytest.approx(1.1), 5)
+    assert h.greedy_ratio == pytest.approx(1.1 / 3.0) and h.compared_on == "greedy" and h.verdict == "learned"
+    assert h.exploration_first == {"epsilon": pytest.approx(np.mean(eps[:4]))}
+    assert "greedy placement 3000 ms → 1100 ms (×0.367) over 5 checkpoints" in h.summary
+    assert "as ε went 0.184 → 0.0158" in h.summary
+    # the same sampled runtimes while the greedy placement stays at 2.0: the improvement is ε's
+    flat = checkpoints(n, {0: 2.0, 10: 2.0, 19: 2.0})
+    h = learning_health(curve(settles, improves, epsilon=eps, greedy_objective=flat), uniform=LN2,
+                        exploration=["epsilon"])
+    assert h.verdict == "exploration_only" and h.label == "only exploration improved"
+    assert h.message == ("only exploration improved: the sampled runtime improved (×0.500) as ε went 0.184 → 0.0158, "
+                         "but the greedy placement's runtime did not (×1.000); the policy settled (its entropy fell) "
+                         "on what it already placed")
+    # ... and with the sampled runtime flat too, only the entropy changed
+    assert learning_health(curve(settles, [1.0] * n, epsilon=eps, greedy_objective=flat), uniform=LN2,
+                           exploration=["epsilon"]).verdict == "settled_without_improving"
+
+
+def test_with_several_graphs_the_greedy_checkpoints_count_only_when_they_cover_them():
+    graphs = ["a", "b"] * 10
+    settles, improves = [LN2] * 10 + [0.1] * 10, [2.0] * 10 + [1.0] * 10
+    only_a = checkpoints(20, {0: 3.0, 18: 3.0})  # graph a's greedy placement did not improve; b's was not evaluated
+    h = learning_health(curve(settles, improves, graphs, greedy_objective=only_a), uniform=LN2)
+    assert h.greedy_ratio is None and h.compared_on == "sampled" and h.verdict == "learned"
+    h = learning_health(curve(settles, improves, graphs, epsilon=np.linspace(0.2, 0, 20).tolist(),
+                              greedy_objective=only_a), uniform=LN2, exploration=["epsilon"])
+    assert h.compared_on is None and h.not_compared.endswith("and greedy checkpoints on 1 of 2 graphs")
+    both = checkpoints(20, {0: 3.0, 1: 3.0, 18: 3.0, 19: 1.0})  # a ×1, b ×1/3: the median, ×0.667
+    h = learning_health(curve(settles, improves, graphs, greedy_objective=both), uniform=LN2)
+    assert h.compared_on == "greedy" and h.greedy_ratio == pytest.approx(2 / 3) and h.greedy_first_s is None
+
+
+def test_without_greedy_checkpoints_sampled_runtimes_compare_only_at_equal_exploration():
+    n, settles, improves = 20, [LN2] * 10 + [0.1] * 10, [2.0] * 10 + [1.0] * 10
+    same = learning_health(curve(settles, improves, epsilon=[0.1] * n), uniform=LN2, exploration=["epsilon"])
+    assert same.compared_on == "sampled" and same.verdict == "learned" and "at ε 0.1" in same.summary
+    decays = learning_health(curve(settles, improves, epsilon=np.linspace(0.2, 0, n).tolist()), uniform=LN2,
+                             exploration=["epsilon"])
+    assert decays.compared_on is None and decays.verdict == "exploration_only"
+    assert decays.not_compared == "ε 0.184 in the first window, 0.0158 in the last, and no greedy checkpoints"
+    assert "nothing was compared at equal exploration" in decays.message
+    unrecorded = learning_health(curve(settles, improves), uniform=LN2, exploration=["epsilon"])  # an old ε curve
+    assert unrecorded.compared_on is None and unrecorded.verdict == "settled_without_improving"
+    assert "ε not recorded and no greedy checkpoints" in unrecorded.message
+    # a placer without exploration parameters samples its own policy: its sampled runtime is compared
+    assert learning_health(curve(settles, improves), uniform=LN2).compared_on == "sampled"
+
+
+def test_the_best_must_be_the_policys_own():
+    settles, improves = [LN2] * 10 + [0.1] * 10, [2.0] * 10 + [1.0] * 10
+    c = curve(settles, improves, epsilon=[0.1] * 20)  # at equal ε: the sampled runtime improved
+
+    def judge(policy_objective, source):
+        cmp = GraphComparison("g", 10, 10, [0, 0], 0.5, 0.5, False, 1.0, 1.0, False, policy_objective)
+        return learning_health(c, uniform=LN2, random_search=[cmp], exploration=["epsilon"],
+                               best_sources={"g": source})
+
+    # the best (0.5× random search's) is an ε perturbation; the policy's own best is 0.995×: not 1 % better
+    h = judge(0.995, "epsilon")
+    assert h.random_ratio == 0.5 and h.policy_ratio == pytest.approx(0.995) and h.verdict == "exploration_only"
+    assert h.message == ("only exploration improved: the best placement found (0.500× random search's) is "
+                         "exploration's, and the policy's own best is 0.995× random search's")
+    assert judge(None, "epsilon").message.endswith("the policy placed none of its own as good")
+    assert judge(0.6, "epsilon").verdict == "learned"  # a greedy checkpoint of its own beat random search
+    assert judge(None, "greedy").verdict == "learned" and judge(None, "policy").policy_ratio == 0.5
+    # no random comparison (measured rewards): the sources alone
+    h = learning_health(c, uniform=LN2, exploration=["epsilon"], best_sources={"g": "epsilon"})
+    assert h.verdict == "exploration_only" and "the best placement of g is exploration's" in h.message
+
+
+def test_nothing_to_choose_comes_first():
+    h = learning_health(curve([0.0] * 5, [1.0] * 5), nothing_to_choose=True)
+    assert h.verdict == "nothing_to_choose" and h.message.startswith("nothing to choose: every op group has one")
 
 
 def test_entropy_reference_uses_feasible_devices():
@@ -205,4 +316,32 @@ def test_stored_runs_new_and_old(tmp_path):
     h = stored_health(store.load(out.run_id))
     assert h.random_search == [] and "could not be rebuilt" in h.random_missing
     assert h.entropy_first == stored["entropy_first"] and "random search: the training's graphs" in h.summary
+
+
+def test_a_verdict_stored_under_the_first_rule_is_judged_again(tmp_path):
+    """A record of rule version 1 (the bundled runs' kind): "learned" from an entropy that never fell from its
+    first window, and from an ε-greedy placer's sampled runtimes, reads under this rule with its old verdict
+    kept; the run keeps loading."""
+    store = RunStore(tmp_path / "runs")
+    v1 = {"version": 1, "episodes": 400, "window": 80, "entropy_first": 0.2, "entropy_last": 0.19,
+          "uniform_entropy": LN2, "uniform_basis": "ln(devices)", "entropy_first_ratio": 0.2 / LN2,
+          "entropy_last_ratio": 0.19 / LN2, "runtime_first_s": 2.0, "runtime_last_s": 1.0, "runtime_ratio": 0.5,
+          "random_search": [vars(_comparison(0.5, 1.0)) | {"ratio": 0.5}], "random_missing": None,
+          "verdict": "learned", "label": "learned", "message": "learned: …", "summary": "…"}
+
+    def stored(placer, record):
+        run = store.create("train", graph_name="g", graph_hash="", cluster="test", placer=placer, parameters={},
+                           seed=0)
+        run.write_json("policy.json", {"placer": placer, "num_devices": 2})
+        run.finish("done", {"learning_health": record})
+        return stored_health(store.load(run.id))
+
+    h = stored("placeto", v1)
+    assert (h.previous_verdict, h.verdict) == ("learned", "still_exploring")  # 0.19 / 0.2: it did not fall
+    assert "judged again by rule 2, stored as 'learned'" in h.summary
+    settled = {**v1, "entropy_last": 0.01, "entropy_last_ratio": 0.01 / LN2}
+    assert stored("placeto", settled).verdict == "learned" and stored("placeto", settled).compared_on == "sampled"
+    h = stored("gdp", settled)  # ε-greedy: sampled runtimes without ε recorded compare nothing
+    assert h.verdict == "settled_without_improving" and h.not_compared == "ε not recorded and no greedy checkpoints"
+    assert stored("placeto", {**settled, "version": 2}).verdict == "learned"  # a current record is read as stored
 

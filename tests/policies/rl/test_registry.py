@@ -66,7 +66,6 @@ class ToyConfig(LearnedConfig):
 
 
 class ToyAgent(Agent):
-    name = "toy"
     rollout = advantages = accumulate = merge = place = state_dict = load_state_dict = None  # not used here
 
     def __init__(self, num_devices, config, *, seed=0, tasks=()):

@@ -57,6 +57,32 @@ def test_learning_curve_rows_follow_the_contract():
 
 
 
+def test_an_episode_budget_is_never_overshot():
+    """Issue 56: ``--episodes 10`` with 4 episodes per update ran 12; the last update now collects the 2 left."""
+    tr = _trainer(episodes=10)
+    tr.train()
+    assert (tr.episodes, tr.updates, tr.sampled) == (10, 3, 10)
+    assert [r["episode"] for r in tr.last_rows] == [9, 10]
+
+
+def test_greedy_checkpoints_start_from_the_initial_weights_and_are_not_counted():
+    """The first row holds the starting weights' greedy placement (weights moved 0); later checkpoints come every
+    half window (a window of 8 of 40 episodes: every 4, so at every update's last row) and at the last update.
+    None is counted among the placements evaluated."""
+    tr = _trainer(episodes=40)
+    start = tr._greedy("g")
+    logged: list[dict] = []
+    log = tr._log
+    tr._log = lambda rows: (logged.extend(rows), log(rows))
+    tr.train()
+    marked = [r for r in logged if r["greedy_objective"] is not None]
+    assert tr.greedy_every() == 4 and [r["episode"] for r in marked] == [1, *range(4, 41, 4)]
+    assert (marked[0]["greedy_objective"], marked[0]["weight_change"]) == (start.objective, 0.0)
+    changes = [r["weight_change"] for r in marked]
+    assert changes == sorted(changes) and changes[-1] == tr.weight_change > 0
+    assert tr.tasks["g"].evaluations == tr.placements == logged[-1]["placements_evaluated"]
+
+
 def test_learning_rate_and_entropy_decay_linearly():
     tr = _trainer(episodes=8)
     cfg = tr.agent.config

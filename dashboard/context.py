@@ -42,7 +42,9 @@ def keep(key: str, default: Any = None, *, options: Sequence[Any] | None = None)
     the widget is drawn again. Without either, the widget starts at ``default`` (when not None: then draw the
     widget without its own default value, so Streamlit sees one source of its value). ``options``: a value
     (or, for a list, any item) not among them is dropped for ``default`` — a run deleted since, a placer
-    no longer registered.
+    no longer registered. Without a ``default`` a single value falls back to the first option, set as the value
+    rather than dropped: the browser's widget is told, so it never goes on showing the value dropped while the
+    page acts on another.
     """
     st.session_state.setdefault(keys.KEPT, set()).add(key)
     copy = keys.kept_copy(key)
@@ -55,6 +57,8 @@ def keep(key: str, default: Any = None, *, options: Sequence[Any] | None = None)
         allowed = list(options)
         fits = all(v in allowed for v in value) if isinstance(value, list) else value in allowed
         if not fits:
+            if default is None and not isinstance(value, list) and allowed:
+                default = allowed[0]
             if default is None:
                 del st.session_state[key]
             else:

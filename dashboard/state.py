@@ -42,6 +42,10 @@ LINK_PENDING = "link_pending"  # the link's page parameters, until their page ta
 LINK_WARNINGS = "link_warnings"  # the link's refused parameters, one line each, shown once
 LINK_PAGE = "link_page"  # the page's own parameters of the link, set during the run
 
+# -- Home -----------------------------------------------------------------------------------------
+
+HOME_PICTURE = "home_picture"  # the newest comparison's makespan bars (or the newest run's timeline)
+
 # -- Graphs ---------------------------------------------------------------------------------------
 
 GRAPHS_SOURCE = "graphs_source"  # widget, kept: Example / Generator spec / Upload a file
@@ -101,6 +105,7 @@ COMPARE_RUNS = "compare_runs"  # widget, kept: the runs compared
 COMPARE_TABLE = "compare_table"  # the comparison table's downloads
 COMPARE_BARS = "compare_bars"  # the makespan bars
 COMPARE_MEASURED_BARS = "compare_measured_bars"  # simulated vs measured bars
+COMPARE_REPORT = "compare_report"  # the Report buttons (PPTX, HTML) of the runs compared
 COMPARE_TL_SOURCE = "compare_tl_source"  # widget, kept: simulated / measured schedules
 COMPARE_LEFT = "compare_left"  # widget, kept: the left timeline's run
 COMPARE_RIGHT = "compare_right"  # widget, kept: the right timeline's run
@@ -128,7 +133,8 @@ RUNS_STATUS = "runs_status"  # widget, kept: the status filter
 RUNS_TAG = "runs_tag"  # widget, kept: the tag filter
 RUNS_TABLE = "runs_table"  # the runs table's downloads
 RUNS_SELECTED = "runs_selected"  # widget, kept: the run shown
-RUNS_KEEP_SELECTED = "runs_keep_selected"  # the run to select again after a rename or tag edit
+RUNS_KEEP_SELECTED = "runs_keep_selected"  # the run to select next: the same after a rename or tag edit, the
+#                                            next in the list after a delete
 RUNS_RENAME = "runs_rename"  # widget: Rename
 RUNS_SAVE_TAGS = "runs_save_tags"  # widget: Save tags
 RUNS_DELETE = "runs_delete"  # widget: Delete run
@@ -191,6 +197,7 @@ PAPERS_TEX = "papers_tex"  # widget: the table as LaTeX
 PAPERS_RATIO = "papers_ratio"  # the ratio figure
 PAPERS_RATIO_DOWNLOADS = "papers_ratio_dl"  # its one-click downloads
 PAPERS_GRAPHS = "papers_graphs"  # the graphs the shown run used (ours or the authors' files)
+PAPERS_REPORT = "papers_report"  # the Report buttons (PPTX, HTML) of the reproduction shown
 FIDELITY_RUN = "fidelity_run"  # widget, kept: the validation run
 FIDELITY_MODE = "fidelity_mode"  # widget, kept: the timeline's simulation mode
 FIDELITY_SCATTER = "fidelity_scatter"  # the predicted-vs-measured figure
@@ -219,10 +226,10 @@ def papers_beside(run_id: str) -> str:
 def part(key: str, name: str) -> str:
     """Widget ``name`` of the group of widgets ``key`` (a view or a figure): a figure's export popover
     (``x_title``, ``x_w``, ``x_h``, ``x_font``, ``x_fmt``, ``x_dl``, ``x_preview``), a table's downloads
-    (``csv``, ``tex``), one-click figure downloads (``html``, ``png``, ``svg``), a graph explorer's
-    ``color_by``, ``search``, ``reset``, ``pyvis`` and ``pyvis_dl``, a schedule's ``tl_find``, ``tl_arrows``,
-    ``tl_plotly``, ``tl_reset``, ``trace``, ``load`` and ``memory``, a measured run's ``measured_tl`` and
-    ``mvs``."""
+    (``csv``, ``tex``), one-click figure downloads (``html``, ``png``, ``svg``), a report's buttons
+    (``pptx``, ``html``), a graph explorer's ``color_by``, ``search``, ``reset``, ``pyvis`` and ``pyvis_dl``, a
+    schedule's ``tl_find``, ``tl_arrows``, ``tl_plotly``, ``tl_reset``, ``trace``, ``load`` and ``memory``, a
+    measured run's ``measured_tl`` and ``mvs``."""
     return f"{key}_{name}"
 
 

@@ -6,7 +6,9 @@ TensorFlow ``.pb`` files, ONNX files and every registered graph format (``placel
   (``placelab graph import``); no other command, and never the app, runs code from a file.
   A PyTorch module needs its inputs' shapes (``input_shapes``, without the batch dimension; one per
   positional input, ``"3,224,224"`` or ``"16:int64"`` for token ids, filled with zeros); a Keras model
-  knows its own. The factory may also return ``(model, [example inputs])`` for a PyTorch module.
+  knows its own. The factory may also return ``(model, [example inputs])`` for a PyTorch module, whose
+  output may be a tensor, a tuple, a dict or a Hugging Face ``ModelOutput`` (``output_key`` picks the one
+  the loss reads; default: its own ``loss``, else its first tensor).
 * ``.keras`` files are loaded with Keras' safe mode (no Python code in the file is run:
   ``keras.saving.load_model(..., safe_mode=True)``).
 * A SavedModel folder or a ``.pb`` GraphDef holds its exported graph, normally an inference graph:
@@ -150,16 +152,19 @@ def _torch_inputs(input_shapes: Sequence[str], batch: int) -> list[Any]:
     return out
 
 
-def _from_torch(module: Any, inputs: list[Any], training: bool, measure: bool, name: str | None) -> CompGraph:
+def _from_torch(module: Any, inputs: list[Any], training: bool, measure: bool, name: str | None,
+                output_key: str | None) -> CompGraph:
     if measure:
         if not training:
             raise SpecError("--measure times a training step; leave out --inference")
+        from engine.importers._torch_outputs import training_loss
         from engine.importers.pytorch_measured import measure_torch_step
 
-        return measure_torch_step(module, inputs, name=name)
+        loss = training_loss(output_key, model=quote(type(module).__name__))
+        return measure_torch_step(module, inputs, loss_fn=loss, name=name)
     from engine.importers.pytorch_graph import graph_from_torch
 
-    return graph_from_torch(module, inputs, training=training, name=name)
+    return graph_from_torch(module, inputs, training=training, name=name, output_key=output_key)
 
 
 def _from_keras(model: Any, batch: int, training: bool, measure: bool, name: str | None) -> CompGraph:
@@ -178,9 +183,10 @@ def _from_keras(model: Any, batch: int, training: bool, measure: bool, name: str
 
 
 def import_model(source: str, *, batch: int | None = None, input_shapes: Sequence[str] = (), training: bool = True,
-                 measure: bool = False, name: str | None = None) -> CompGraph:
+                 measure: bool = False, name: str | None = None, output_key: str | None = None) -> CompGraph:
     """The graph of ``source`` (module docstring). ``batch`` defaults to 32 for code and ``.keras`` files,
-    1 for exported graphs (SavedModel, ``.pb``) and ONNX files, whose fixed dimensions stay."""
+    1 for exported graphs (SavedModel, ``.pb``) and ONNX files, whose fixed dimensions stay. ``output_key``
+    names the output of a PyTorch module the loss reads (:func:`engine.importers.pytorch_graph.graph_from_torch`)."""
     if batch is not None and batch < 1:
         raise SpecError("--batch must be >= 1")
     code_file, colon, _ = source.rpartition(":")
@@ -193,13 +199,17 @@ def import_model(source: str, *, batch: int | None = None, input_shapes: Sequenc
                 obj, example = obj
             if _is_torch_module(obj):
                 inputs = list(example) if example is not None else _torch_inputs(input_shapes, batch or 32)
-                return _from_torch(obj, inputs, training, measure, name)
+                return _from_torch(obj, inputs, training, measure, name, output_key)
+            if output_key is not None:
+                raise SpecError("--output-key picks an output of a PyTorch module; leave it out for this model")
             if _is_keras_model(obj):
                 return _from_keras(obj, batch or 32, training, measure, name)
         raise GraphError(f"{source} returned an object of type {quote(type(obj).__name__)}, not a torch.nn.Module or a "
                          "keras.Model")
     if measure:
         raise SpecError("--measure needs the model's code (FILE.py:FACTORY): a file's ops cannot be run here")
+    if output_key is not None:
+        raise SpecError("--output-key picks an output of a PyTorch module (FILE.py:FACTORY); leave it out for a file")
     if source.endswith(".keras"):
         if not os.path.isfile(source):
             raise SpecError(f"{source}: no such file")

@@ -22,14 +22,9 @@ from typer.exceptions import TyperException
 from engine.errors import MAX_LINE, PlacelabError, SpecError, one_line, quote
 from engine.jsonio import atomic_write_json, check_write_target
 from engine.limits import check_simulations
-from engine.objectives import lower_bound
-from engine.placement import load_placement
-from engine.run_records import ESTIMATE_TOLERANCE, export_trace, placement_metrics
 from engine.runs import RunStore
-from engine.simulator import Simulator
 from engine.specs import load_cluster, load_graph
-from engine.summary import graph_summary, run_summary
-from placelab import cli_exec, cli_import, cli_learn, cli_ray, cli_reproduce, cli_sweep
+from placelab import cli_exec, cli_import, cli_learn, cli_plot, cli_ray, cli_report, cli_reproduce, cli_sweep
 from placelab.cli_common import (
     USER_RUNS_DIR,
     ClusterOpt,
@@ -47,10 +42,11 @@ from placelab.cli_common import (
     simulation_cluster,
     text_table,
 )
-from policies.base import PLACERS
-from policies.runner import compare as run_compare
-from policies.runner import place_and_simulate
 
+# Start-up (issue #57, item 4): each command imports inside its body what only it needs (the simulator and the
+# graph summary bring numba, policies every placer), so `--help` loads neither and `graph info` no placer;
+# TensorFlow and torch load only in the commands that import a model or run a learned placer
+# (tests/cli/test_cli_startup.py, benchmarks/bench_cli_startup.py).
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="placelab: device placement of neural-network graphs — simulate, place, compare.")
 graph_app = typer.Typer(no_args_is_help=True, help="Inspect computation graphs, and import your own models.")
@@ -78,6 +74,8 @@ app.add_typer(bench_app, name="bench")
 app.add_typer(runs_app, name="runs")
 cli_learn.register(app)
 cli_exec.register(app)
+cli_plot.register(app)
+cli_report.register(app)
 cli_sweep.register(app)
 cli_ray.register(app)
 cli_reproduce.register(app, run_command)
@@ -90,6 +88,8 @@ def graph_info(graph: GraphArg, cluster: Annotated[str | None, typer.Option("--c
                    min=1, help="scope parts that name a layer, for the layer-unit count (default: from the scopes)")]
                = None, as_json: JsonOpt = False) -> None:
     """Size, groups, compute, critical path and parallelism of a graph (and its fit on a cluster)."""
+    from engine.summary import graph_summary
+
     g = load_graph(graph)
     info = graph_summary(g, load_cluster(cluster) if cluster else None, unit_depth)
     lines = [f"{info['name']}: {info['ops']} ops, {info['edges']} edges",
@@ -136,6 +136,10 @@ def _sim_text(res: dict[str, Any]) -> str:
 def simulate(graph: GraphArg, cluster: ClusterOpt, placement: Annotated[str, typer.Option(help="placement file")],
              mode: ModeOpt = None, sim_param: SimParamOpt = None, as_json: JsonOpt = False) -> None:
     """Simulate a placement: makespan, peak memory per device, OOM, lower bound."""
+    from engine.placement import load_placement
+    from engine.run_records import placement_metrics
+    from engine.simulator import Simulator
+
     g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
     p = load_placement(placement, g, c)
     sim = Simulator(g, c)
@@ -161,6 +165,8 @@ def place(graph: GraphArg, cluster: ClusterOpt,
           time_scale: cli_exec.TimeScaleOpt = None,
           runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Run a placer, simulate its placement, optionally save it as a run (and execute it: --execute)."""
+    from policies.runner import place_and_simulate
+
     if output is not None:  # `-o ''` is refused, not ignored
         check_write_target(output)
     g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
@@ -177,6 +183,8 @@ def place(graph: GraphArg, cluster: ClusterOpt,
         out["run_id"] = res.run_id
     out.update({k: v for k, v in res.metrics.items() if k.startswith("measured_")})
     text = f"{placer}: {_sim_text(res.metrics)}\nplaced in {res.seconds_to_place:.3f} s"
+    if res.metrics.get("placer_note"):
+        text += f"\n{res.metrics['placer_note']}"
     text += cli_exec.measured_text(res.metrics)
     if res.run_id:
         text += f"\nsaved as run {res.run_id}"
@@ -196,6 +204,9 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
     """Run several placers on one graph and cluster; a table like Placeto Table 1 (measured too: --execute).
 
     Per placer: the simulated makespan, its own estimate (est.), ×single-device and ×lower bound."""
+    from engine.objectives import lower_bound
+    from policies.runner import compare as run_compare
+
     names = [p.strip() for p in placers.split(",") if p.strip()] if placers is not None else default_compare_placers()
     if names == []:
         raise SpecError(f"--placers names no placer: {quote(placers)}")
@@ -217,7 +228,8 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
              fmt_bytes(r["communication_bytes"]) if "communication_bytes" in r else "-",
              f"{r['seconds_to_place']:.2f} s" if r.get("seconds_to_place") is not None else "-",
              *([fmt_s(r.get("measured_makespan_s"))] if execute else []),
-             r.get("error") or "; ".join(x for x in (r.get("run_id"), r.get("estimate_warning")) if x)]
+             r.get("error") or "; ".join(x for x in (r.get("run_id"), r.get("placer_note"), r.get("estimate_warning"))
+                                         if x)]
             for r in results]
     header = ["placer", "makespan", "est.", "×single", "×LB", "peak mem", "OOM", "comm", "time",
               *(["measured"] if execute else []), "run / note"]
@@ -236,6 +248,8 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
 
 def _estimate_line(row: dict[str, Any]) -> str:
     """compare's stderr line for a placer whose own estimate is far off its simulated makespan."""
+    from engine.run_records import ESTIMATE_TOLERANCE
+
     return (f"warning: {row['placer']}: its own estimate ({fmt_s(row['predicted_makespan_s'])}) is more than "
             f"{ESTIMATE_TOLERANCE * 100:g} % off the simulated makespan ({fmt_s(row['makespan_s'])}): "
             f"{row['estimate_warning']}")
@@ -244,6 +258,8 @@ def _estimate_line(row: dict[str, Any]) -> str:
 def default_compare_placers() -> list[str]:
     """``compare``'s placers when ``--placers`` is not given: every registered placer but the learned ones, which
     train with their default budgets (minutes to hours each); a note on stderr names those left out."""
+    from policies.base import PLACERS
+
     learned = [name for name, info in PLACERS.items() if info.family == "learned"]
     typer.echo(f"note: comparing every placer but the learned ones ({', '.join(learned)}), which train for minutes "
                "to hours each; name them in --placers to include them", err=True)
@@ -256,6 +272,9 @@ def bench_simulate(graph: GraphArg, cluster: ClusterOpt, placement: Annotated[st
                    repeat: Annotated[int, typer.Option(min=1)] = 20, mode: ModeOpt = None,
                    sim_param: SimParamOpt = None, as_json: JsonOpt = False) -> None:
     """Median seconds per simulation of one placement (prepared simulator, warm)."""
+    from engine.placement import load_placement
+    from engine.simulator import Simulator
+
     g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
     check_simulations("--repeat", repeat, c.simulation.runs)
     p = load_placement(placement, g, c)
@@ -296,6 +315,8 @@ def clusters(as_json: JsonOpt = False) -> None:
 def runs_list(runs_dir: RunsDirOpt = USER_RUNS_DIR, kind: str | None = None, tag: str | None = None,
               as_json: JsonOpt = False) -> None:
     """Stored runs, newest first."""
+    from engine.summary import run_summary
+
     store = RunStore(runs_dir)
     runs = store.list(kind=kind, tag=tag)
     summaries = [run_summary(r) for r in runs]
@@ -319,6 +340,8 @@ def runs_show(run: str, runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt =
 def runs_export_trace(run: str, output: Annotated[str, typer.Option("--output", "-o")],
                       runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Write the run's timeline as Chrome Trace Event JSON (open it in ui.perfetto.dev)."""
+    from engine.run_records import export_trace
+
     check_write_target(output)
     info = export_trace(RunStore(runs_dir).load(run), output)
     emit(info, as_json, f"wrote {info['events']} trace events to {output}")

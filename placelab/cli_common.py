@@ -9,10 +9,10 @@ from typing import Annotated, Any
 import typer
 
 from engine.cluster import SIMULATION_MODES, Cluster, parse_simulation_options
-from engine.errors import SpecError, printable, quote
+from engine.errors import RunError, SpecError, printable, quote
 from engine.jsonio import dumps
 from engine.limits import MAX_COUNT, MAX_SECONDS, MAX_SEED, MAX_THREADS, MAX_WORKERS, check_at_most, exhaustion
-from engine.runs import RUNS_DIR_ENV, user_runs_dir
+from engine.runs import RUNS_DIR_ENV, Run, RunStore, user_runs_dir
 from engine.specs import load_cluster
 
 GraphArg = Annotated[str, typer.Argument(help="graph file (any supported format), gen:NAME?k=v, or bench:NAME "
@@ -98,6 +98,24 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
                 if not math.isfinite(out[key]):
                     raise SpecError(f"--param {key} must be a finite number, got {quote(value)}") from None
     return out
+
+
+def load_runs(store: RunStore, refs: list[str], last: int | None, verb: str) -> list[Run]:
+    """The runs named by ``refs`` (ids or prefixes), or the ``last`` newest of the store, oldest first; a run named
+    twice (an id and its prefix) once. ``verb`` says what the command does with them (``draw``, ``report on``)."""
+    if bool(refs) == (last is not None):
+        raise SpecError(f"name the runs to {verb}: RUN ids, or --last N for the newest N runs" if not refs
+                        else "name the runs by RUN ids or by --last N, not both")
+    if last is not None:
+        newest = store.list()[:last]
+        if len(newest) < last:
+            raise RunError(f"--last {last}: the run store {store.root} holds {len(newest)} readable runs")
+        return newest[::-1]
+    runs: dict[str, Run] = {}
+    for ref in refs:
+        run = store.load(ref)
+        runs.setdefault(run.id, run)
+    return list(runs.values())
 
 
 # ---------------------------------------------------------------------------------- numbers

@@ -15,8 +15,6 @@ import typer
 from engine.errors import WriteError, quote
 from engine.graph_io import save_graph
 from engine.jsonio import check_write_target
-from engine.model_import import import_model
-from engine.summary import cost_sources
 from placelab.cli_common import JsonOpt, emit
 
 __all__ = ["register"]
@@ -32,6 +30,9 @@ def import_graph(
     input_shape: Annotated[list[str] | None, typer.Option(
         "--input-shape", help="a PyTorch input's shape without the batch, e.g. 3,224,224 or 16:int64 (repeat per "
                               "input)")] = None,
+    output_key: Annotated[str | None, typer.Option(
+        "--output-key", help="a PyTorch output the loss reads: a key of a dict or Hugging Face output (logits) or a "
+                             "tuple position (default: its loss, else its first tensor)")] = None,
     inference: Annotated[bool, typer.Option(
         "--inference", help="the forward pass only (default: one training step: forward, backward, update)")] = False,
     measure: Annotated[bool, typer.Option(
@@ -41,11 +42,14 @@ def import_graph(
     as_json: JsonOpt = False,
 ) -> None:
     """Import your model as a graph file: then `placelab compare FILE -c k80x2`, or open it in the app."""
+    from engine.model_import import import_model
+    from engine.summary import cost_sources
+
     target = check_write_target(output)
     if target.exists() and not force:
         raise WriteError(f"{output} exists: pass --force to replace it")
     g = import_model(source, batch=batch, input_shapes=input_shape or (), training=not inference,
-                     measure=measure, name=name)
+                     measure=measure, name=name, output_key=output_key)
     save_graph(g, target)
     phases = {p: sum(1 for q in g.phase if q == p) for p in ("forward", "backward", "update")}
     info = {"graph": g.name, "ops": g.num_ops, "edges": g.num_edges, "phases": phases, "costs": cost_sources(g),

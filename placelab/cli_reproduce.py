@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from engine.errors import SpecError
 from placelab.cli_common import USER_RUNS_DIR, JsonOpt, RunsDirOpt, emit, text_table
-from placelab.reproduce.runner import CommandRunner
+
+if TYPE_CHECKING:  # the runner is imported where it runs: it loads every placer (issue #57, item 4)
+    from placelab.reproduce.runner import CommandRunner
 
 __all__ = ["register"]
 

@@ -6,7 +6,7 @@ shares (``compare``, ``sweep``): see :mod:`policies.parallel`.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,8 +14,9 @@ from engine.errors import SpecError
 from engine.runs import RunStore
 from placelab.cli_common import USER_RUNS_DIR, JsonOpt, ModeOpt, RunsDirOpt, SimParamOpt, emit, fmt_s, text_table
 from placelab.cli_learn import ProgressLine
-from policies.parallel import ParallelMap
-from policies.ray_cluster import nodes_line
+
+if TYPE_CHECKING:  # imported where used: the placers' registry loads with policies (issue #57, item 4)
+    from policies.parallel import ParallelMap
 
 __all__ = ["AddressOpt", "WorkersOpt", "executor", "register"]
 
@@ -28,6 +29,8 @@ AddressOpt = Annotated[str | None, typer.Option(
 
 def executor(workers: int | None, address: str | None) -> ParallelMap:
     """The executor the ``--workers`` / ``--address`` options ask for (in-process without either)."""
+    from policies.parallel import ParallelMap
+
     return ParallelMap(workers=workers, address=address)
 
 
@@ -49,6 +52,7 @@ def sweep(graphs: Annotated[str | None, typer.Option(
           tag: Annotated[list[str] | None, typer.Option(help="run tag")] = None,
           runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Every graph × cluster × placer × seed as a task; one run per result and a sweep run indexing them."""
+    from policies.ray_cluster import nodes_line
     from policies.sweep import SEARCH_PLACER, SweepSpec, resume_sweep, run_sweep, search_pivot, sweep_pivot
 
     store = RunStore(runs_dir)

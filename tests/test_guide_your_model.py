@@ -1,6 +1,8 @@
-"""``docs/guide/your-model.md`` followed as written: its model file, then every ``placelab`` command of its
-shell blocks in order, in a temporary folder, then its app step (§5) as a visitor does it, with AppTest. A guide
-whose commands or app step stop working fails here."""
+"""``docs/guide/your-model.md`` followed as written: its model file, then every ``placelab`` command of the shell
+blocks of its steps 1–5 in order, in a temporary folder (the slide's figures included), then the app on the runs
+they stored as a visitor sees it, with AppTest. A guide whose commands or app step stop working fails here. Step 6
+(Hugging Face models, ONNX exports) is run by ``tests/engine/test_import_pytorch_hf.py``, its ``bert`` and ``vit``
+commands included."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard.figures.theme import SYSTEM_CHROMIUM
 from engine.placement import load_placement
 from engine.runs import RunStore
 from engine.specs import load_cluster, load_graph
@@ -47,12 +50,20 @@ def _graphs_place_compare() -> None:
     {"place": place, "compare": compare}.get(st.session_state.get("page"), graphs).page()
 
 
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
 def test_the_guide_from_a_model_to_a_slide_runs_as_written(tmp_path, monkeypatch, capsys):
-    text = GUIDE.read_text()
-    (model,) = blocks(text, "python")
+    text = GUIDE.read_text().split("\n## 6.")[0]
+    model = blocks(text, "python")[0]
     (tmp_path / "models.py").write_text(model)
     commands = [line for block in blocks(text, "bash") for line in block.splitlines() if line.startswith("placelab ")]
-    assert [c.split()[1] for c in commands] == ["graph", "graph", "compare", "place"]
+    assert [c.split()[1] for c in commands] == ["graph", "graph", "compare", "plot", "place", "plot", "plot"]
+    if not SYSTEM_CHROMIUM.exists():  # images need chromium: the same figures as HTML
+        commands = [c.replace(".png", ".html") if c.startswith("placelab plot") else c for c in commands]
     monkeypatch.chdir(tmp_path)
     outputs = []
     for command in commands:
@@ -73,14 +84,23 @@ def test_the_guide_from_a_model_to_a_slide_runs_as_written(tmp_path, monkeypatch
         assert re.search(rf"^{placer}\s+\d", outputs[2], flags=re.M), outputs[2]
     runs = RunStore(tmp_path / "lab-runs").list()
     assert sorted(r.meta["placer"] for r in runs) == ["m-etf", "m-etf", "metis", "single-device"]
+    # step 5's figures: the compare's three runs as bars, then the placed run's timeline and graph, slide-sized
+    compared, placed = [r.id for r in runs[1:]][::-1], runs[0].id
+    assert outputs[3].startswith(f"wrote tiny-makespan.{'png' if SYSTEM_CHROMIUM.exists() else 'html'}: "
+                                 f"bars of {', '.join(compared)} ")
+    assert f"timeline of {placed} " in outputs[5] and f"placement of {placed} " in outputs[6]
+    if SYSTEM_CHROMIUM.exists():
+        for name in ("tiny-makespan", "tiny-timeline", "tiny-graph"):
+            assert _png_size(tmp_path / f"{name}.png") == (1600, 900)
     placement = load_placement(tmp_path / "tiny-placement.json", g, load_cluster("k80x2"))
     assert len(placement.devices) == g.num_ops
     _app_step(tmp_path, monkeypatch, g, runs)
 
 
 def _app_step(folder: Path, monkeypatch, g, runs) -> None:
-    """§5 in the app: upload ``tiny.json`` on Graphs, run m-etf on Place (on the k80x2 of the sidebar), then
-    Compare on ``PLACELAB_RUNS_DIR=lab-runs`` lists the runs the commands stored."""
+    """§5's app paragraph: Compare on ``PLACELAB_RUNS_DIR=lab-runs`` lists the runs the commands stored. Before it,
+    a cross-check of what the figures show: ``tiny.json`` uploaded on Graphs and placed by m-etf on Place (on the
+    sidebar's k80x2) makes the makespan the commands stored."""
     monkeypatch.setenv("PLACELAB_RUNS_DIR", str(folder / "lab-runs"))
     monkeypatch.setenv("PLACELAB_EXAMPLE_RUNS_DIR", str(folder / "no-examples"))
     app = AppTest.from_function(_graphs_place_compare, default_timeout=300).run()

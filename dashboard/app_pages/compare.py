@@ -1,7 +1,8 @@
 """Compare: stored runs side by side, one graph and cluster at a time — table, makespan bars, two timelines,
 a placement diff, CDFs over test graphs (eval and experiment runs), learning curves of training runs.
 
-The runs compared are in the link (``runs``): a reload or a shared link compares the same runs.
+The link holds the runs compared (``runs``) and every other choice that changes what the page draws (the pair of
+timelines, the toggles, the sweep, the CDF's and the curves' runs): a reload or a shared link shows the same.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from dashboard.data.runs import (
 from dashboard.figures import makespan_bars
 from dashboard.figures.fidelity import measured_bars
 from dashboard.widgets.compare_sections import cdfs, learning_curves_section, sweeps, timelines
-from dashboard.widgets.link import linked_runs, set_page_params
+from dashboard.widgets.link import flag_param, linked_flag, linked_runs, set_page_params
+from dashboard.widgets.report_buttons import report_buttons
 from dashboard.widgets.ui import show_figure, show_table, table_downloads
 from engine.runs import Run
 
@@ -50,14 +52,16 @@ def page() -> None:
 
 
 def _from_link(runs: list[Run]) -> None:
-    """On the session's first run: the runs the link names (through the guard) are the runs compared."""
+    """On the session's first run: the runs the link names (through the guard) are the runs compared, with
+    graphs and clusters mixed where the link says so or they are on several."""
+    linked_flag(link.MIX, keys.COMPARE_MIX)
     linked = linked_runs(link.RUNS)
     listed = {r.id for r in runs}
     chosen = [r for r in linked or () if r.id in listed]
     if not chosen:
         return
     settings = {setting_of(r) for r in chosen}
-    st.session_state[keys.COMPARE_MIX] = len(settings) > 1
+    st.session_state[keys.COMPARE_MIX] = bool(st.session_state.get(keys.COMPARE_MIX)) or len(settings) > 1
     if len(settings) == 1:
         st.session_state[keys.COMPARE_SETTING] = next(iter(settings))
     st.session_state[keys.COMPARE_RUNS] = [r.id for r in chosen]
@@ -72,6 +76,7 @@ def _pool(runs: list[Run]) -> list[Run]:
     cols = st.columns([3, 1], vertical_alignment="bottom")
     mix = cols[1].toggle("Mix graphs / clusters", key=keep(keys.COMPARE_MIX, False),
                          help="Makespans on different graphs or clusters are not comparable; off by default")
+    set_page_params({link.MIX: flag_param(mix)})
     if mix:
         cols[0].caption("All runs, any graph and cluster.")
         return runs
@@ -102,8 +107,10 @@ def _placements(runs: list[Run]) -> None:
     table = pd.DataFrame([comparison_row(r) for r in selected])
     show_table(table)
     table_downloads(table, keys.COMPARE_TABLE, "comparison")
+    report_buttons(selected, keys.COMPARE_REPORT)
     graph, cluster = next(iter(mixed)) if len(mixed) == 1 else ("several graphs", "clusters")
-    rows = [{"label": lb, "hover": f"run {r.id} · {r.meta.get('name') or ''}", **run_metrics(r)}
+    rows = [{"label": lb, "placer": r.meta.get("placer"), "hover": f"run {r.id} · {r.meta.get('name') or ''}",
+             **run_metrics(r)}
             for lb, r in zip(bar_labels(selected), selected, strict=True)]
     show_figure(makespan_bars(rows, title=f"Makespan on {graph} · {cluster}"), key=keys.COMPARE_BARS)
     off = estimate_warnings(rows)

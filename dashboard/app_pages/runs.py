@@ -7,11 +7,12 @@ import streamlit as st
 from dashboard import state as keys
 from dashboard.context import keep
 from dashboard.data import link
+from dashboard.data.link import KIND, STATUS, TAG
 from dashboard.data.measured import has_measurement
 from dashboard.data.run_tables import summary_table
 from dashboard.data.runs import is_example, list_runs, run_label
 from dashboard.stores import example_runs_dir, run_store, runs_dir
-from dashboard.widgets.link import linked_runs, set_page_params
+from dashboard.widgets.link import linked_choice, linked_runs, set_page_params
 from dashboard.widgets.measured import show_measured_run
 from dashboard.widgets.run_panel import downloads, edit
 from dashboard.widgets.ui import show_table, table_downloads
@@ -26,16 +27,22 @@ def _filters(runs: list[Run]) -> tuple[str | None, str | None, str | None]:
     tags = [ALL, *sorted({t for r in runs for t in r.meta.get("tags", [])})]
     statuses = [ALL, *STATUSES]
     cols = st.columns(3)
-    kind = cols[0].selectbox("Kind", kinds, key=keep(keys.RUNS_KIND, options=kinds))
-    status = cols[1].selectbox("Status", statuses, key=keep(keys.RUNS_STATUS, options=statuses))
-    tag = cols[2].selectbox("Tag", tags, key=keep(keys.RUNS_TAG, options=tags))
-    return (None if kind == ALL else kind, None if status == ALL else status, None if tag == ALL else tag)
+    chosen = []
+    for col, (label, name, key, options) in zip(cols, (("Kind", KIND, keys.RUNS_KIND, kinds),
+                                                       ("Status", STATUS, keys.RUNS_STATUS, statuses),
+                                                       ("Tag", TAG, keys.RUNS_TAG, tags)), strict=True):
+        linked_choice(name, key, options)
+        value = col.selectbox(label, options, key=keep(key, options=options))
+        set_page_params({name: None if value == ALL else value})
+        chosen.append(None if value == ALL else value)
+    return chosen[0], chosen[1], chosen[2]
 
 
 def _select(by_id: dict[str, Run]) -> Run:
-    """The run shown: the one a link names (once), the one just renamed or tagged, else the visitor's choice."""
+    """The run shown: the one a link names (once), the one just renamed or tagged (or the next after a delete),
+    else the visitor's choice. Set as the picker's value, so the browser's picker shows the run the page acts on."""
     linked = linked_runs(link.RUN)
-    chosen = st.session_state.pop(keys.RUNS_KEEP_SELECTED, None)  # after a rename or tag edit: the same run
+    chosen = st.session_state.pop(keys.RUNS_KEEP_SELECTED, None)  # after an edit: the same run, or the next
     if linked and linked[0].id in by_id:
         chosen = linked[0].id
     if chosen in by_id:
@@ -69,7 +76,9 @@ def page() -> None:
     run = _select({r.id: r for r in runs})
     with st.expander("Metadata (run.json)"):
         st.json(run.meta, expanded=1)
-    edit(store, run)
+    ids = [r.id for r in runs]
+    at = ids.index(run.id)
+    edit(store, run, then=ids[at + 1] if at + 1 < len(ids) else ids[at - 1] if at else None)
     downloads(run)
     if has_measurement(run):
         st.subheader("Measured on real devices")

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import csv
+import io
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from dashboard.data.format import graph_label
 from dashboard.data.runs import run_label, setting_of
 from engine.errors import RunError
 from engine.runs import Run, RunStore
 
 __all__ = ["HEALTH_RANDOM_CAP", "MAX_CURVE_POINTS", "health_row", "health_stored", "health_table", "learning_curve",
-           "random_table", "seed_groups", "training_health"]
+           "learning_curve_csv", "random_table", "seed_groups", "training_health"]
 
 #: Points per learning-curve line drawn; longer curves are thinned for the browser.
 MAX_CURVE_POINTS = 2000
@@ -29,8 +32,16 @@ def _curve_table(path: str, mtime_ns: int, size: int) -> dict[str, list]:
     return read_csv(Path(path))
 
 
+def _named_graphs(values: list) -> list:
+    """A learning curve's ``graph`` column (the trainer's graph specs) with each graph by name, never by the path
+    of its file (:func:`~dashboard.data.format.graph_label`)."""
+    labels = {v: graph_label(v) if isinstance(v, str) else v for v in set(values)}
+    return [labels[v] for v in values]
+
+
 def learning_curve(run: Run) -> dict[str, list] | None:
-    """The columns of a training run's learning curve (CONTRACTS §6); None when it has none yet.
+    """The columns of a training run's learning curve (CONTRACTS §6); None when it has none yet. Its ``graph``
+    column names graphs (an upload by its graph's name), never a path on the server.
 
     Cached by the file's modification time and size, so polling a live run re-reads the file
     only when rows were appended.
@@ -43,14 +54,39 @@ def learning_curve(run: Run) -> dict[str, list] | None:
         table = _curve_table(str(path), stat.st_mtime_ns, stat.st_size)
     except (OSError, ValueError):
         return None
-    return table if table.get("episode") else None
+    if not table.get("episode"):
+        return None
+    return {**table, "graph": _named_graphs(table["graph"])} if "graph" in table else table
 
 
-def seed_groups(runs: list[Run]) -> dict[str, list[dict[str, list]]]:
+def learning_curve_csv(run: Run) -> bytes | None:
+    """A training run's learning curve as the CSV download gives it: the stored file cell for cell, but for the
+    ``graph`` column, which names graphs as :func:`learning_curve` does; None when the run has no curve."""
+    from policies.rl.core.run_files import CURVE
+
+    try:
+        text = (run.path / CURVE).read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
+    rows = list(csv.reader(io.StringIO(text[:text.rfind("\n") + 1], newline="")))  # a torn last line left out
+    if not rows:
+        return None
+    if "graph" in rows[0]:
+        j = rows[0].index("graph")
+        for row in rows[1:]:
+            if j < len(row):
+                row[j] = graph_label(row[j])
+    out = io.StringIO()
+    csv.writer(out).writerows(rows)
+    return out.getvalue().encode("utf-8")
+
+
+def seed_groups(runs: list[Run], placers: dict[str, str | None] | None = None) -> dict[str, list[dict[str, list]]]:
     """Learning curves of ``runs``, those that differ only in their seed (and name) put together.
 
     The key names the placer, graphs and cluster (with the seed count when there are several);
-    a group's value holds one curve per seed. Runs without a curve yet are left out.
+    a group's value holds one curve per seed. Runs without a curve yet are left out. ``placers``, when
+    given, receives each key's placer (for :func:`~dashboard.figures.learning_curves`' colours).
     """
     groups: dict[tuple, list[tuple[Run, dict]]] = {}
     for r in runs:
@@ -70,6 +106,8 @@ def seed_groups(runs: list[Run]) -> dict[str, list[dict[str, list]]]:
             base = f"{key[0]} on {key[1]} · {key[2]} ({len(members)} seeds)"
         name = base if base not in out else f"{base} ({members[0][0].id})"
         out[name] = [c for _, c in members]
+        if placers is not None:
+            placers[name] = key[0]
     return out
 
 

@@ -3,8 +3,18 @@
 
 Every page: ``graph`` (a generator spec, ``bench:NAME``, ``upload:NAME`` or an example's label),
 ``cluster`` (a preset), ``mode`` and ``sim_<setting>`` (the sidebar's simulation settings where they differ
-from the preset's own). A page adds its own: ``placers`` and ``results`` (Place: the placers chosen and the
-runs of the results in hand), ``runs`` (Compare: the runs compared), ``run`` (Runs: the run shown).
+from the preset's own). A page adds its own (:data:`PAGE_PARAMS`):
+
+* Place: ``placers`` and ``results`` (the placers chosen and the runs of the results in hand);
+* Compare: ``runs`` (the runs compared), ``left`` and ``right`` (the pair of timelines), ``schedules``
+  (simulated or measured), ``moved`` (the moved ops in the graph view), ``mix`` (graphs and clusters mixed),
+  ``sweep``, ``cdf`` (the runs in the CDF), ``curves`` (the training runs drawn), ``x`` and ``smoothing``
+  (the learning curves');
+* Runs: ``run`` (the run shown), the ``kind``, ``status`` and ``tag`` filters, ``figure``;
+* Papers: ``reproduction`` and ``normalised`` (the row-normalised judgement);
+* Fidelity: ``run`` and ``timeline`` (the simulation mode of its timeline).
+
+A page checks its own against what it offers (:mod:`dashboard.widgets.link`).
 
 A link is typed by a visitor: every value goes through :mod:`dashboard.visitor`, the app's one guard. A
 value it refuses becomes one warning line and is ignored, the rest of the link still applies.
@@ -26,15 +36,32 @@ from engine.limits import exhaustion
 from engine.runs import Run, RunStore
 
 __all__ = [
+    "CDF",
     "CLUSTER",
+    "CURVES",
+    "FIGURE",
     "GRAPH",
+    "KIND",
+    "LEFT",
+    "MIX",
     "MODE",
+    "MOVED",
+    "NORMALISED",
     "PAGE_PARAMS",
     "PLACERS",
+    "REPRODUCTION",
     "RESULTS",
+    "RIGHT",
     "RUN",
     "RUNS",
+    "SCHEDULES",
     "SIM",
+    "SMOOTHING",
+    "STATUS",
+    "SWEEP",
+    "TAG",
+    "TIMELINE",
+    "X_AXIS",
     "LinkView",
     "ids_param",
     "read_link",
@@ -45,8 +72,13 @@ __all__ = [
 
 GRAPH, CLUSTER, MODE, SIM = "graph", "cluster", "mode", "sim_"
 PLACERS, RESULTS, RUNS, RUN = "placers", "results", "runs", "run"
-#: The parameters one page reads (the others belong to every page).
-PAGE_PARAMS = (PLACERS, RESULTS, RUNS, RUN)
+LEFT, RIGHT, SCHEDULES, MOVED, MIX = "left", "right", "schedules", "moved", "mix"
+SWEEP, CDF, CURVES, X_AXIS, SMOOTHING = "sweep", "cdf", "curves", "x", "smoothing"
+KIND, STATUS, TAG, FIGURE = "kind", "status", "tag", "figure"
+REPRODUCTION, NORMALISED, TIMELINE = "reproduction", "normalised", "timeline"
+#: The parameters one page reads (the others belong to every page), as the module docstring lists them.
+PAGE_PARAMS = (PLACERS, RESULTS, RUNS, RUN, LEFT, RIGHT, SCHEDULES, MOVED, MIX, SWEEP, CDF, CURVES, X_AXIS, SMOOTHING,
+               KIND, STATUS, TAG, FIGURE, REPRODUCTION, NORMALISED, TIMELINE)
 #: Streamlit's own parameters, never the app's.
 STREAMLIT_PARAMS = ("embed", "embed_options")
 #: Longest value read from a link (a longer one is refused unread).

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dashboard.data.format import graph_label
 from engine.runs import Run, RunStore
 from engine.summary import run_summary
 
@@ -44,6 +45,8 @@ def summary_table(runs: list[Run], sources: list[str], tz: str | None = None) ->
                 row[key] = local_time(value, tz)
             elif key == "tags":
                 row[key] = ", ".join(value)
+            elif key == "graph" and value:
+                row[key] = graph_label(value)  # a graph file by its name, never its path on the server
             else:
                 row[key] = None if value == "" else value
         rows.append(row)

@@ -6,6 +6,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import Any
 
+from dashboard.data.format import graph_label
 from dashboard.stores import example_runs_dir, run_store, runs_dir
 from engine.errors import PlacelabError
 from engine.run_records import PlacementRun, estimate_warning, load_placement_run, single_device_metrics
@@ -51,7 +52,8 @@ def run_label(run: Run) -> str:
     m = run.meta
     name = m.get("name") or run.id
     mark = "example · " if is_example(run) else ""
-    parts = [str(p) for p in (m.get("placer"), (m.get("graph") or {}).get("name"), m.get("cluster"))
+    graph = (m.get("graph") or {}).get("name")
+    parts = [str(p) for p in (m.get("placer"), graph and graph_label(graph), m.get("cluster"))
              if p and str(p) not in name]  # a default name "placer · graph · cluster" already says them
     return " · ".join([mark + name, *parts])
 
@@ -120,7 +122,7 @@ def comparison_row(run: Run) -> dict[str, Any]:
     return {
         "run": m.get("name") or run.id,
         "placer": m.get("placer"),
-        "graph": (m.get("graph") or {}).get("name"),
+        "graph": graph_label((m.get("graph") or {}).get("name") or "") or None,
         "cluster": m.get("cluster"),
         "status": run.status,
         "makespan (ms)": None if ms is None else ms * 1e3,
@@ -141,11 +143,12 @@ def comparison_row(run: Run) -> dict[str, Any]:
 
 
 def setting_of(run: Run) -> tuple[str, str]:
-    """(graph, cluster) a run's numbers belong to: the graph's name and hash, or a training run's graph specs."""
+    """(graph, cluster) a run's numbers belong to: the graph's name and hash, or a training run's graph specs;
+    graphs from files by name (:func:`graph_label`)."""
     m = run.meta
     graph = m.get("graph") or {}
     graphs = (m.get("parameters") or {}).get("graphs") if m.get("kind") == "train" else None
-    name = str(graphs or graph.get("name") or "-")
+    name = graph_label(str(graphs or graph.get("name") or "-"))
     digest = "" if graphs else str(graph.get("hash") or "")
     return (f"{name} [{digest[:8]}]" if digest else name), str(m.get("cluster") or "-")
 

@@ -62,13 +62,17 @@ def experiment_series(run: Run) -> dict[str, list[float]]:
     return {k: v for k, v in out.items() if v}
 
 
-def cdf_series(evals: list[Run], experiments: list[Run]) -> dict[str, list[float]]:
+def cdf_series(evals: list[Run], experiments: list[Run],
+               placers: dict[str, str | None] | None = None) -> dict[str, list[float]]:
     """The Compare page's CDF lines: one per eval run, one per method of each experiment run.
 
     With a single experiment run its lines are named by method alone (Zero-Shot, ...);
-    with several, by method and run name.
+    with several, by method and run name. ``placers``, when given, receives each eval line's placer
+    (for :func:`~dashboard.figures.cdf_figure`'s colours; a method has none).
     """
     series = {run_label(r): eval_series(r) for r in evals}
+    if placers is not None:
+        placers.update({run_label(r): r.meta.get("placer") for r in evals})
     for r in experiments:
         for method, values in experiment_series(r).items():
             name = method if len(experiments) == 1 else f"{method} · {r.meta.get('name') or r.id}"

@@ -114,7 +114,9 @@ def _is_multi_graph(curve: Mapping[str, Sequence]) -> bool:
 
 def learning_curves(curves: Mapping[str, Mapping[str, Sequence] | Sequence[Mapping[str, Sequence]]], *,
                     x: str = "episode", smoothing: float = 0.6, median_window: int = 25,
-                    max_points: int | None = None, title: str = "Learning curves") -> go.Figure:
+                    max_points: int | None = None, title: str = "Learning curves",
+                    placers: Mapping[str, str | None] | None = None,
+                    uniform_entropy: float | None = None) -> go.Figure:
     """Four panels — sampled runtime, reward, entropy, learning rate — against ``x`` (a :data:`CURVE_X` key).
 
     ``curves``: name → one learning curve (columns of CONTRACTS §6), or name → a list of curves
@@ -124,9 +126,15 @@ def learning_curves(curves: Mapping[str, Mapping[str, Sequence] | Sequence[Mappi
     runtime relative to the best seen on the same graph (a "best" across graphs would jump).
     Panels without data for any curve stay empty. ``max_points`` thins long curves for display.
 
-    Each name has one colour (:func:`run_colors`: the same as in any other figure of the same
-    runs, never another name's), and every kind of line of a name has its legend entry (one
-    entry toggles that line in all four panels). Axes print numbers plainly (``0.0001``, not ``100µ``).
+    Each name has its placer's colour (``placers``: name → placer, e.g. from
+    :func:`dashboard.data.learning.seed_groups`; else the name tells, :func:`run_colors`), the same as in
+    any other figure; several runs of one placer take its shades, and every kind of line of a name has its
+    legend entry (one entry toggles that line in all four panels). Axes print numbers plainly (``0.0001``,
+    not ``100µ``).
+
+    The entropy axis runs from 0 to the largest entropy drawn or ``uniform_entropy`` (the uniform policy's, nats,
+    :mod:`policies.rl.core.health`; drawn as a dotted line), whichever is higher: a policy that stays near uniform
+    reads as flat, never as a collapse magnified by an axis fitted to a 0.3 % change.
     """
     from plotly.subplots import make_subplots
 
@@ -136,8 +144,9 @@ def learning_curves(curves: Mapping[str, Mapping[str, Sequence] | Sequence[Mappi
     runtime_title = "runtime (relative to each graph's best)" if any_multi else "runtime (ms)"
     fig = make_subplots(rows=2, cols=2, subplot_titles=(runtime_title, "reward", "entropy", "learning rate"),
                         horizontal_spacing=0.08, vertical_spacing=0.14)
-    colors = run_colors(curves)
+    colors = run_colors(curves, placers)
     legend: set[str] = set()
+    entropy_top = uniform_entropy if uniform_entropy is not None and np.isfinite(uniform_entropy) else 0.0
     for name, item in curves.items():
         seeds = item if isinstance(item, list) else [item]
         xs = _column(seeds[0], CURVE_X[x])
@@ -148,6 +157,8 @@ def learning_curves(curves: Mapping[str, Mapping[str, Sequence] | Sequence[Mappi
             if not per_seed:
                 continue
             length = min(len(v) for v in per_seed)
+            if column == "entropy":
+                entropy_top = max(entropy_top, *(float(np.nanmax(v, initial=0.0)) for v in per_seed))
             keep = thin_rows(min(length, len(xs)), max_points)
             line = _Line(fig, legend, name, colors[name], xs[keep], keep, *divmod(panel, 2))
             if len(per_seed) > 1:
@@ -159,6 +170,11 @@ def learning_curves(curves: Mapping[str, Mapping[str, Sequence] | Sequence[Mappi
                 line.runtime_extras(v, None if best is None else best[:length] * 1e3, median_window)
             line.add(v if column == "learning_rate" else ema(v, smoothing), name if panel == 0 else f"{name} {column}",
                      name)
+    if uniform_entropy is not None and np.isfinite(uniform_entropy):
+        fig.add_hline(y=uniform_entropy, line_dash="dot", line_color="#888888", row=2, col=1,
+                      annotation_text=f"uniform {uniform_entropy:.3g}", annotation_position="bottom right")
+    if entropy_top > 0:
+        fig.update_yaxes(range=[0.0, entropy_top * 1.05], row=2, col=1)
     fig.update_xaxes(title_text=x, row=2)
     fig.update_xaxes(automargin=True)
     fig.update_yaxes(automargin=True, tickformat="~g")  # plain numbers: 0.0001, never 100µ

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from dashboard.figures.theme import PALETTE, device_color
+from dashboard.figures.theme import PALETTE, device_color, memcpy_color
 from engine.cluster import Cluster
 from engine.graph import CompGraph
 from engine.schedule import Schedule
@@ -76,18 +76,20 @@ def measured_vs_simulated(measured: Schedule, simulated: Schedule, graph: CompGr
                           title: str | None = None) -> go.Figure:
     """Op bars of both schedules on one time axis (ms): lanes ``DEVICE measured`` and ``DEVICE simulated``.
 
-    Transfers are drawn as thin bars on the sending device's lanes.
+    Transfers are drawn as thin grey bars on the sending device's lanes; a simulated lane takes the device's
+    lighter tint, opaque, so it stays visible on the dark theme.
     """
     fig = go.Figure()
     lanes = []
     for d, dev in enumerate(cluster.devices):
-        for label, s, opacity in (("measured", measured, 1.0), (f"simulated ({simulated.mode})", simulated, 0.55)):
+        for label, s, color in (("measured", measured, device_color(d)),
+                                (f"simulated ({simulated.mode})", simulated, memcpy_color(d))):
             lane = f"{dev.name} {label}"
             lanes.append(lane)
             sel = np.flatnonzero(s.op_device == d)
             fig.add_trace(go.Bar(
                 y=[lane] * len(sel), x=(s.op_end[sel] - s.op_start[sel]) * 1e3, base=s.op_start[sel] * 1e3,
-                orientation="h", marker={"color": device_color(d), "opacity": opacity}, name=lane,
+                orientation="h", marker={"color": color}, name=lane,
                 text=[graph.op_names[i] for i in sel], textposition="none",
                 hovertemplate="%{text}<br>start %{base:.3f} ms<br>%{x:.3f} ms<extra>" + lane + "</extra>"))
             tr = np.flatnonzero(s.transfer_src == d)
@@ -95,12 +97,12 @@ def measured_vs_simulated(measured: Schedule, simulated: Schedule, graph: CompGr
                 fig.add_trace(go.Bar(
                     y=[lane] * len(tr), x=(s.transfer_end[tr] - s.transfer_start[tr]) * 1e3,
                     base=s.transfer_start[tr] * 1e3, orientation="h", width=0.2,
-                    marker={"color": "#444", "opacity": opacity}, name=f"{lane} copies",
+                    marker={"color": "#808080"}, name=f"{lane} copies",
                     text=[f"{graph.op_names[s.transfer_op[i]]} → {cluster.devices[s.transfer_dst[i]].name}, "
                           f"{s.transfer_bytes[i]:.0f} B" for i in tr], textposition="none",
                     hovertemplate="%{text}<br>start %{base:.3f} ms<br>%{x:.3f} ms<extra>copy</extra>"))
-    fig.add_vline(x=measured.makespan * 1e3, line_dash="dot", line_color="#222")
-    fig.add_vline(x=simulated.makespan * 1e3, line_dash="dot", line_color="#999")
+    fig.add_vline(x=measured.makespan * 1e3, line_dash="solid", line_color="#808080")
+    fig.add_vline(x=simulated.makespan * 1e3, line_dash="dot", line_color="#808080")
     fig.update_layout(
         title=title or (f"{graph.name}: measured {measured.makespan * 1e3:.4g} ms, "
                         f"simulated {simulated.makespan * 1e3:.4g} ms"),

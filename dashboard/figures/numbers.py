@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["plain_number"]
+__all__ = ["fmt_bytes", "plain_number"]
 
 
 def plain_number(v: float, digits: int, *, trim: bool = True) -> str:
@@ -16,3 +16,11 @@ def plain_number(v: float, digits: int, *, trim: bool = True) -> str:
     decimals = digits - 1 if r == 0 else max(0, digits - 1 - math.floor(math.log10(abs(r))))
     text = f"{v if decimals == 0 else r:.{decimals}f}"
     return text.rstrip("0").rstrip(".") if trim and "." in text else text
+
+
+def fmt_bytes(b: float) -> str:
+    """Bytes to three significant digits in the largest unit that keeps one before the point: ``7.6 MB``."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(b) >= scale:
+            return f"{b / scale:.3g} {unit}"
+    return f"{b:.0f} B"

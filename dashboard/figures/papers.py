@@ -21,20 +21,24 @@ from dashboard.figures.charts import cdf_figure
 from dashboard.figures.numbers import plain_number
 from dashboard.figures.theme import PALETTE
 from engine.errors import quote
-from placelab.reproduce.papers import agreement
+from placelab.reproduce.papers import agreement, lower_is_better
 
-__all__ = ["AGREEMENT_STYLES", "agreement_label", "cell_styles", "graphs_rows", "ratio_figure", "reproduction_figure",
-           "runs_beside", "side_by_side", "table_csv", "table_latex", "text_width_px"]
+__all__ = ["AGREEMENT_LEGEND", "AGREEMENT_STYLES", "agreement_label", "cell_styles", "graphs_rows", "ratio_figure",
+           "reproduction_figure", "runs_beside", "side_by_side", "table_csv", "table_latex", "text_width_px"]
 
-#: Background and text colour of the agreement cells (within 10 %, within 25 %, beyond, not comparable) in the
-#: app's light and dark theme: dark text on pastel fills, light text on deep ones; every pair has a WCAG
-#: contrast ratio of at least 4.5, and the cells name their colour in words too.
+#: Background and text colour of the agreement cells (within 10 %, ours better than the paper by more, within
+#: 25 %, beyond, not comparable) in the app's light and dark theme: dark text on pastel fills, light text on deep
+#: ones; every pair has a WCAG contrast ratio of at least 4.5, and the cells name their colour in words too.
 AGREEMENT_STYLES = {
-    "light": {"agree": ("#C7E9C0", "#31333F"), "close": ("#FDD49E", "#31333F"), "differ": ("#FCAE91", "#31333F"),
-              "n/a": ("#F0F0F0", "#31333F")},
-    "dark": {"agree": ("#1E4D2B", "#FAFAFA"), "close": ("#5C3D00", "#FAFAFA"), "differ": ("#6E1F1F", "#FAFAFA"),
-             "n/a": ("#262730", "#FAFAFA")},
+    "light": {"agree": ("#C7E9C0", "#31333F"), "better": ("#C6DBEF", "#31333F"), "close": ("#FDD49E", "#31333F"),
+              "differ": ("#FCAE91", "#31333F"), "n/a": ("#F0F0F0", "#31333F")},
+    "dark": {"agree": ("#1E4D2B", "#FAFAFA"), "better": ("#1B3F66", "#FAFAFA"), "close": ("#5C3D00", "#FAFAFA"),
+             "differ": ("#6E1F1F", "#FAFAFA"), "n/a": ("#262730", "#FAFAFA")},
 }
+#: The table's legend: what each agreement colour says.
+AGREEMENT_LEGEND = ("Agreement with the paper: green within 10 %, amber within 25 %, red beyond; blue: ours better "
+                    "than the paper's by more than 10 % (a lower time, a higher correlation), a departure but no "
+                    "worse result; OOM on both sides agrees.")
 #: Roughly the width (px) of one character of a table cell, and a cell's padding.
 _CHAR_PX, _CELL_PAD_PX = 8, 24
 _PHASES = ("forward", "backward", "update", "other")
@@ -51,12 +55,15 @@ def _num(x: Any) -> float | None:
 
 
 def agreement_label(row: Mapping[str, Any], normalised: bool = False) -> str:
-    """``agree`` (within 10 %), ``close`` (within 25 %), ``differ`` or ``n/a`` for one table row.
+    """``agree`` (within 10 %), ``better`` (ours better than the paper's by more, on the better side of the row's
+    unit: :func:`~placelab.reproduce.papers.lower_is_better`), ``close`` (within 25 %), ``differ`` or ``n/a`` for
+    one table row.
 
     Both sides OOM agree; one side OOM differs. ``normalised`` judges the row-normalised ratio.
     """
     return agreement(_num(row.get("rel_ratio" if normalised else "ratio")), "OOM" in str(row.get("note") or ""),
-                     row.get("paper") == "OOM", _num(row.get("ours")) is not None)
+                     row.get("paper") == "OOM", _num(row.get("ours")) is not None,
+                     lower_is_better(str(row.get("unit") or "")))
 
 
 def _fmt(x: Any, digits: int = 4, *, trim: bool = True) -> str:

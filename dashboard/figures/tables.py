@@ -12,7 +12,7 @@ from pandas.io.formats.style import Styler
 
 from dashboard.figures.numbers import plain_number
 
-__all__ = ["DIGITS", "MISSING", "table_latex", "table_view"]
+__all__ = ["DIGITS", "MISSING", "cell_text", "table_latex", "table_view"]
 
 #: Significant digits of every number in a shown or exported table.
 DIGITS = 4
@@ -24,9 +24,11 @@ def _missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _cell(value: object) -> str:
+def cell_text(value: object, missing: str = "--") -> str:
+    """One cell as an exported table writes it (LaTeX, a report's slides): numbers to :data:`DIGITS` significant
+    digits in plain notation, booleans as yes / no, a missing value as ``missing``."""
     if _missing(value):
-        return "--"
+        return missing
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
@@ -57,7 +59,7 @@ def table_view(table: pd.DataFrame, missing: Mapping[str, str] | None = None) ->
     for c in floats:
         styler = styler.format(shown(c), subset=[c])
     for c in (c for c in table.columns if pd.api.types.is_bool_dtype(table[c])):
-        styler = styler.format(_cell, subset=[c])  # yes / no, as the LaTeX export
+        styler = styler.format(cell_text, subset=[c])  # yes / no, as the LaTeX export
     return styler
 
 
@@ -74,6 +76,6 @@ def table_latex(table: pd.DataFrame) -> str:
                     else "l" for c in table.columns)
     lines = [rf"\begin{{tabular}}{{{align}}}", r"\toprule",
              " & ".join(esc(str(c)) for c in table.columns) + r" \\", r"\midrule"]
-    lines += [" & ".join(esc(_cell(v)) for v in row) + r" \\" for row in table.itertuples(index=False)]
+    lines += [" & ".join(esc(cell_text(v)) for v in row) + r" \\" for row in table.itertuples(index=False)]
     lines += [r"\bottomrule", r"\end{tabular}", ""]
     return "\n".join(lines)

@@ -13,16 +13,14 @@ import base64
 
 import numpy as np
 
-from dashboard.figures.theme import device_color
+from dashboard.figures.theme import device_color, memcpy_color
 from dashboard.figures.timeline import lane_names
 from engine.cluster import Cluster
 from engine.graph import CompGraph
 from engine.schedule import Schedule
 
-__all__ = ["MEMCPY_OPACITY", "b64", "trace_payload", "unb64"]
+__all__ = ["b64", "trace_payload", "unb64"]
 
-#: Opacity of memcpy lanes, as in the plotly timeline.
-MEMCPY_OPACITY = 0.45
 _LE = {"f8": "<f8", "f4": "<f4", "i4": "<i4", "u2": "<u2"}
 
 
@@ -47,6 +45,10 @@ def trace_payload(schedule: Schedule, graph: CompGraph, cluster: Cluster, *, vie
                   marked: np.ndarray | None = None) -> dict:
     """The JSON object the trace view draws: lanes with their colours, ops and transfers (ms), names, marks.
 
+    A device's compute lane is drawn in its colour (``colors``), its memcpy lane in the opaque lighter tint the
+    plotly timeline gives it (``memcpy_colors``, :func:`~dashboard.figures.colors.memcpy_color`): a translucent
+    device colour sank into the dark theme's canvas (navy on near-black).
+
     ``view_id`` names the schedule: the browser keeps its zoom across reruns while it stays the same.
     ``marked`` (bool per op) are outlined in red (search matches, the op selected in the graph).
     Ops that never ran (NaN start, a memory deadlock) are left out.
@@ -67,7 +69,7 @@ def trace_payload(schedule: Schedule, graph: CompGraph, cluster: Cluster, *, vie
         "lanes": lane_names(cluster),
         "colors": [device_color(d) for d in range(devices)],
         "devices": [d.name for d in cluster.devices],
-        "memcpy_opacity": MEMCPY_OPACITY,
+        "memcpy_colors": [memcpy_color(d) for d in range(devices)],
         "makespan_ms": float(schedule.makespan * 1e3),
         "ops": {"count": len(ops), "offsets": op_offsets.tolist(), "op": b64(ops, "i4"),
                 "start": b64(schedule.op_start[ops] * 1e3, "f8"),

@@ -81,8 +81,8 @@ function buildModel(data) {
     for (const [g, copy] of [[og, false], [tg, true]]) {
       const a = g.offsets[d], b = g.offsets[d + 1];
       const lane = {
-        name: data.lanes[lanes.length], device: d, copy, color: data.colors[d],
-        alpha: copy ? data.memcpy_opacity : 1.0, start: g.start.subarray(a, b), dur: g.dur.subarray(a, b),
+        name: data.lanes[lanes.length], device: d, copy, color: (copy ? data.memcpy_colors : data.colors)[d],
+        start: g.start.subarray(a, b), dur: g.dur.subarray(a, b),
         op: g.op.subarray(a, b), dst: copy ? g.dst.subarray(a, b) : null, bytes: copy ? g.bytes.subarray(a, b) : null,
       };
       lane.maxDur = maxOf(lane.dur);
@@ -148,11 +148,8 @@ function mount(component) {
     const font = v("--st-font", "sans-serif");
     const bgRgb = parseColor(bg, "#ffffff");
     const dark = luminance(bgRgb) < 0.3;
-    // name colour per lane: black or white, whichever reads on the bar (memcpy bars blend with the page)
-    const ink = m.lanes.map((lane) => {
-      const c = rgb(lane.color).map((x, k) => lane.alpha * x + (1 - lane.alpha) * bgRgb[k]);
-      return luminance(c) > 0.33 ? "#111111" : "#ffffff";
-    });
+    // name colour per lane: black or white, whichever reads on the bar (every lane's colour is opaque)
+    const ink = m.lanes.map((lane) => (luminance(rgb(lane.color)) > 0.33 ? "#111111" : "#ffffff"));
     return { bg, text, font, ink, dark, grid: dark ? "rgba(255,255,255,0.10)" : "rgba(0,0,0,0.08)",
              band: dark ? "rgba(255,255,255,0.04)" : "rgba(0,0,0,0.035)", mark: dark ? "#ff5c5c" : "#d00000" };
   }
@@ -232,7 +229,6 @@ function mount(component) {
       const y = laneY(l), s = lane.start, d = lane.dur;
       cov.fill(0, 0, pw + 2);
       ctx.fillStyle = lane.color;
-      ctx.globalAlpha = lane.alpha;
       const lo = lowerBound(s, v0 - lane.maxDur), hi = lowerBound(s, v1);
       ctx.beginPath();
       for (let i = lo; i < hi; i++) {
@@ -264,7 +260,6 @@ function mount(component) {
         binnedCols += c - c0;
       }
       ctx.fill();
-      ctx.globalAlpha = 1;
     });
     // names inside the bars that hold them
     ctx.textAlign = "left";

@@ -6,11 +6,18 @@ shown (:func:`take`, :func:`linked_runs`) during that first run. :func:`write_li
 the link at the end of every run, the page's own parameters (:func:`set_page_params`) with it, in one
 change (Streamlit adds a browser-history entry per change of the link). :mod:`dashboard.data.link` reads and
 writes the parameters, through the app's guard (:mod:`dashboard.visitor`).
+
+Besides the runs a page names (``run``, ``runs``, ``results``), a page keeps in the link every other choice that
+changes what it draws (Compare's pair of timelines and its toggles, ...; :data:`dashboard.data.link.PAGE_PARAMS`
+lists them all). Such a value is only ever compared with the choices the page offers (:func:`linked_choice`,
+:func:`linked_choices`, :func:`linked_flag`): one it does not offer is a warning and the page's default stays. A
+link without them opens on the page's defaults.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import streamlit as st
 
@@ -23,7 +30,13 @@ from dashboard.widgets.graph_picker import show_in_picker
 from engine.errors import PlacelabError
 from engine.runs import Run, RunStore
 
-__all__ = ["app_stores", "linked_runs", "read_link", "set_page_params", "show_link_warnings", "take", "write_link"]
+__all__ = ["app_stores", "choices_param", "flag_param", "linked_choice", "linked_choices", "linked_flag", "linked_runs",
+           "read_link", "set_page_params", "show_link_warnings", "take", "write_link"]
+
+#: A list choice that holds nothing (the visitor emptied it), as the link writes it.
+NONE = "none"
+#: A switch as the link writes it.
+ON, OFF = "on", "off"
 
 
 def read_link() -> None:
@@ -75,6 +88,52 @@ def linked_runs(name: str, kinds: Iterable[str] = (), scratch: bool = False) -> 
     for line in warnings:
         st.warning(line, icon=":material/link_off:")
     return runs
+
+
+def _refuse_choice(name: str) -> None:
+    st.warning(f"Ignored the link's {name}: not one of the choices this page offers", icon=":material/link_off:")
+
+
+def linked_choice(name: str, key: str, options: Sequence[Any], text: Callable[[Any], str] = str) -> None:
+    """On the session's first run: the option whose link text (``text``) is the link's ``name`` becomes widget
+    ``key``'s value (a warning where the page offers none such). Call before the widget is drawn."""
+    value = take(name)
+    if value is None:
+        return
+    by_text = {text(o): o for o in options}
+    if value.strip() in by_text and len(value) <= link.MAX_VALUE:
+        st.session_state[key] = by_text[value.strip()]
+    else:
+        _refuse_choice(name)
+
+
+def linked_choices(name: str, key: str, options: Sequence[str]) -> None:
+    """On the session's first run: the options the link's ``name`` lists (comma separated; :data:`NONE`: none)
+    become widget ``key``'s value; a warning where it lists one the page does not offer (the rest apply)."""
+    value = take(name)
+    if value is None:
+        return
+    listed = [] if value.strip() == NONE else [i.strip() for i in value[:link.MAX_VALUE].split(",") if i.strip()]
+    chosen = [i for i in dict.fromkeys(listed[:link.MAX_IDS]) if i in options]
+    if len(chosen) < len(listed) or len(value) > link.MAX_VALUE:
+        _refuse_choice(name)
+    if chosen or not listed:
+        st.session_state[key] = chosen
+
+
+def linked_flag(name: str, key: str) -> None:
+    """On the session's first run: the link's ``name`` (:data:`ON` or :data:`OFF`) sets switch ``key``."""
+    linked_choice(name, key, (True, False), lambda on: ON if on else OFF)
+
+
+def choices_param(chosen: Iterable[str]) -> str:
+    """A list choice as the link holds it (:data:`NONE` when empty, so a reload keeps it empty)."""
+    return link.ids_param(chosen) or NONE
+
+
+def flag_param(on: bool, default: bool = False) -> str | None:
+    """A switch as the link holds it: None (left out) while it is at its ``default``."""
+    return None if bool(on) == default else (ON if on else OFF)
 
 
 def set_page_params(params: dict[str, str | None]) -> None:

@@ -10,9 +10,11 @@ import streamlit as st
 
 from dashboard import state as keys
 from dashboard.context import forget, keep
+from dashboard.data.link import FIGURE
 from dashboard.data.runs import has_placement, is_example, replay, run_label
 from dashboard.figures import load_profile, memory_over_time, timeline
 from dashboard.perfetto import open_in_perfetto
+from dashboard.widgets.link import linked_choice, set_page_params
 from dashboard.widgets.ui import figure_export_controls, guard
 from engine.run_records import export_trace
 from engine.runs import Run, RunStore
@@ -22,11 +24,12 @@ __all__ = ["FIGURES", "downloads", "edit"]
 FIGURES: dict[str, Callable] = {
     "timeline": lambda s, pr: timeline(s, pr.graph, pr.cluster),
     "load profile": lambda s, pr: load_profile(s, pr.graph, pr.cluster),
-    "memory over time": lambda s, pr: memory_over_time(s, pr.cluster),
+    "memory over time": lambda s, pr: memory_over_time(s, pr.cluster, memory_known=pr.graph.memory_known),
 }
 
 
-def edit(store: RunStore, run: Run) -> None:
+def edit(store: RunStore, run: Run, then: str | None = None) -> None:
+    """Rename, tag or delete ``run``; after a delete the page shows run ``then`` (the next in its list)."""
     st.subheader("Edit")
     if is_example(run):
         st.caption("A bundled example: read-only (the app never changes the examples). Re-run it on the Place "
@@ -54,6 +57,7 @@ def edit(store: RunStore, run: Run) -> None:
             with guard("Delete"):
                 store.delete(run.id)
                 forget(keys.RUNS_SELECTED)
+                st.session_state[keys.RUNS_KEEP_SELECTED] = then  # the picker moves to it, the link with it
                 st.rerun()
 
 
@@ -88,7 +92,9 @@ def downloads(run: Run) -> None:
         cols[3].download_button("Chrome trace (Perfetto)", trace, file_name=f"{run.id}-trace.json",
                                 mime="application/json", key=keys.RUNS_TRACE)
         open_in_perfetto(trace, title=run_label(run), file_name=f"{run.id}-trace.json", key=keys.RUNS_PERFETTO)
+    linked_choice(FIGURE, keys.RUNS_FIGURE, list(FIGURES))
     which = st.selectbox("Figure", list(FIGURES), key=keep(keys.RUNS_FIGURE, options=list(FIGURES)))
+    set_page_params({FIGURE: None if which == next(iter(FIGURES)) else which})
     with guard("Figure"):
         pr, schedule = replay(run)
         fig = FIGURES[which](schedule, pr)

@@ -14,6 +14,7 @@ import streamlit as st
 from dashboard import state as keys
 from dashboard.context import keep
 from dashboard.data.format import fmt_bytes, fmt_ms, fmt_size
+from dashboard.data.link import SMOOTHING, X_AXIS
 from dashboard.figures import (
     CURVE_X,
     GRAPH_VIEW_MAX_OPS,
@@ -27,10 +28,15 @@ from dashboard.figures import (
 from dashboard.figures.timeline import bin_at_points, match_ops
 from dashboard.trace_view import show_trace_view
 from dashboard.widgets.explorer import op_index, pick_op, selected_op, show_explorer
+from dashboard.widgets.link import linked_choice, set_page_params
 from dashboard.widgets.ui import presentation, show_figure
 from engine.cluster import Cluster
 from engine.graph import CompGraph
 from engine.schedule import Schedule
+
+#: The learning curves' smoothing weights (the slider's steps) and the one they start at.
+SMOOTHINGS = tuple(round(i * 0.01, 2) for i in range(100))
+DEFAULT_SMOOTHING = 0.6
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -112,7 +118,8 @@ def _build(kind: str, schedule: Schedule, graph: CompGraph, cluster: Cluster, ti
         if fig.data and fig.data[0].meta == "bins":  # a box selection is a time range, not a blow-up of the bins
             fig.update_layout(selectdirection="h")
         return fig
-    fig = load_profile(schedule, graph, cluster) if kind == "load" else memory_over_time(schedule, cluster)
+    fig = (load_profile(schedule, graph, cluster) if kind == "load"
+           else memory_over_time(schedule, cluster, memory_known=graph.memory_known))
     fig.update_layout(title=fig.layout.title.text + (f" — {title}" if title else ""))
     return fig
 
@@ -137,14 +144,26 @@ def schedule_figure(kind: str, schedule: Schedule, graph: CompGraph, cluster: Cl
     return _cached(figure_id, kind, title, window_ms, marked, arrows, schedule, graph, cluster, highlight)
 
 
-def curve_controls(key: str) -> tuple[str, float]:
-    """The learning curves' x axis and smoothing weight (TensorBoard's slider)."""
+def curve_controls(key: str, linked: bool = False) -> tuple[str, float]:
+    """The learning curves' x axis and smoothing weight (TensorBoard's slider); ``linked``: kept in the link
+    (not from a fragment, whose reruns never write the link)."""
+    axes = list(CURVE_X)
+    if linked:
+        linked_choice(X_AXIS, keys.curve(key, "x"), axes)
+        linked_choice(SMOOTHING, keys.curve(key, "smoothing"), SMOOTHINGS, _smoothing_text)
     cols = st.columns([2, 3])
-    x = cols[0].radio("x axis", list(CURVE_X), horizontal=True,
-                      key=keep(keys.curve(key, "x"), next(iter(CURVE_X)), options=list(CURVE_X)))
-    smoothing = cols[1].slider("smoothing", 0.0, 0.99, step=0.01, key=keep(keys.curve(key, "smoothing"), 0.6),
+    x = cols[0].radio("x axis", axes, horizontal=True, key=keep(keys.curve(key, "x"), axes[0], options=axes))
+    smoothing = cols[1].slider("smoothing", SMOOTHINGS[0], SMOOTHINGS[-1], step=0.01,
+                               key=keep(keys.curve(key, "smoothing"), DEFAULT_SMOOTHING),
                                help="Exponential moving average, debiased (as in TensorBoard); 0 = raw")
+    if linked:
+        set_page_params({X_AXIS: None if x == axes[0] else x,
+                         SMOOTHING: None if smoothing == DEFAULT_SMOOTHING else _smoothing_text(smoothing)})
     return x, float(smoothing)
+
+
+def _smoothing_text(weight: float) -> str:
+    return f"{round(weight, 2):g}"
 
 
 def op_at_points(fig, points: list[dict], names: dict[str, int]) -> int | None:

@@ -4,6 +4,8 @@ trains (:data:`POLL_S`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
@@ -15,6 +17,7 @@ from dashboard.data.learning import (
     health_stored,
     health_table,
     learning_curve,
+    learning_curve_csv,
     random_table,
     seed_groups,
     training_health,
@@ -102,14 +105,14 @@ def _curve_settings() -> tuple[str, float]:
             float(st.session_state.get(keys.curve(keys.TRAIN, "smoothing"), 0.6)))
 
 
-def _learning_health(run: Run, status: str) -> None:
+def _learning_health(run: Run, status: str) -> Any:
     """A finished run's learning-health verdict (policies/rl/core/health.py): the verdict, its numbers, and the
-    never-left-uniform line when it applies."""
+    never-left-uniform line when it applies. Returns the verdict (None while it trains, or without one)."""
     if status in ACTIVE or status == "failed":
-        return
+        return None
     health = training_health(run)
     if health is None:
-        return
+        return None
     from policies.rl.core.health import NEVER_LEFT_UNIFORM
 
     text = f"**Learning health: {health.label}.** {health.detail[0].upper()}{health.detail[1:]}."
@@ -129,14 +132,24 @@ def _learning_health(run: Run, status: str) -> None:
             show_table(random_table(health), key=keys.train_run("health_random", run.id))
         else:
             st.caption(f"No random-search comparison: {health.random_missing}.")
+    return health
+
+
+def _given_name(run: Run) -> str | None:
+    """The name the visitor gave ``run``; None for a run named by its id (started without a name)."""
+    name = run.meta.get("name")
+    return None if not name or name == run.id else str(name)
 
 
 def _run_card(store: RunStore, run: Run, status: str, job: Job | None) -> None:
+    """A run's card, headed by its name (or its placer and graphs), its id written once."""
     m = run.meta
     graphs = graphs_of(run)
+    name = _given_name(run)
     with st.container(border=True):
-        st.markdown(f"**{m.get('name') or run.id}** · {m.get('placer')} on `{graphs}` · {m.get('cluster')} · "
-                    f"`{run.id}`")
+        what = f"{m.get('placer')} on `{graphs}` · {m.get('cluster')}"
+        st.markdown(f"**{name}** · {what}" if name else f"**{what}**")
+        st.caption(f"run `{run.id}`")
         frac, text = progress_text(run, status)
         st.progress(frac, text=text)
         _controls(store, run, status)
@@ -147,20 +160,20 @@ def _run_card(store: RunStore, run: Run, status: str, job: Job | None) -> None:
         elif job is not None and job.resume_of == run.id and job.failed:
             lines = job.log_tail().splitlines()
             show_error(f"Resuming failed: {lines[-1] if lines else f'exit code {job.returncode}'}")
-        _learning_health(run, status)
+        health = _learning_health(run, status)
         curve = learning_curve(run)
         if curve is None:
             st.caption("No episode has finished yet.")
             return
         x, smoothing = _curve_settings()
         title = f"{m.get('placer')} on {graphs} · {m.get('cluster')}"
-        show_figure(learning_curves({m.get("name") or run.id: curve}, x=x, smoothing=smoothing,
-                                    max_points=MAX_CURVE_POINTS, title=title), key=keys.train_run("curve", run.id))
-        from policies.rl.core.run_files import CURVE
-
-        path = run.path / CURVE
-        st.download_button("Learning curve (CSV)", lambda: path.read_bytes(), file_name=f"{run.id}-learning_curve.csv",
-                           mime="text/csv", key=keys.train_run("dl", run.id))
+        label = name or str(m.get("placer"))
+        show_figure(learning_curves({label: curve}, x=x, smoothing=smoothing, max_points=MAX_CURVE_POINTS, title=title,
+                                    placers={label: m.get("placer")},
+                                    uniform_entropy=health.uniform_entropy if health is not None else None),
+                   key=keys.train_run("curve", run.id))
+        st.download_button("Learning curve (CSV)", lambda: learning_curve_csv(run) or b"",
+                           file_name=f"{run.id}-learning_curve.csv", mime="text/csv", key=keys.train_run("dl", run.id))
 
 
 def training_runs(store: RunStore, polling: bool) -> None:
@@ -180,7 +193,9 @@ def training_runs(store: RunStore, polling: bool) -> None:
     curve_controls(keys.TRAIN)
     if len(chosen) > 1:
         x, smoothing = _curve_settings()
-        show_figure(learning_curves(seed_groups(chosen), x=x, smoothing=smoothing, max_points=MAX_CURVE_POINTS),
+        placers: dict[str, str | None] = {}
+        curves = seed_groups(chosen, placers)
+        show_figure(learning_curves(curves, x=x, smoothing=smoothing, max_points=MAX_CURVE_POINTS, placers=placers),
                     key=keys.TRAIN_OVERLAY)
     for run in chosen:
         _run_card(store, run, state.status[run.id], state.jobs[run.id])

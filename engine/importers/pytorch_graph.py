@@ -1,13 +1,13 @@
 """PyTorch modules → CompGraph: the aten graph of ONE TRAINING STEP.
 
-:func:`graph_from_torch` traces, with ``torch.fx.experimental.proxy_tensor.make_fx``, a
-function that runs the module functionally (``torch.func.functional_call``) on the example
-inputs, computes a scalar loss, takes ``torch.autograd.grad`` of it with respect to every
-trainable parameter and applies an SGD update ``p - lr·g``. ``make_fx`` records the aten ops
-that actually execute, backward included (autograd runs under the tracer), which works for
-any module that runs eagerly; ``torch.export``'s joint-graph APIs are still private and
-stricter about Python control flow. The step is traced with the example tensors (real
-tensors, computed once on the CPU); nothing is saved or loaded.
+:func:`graph_from_torch` traces a function that runs the module functionally on the example inputs,
+computes a scalar loss of its output, takes ``torch.autograd.grad`` of it with respect to every
+trainable parameter and applies an SGD update ``p - lr·g`` (:mod:`engine.importers._torch_trace`:
+``torch.export`` of the forward pass and the loss, then the step over the exported program on fake
+tensors; the eager module on the real example tensors for what torch.export refuses). Nothing is saved
+or loaded. The output may be a tensor, a list or tuple, a dict, a dataclass or a Hugging Face
+``ModelOutput``: the loss reads the module's own ``loss``, else the output ``output_key`` names, else the
+first tensor (:mod:`engine.importers._torch_outputs`).
 
 Conventions (as for TensorFlow, :mod:`engine.importers.tensorflow_graph`):
 
@@ -17,36 +17,39 @@ Conventions (as for TensorFlow, :mod:`engine.importers.tensorflow_graph`):
   qualified name (``encoder.0.weight``), holding their bytes as ``persistent_bytes`` and
   ``output_bytes``; phase ``None``. The op that produces a parameter's new value is
   colocated with it (the update runs where the weight lives).
-* **Inputs** stay as 0-time source ops. **Pruned**: the ``output`` node and pass-through
-  nodes (``detach``, ``alias``, ``lift_fresh``, ``operator.getitem``); consumers are
-  reconnected to the pruned node's producers with the bytes of the tensor they read.
+* **Inputs** stay as 0-time source ops. **Pruned**: the ``output`` node, pass-through
+  nodes (``detach``, ``alias``, ``lift_fresh``, ``operator.getitem``) and the exported
+  program's checks (``_assert_tensor_metadata``, ...); consumers are reconnected to the
+  pruned node's producers with the bytes of the tensor they read.
 * **Sizes** from ``node.meta["val"]`` (element count × element size, summed over tuple
   outputs). **FLOPs** from ``torch.utils.flop_counter``'s formula registry (mm, addmm, bmm,
   convolutions and their backward, attention), else one FLOP per element of the largest
   input or output; view ops (``t``, ``view``, ``expand``, ...) take no time. Seconds come
   from the same roofline as TensorFlow imports (``engine/costmodel.py``; ``cost=`` replaces it).
-* **Scope**: a forward node's innermost module path, recorded by forward hooks during the
-  trace; a backward node takes ``grad/`` + the scope of the forward op it reads (its saved
-  activation or weight), else the longest scope of its backward inputs; an update op takes
-  ``update/`` + its parameter's module path.
+* **Scope**: a forward node's innermost module path (the exported program's module stack, or
+  forward hooks during an eager trace); a backward node takes ``grad/`` + the scope of the
+  forward op it reads (its saved activation or weight), else the longest scope of its backward
+  inputs; an update op takes ``update/`` + its parameter's module path.
 """
 
 from __future__ import annotations
 
-import contextlib
 import operator
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from engine.errors import GraphError, first_line, quote
+from engine.errors import GraphError, quote
 from engine.graph import CompGraph
+from engine.importers._torch_trace import Trace, buffers_restored, trace_step
 from engine.importers.tensorflow_graph import CostFn, roofline_cost
 
-__all__ = ["graph_from_torch"]
+__all__ = ["buffers_restored", "graph_from_torch", "trace_step"]
 
-_PASS_THROUGH_ATEN = frozenset({"detach", "alias", "lift_fresh", "lift_fresh_copy"})
+#: Pruned: ops that pass a tensor through, and the exported program's shape and metadata checks (no output).
+_PASS_THROUGH_ATEN = frozenset({"detach", "alias", "lift_fresh", "lift_fresh_copy", "_assert_tensor_metadata",
+                                "_assert_scalar", "_assert_async", "sym_constrain_range_for_size"})
 
 
 def _import_torch():
@@ -129,24 +132,12 @@ def _node_flops(node: Any) -> float:
     return float(max(sizes, default=0))
 
 
-@contextlib.contextmanager
-def buffers_restored(torch: Any, buffers: dict) -> Iterator[None]:
-    """Put the module's buffers back as they were: make_fx runs the step on the real tensors, so
-    in-place buffer updates (BatchNorm running statistics) would land in the module."""
-    saved = {k: v.detach().clone() for k, v in buffers.items()}
-    try:
-        yield
-    finally:
-        with torch.no_grad():
-            for k, v in buffers.items():
-                v.copy_(saved[k])
-
-
 def graph_from_torch(
     module: Any,
     example_inputs: Sequence[Any],
     *,
     loss_fn: Callable[[Any], Any] | None = None,
+    output_key: str | None = None,
     lr: float = 0.01,
     cost: CostFn | None = None,
     name: str | None = None,
@@ -158,12 +149,17 @@ def graph_from_torch(
     Parameters
     ----------
     module : torch.nn.Module
-        Runs eagerly on the example inputs (CPU tensors).
+        Runs eagerly on the example inputs (CPU tensors). Its output may be a tensor, a list or tuple, a
+        dict, a dataclass or a Hugging Face ``ModelOutput``.
     example_inputs : sequence of tensors
         Positional inputs of ``module.forward``; their shapes fix the graph's sizes.
     loss_fn : callable, optional
-        ``loss_fn(output) -> scalar tensor``; default: the mean of the squares of the first
-        tensor in the output (MSE against a zero target: the same backward structure).
+        ``loss_fn(output) -> scalar tensor``; default: the output's own ``loss`` when it has one, else the
+        mean of the squares of the output ``output_key`` names, else of its first tensor (MSE against a zero
+        target: the same backward structure; :mod:`engine.importers._torch_outputs`).
+    output_key : str, optional
+        The output the default loss (``training=False``: the graph) reads: a key of a dict or
+        ``ModelOutput`` (``"logits"``), a field of a dataclass, a position in a tuple (``"0"``).
     lr : float
         SGD learning rate of the traced update (the value does not change the graph).
     cost : callable, optional
@@ -173,69 +169,23 @@ def graph_from_torch(
     Raises
     ------
     GraphError
-        If the module cannot be traced or has no trainable parameter.
+        If the module cannot be traced (data-dependent control flow said as such, with what to change),
+        has no trainable parameter, or ``output_key`` names no output.
     """
-    torch = _import_torch()
-    from torch.func import functional_call
-    from torch.fx.experimental.proxy_tensor import get_proxy_mode, make_fx
-
-    params = {k: v for k, v in module.named_parameters() if v.requires_grad}
-    buffers = dict(module.named_buffers())
-    if training and not params:
+    _import_torch()
+    if training and not any(v.requires_grad for v in module.parameters()):
         raise GraphError(f"module {quote(type(module).__name__)} has no trainable parameter")
-    inputs = tuple(example_inputs)
-    loss_of = loss_fn or (lambda out: _leaves(out)[0].float().pow(2).mean())
-    marks: dict[str, int] = {}
-    spans: list[tuple[int, int, str]] = []  # (first node, end node, module path)
-    stack: list[tuple[int, str]] = []
-    trained: list[int] = []  # indices of the parameters that got a gradient
-
-    def count() -> int:
-        return len(get_proxy_mode().tracer.graph.nodes)
-
-    def pre_hook(path: str) -> Callable[..., None]:
-        return lambda _mod, _args: stack.append((count(), path))
-
-    def post_hook(_mod: Any, _args: Any, _out: Any) -> None:
-        start, path = stack.pop()
-        spans.append((start, count(), path))
-
-    def step(p: dict, b: dict, *xs: Any) -> Any:
-        out = functional_call(module, {**p, **b}, xs)
-        if not training:
-            marks["backward"] = marks["update"] = count()
-            return _leaves(out)[0], []
-        loss = loss_of(out)
-        marks["backward"] = count()
-        grads = torch.autograd.grad(loss, list(p.values()), allow_unused=True)
-        marks["update"] = count()
-        trained[:] = [k for k, g in enumerate(grads) if g is not None]
-        return loss, [w - lr * g for w, g in zip(p.values(), grads, strict=True) if g is not None]
-
-    handles = []
-    for path, sub in module.named_modules():
-        if path:
-            handles.append(sub.register_forward_pre_hook(pre_hook(path)))
-            handles.append(sub.register_forward_hook(post_hook))
-    try:
-        with buffers_restored(torch, buffers):
-            gm = make_fx(step)(params, buffers, *inputs)
-    except GraphError:
-        raise
-    except Exception as exc:
-        first = first_line(exc)
-        raise GraphError(f"cannot trace {'a training step' if training else 'the forward pass'} of "
-                         f"{quote(type(module).__name__)}: {first}") from None
-    finally:
-        for h in handles:
-            h.remove()
-    return _to_compgraph(gm, list(params), list(buffers), trained, marks, spans, cost,
+    trace = trace_step(module, example_inputs, loss_fn=loss_fn, lr=lr, training=training, output_key=output_key)
+    params = [k for k, v in module.named_parameters() if v.requires_grad]
+    buffers = [k for k, _ in module.named_buffers()]
+    return _to_compgraph(trace, params, buffers, cost,
                          name or f"{type(module).__name__}-{'train' if training else 'infer'}")
 
 
-def _to_compgraph(gm: Any, param_names: list[str], buffer_names: list[str], trained: list[int], marks: dict[str, int],
-                  spans: list[tuple[int, int, str]], cost: CostFn | None, name: str) -> CompGraph:
-    nodes = list(gm.graph.nodes)
+def _to_compgraph(trace: Trace, param_names: list[str], buffer_names: list[str], cost: CostFn | None,
+                  name: str) -> CompGraph:
+    marks, trained = trace.marks, trace.trained
+    nodes = list(trace.gm.graph.nodes)
     position = {nd: i for i, nd in enumerate(nodes)}
     placeholders = [nd for nd in nodes if nd.op == "placeholder"]
     label: dict[Any, tuple[str, str]] = {}  # placeholder -> (op name, op type)
@@ -258,12 +208,6 @@ def _to_compgraph(gm: Any, param_names: list[str], buffer_names: list[str], trai
         if nd not in memo:
             memo[nd] = tuple(sorted({s for a in nd.all_input_nodes for s in sources(a)}))
         return memo[nd]
-
-    innermost = [""] * len(nodes)  # spans close innermost-first: the first span to cover a node wins
-    for start, end, path in spans:
-        for i in range(start, min(end, len(nodes))):
-            if not innermost[i]:
-                innermost[i] = path
 
     names, types, phases, scopes = [], [], [], []
     out_bytes, persistent, flops, touched = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
@@ -298,7 +242,7 @@ def _to_compgraph(gm: Any, param_names: list[str], buffer_names: list[str], trai
         if not getattr(nd.target, "is_view", False):
             flops[i] = _node_flops(nd)
             touched[i] = in_bytes + out_bytes[i]
-        scopes.append(innermost[pos])
+        scopes.append(trace.scopes[pos])
 
     colocate: list[str | None] = [None] * n
     # each parameter's new value is colocated with the parameter

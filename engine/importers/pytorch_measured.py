@@ -12,11 +12,11 @@ How it works
 ------------
 1. ``graph_from_torch`` builds the reference graph (and raises :class:`GraphError` for a module
    that cannot be traced or has no trainable parameter).
-2. ``graph_from_torch`` does not expose its fx ``GraphModule``, so the step is traced again with
-   ``make_fx`` exactly as it does (``functional_call`` → loss → ``autograd.grad`` → SGD update,
-   same default loss, same ``lr``). ``make_fx`` names nodes deterministically, so the re-trace's
-   ops line up with the reference by name; this is **checked** (same ops in the same order), and
-   a mismatch — e.g. a module whose trace changes from one call to the next — is a GraphError.
+2. ``graph_from_torch`` does not expose its fx ``GraphModule``, so the step is traced again by the
+   same function (:func:`~engine.importers.pytorch_graph.trace_step`: same loss, same ``lr``).
+   Tracing names nodes deterministically, so the re-trace's ops line up with the reference by
+   name; this is **checked** (same ops in the same order), and a mismatch — e.g. a module whose
+   trace changes from one call to the next — is a GraphError.
 3. The re-traced graph runs under ``torch.no_grad`` on the example inputs, on copies of the
    parameters and buffers; each node is timed. The module's buffers, which tracing updates in
    place (BatchNorm running statistics), are restored afterwards: measuring has no side effect.
@@ -63,8 +63,8 @@ from engine.importers.pytorch_graph import (
     _import_torch,
     _is_pass_through,
     _leaves,
-    buffers_restored,
     graph_from_torch,
+    trace_step,
 )
 
 __all__ = ["measure_torch_step"]
@@ -99,8 +99,7 @@ def measure_torch_step(
     buffers = dict(module.named_buffers())
     inputs = tuple(example_inputs)
     ref = graph_from_torch(module, inputs, loss_fn=loss_fn, lr=lr, name=name)  # leaves buffers as they were
-    with buffers_restored(torch, buffers):
-        gm = _retrace(torch, module, params, buffers, inputs, loss_fn, lr)
+    gm = _retrace(module, inputs, loss_fn, lr)
     names = _op_names(gm, list(params), list(buffers))
     if tuple(names) != ref.op_names:
         raise GraphError(f"graph {quote(ref.name)}: re-tracing the training step gave different ops than "
@@ -134,26 +133,12 @@ def measure_torch_step(
     return with_measured_times(ref, seconds, kind)
 
 
-def _retrace(torch: Any, module: Any, params: dict, buffers: dict, inputs: tuple,
-             loss_fn: Callable[[Any], Any] | None, lr: float) -> Any:
-    """``make_fx`` of the same step function as ``graph_from_torch`` (without its scope hooks,
-    which record positions but add no nodes)."""
-    from torch.func import functional_call
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    loss_of = loss_fn or (lambda out: _leaves(out)[0].float().pow(2).mean())
-
-    def step(p: dict, b: dict, *xs: Any) -> Any:
-        out = functional_call(module, {**p, **b}, xs)
-        loss = loss_of(out)
-        grads = torch.autograd.grad(loss, list(p.values()), allow_unused=True)
-        return loss, [w - lr * g for w, g in zip(p.values(), grads, strict=True) if g is not None]
-
+def _retrace(module: Any, inputs: tuple, loss_fn: Callable[[Any], Any] | None, lr: float) -> Any:
+    """The fx graph of the same step as ``graph_from_torch`` (:func:`~engine.importers.pytorch_graph.trace_step`)."""
     try:
-        return make_fx(step)(params, buffers, *inputs)
-    except Exception as exc:  # graph_from_torch traced it a moment ago; report rather than crash
-        first = first_line(exc)
-        raise GraphError(f"cannot re-trace a training step of {quote(type(module).__name__)}: {first}") from None
+        return trace_step(module, inputs, loss_fn=loss_fn, lr=lr).gm
+    except GraphError as exc:  # graph_from_torch traced it a moment ago; report rather than crash
+        raise GraphError(f"cannot re-trace a training step of {quote(type(module).__name__)}: {exc}") from None
 
 
 def _op_names(gm: Any, param_names: list[str], buffer_names: list[str]) -> list[str]:

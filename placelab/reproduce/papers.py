@@ -11,6 +11,10 @@ ratio ours / paper (of the means where both sides are mean ± std: ``ours_std``,
 by their own row's reference, so a simulated and a measured machine can be compared by shape.
 With the search reference's column (``placelab reproduce NAME --search N``) each row also gets ``x_search``:
 ours ÷ ours of that column in the same row ("how far is each method from a strong search?").
+
+:func:`agreement` judges a cell by its distance from the paper; given the side on which a cell's unit is better
+(:func:`lower_is_better`: a time lower, a correlation with the measurement higher), a cell more than 10 % beyond
+the paper on that side is ``better``, not a disagreement.
 """
 
 from __future__ import annotations
@@ -24,11 +28,17 @@ from engine.errors import SpecError, quote
 from engine.jsonio import read_json_file
 from placelab.reproduce.core import Cell
 
-__all__ = ["PAPERS_DIR", "TABLE_COLUMNS", "agreement", "join", "paper_table", "paper_value"]
+__all__ = ["HIGHER_IS_BETTER", "LOWER_IS_BETTER", "PAPERS_DIR", "TABLE_COLUMNS", "agreement", "join",
+           "lower_is_better", "paper_table", "paper_value"]
 
 PAPERS_DIR = Path(__file__).resolve().parent / "papers"
 TABLE_COLUMNS = ("row", "column", "ours", "ours_std", "paper", "paper_std", "ratio", "ours_rel", "paper_rel",
                  "rel_ratio", "x_search", "unit", "note")
+#: Units (a table's ``units``) whose smaller value is the better result: times and the placements sampled to find
+#: the best one.
+LOWER_IS_BETTER = frozenset({"s", "ms", "placements"})
+#: Units whose larger value is the better result: a speedup, a simulator's correlation with the measured times.
+HIGHER_IS_BETTER = frozenset({"speedup", "r", "rho"})
 
 
 @lru_cache(maxsize=8)
@@ -62,10 +72,21 @@ def _num(x: float | None) -> bool:
     return x is not None and math.isfinite(x) and x != 0
 
 
-def agreement(ratio: float | None, ours_oom: bool = False, paper_oom: bool = False, measured: bool = True) -> str:
-    """``agree`` (within 10 %, or both OOM), ``close`` (within 25 %), ``differ``, or ``n/a``.
+def lower_is_better(unit: str | None) -> bool | None:
+    """True where a smaller value in ``unit`` is the better result (:data:`LOWER_IS_BETTER`), False where a larger
+    one is (:data:`HIGHER_IS_BETTER`), None where neither is (a ratio the paper expects near 1, a unit not known)."""
+    unit = (unit or "").strip()
+    return True if unit in LOWER_IS_BETTER else False if unit in HIGHER_IS_BETTER else None
+
+
+def agreement(ratio: float | None, ours_oom: bool = False, paper_oom: bool = False, measured: bool = True,
+              lower_better: bool | None = None) -> str:
+    """``agree`` (within 10 %, or both OOM), ``better``, ``close`` (within 25 %), ``differ``, or ``n/a``.
 
     ``measured`` is False when we have no value for the cell (a step that failed or did not run).
+    ``lower_better`` (:func:`lower_is_better` of the cell's unit) names the better side: a ratio ours / paper
+    beyond 10 % on it (below 0.9 where lower is better, above 1.1 where higher is) is ``better``; None judges
+    the distance alone. One side OOM differs whatever the side.
     """
     if not measured and not ours_oom:
         return "n/a"
@@ -74,7 +95,11 @@ def agreement(ratio: float | None, ours_oom: bool = False, paper_oom: bool = Fal
     if ratio is None or not math.isfinite(ratio):
         return "n/a"
     dev = abs(ratio - 1.0) - 1e-9  # 1.1 is within 10 % though 1.1 - 1 > 0.1 in floating point
-    return "agree" if dev <= 0.10 else "close" if dev <= 0.25 else "differ"
+    if dev <= 0.10:
+        return "agree"
+    if lower_better is not None and (ratio < 1.0) == lower_better:
+        return "better"
+    return "close" if dev <= 0.25 else "differ"
 
 
 def join(cells: list[Cell], paper: str, table: str, reference: str | None = None,

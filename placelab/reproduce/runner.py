@@ -45,7 +45,7 @@ from engine.errors import PlacelabError, RunError, SpecError, one_line, quote
 from engine.run_meta import code_version, iso_timestamp
 from engine.runs import Run, RunStore, user_runs_dir
 from placelab.reproduce.core import REF, Reproduction, Step, all_reproductions, get, search_column_name
-from placelab.reproduce.papers import TABLE_COLUMNS, agreement, join, paper_table
+from placelab.reproduce.papers import TABLE_COLUMNS, agreement, join, lower_is_better, paper_table
 from placelab.reproduce.published import GraphSources, graph_records, resolve
 from policies.parallel import ParallelMap
 
@@ -427,11 +427,11 @@ def _run(rep: Reproduction, steps: list[Step], run: Run, tag_store: RunStore | N
     run.write_json("commands.json", {"reproduction": rep.name, "setting": setting, "steps": log,
                                      "notes": built.notes, "wall_s": round(wall, 3)})
     scored = [agreement(r["rel_ratio"] if rep.reference else r["ratio"], "OOM" in r["note"], r["paper"] == "OOM",
-                        r["ours"] is not None) for r in rows]
+                        r["ours"] is not None, lower_is_better(r["unit"])) for r in rows]
     run.finish("done", {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "cells": len(rows), "steps": len(steps),
                         "step_errors": sum(1 for e in log if e["error"]),
                         "steps_reused": sum(1 for e in log if e.get("reused")),
-                        "cells_within_10pct": scored.count("agree"),
+                        "cells_within_10pct": scored.count("agree"), "cells_better": scored.count("better"),
                         "cells_compared": len(scored) - scored.count("n/a")})
     return wall, rows, built
 

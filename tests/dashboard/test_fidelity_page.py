@@ -117,6 +117,16 @@ def test_the_shipped_example_validation_loads_with_its_table_scatter_and_timelin
     [example] = RunStore(bundled).list(kind="validate")
     picker = app.selectbox(key="fidelity_run")
     assert picker.value == example.id and picker.format_func(example.id).startswith("example · ")
-    modes = {row["mode"] for row in app.dataframe[0].value.to_dict("records")}
+    stats = app.dataframe[0].value
+    modes = set(stats["prediction"])
     assert {"placeto", "default", "work_conserving"} <= modes
     assert len(example.read_table("fidelity.csv")["source"]) == example.meta["metrics"]["placements"]
+    # issue 58: headed in words, errors in % of the measured makespan; the timeline on the most accurate mode
+    assert list(stats.columns) == ["prediction", "placements", "Pearson correlation", "Spearman rank correlation",
+                                   "median error (%)", "largest error (%)", "predicted / measured (mean)"]
+    fidelity = example.meta["metrics"]["fidelity"]
+    by_mode = dict(zip(stats["prediction"], stats["median error (%)"], strict=True))
+    assert by_mode["placeto"] == pytest.approx(fidelity["placeto"]["median_rel_error"] * 100)
+    best = min(fidelity, key=lambda m: fidelity[m]["median_rel_error"])
+    assert best == "work_conserving"  # 6.3 % against placeto's 36 % and default's 36 %
+    assert app.selectbox(key="fidelity_mode").value == best

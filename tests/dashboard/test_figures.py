@@ -1,28 +1,18 @@
 """The app's plotly figures, checked against hand-built schedules and the Schedule's own totals."""
 
-import importlib
-import itertools
-
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 
-from dashboard.figures import (
-    TIMELINE_MAX_OPS,
-    cdf_figure,
-    learning_curves,
-    load_profile,
-    makespan_bars,
-    memory_over_time,
-    timeline,
-)
-from dashboard.figures.charts import SINGLE_DEVICE_LABEL, phase_compute
+from dashboard.figures import cdf_figure, learning_curves, load_profile, makespan_bars, memory_over_time
+from dashboard.figures.charts import SINGLE_DEVICE_LABEL, copy_engine_load, phase_compute
 from dashboard.figures.curves import bootstrap_band, ema, rolling_median, thin_rows
-from dashboard.figures.timeline import busy_per_bin, lane_names
 from engine.generators import random_dag
 from engine.graph import CompGraph
 from engine.presets import PRESETS
+from engine.schedule import Schedule
 from engine.simulator import simulate
+
+MEMCPY = "memcpy (copy engines busy)"
 
 
 @pytest.fixture
@@ -37,62 +27,11 @@ def diamond():
     return g, c, s
 
 
-def _bars(fig):
-    return [t for t in fig.data if t.type == "bar"]
-
-
-def test_timeline_has_a_compute_and_a_memcpy_lane_per_device(diamond):
-    g, c, s = diamond
-    fig = timeline(s, g, c)
-    lanes = {y for t in fig.data for y in t.y}
-    assert lanes == {"gpu:0", "gpu:0 memcpy", "gpu:1", "gpu:1 memcpy"}
-    assert lane_names(c) == ["gpu:0", "gpu:0 memcpy", "gpu:1", "gpu:1 memcpy"]
-    compute = [t for t in _bars(fig) if t.name.endswith("compute")]
-    # one bar per op, placed where the schedule says (ms)
-    assert sorted(b for t in compute for b in t.base) == pytest.approx(sorted(s.op_start * 1e3))
-    assert sum(len(t.x) for t in compute) == 4
-    # the memcpy lanes carry the two channel transfers, 7.6 MB at 7.6 GB/s = 1 ms each
-    memcpy = [t for t in _bars(fig) if t.name.endswith("memcpy")]
-    assert [list(t.x) for t in memcpy] == [pytest.approx([1.0, 1.0]), []]
-    assert sum(sum(t.x) for t in memcpy) == pytest.approx(s.memcpy_time.sum() * 1e3)
-
-
-def test_idle_device_keeps_its_lanes():
-    g = random_dag(ops=20, seed=1)
-    c = PRESETS["k80x4"]()
-    s = simulate(g, c, np.zeros(20, dtype=int))
-    lanes = {y for t in timeline(s, g, c).data for y in t.y}
-    assert len(lanes) == 8
-
-
-def test_large_timeline_is_binned_and_keeps_busy_time():
-    n = TIMELINE_MAX_OPS + 1000
-    g = random_dag(ops=n, seed=3)
-    c = PRESETS["k80x2"]()
-    s = simulate(g, c, np.arange(n) % 2)
-    fig = timeline(s, g, c)
-    bars = _bars(fig)
-    assert sum(len(t.x) for t in bars) <= 4 * 200  # at most one bar per bin per lane
-    for d, dev in enumerate(c.devices):
-        t = next(t for t in bars if t.name == dev.name)
-        assert float(np.sum(t.x)) / 1e3 == pytest.approx(s.compute_time[d], rel=1e-9)  # bars as long as the busy time
-
-
-def test_busy_per_bin_matches_brute_force():
-    rng = np.random.default_rng(0)
-    start = rng.uniform(0, 10, 50)
-    end = start + rng.uniform(0, 1, 50)
-    edges = np.linspace(0, 11, 12)
-    expected = [sum(max(0.0, min(e, hi) - max(s, lo)) for s, e in zip(start, end, strict=True))
-                for lo, hi in itertools.pairwise(edges)]
-    assert busy_per_bin(start, end, edges) == pytest.approx(expected)
-
-
 def test_load_profile_stacks_phases_to_compute_time(diamond):
     g, c, s = diamond
     fig = load_profile(s, g, c)
     by_name = {t.name: np.asarray(t.y) for t in fig.data}
-    assert set(by_name) == {"forward", "backward", "update", "compute", "memcpy"}
+    assert set(by_name) == {"forward", "backward", "update", "compute", MEMCPY}
     # a (forward) and c (update) ran on gpu:0, b (backward) and d (no phase) on gpu:1
     assert by_name["forward"] == pytest.approx([1.0, 0.0])
     assert by_name["update"] == pytest.approx([3.0, 0.0])
@@ -100,7 +39,81 @@ def test_load_profile_stacks_phases_to_compute_time(diamond):
     assert by_name["compute"] == pytest.approx([0.0, 4.0])
     stacked = sum(by_name[p] for p in ("forward", "backward", "update", "compute"))
     assert stacked == pytest.approx(s.compute_time * 1e3)
-    assert by_name["memcpy"] == pytest.approx(s.memcpy_time * 1e3)
+    # gpu:0 sends a's and c's outputs, 7.6 MB each at 7.6 GB/s: 1 ms each, one after the other
+    assert by_name[MEMCPY] == pytest.approx([2.0, 0.0])
+    assert by_name[MEMCPY] == pytest.approx(s.memcpy_time * 1e3)
+    assert list(next(t for t in fig.data if t.name == MEMCPY).text) == ["15.2 MB sent", "0 B sent"]
+
+
+def _two_sends(overlap: bool) -> tuple[CompGraph, object, Schedule]:
+    """gpu:0 sends a's 2 MB output over [0, 2] ms (to gpu:1 and, as one shared placeto transfer, gpu:2) and
+    b's 3 MB over [1, 3] ms — overlapping — or over [2, 4] ms when not ``overlap``; a 4-device cluster."""
+    g = CompGraph("two sends", ["a", "b", "c", "d"], compute_any=np.full(4, 1e-3),
+                  output_bytes=np.array([2e6, 3e6, 0, 0]), persistent_bytes=np.zeros(4), edge_src=[0, 1],
+                  edge_dst=[2, 3])
+    c = PRESETS["k80x4"]()
+    b0 = 1e-3 if overlap else 2e-3
+    s = Schedule(
+        makespan=5e-3, op_device=np.array([0, 0, 1, 1]), op_start=np.array([0, 0, 3, 4]) * 1e-3,
+        op_end=np.array([0, 0, 3, 4]) * 1e-3 + 1e-3, transfer_op=np.array([0, 0, 1]),
+        transfer_src=np.array([0, 0, 0]), transfer_dst=np.array([1, 2, 1]), transfer_bytes=np.array([2e6, 2e6, 3e6]),
+        transfer_start=np.array([0.0, 0.0, b0]), transfer_end=np.array([2e-3, 2e-3, b0 + 2e-3]),
+        compute_time=np.array([2e-3, 2e-3, 0, 0]), memcpy_time=np.array([4e-3, 0, 0, 0]),
+        peak_memory=np.zeros(4), memory_capacity=np.full(4, 11e9), persistent_memory=np.zeros(4),
+        transfer_primary=np.array([True, False, True]), mode="placeto")
+    return g, c, s
+
+
+def test_load_profile_draws_memcpy_as_copy_engine_busy_time_not_summed_transfers():
+    """Issue 58: HEFT's gpu:3 showed 110 ms of memcpy in an 84 ms step: the bar summed transfers in flight at
+    once. Transfers over [0, 2] and [1, 3] ms keep the copy engines busy 3 ms (their union); summed they are
+    4 ms, which the hover gives and explains. The shared placeto row counts once; 2 + 3 MB were sent."""
+    g, c, s = _two_sends(overlap=True)
+    load = copy_engine_load(s, 4)
+    assert load["busy"] == pytest.approx([3e-3, 0, 0, 0]) and load["summed"] == pytest.approx([4e-3, 0, 0, 0])
+    assert load["bytes"] == pytest.approx([5e6, 0, 0, 0])
+    fig = load_profile(s, g, c)
+    [bar] = [t for t in fig.data if t.name == MEMCPY]
+    assert list(bar.y) == pytest.approx([3.0, 0, 0, 0]) and next(iter(bar.text)) == "5 MB sent"
+    assert np.asarray(bar.customdata)[0, 0] == pytest.approx(4.0)
+    assert "summed" in bar.hovertemplate and "overlap" in bar.hovertemplate
+    assert fig.layout.yaxis.title.text == "busy time (ms)"
+    # one after the other, [0, 2] and [2, 4] ms, busy and summed agree: 4 ms
+    assert copy_engine_load(_two_sends(overlap=False)[2], 4)["busy"] == pytest.approx([4e-3, 0, 0, 0])
+
+
+def test_memory_of_a_graph_without_sizes_is_unknown_not_zero():
+    """Issue 58: memory over time drew flat 0 GB lines for a graph whose source gives no sizes."""
+    _g, c, s = _two_sends(overlap=True)  # no byte held anywhere: the schedule says nothing about memory
+    for fig in (memory_over_time(s, c), memory_over_time(s, c, memory_known=False)):
+        assert not fig.data and "unknown" in fig.layout.title.text
+        assert "unknown" in fig.layout.annotations[0].text
+    unknown = CompGraph("doppler-like", ["a", "b"], compute_any=np.full(2, 1e-3), output_bytes=np.zeros(2),
+                        persistent_bytes=np.zeros(2), edge_src=[0], edge_dst=[1], memory_known=False)
+    sim = simulate(unknown, c, np.array([0, 1]), record_memory=True)
+    assert not memory_over_time(sim, c, memory_known=unknown.memory_known).data
+    [bar] = [t for t in load_profile(sim, unknown, c).data if t.name == MEMCPY]
+    assert set(bar.text) == {"bytes unknown"}
+
+
+def test_the_pages_tell_memory_over_time_what_the_graph_knows():
+    """Issue 58 follow-up: the Place / Compare schedule tabs and the Runs page's figure pass ``graph.memory_known``,
+    so a graph whose source gives sizes, all of them 0 B, draws each device's line at 0 GB, not "unknown" (which a
+    schedule holding no byte would otherwise suggest)."""
+    from types import SimpleNamespace
+
+    from dashboard.widgets.run_panel import FIGURES
+    from dashboard.widgets.schedule import schedule_figure
+
+    g = CompGraph("no bytes", ["a", "b"], compute_any=np.full(2, 1e-3), output_bytes=np.zeros(2),
+                  persistent_bytes=np.zeros(2), edge_src=[0], edge_dst=[1])
+    c = PRESETS["k80x2"]()
+    s = simulate(g, c, np.array([0, 1]), record_memory=True)
+    assert g.memory_known and not s.peak_memory.any()
+    for fig in (schedule_figure("memory", s, g, c, None), FIGURES["memory over time"](s, SimpleNamespace(graph=g,
+                                                                                                       cluster=c))):
+        assert [t.name for t in fig.data] == ["gpu:0", "gpu:1"]
+        assert all(max(t.y) == 0.0 for t in fig.data) and "unknown" not in fig.layout.title.text
 
 
 def test_phase_compute_on_graph_without_phases():
@@ -229,6 +242,23 @@ def test_learning_curves_panels_smoothing_and_rolling_median():
     assert list(_traces(fig, "pl")["pl"].x) == [5, 10, 15, 20]
 
 
+def test_the_entropy_axis_starts_at_zero_and_reaches_uniform():
+    """Issue 58 follow-up: an entropy falling 0.3 % (0.6931 → 0.6910 nats) filled the panel's height and read as a
+    collapse. The axis runs from 0 to the largest entropy drawn (0.6931 · 1.05 = 0.72776) or, given, the uniform
+    policy's (ln 4 = 1.38629 · 1.05 = 1.45561), drawn dotted."""
+    import math
+
+    curve = {"episode": [1, 2, 3, 4], "sampled_runtime": [1e-3] * 4, "entropy": [0.6931, 0.6924, 0.6917, 0.6910]}
+    fig = learning_curves({"run": curve}, smoothing=0.0)
+    assert fig.layout.annotations[2].text == "entropy" and fig.layout.yaxis3.range == pytest.approx((0.0, 0.727755))
+    fig = learning_curves({"run": curve}, smoothing=0.0, uniform_entropy=math.log(4))
+    assert fig.layout.yaxis3.range == pytest.approx((0.0, 1.455609), abs=1e-6)
+    [uniform] = [s for s in fig.layout.shapes if s.yref == "y3"]
+    assert uniform.y0 == uniform.y1 == pytest.approx(math.log(4)) and uniform.line.dash == "dot"
+    seeds = learning_curves({"two seeds": [curve, {**curve, "entropy": [0.8, 0.7, 0.6, 0.5]}]}, smoothing=0.0)
+    assert seeds.layout.yaxis3.range == pytest.approx((0.0, 0.84))  # 0.8 · 1.05
+
+
 def test_learning_curves_of_several_seeds_are_a_mean_with_a_band():
     a, b = _curve(3, [1.0, 2.0, 3.0]), _curve(3, [3.0, 4.0, 5.0])
     fig = learning_curves({"two": [a, b]}, smoothing=0.0)
@@ -322,168 +352,6 @@ def test_makespan_bars_show_the_ratio_to_single_device_and_an_estimate_far_off()
     # without ratios (runs stored before they were recorded, single-device not applicable): no label
     plain = makespan_bars([{"label": "heft", "makespan_s": 6e-3}])
     assert list(_bar_traces(plain)["heft"].text) == ["6"] and plain.layout.xaxis.title.text is None
-
-
-def test_timeline_window_shows_single_named_ops_of_a_large_graph():
-    from dashboard.figures.timeline import ops_in_window
-
-    g, c = random_dag(ops=TIMELINE_MAX_OPS + 500, seed=3), PRESETS["k80x2"]()
-    s = simulate(g, c, np.arange(g.num_ops) % 2)
-    assert "binned" in timeline(s, g, c).layout.title.text
-    # a window holding a few ops: every op overlapping it is a bar of its own, with its name
-    mid = float(s.op_start[g.num_ops // 2]) * 1e3
-    window = (mid, mid + 1e-6)
-    shown = ops_in_window(s, window)
-    fig = timeline(s, g, c, window_ms=window)
-    assert "binned" not in fig.layout.title.text and list(fig.layout.xaxis.range) == list(window)
-    compute = [t for t in _bars(fig) if t.name.endswith("compute")]
-    assert sum(len(t.x) for t in compute) == int(shown.sum()) >= 1
-    assert sorted(n for t in compute for n in t.text) == sorted(g.op_names[i] for i in np.flatnonzero(shown))
-
-
-def test_timeline_search_marks_matches_and_arrows_follow_edges(diamond):
-    from dashboard.figures.timeline import match_ops
-
-    g, c, s = diamond
-    assert match_ops(g, "matmul").tolist() == [True, False, True, False]  # by type, any case
-    assert match_ops(g, "  ").tolist() == [False] * 4
-    fig = timeline(s, g, c, highlight=match_ops(g, "MatMul"), arrows=True)
-    [marks] = [t for t in fig.data if t.name == "matches"]
-    assert list(marks.text) == ["a", "c"]
-    assert list(marks.x) == pytest.approx([(s.op_start[i] + s.op_end[i]) * 500 for i in (0, 2)])
-    # a→b and c→d cross devices (dashed, transfers); a→c and b→d stay (solid)
-    lines = {t.name: t for t in fig.data if t.name in ("dependency", "transfer")}
-    assert lines["transfer"].line.dash == "dash" and len(lines["transfer"].x) == 6
-    assert len(lines["dependency"].x) == 6
-    assert list(lines["dependency"].x[:2]) == pytest.approx([s.op_end[0] * 1e3, s.op_start[2] * 1e3])
-
-
-def test_a_click_on_a_busy_bin_names_its_span_and_a_window_still_too_full_is_binned_again():
-    from dashboard.figures.timeline import bin_at_points, ops_in_window
-
-    g, c = random_dag(ops=3 * TIMELINE_MAX_OPS, seed=4), PRESETS["k80x2"]()
-    s = simulate(g, c, np.arange(g.num_ops) % 2)
-    fig = timeline(s, g, c)
-    lane = next(i for i, t in enumerate(fig.data) if t.meta == "bins" and t.name == "gpu:0")
-    base, ends = np.asarray(fig.data[lane].base), np.asarray(fig.data[lane].customdata)[:, 1]
-    clicked = bin_at_points(fig, [{"curve_number": lane, "point_index": 3}])
-    assert clicked == pytest.approx((base[3], ends[3]))
-    assert ends[3] - base[3] == pytest.approx(s.makespan * 1e3 / 200)  # 200 bins over the makespan
-    # an op's bar or the invisible lane markers are no bin
-    lanes = next(i for i, t in enumerate(fig.data) if t.name == "lanes")
-    assert bin_at_points(fig, [{"curve_number": lanes, "point_index": 0}]) is None
-    # a window over the first two thirds still holds more than TIMELINE_MAX_OPS ops: 200 bins across it
-    window = (0.0, float(s.makespan * 1e3 * 2 / 3))
-    assert ops_in_window(s, window).sum() > TIMELINE_MAX_OPS
-    zoomed = timeline(s, g, c, window_ms=window)
-    bins = [t for t in zoomed.data if t.meta == "bins"]
-    assert bins and all(np.asarray(t.customdata)[:, 1] - np.asarray(t.base) == pytest.approx(window[1] / 200)
-                        for t in bins)
-    busy = sum(float(np.sum(t.x)) for t in bins if t.name == "gpu:0")
-    inside = np.minimum(s.op_end, window[1] / 1e3) - np.minimum(s.op_start, window[1] / 1e3)
-    assert busy / 1e3 == pytest.approx(float(inside[s.op_device == 0].sum()), rel=1e-9)
-    # one bin of it holds few ops: the timeline zoomed into a bin draws them one by one
-    span = bin_at_points(zoomed, [{"curve_number": zoomed.data.index(bins[0]), "point_index": 0}])
-    assert "binned" not in timeline(s, g, c, window_ms=span).layout.title.text
-
-
-# -- issue 33: the binned timeline draws each lane as busy as the schedule's tables say -------------------
-
-
-def _union_in(intervals, lo, hi):
-    """Seconds of [lo, hi] covered by at least one of ``intervals`` (plain Python, a sweep over sorted starts)."""
-    covered, reach = 0.0, lo
-    for s, e in sorted((max(s, lo), min(e, hi)) for s, e in intervals if np.isfinite(s) and e > lo and s < hi):
-        if e > reach:
-            covered += e - max(s, reach)
-            reach = e
-    return covered
-
-
-def _tables(tmp_path, g, c, s):
-    """``schedule_ops.csv`` and ``schedule_transfers.csv`` as a stored run writes them (the CSV export)."""
-    from engine.run_records import write_schedule_tables
-    from engine.runs import RunStore
-
-    run = RunStore(tmp_path / "runs").create("place", graph_name=g.name, graph_hash="0", cluster=c.name, placer="x",
-                                             parameters={}, seed=0)
-    write_schedule_tables(run, g, c, s)
-    return run.read_table("schedule_ops.csv"), run.read_table("schedule_transfers.csv")
-
-
-def _lane_records(ops, transfers, device):
-    """Busy intervals of a device's compute lane (its ops) and memcpy lane (the transfers it sends)."""
-    compute = [(float(a), float(b)) for d, a, b in zip(ops["device"], ops["start_s"], ops["end_s"], strict=True)
-               if d == device]
-    memcpy = [(float(a), float(b)) for d, a, b in
-              zip(transfers["src"], transfers["start_s"], transfers["end_s"], strict=True) if d == device]
-    return {device: compute, f"{device} memcpy": memcpy}
-
-
-SETTINGS = {  # preset, simulation settings: channels, latency in flight, overlapping sends, copies on the sender
-    "placeto": ("k80x2", {}),
-    "default": ("k80x4", {"mode": "default"}),
-    "work_conserving": ("p100x4", {}),
-    "work_conserving per_device": ("p100x4", {"contention": "per_device"}),
-    "copies on the sender": ("p100x4", {"copy_occupies_sender": True}),
-}
-
-
-@pytest.mark.parametrize("setting", sorted(SETTINGS))
-def test_binned_lanes_are_as_busy_as_the_schedule_tables_say(setting, tmp_path, monkeypatch):
-    """Issue 33: on gen:nmt gpu:0's memcpy lane was drawn solid across 850–1020 ms, busy 5.6 ms there by the
-    transfers CSV: any bin with a transfer in it was drawn full. Now each lane's bars add up to the time the
-    lane is busy (at least one op or transfer running) by the exported tables, over the whole schedule and
-    over a zoomed window."""
-    monkeypatch.setattr(importlib.import_module("dashboard.figures.timeline"), "TIMELINE_MAX_OPS", 0)  # bin 300 ops
-    preset, sim = SETTINGS[setting]
-    c = PRESETS[preset]().with_simulation(**sim) if sim else PRESETS[preset]()
-    g = random_dag(ops=300, seed=5)
-    s = simulate(g, c, np.random.default_rng(1).integers(0, c.num_devices, g.num_ops))
-    ops, transfers = _tables(tmp_path, g, c, s)
-    assert len(transfers["op"]) > 10
-    end = s.makespan * 1e3
-    for window in (None, (0.3 * end, 0.55 * end)):
-        fig = timeline(s, g, c, window_ms=window)
-        lo, hi = (0.0, s.makespan) if window is None else (window[0] / 1e3, window[1] / 1e3)
-        for dev in c.devices:
-            for lane, intervals in _lane_records(ops, transfers, dev.name).items():
-                drawn = sum(float(np.sum(t.x)) for t in fig.data if t.meta == "bins" and t.name == lane) / 1e3
-                assert drawn == pytest.approx(_union_in(intervals, lo, hi), rel=1e-9, abs=1e-12), (lane, window)
-        busy = {t.name: t for t in fig.data if t.meta == "bins"}
-        for t in busy.values():  # no bar longer than its bin, the percentage its share of the bin
-            bins = np.asarray(t.customdata)[:, 1] - np.asarray(t.base)
-            assert np.all(np.asarray(t.x) <= bins * (1 + 1e-9))
-            assert np.asarray(t.customdata)[:, 0] == pytest.approx(np.asarray(t.x) / bins * 100, abs=0.051)
-
-
-def test_binned_memcpy_lane_of_serial_sends_adds_up_to_the_copy_time(monkeypatch):
-    """Placeto mode: one channel per device and no latency, so a memcpy lane is busy exactly the schedule's
-    ``memcpy_time`` (the load profile's memcpy bar): the two figures agree."""
-    monkeypatch.setattr(importlib.import_module("dashboard.figures.timeline"), "TIMELINE_MAX_OPS", 0)
-    g, c = random_dag(ops=300, seed=5), PRESETS["k80x2"]()
-    s = simulate(g, c, np.arange(g.num_ops) % 2)
-    fig = timeline(s, g, c)
-    for d, dev in enumerate(c.devices):
-        drawn = sum(float(np.sum(t.x)) for t in fig.data if t.meta == "bins" and t.name == f"{dev.name} memcpy")
-        assert drawn / 1e3 == pytest.approx(s.memcpy_time[d], rel=1e-9)
-        assert s.memcpy_time[d] > 0
-
-
-def test_union_intervals_merges_overlaps_and_drops_ops_that_never_ran():
-    from dashboard.figures.timeline import union_intervals
-
-    s, e = union_intervals(np.array([5.0, 0.0, 1.0, 2.0, np.nan, 7.0]), np.array([6.0, 2.0, 1.5, 3.0, np.nan, 7.0]))
-    assert list(s) == [0.0, 5.0, 7.0] and list(e) == [3.0, 6.0, 7.0]
-    assert [len(x) for x in union_intervals(np.array([]), np.array([]))] == [0, 0]
-
-
-def test_a_click_on_a_bin_selects_no_op():
-    """A bin's customdata holds numbers; an op named like one of them is not picked by a click on the bin."""
-    from dashboard.widgets.schedule import op_at_points
-
-    fig = go.Figure(go.Bar(x=[1.0], base=[0.0], customdata=[[50.0, 2.0, 1.0]], meta="bins", y=["gpu:0"]))
-    assert op_at_points(fig, [{"curve_number": 0, "point_index": 0}], {"50.0": 0}) is None
 
 
 # -- issue 33: one colour per run or placer, the same in every figure, and a legend for every line ---------

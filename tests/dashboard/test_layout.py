@@ -1,5 +1,5 @@
-"""The app's layout (issue #36, step 5): ``app_pages/`` holds the pages only, thin; data helpers import no
-streamlit; every session-state key is named in ``dashboard/state.py``."""
+"""The app's layout (issue #36, step 5): ``app_pages/`` holds the pages only, thin; data helpers and the report
+import no streamlit; every session-state key is named in ``dashboard/state.py``."""
 
 from __future__ import annotations
 
@@ -28,9 +28,12 @@ def test_app_pages_holds_the_eight_pages_only_each_thin():
         assert not {m for m in imported if m.startswith("dashboard.app_pages")}, f"{name} imports another page"
 
 
-def test_no_data_module_imports_streamlit():
-    names = sorted(f"dashboard.data.{m.name}" for m in pkgutil.iter_modules([str(DASHBOARD / "data")]))
-    assert len(names) >= 8
+@pytest.mark.parametrize(("package", "modules"), [("data", 8), ("report", 6)])
+def test_no_data_or_report_module_imports_streamlit(package, modules):
+    """The data helpers, and the figures of runs and the report that ``placelab plot`` and ``placelab report``
+    call from the command line."""
+    names = sorted(f"dashboard.{package}.{m.name}" for m in pkgutil.iter_modules([str(DASHBOARD / package)]))
+    assert len(names) >= modules
     code = ("import sys\n" + "".join(f"import {n}\n" for n in names)
             + "print(sorted(m for m in sys.modules if m == 'streamlit' or m.startswith('streamlit.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

@@ -307,6 +307,54 @@ def test_compare_selected_runs(stored_runs):
     assert list(app.dataframe[0].value["placer"]) == ["single-device"]
 
 
+def chart_titles(app: AppTest) -> list[str]:
+    return [(json.loads(c.proto.spec)["layout"].get("title") or {}).get("text") or "" for c in charts(app)]
+
+
+def test_compare_titles_its_timelines_by_placer_and_refuses_a_self_diff(stored_runs):
+    """Issue 58: the side-by-side timelines are titled by the placers (the graph and cluster are the page's), short
+    enough for half the page; one run, or the same run on both sides, is drawn once and never diffed against
+    itself."""
+    store, ids, _ = stored_runs
+    app = page_app("compare").run()
+    left, right = app.selectbox(key="compare_left").value, app.selectbox(key="compare_right").value
+    placers = {i: store.load(i).meta["placer"] for i in ids}
+    makespans = {i: store.load(i).meta["metrics"]["makespan_s"] * 1e3 for i in ids}
+    titles = chart_titles(app)
+    assert [t for t in titles if " — makespan " in t] == [f"{placers[i]} — makespan {makespans[i]:.4g} ms"
+                                                          for i in (left, right)]
+    assert any(" ops (" in c.value for c in app.caption)  # the diff
+    app.selectbox(key="compare_right").set_value(left).run()
+    assert not app.exception and not app.error
+    assert [t for t in chart_titles(app) if " — makespan " in t] == [
+        f"{placers[left]} — makespan {makespans[left]:.4g} ms"]
+    assert not any(" ops (" in c.value for c in app.caption)
+    assert "Left and right are the same run: pick another run on one side to see what moved." in [
+        i.value for i in app.info]
+    app.multiselect(key="compare_runs").set_value([ids[0]]).run()
+    assert not app.exception and not app.error
+    assert not [s for s in app.selectbox if s.key in ("compare_left", "compare_right")]
+    assert [t for t in chart_titles(app) if " — makespan " in t] == [
+        f"{placers[ids[0]]} — makespan {makespans[ids[0]]:.4g} ms"]
+    assert not any(" ops (" in c.value for c in app.caption)
+    assert any(c.value.startswith("One run with a placement is selected") for c in app.caption)
+
+
+def test_home_shows_the_newest_comparison(stored_runs, monkeypatch):
+    """Issue 58: Home draws the newest comparison (its stored makespans), the bundled examples' on a new install."""
+    store, ids, _ = stored_runs
+    app = page_app("home").run()
+    assert not app.exception and not app.error
+    bars = figure(app, "Newest comparison: makespan on random-40-s2 · k80x2")
+    stored = {store.load(i).meta["placer"]: store.load(i).meta["metrics"]["makespan_s"] * 1e3 for i in ids}
+    assert {t["name"]: values(t["y"])[0] for t in bars["data"] if t["type"] == "bar"} == pytest.approx(stored)
+    monkeypatch.setenv("PLACELAB_RUNS_DIR", str(store.root.parent / "new-install"))
+    monkeypatch.setenv("PLACELAB_EXAMPLE_RUNS_DIR", str(Path(__file__).resolve().parents[2] / "runs"))
+    app = page_app("home").run()
+    assert not app.exception and not app.error
+    assert [t for t in chart_titles(app) if t.startswith("Newest comparison: makespan on ")]
+
+
 def test_compare_shows_the_ratio_to_single_device_also_for_runs_stored_before_it(stored_runs, estimating_placer):
     """Issue 55: the bars carry each run's ×single-device: stored with the run, or (a run stored before it was
     recorded) the single-device placer simulated on the run's own graph and cluster; a run whose placer's
@@ -370,6 +418,23 @@ def test_compare_experiment_cdf_and_learning_curves(learning_runs):
     # only the experiment in the CDF: its three methods
     app.multiselect(key="compare_cdf_runs").set_value([ids["experiment"]]).run()
     assert [t["name"] for t in figure(app, "CDF over test graphs")["data"]] == ["Zero-Shot", "Optimized", "Random"]
+
+
+def test_compare_gives_a_placer_one_colour_in_every_figure(learning_runs):
+    """Issue 58 follow-up: a placer's colour (dashboard/figures/colors.py: round-robin #009E73, placeto #A59600) in
+    the bars, the CDF and the learning curves alike, whatever a line's label says: the eval run's label is its id
+    (it would take a hash colour, #69A500 for one such id), the training run's its given name ("tiny placeto")."""
+    from dashboard.figures.colors import placer_colors
+
+    assert (placer_colors()["round-robin"], placer_colors()["placeto"]) == ("#009E73", "#A59600")
+    app = page_app("compare").run()
+    assert not app.exception and not app.error
+    assert makespan_bars_of(app)["round-robin"]["marker"]["color"] == "#009E73"
+    cdf = figure(app, "CDF over test graphs")
+    [eval_line] = [t for t in cdf["data"] if "test-set" in t["name"]]
+    assert eval_line["line"]["color"] == "#009E73"
+    curves = figure(app, "Learning curves (smoothing 0.6)")
+    assert {t["line"]["color"] for t in curves["data"] if t["name"].startswith("tiny placeto")} == {"#A59600"}
 
 
 def test_compare_learning_curves_show_each_runs_learning_health(learning_runs):
@@ -530,7 +595,7 @@ def test_a_click_on_a_timeline_bin_or_a_dragged_range_zooms_the_window_and_a_cli
     monkeypatch.setattr(st, "session_state", state)
     monkeypatch.setattr(views, "pick_op", lambda key, graph, op: picks.append((key, op)))
     views._on_timeline_select("k", "gv", g, binned, end)
-    lo = float(binned.data[lane].base[5])
+    lo = float(binned.data[lane].customdata[5][2])  # the bin's start (ms)
     assert state["k_tl_window"] == pytest.approx((lo, lo + end / 200)) and picks == []
     # zoomed in, the ops are bars: a click on one selects its op in the explorer (and leaves the window)
     zoomed = timeline(sched, g, c, window_ms=state["k_tl_window"])

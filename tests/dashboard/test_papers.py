@@ -5,6 +5,7 @@ import io
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from wcag import contrast
 
 from dashboard.figures.papers import (
     agreement_label,
@@ -40,6 +41,59 @@ def test_agreement_labels_and_display_rows():
     assert shown[1]["paper"] == "2 ± 0.5" and shown[1]["ours / paper"] == "1.5" and shown[1]["ours"] == "3 ± 0.25"
     assert shown[0]["ours"] == "1.05"
     assert shown[2]["paper"] == "OOM" and shown[2]["agreement"] == "agree"
+
+
+#: A hand-made table: (row, unit, ours, paper); its ratio ours / paper by hand beside each, and its label.
+BY_DIRECTION = [
+    ("faster by 20 %", "ms", 80.0, 100.0),           # 0.8: better (was "close": amber)
+    ("twice as fast", "ms", 50.0, 100.0),            # 0.5: better (was "differ": red)
+    ("slower by 20 %", "ms", 120.0, 100.0),          # 1.2: close
+    ("slower by 50 %", "s", 3.0, 2.0),               # 1.5: differ
+    ("within 10 %", "ms", 91.0, 100.0),              # 0.91: agree
+    ("fewer placements", "placements", 700, 1000),   # 0.7: better
+    ("higher correlation", "r", 0.948, 0.79),        # 1.2: better (higher is better)
+    ("lower correlation", "rho", 0.552, 0.69),       # 0.8: close
+    ("ratio near 1", "ratio", 0.7, 1.0),             # 0.7: differ (no better side)
+]
+
+
+def _direction_rows() -> list[dict]:
+    return [{"row": name, "column": "c", "ours": ours, "paper": paper, "ratio": ours / paper, "rel_ratio": None,
+             "unit": unit, "note": ""} for name, unit, ours, paper in BY_DIRECTION]
+
+
+def test_agreement_knows_which_side_is_better():
+    """Issue 58 follow-up: a cell judged by its distance alone was amber or red where ours beats the paper by more
+    than 10 % (a lower time, a higher correlation); on its unit's better side it is ``better``."""
+    from placelab.reproduce.papers import agreement, lower_is_better
+
+    assert [lower_is_better(u) for u in ("ms", "s", "placements", "r", "rho", "speedup", "ratio", "")] == [
+        True, True, True, False, False, False, None, None]
+    assert agreement(0.8) == "close" and agreement(0.5) == "differ"  # without a side: the distance alone
+    assert agreement(0.8, lower_better=True) == agreement(1.3, lower_better=False) == "better"
+    assert agreement(0.8, lower_better=False) == "close" and agreement(1.3, lower_better=True) == "differ"
+    assert agreement(0.9, lower_better=True) == "agree"  # the 10 % band agrees, whichever side
+    assert agreement(None, False, True, lower_better=True) == "differ"  # one side OOM
+    assert [agreement_label(r) for r in _direction_rows()] == [
+        "better", "better", "close", "differ", "agree", "better", "better", "close", "differ"]
+    normalised = {**_direction_rows()[2], "rel_ratio": 0.75}  # 1.2 as it is, 0.75 of the paper's row shape
+    assert (agreement_label(normalised), agreement_label(normalised, normalised=True)) == ("close", "better")
+
+
+@pytest.mark.parametrize(("theme", "fill"), [("light", "#C6DBEF"), ("dark", "#1B3F66")])
+def test_better_than_the_paper_is_blue_never_amber_or_red(theme, fill):
+    import pandas as pd
+
+    from dashboard.figures.papers import AGREEMENT_LEGEND, AGREEMENT_STYLES, cell_styles
+
+    table = pd.DataFrame(side_by_side(_direction_rows()))
+    css = cell_styles(table, theme)
+    better = table["agreement"] == "better"
+    assert list(table["row"][better]) == ["faster by 20 %", "twice as fast", "fewer placements", "higher correlation"]
+    assert set(css["agreement"][better]) == {f"background-color: {fill}; color: {AGREEMENT_STYLES[theme]['better'][1]}"}
+    worse = {AGREEMENT_STYLES[theme][k][0] for k in ("close", "differ")}
+    assert not [c for c in css["agreement"][better] if any(w in c for w in worse)]
+    assert "blue: ours better than the paper's by more than 10 %" in AGREEMENT_LEGEND
 
 
 def test_csv_round_trips_every_cell():
@@ -149,6 +203,25 @@ def test_first_start_shows_the_bundled_reproductions(empty_runs, monkeypatch):
     assert sorted(app.selectbox(key="papers_pick").options) == sorted(labels)
     assert {"doppler-table2 (quick)", "doppler-table2 (full)"} <= labels
     assert "doppler-g1 (quick)" in app.selectbox(key="papers_pick").options and app.dataframe
+
+
+def test_the_page_opens_on_the_full_setting(empty_runs, monkeypatch):
+    """Issue 58: the page opens on a reproduction in the paper's own setting (the one comparing the most cells),
+    not on a quick run of two cells."""
+    import json
+    from pathlib import Path
+
+    bundled = Path(__file__).resolve().parents[2] / "runs"
+    monkeypatch.setenv("PLACELAB_EXAMPLE_RUNS_DIR", str(bundled))
+    full = {}
+    for p in bundled.glob("*-reproduce-*"):
+        meta = json.loads((p / "run.json").read_text(encoding="utf-8"))
+        if meta["parameters"]["setting"] == "full":
+            full[f"{meta['placer']} (full)"] = meta["metrics"]["cells_compared"]
+    app = papers_app().run()
+    assert not app.exception and not app.error
+    assert app.selectbox(key="papers_pick").value == max(full, key=full.get) == "placeto-table1 (full)"
+    assert {m.label: m.value for m in app.metric}["Cells within 10 %"].endswith(f" / {full['placeto-table1 (full)']}")
 
 
 def test_page_shows_the_bundled_doppler_reproduction(tmp_path, monkeypatch):
@@ -272,18 +345,6 @@ def test_bundled_latex_tables_print_no_exponents():
 THEME_DEFAULTS = {"light": ("#FFFFFF", "#31333F"), "dark": ("#0E1117", "#FAFAFA")}
 
 
-def _luminance(color: str) -> float:
-    """WCAG 2.x relative luminance of a ``#RRGGBB`` colour."""
-    channels = [int(color.lstrip("#")[i:i + 2], 16) / 255 for i in (0, 2, 4)]
-    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b
-
-
-def _contrast(a: str, b: str) -> float:
-    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
-    return (hi + 0.05) / (lo + 0.05)
-
-
 def _cell_colors(css: str, theme: str) -> tuple[str, str]:
     """(background, text) of a cell styled with ``css``, the theme's own where it sets none."""
     props = dict(p.split(":", 1) for p in css.replace(" ", "").split(";") if ":" in p)
@@ -292,8 +353,8 @@ def _cell_colors(css: str, theme: str) -> tuple[str, str]:
 
 
 def test_contrast_of_wcag_reference_colours():
-    assert _contrast("#000000", "#FFFFFF") == pytest.approx(21.0)
-    assert _contrast("#777777", "#FFFFFF") == pytest.approx(4.48, abs=0.01)  # the classic just-failing grey
+    assert contrast("#000000", "#FFFFFF") == pytest.approx(21.0)
+    assert contrast("#777777", "#FFFFFF") == pytest.approx(4.48, abs=0.01)  # the classic just-failing grey
 
 
 def test_no_palette_colour_vanishes_on_either_theme():
@@ -304,7 +365,7 @@ def test_no_palette_colour_vanishes_on_either_theme():
 
     for colour in PALETTE:
         for background in ("#FFFFFF", THEME_DEFAULTS["dark"][0], "#171614"):
-            assert _contrast(colour, background) >= 1.3, (colour, background)
+            assert contrast(colour, background) >= 1.3, (colour, background)
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
@@ -321,7 +382,7 @@ def test_every_table_cell_is_readable_in_both_themes(theme):
     assert css.shape == table.shape and (css["agreement"] != "").all()
     for value in css.to_numpy().ravel():
         bg, fg = _cell_colors(value, theme)
-        assert _contrast(bg, fg) >= 4.5, (theme, value)
+        assert contrast(bg, fg) >= 4.5, (theme, value)
 
 
 def _page_cell_css(app) -> dict[tuple[int, int], str]:
@@ -354,7 +415,7 @@ def test_the_page_styles_its_table_for_the_viewers_theme(theme, tmp_path, monkey
     for r in range(len(df)):
         for c in range(len(df.columns)):
             bg, fg = _cell_colors(cells.get((r, c), ""), theme)
-            assert _contrast(bg, fg) >= 4.5, (theme, r, c)
+            assert contrast(bg, fg) >= 4.5, (theme, r, c)
     config = json.loads(app.dataframe[0].proto.columns)
     assert "Inception-V3 / 2 GPUs" in set(df["row"])
     assert config["row"]["width"] >= text_width_px(["Inception-V3 / 2 GPUs"])

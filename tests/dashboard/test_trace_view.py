@@ -2,15 +2,17 @@
 
 import dataclasses
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.figures.theme import device_color
+from dashboard import trace_view
+from dashboard.figures.theme import device_color, memcpy_color
 from dashboard.figures.timeline import TIMELINE_MAX_OPS, lane_names, match_ops
 from dashboard.trace_view import clicked_op, trace_payload
-from dashboard.trace_view.payload import MEMCPY_OPACITY, unb64
+from dashboard.trace_view.payload import unb64
 from engine.presets import PRESETS
 from engine.simulator import Simulator
 from engine.specs import load_graph
@@ -27,12 +29,26 @@ def placed():
     return graph, cluster, Simulator(graph, cluster).run(devices)
 
 
+def test_memcpy_lanes_are_an_opaque_tint_that_stands_out_on_the_dark_theme(placed):
+    """Issue 58 follow-up: the trace view drew a memcpy lane in its device's colour at 0.45 opacity: device 0's
+    #0072B2 over the dark theme's #0E1117 came out #083D5D, navy on near-black (1.65:1). It now sends the plotly
+    timeline's opaque tint, 35 % of the way to white, drawn at full opacity: #0072B2 → #59A3CD (0 + 255 · 0.35 =
+    89.25 → 0x59, 114 + 141 · 0.35 = 163.35 → 0xA3, 178 + 77 · 0.35 = 204.95 → 0xCD; 6.8:1 on #0E1117)."""
+    graph, cluster, sched = placed
+    p = trace_payload(sched, graph, cluster, view_id="v")
+    assert p["memcpy_colors"][0] == "#59A3CD" and "memcpy_opacity" not in p
+    assert len(p["memcpy_colors"]) == len(cluster.devices) == 4
+    js = (Path(trace_view.__file__).parent / "trace_view.js").read_text()
+    assert "data.memcpy_colors" in js and "globalAlpha" not in js
+
+
 def test_payload_decodes_back_to_the_schedule(placed):
     graph, cluster, sched = placed
     marked = match_ops(graph, "decoder/layer1/step7/")
     p = json.loads(json.dumps(trace_payload(sched, graph, cluster, view_id="v1", marked=marked)))
     assert p["id"] == "v1" and p["lanes"] == lane_names(cluster)
-    assert p["colors"] == [device_color(d) for d in range(4)] and p["memcpy_opacity"] == MEMCPY_OPACITY
+    assert p["colors"] == [device_color(d) for d in range(4)]
+    assert p["memcpy_colors"] == [memcpy_color(d) for d in range(4)] and "memcpy_opacity" not in p
     assert p["makespan_ms"] == pytest.approx(sched.makespan * 1e3)
     assert p["names"] == list(graph.op_names)
     # ops: every op once, grouped by device (offsets), sorted by start in each group, times in ms

@@ -93,6 +93,69 @@ def test_train_page_lists_runs_and_curves(learning_runs):
     assert any(c.value == "No episode has finished yet." for c in app.caption)
 
 
+def test_a_run_card_names_the_run_and_gives_its_id_once(learning_runs):
+    """Issue 58: a run started without a name (named by its id) is headed by its placer and graphs; the id is
+    written once, never in the curve's legend."""
+    import json
+
+    store, ids = learning_runs
+    run_id = ids["trained"]
+    store.rename(run_id, run_id)  # as a run started without a name is stored
+    app = train_app().run()
+    assert not app.exception and app.multiselect(key="train_selected").value == [run_id]
+    texts = [m.value for m in app.markdown] + [c.value for c in app.caption]
+    assert "**placeto on `gen:random?ops=60&seed=1` · k80x2**" in texts
+    assert sum(t.count(run_id) for t in texts) == 1
+    [curve] = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+    names = {t.get("name") or "" for t in curve["data"]}
+    assert "placeto" in names and not [n for n in names if run_id in n]
+    store.rename(run_id, "tiny placeto")
+    app = train_app().run()
+    assert "**tiny placeto** · placeto on `gen:random?ops=60&seed=1` · k80x2" in [m.value for m in app.markdown]
+    assert "tiny placeto" in {t.get("name") for t in json.loads(app.get("plotly_chart")[0].proto.spec)["data"]}
+
+
+def test_a_run_card_draws_its_placers_colour_and_downloads_its_curve_without_a_server_path(learning_runs,
+                                                                                            monkeypatch):
+    """Issue 58 follow-up: the card's curve and the overlay draw placeto's colour (#A59600, dashboard/figures/colors.py)
+    though the run is named "tiny placeto", and the overlay a second run in rnn's (#007869); the CSV download names
+    an uploaded graph by its name, never by the server path the stored curve holds."""
+    import json
+
+    import streamlit
+
+    from engine.tables import read_csv
+    from policies.rl.core.run_files import CURVE
+
+    store, ids = learning_runs
+    run = store.load(ids["trained"])
+    upload = "/srv/placelab/runs/.uploads/gdp_ffnn_192nodes-96744939d6a5.json"
+    table = read_csv(run.path / CURVE)
+    run.write_table(CURVE, {**table, "graph": [upload] * len(table["episode"])})
+    downloads = {}
+    monkeypatch.setattr(streamlit, "download_button",
+                        lambda label, data, **kw: downloads.__setitem__(label, data) or False)
+    app = train_app().run()
+    assert not app.exception and not app.error
+    [card] = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+    assert {t["line"]["color"] for t in card["data"]} == {"#A59600"}
+    text = downloads["Learning curve (CSV)"]().decode()
+    assert "/srv" not in text and ".uploads" not in text
+    header, *rows = text.splitlines()
+    graph = header.split(",").index("graph")
+    assert [r.split(",")[graph] for r in rows] == ["gdp_ffnn_192nodes"] * 4
+    other = store.create("train", graph_name="random-60-s1", graph_hash="0", cluster="k80x2", placer="rnn",
+                         parameters={"graphs": TINY_GRAPH}, seed=0, name="second rnn")
+    other.write_table(CURVE, {**table, "entropy": [1.0] * len(table["episode"])})
+    other.finish("done", {"episodes": 4})
+    app = train_app().run()
+    app.multiselect(key="train_selected").set_value([ids["trained"], other.id]).run()
+    assert not app.exception
+    overlay = json.loads(app.get("plotly_chart")[0].proto.spec)
+    colors = {t["name"].split(" ")[0]: t["line"]["color"] for t in overlay["data"] if t["name"].endswith("entropy")}
+    assert colors == {"tiny": "#A59600", "second": "#007869"}  # rnn's; a hash gave "tiny placeto" #007869
+
+
 def _old_uniform_run(store: RunStore) -> str:
     """A training run as stored before learning-health verdicts: a 30-episode curve whose entropy stays at ln 2,
     no verdict in its metrics, and a policy.json whose graph file is gone (so its graphs cannot be rebuilt)."""

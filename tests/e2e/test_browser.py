@@ -218,13 +218,24 @@ def timeline_title(page) -> str:
 
 
 def check_bin_zoom(page) -> str:
-    """A real click on a busy bin of a binned timeline zooms the window into it (single ops); its new title."""
+    """A real click on a busy bin of a binned timeline zooms the window into it (single ops); its new title.
+
+    A crowded lane is a filled outline with one invisible square marker per bin that answers hovers and clicks
+    (``_busy_lane`` in dashboard/figures/timeline.py; a binned figure's first trace): the click goes to the middle
+    bin of that lane clear of the search's red diamonds (a click on one selects its op). Zoomed in, the ops are
+    bars again."""
     chart = page.locator('[data-testid="stPlotlyChart"]').nth(1)
     chart.scroll_into_view_if_needed()
-    bars = chart.locator(".barlayer .trace .point path")
-    bar = bars.nth(bars.count() // 2)
-    box = bar.bounding_box()
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    where = chart.evaluate("""el => {
+        const centre = (p) => { const r = p.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; };
+        const bins = [...el.querySelectorAll('.scatterlayer .trace')[0].querySelectorAll('.points path.point')]
+            .map(centre);
+        const marks = [...el.querySelectorAll('.scatterlayer .trace .points path.point')]
+            .filter((p) => getComputedStyle(p).opacity !== '0').map(centre);
+        const clear = bins.filter(([x, y]) => marks.every(([a, b]) => Math.hypot(a - x, b - y) > 16));
+        return clear.length ? clear[clear.length >> 1] : null; }""")
+    assert where is not None, "the binned timeline has no bin clear of the search's marks"
+    page.mouse.click(*where)
     page.wait_for_function("!" + _TITLE_JS + ".includes('binned')", timeout=GUARD_MS)
     wait_idle(page)
     chart.locator(".barlayer .trace .point path").first.wait_for(timeout=GUARD_MS)

@@ -359,7 +359,7 @@ def test_fidelity_page_shows_the_stored_validation(validation, monkeypatch):
     assert not app.exception and not app.error
     assert [t.value for t in app.title] == ["Fidelity"]
     assert len(app.get("plotly_chart")) == 2
-    modes = list(app.dataframe[0].value["mode"])
+    modes = list(app.dataframe[0].value["prediction"])
     assert set(modes[:-2]) <= set(SIMULATION_MODES) and modes[-2:] == ["replay", "repeats"]
     assert any("measured op and copy durations" in c.value for c in app.caption)
     assert any(c.value.startswith("repeats: one run of each placement") and "over 1 pair(s) of runs" in c.value
@@ -489,12 +489,12 @@ def test_fidelity_page_shows_a_recalibrated_validation(fake_executor, monkeypatc
     app = AppTest.from_string("from dashboard.app_pages import fidelity\nfidelity.page()\n", default_timeout=300).run()
     assert not app.exception and not app.error
     table = app.dataframe[0].value
-    row = table[table["mode"] == "recalibrated"].iloc[0]
-    assert row["spearman"] == pytest.approx(v.recalibrated_stats["spearman"], nan_ok=True)
-    assert row["median_rel_error"] == pytest.approx(v.recalibrated_stats["median_rel_error"])
+    row = table[table["prediction"] == "recalibrated"].iloc[0]  # headed in words, errors in %
+    assert row["Spearman rank correlation"] == pytest.approx(v.recalibrated_stats["spearman"], nan_ok=True)
+    assert row["median error (%)"] == pytest.approx(v.recalibrated_stats["median_rel_error"] * 100)
     assert any(c.value.startswith("recalibrated: ") for c in app.caption)
-    row = table[table["mode"] == "recalibrated per run"].iloc[0]
-    assert row["median_rel_error"] == pytest.approx(v.per_run_stats["median_rel_error"])
+    row = table[table["prediction"] == "recalibrated per run"].iloc[0]
+    assert row["median error (%)"] == pytest.approx(v.per_run_stats["median_rel_error"] * 100)
     # the per-run prediction has no one cluster to draw: it is in the scatter, not in the timeline's choice
     assert "recalibrated_per_run" not in app.selectbox(key="fidelity_mode").options
     assert "recalibrated" in app.selectbox(key="fidelity_mode").options

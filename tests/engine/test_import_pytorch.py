@@ -1,4 +1,4 @@
-"""PyTorch importer: the aten graph of one SGD training step (make_fx), small models built inline.
+"""PyTorch importer: the aten graph of one SGD training step, small models built inline.
 
 Hand count for the MLP (Linear 8→16, ReLU, Linear 16→4, mean-square loss, batch 32):
 forward 2 addmm + 1 relu; backward 3 mm (two weight gradients and the hidden layer's input
@@ -8,17 +8,18 @@ gradient; x needs none), 2 sum (bias gradients), 1 threshold_backward (ReLU); up
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import numpy as np
 import pytest
 
-from engine.errors import GraphError
+from engine.errors import MAX_LINE, GraphError
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from engine.importers.pytorch_graph import graph_from_torch  # noqa: E402
+from engine.importers.pytorch_graph import graph_from_torch, trace_step  # noqa: E402
 from engine.importers.tensorflow_graph import roofline_cost  # noqa: E402
 
 BATCH = 32
@@ -158,3 +159,118 @@ def test_import_leaves_batchnorm_statistics_unchanged():
     after = dict(model.named_buffers())
     # the trace ran a real step (running mean would move off 0), yet nothing changed
     assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+class _Heads(nn.Module):
+    """The MLP of the hand count, returning its hidden layer and its logits."""
+
+    def __init__(self, wrap=dict) -> None:
+        super().__init__()
+        self.encoder, self.head, self.wrap = nn.Linear(8, 16), nn.Linear(16, 4), wrap
+
+    def forward(self, x):
+        hidden = torch.relu(self.encoder(x))
+        return self.wrap(hidden=hidden, logits=self.head(hidden))
+
+
+@dataclasses.dataclass
+class _Out:
+    logits: object
+    hidden: object
+
+
+def _updated(g) -> set[str]:
+    """The parameters an update op is colocated with."""
+    return {c for c, p in zip(g.colocate, g.phase, strict=True) if p == "update" and c}
+
+
+def test_dict_output_loss_reads_the_first_tensor_or_the_named_key():
+    """{"hidden", "logits"}: the default loss reads ``hidden``, so only the encoder gets a gradient (2 updates);
+    ``output_key="logits"`` gives the hand count of the MLP (3 mm, 2 sum, 4 updates)."""
+    x = (torch.randn(BATCH, 8),)
+    first = graph_from_torch(_Heads(), x)
+    assert _updated(first) == {"encoder.weight", "encoder.bias"} and _count(first, "update")["sub"] == 2
+    logits = graph_from_torch(_Heads(), x, output_key="logits")
+    bwd = _count(logits, "backward")
+    assert (bwd["mm"], bwd["sum"], bwd["threshold_backward"]) == (3, 2, 1)
+    assert _count(logits, "update")["sub"] == 4 and Counter(logits.op_types)["Parameter"] == 4
+
+
+def test_dataclass_and_tuple_outputs():
+    x = (torch.randn(BATCH, 8),)
+    assert _count(graph_from_torch(_Heads(_Out), x), "update")["sub"] == 4  # first field: logits
+    as_tuple = _Heads(lambda hidden, logits: (hidden, logits))
+    assert _count(graph_from_torch(as_tuple, x), "update")["sub"] == 2
+    assert _count(graph_from_torch(as_tuple, x, output_key="1"), "update")["sub"] == 4
+
+
+def test_the_modules_own_loss_is_used_as_it_is():
+    """A ``loss`` entry is differentiated as it is: no mean of squares is added (the default loss's ``mean``)."""
+
+    def with_loss(hidden, logits):
+        return {"logits": logits, "loss": logits.abs().sum()}
+
+    x = (torch.randn(BATCH, 8),)
+    own = _count(graph_from_torch(_Heads(with_loss), x), "forward")
+    assert (own["abs"], own["sum"], own["mean"]) == (1, 1, 0)
+    assert _count(graph_from_torch(_Heads(with_loss), x, output_key="logits"), "forward")["mean"] == 1
+
+
+def test_inference_of_a_dict_output_and_a_key_that_names_nothing():
+    g = graph_from_torch(_Heads(), (torch.randn(BATCH, 8),), training=False, output_key="logits")
+    assert set(g.phase) == {"forward", None} and Counter(g.op_types)["addmm"] == 2
+    with pytest.raises(GraphError) as err:
+        graph_from_torch(_Heads(), (torch.randn(BATCH, 8),), output_key="probs")
+    assert str(err.value) == "'_Heads' returns no tensor 'probs': its tensor outputs are hidden, logits"
+
+
+class _Branchy(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        if x.sum() > 0:  # data-dependent control flow
+            return self.fc(x)
+        return self.fc(-x)
+
+
+def test_data_dependent_control_flow_is_one_line_saying_where_and_what_to_change():
+    import inspect
+
+    lines, start = inspect.getsourcelines(_Branchy.forward)
+    line = start + next(i for i, text in enumerate(lines) if "if x.sum()" in text)
+    with pytest.raises(GraphError) as err:
+        graph_from_torch(_Branchy(), (torch.randn(2, 4),))
+    msg = str(err.value)
+    assert msg.startswith("cannot trace a training step of '_Branchy': its forward pass branches on a tensor's "
+                          f"values (at test_import_pytorch.py:{line}); make that branch depend on shapes")
+    assert "attn_implementation" in msg and "\n" not in msg and len(msg) <= MAX_LINE
+    assert "make_fx" not in msg and "tracing_mode" not in msg
+
+
+@torch.library.custom_op("placelab_tests::doubled", mutates_args=())
+def _doubled(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+_doubled.register_autograd(lambda ctx, grad: grad * 2)
+
+
+class _Custom(nn.Module):
+    """An op with no fake implementation: torch.export refuses it, the eager trace runs it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return _doubled(self.fc(x))
+
+
+def test_export_first_and_the_eager_trace_for_what_export_refuses():
+    x = (torch.randn(2, 4),)
+    assert trace_step(nn.Linear(4, 4), x).via == "export"
+    assert trace_step(_Custom(), x).via == "eager"
+    g = graph_from_torch(_Custom(), x)
+    assert g.phase[g.op_types.index("doubled")] == "forward" and _count(g, "update")["sub"] == 2

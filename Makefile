@@ -13,6 +13,7 @@ KERNEL_STAMP := $(VENV)/.kernels.sha256
 # setup deletes every cached kernel before compiling them again (a stale one would load and run the old code)
 KERNEL_SOURCES := engine/_simlayout.py engine/_simcore.py engine/_simkernel_*.py engine/_dagkernels.py \
   engine/_plankernels.py engine/estimator.py policies/_listsched_kernels.py policies/_listsched_heaps.py \
+  policies/_listsched_room.py \
   policies/rl/doppler/_assign_kernel.py
 CHROMIUM := /usr/bin/chromium
 

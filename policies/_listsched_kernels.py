@@ -25,6 +25,7 @@ from numba import njit
 
 from engine import _plankernels as _p
 from policies import _listsched_heaps as _h
+from policies import _listsched_room as _room
 
 #: select rules
 SELECT_PRIORITY = 0  # highest priority ready op (ties: lower noise)
@@ -176,19 +177,23 @@ def _scan_pairs(ready, nready, avail, drt, prio, noise, dev_noise, op_unit, fav_
 @njit(cache=True, _nrt=False)
 def _select_etf(pendh, pendn, relh, reln, aside, ready, nready, avail, drt, prio, noise, dev_noise, op_unit,
                 fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist, temp_bytes, out_bytes, need, capacity,
-                fifo):
+                fifo, least, forced):
     """ETF's choice (Hwang et al. 1989; Baechi's m-ETF): the ready (op, device) pair that starts earliest; ties
     by higher priority, then lower op noise, then (the same op) lower device noise. ``(op, device)``, with
     device -1 when no ready op fits anywhere. One pick per device from its
     heaps (:func:`_etf_device_pick`), so a step costs O(devices · log ops), not O(ready ops · devices) — except
     where memory is tight and a device's heaps hold more than ``ASIDE_LIMIT`` ops that do not fit: then one scan
-    of every ready pair (:func:`_scan_pairs`), as before the heaps."""
+    of every ready pair (:func:`_scan_pairs`), as before the heaps. A device that can take no ready op
+    (:mod:`policies._listsched_room`) is skipped."""
     best_o, best_d, best_t = -1, -1, np.inf
     for d in range(dur.shape[1]):
+        if memory_aware and _room.nothing_for(d, mem, capacity, least, forced):
+            continue
         o, t, tight = _etf_device_pick(d, pendh, pendn, relh, reln, aside, avail, drt, prio, noise, op_unit,
                                        fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist, temp_bytes,
                                        out_bytes, need, capacity, fifo)
         if tight:
+            _room.rescan(ready, nready, unit_dev, op_unit, dur, unit_persist, temp_bytes, out_bytes, need, least)
             return _scan_pairs(ready, nready, avail, drt, prio, noise, dev_noise, op_unit, fav_parent, unit_dev, dev,
                                dur, memory_aware, mem, unit_persist, temp_bytes, out_bytes, need, capacity)
         if o < 0:
@@ -380,6 +385,9 @@ def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_
     pendh, relh = np.empty((nd, m), np.int64), np.empty((nd, m), np.int64)
     pendn, reln = np.zeros(nd, np.int64), np.zeros(nd, np.int64)
     aside = np.empty(m, np.int64)
+    least, forced = np.full(nd, np.inf), np.zeros(nd, np.int64)  # policies/_listsched_room.py
+    inready, counted = np.zeros(m, np.bool_), np.zeros(m, np.bool_)
+    uptr, uops = _room.unit_members(op_unit, len(unit_dev))
     for i in range(n):
         if indeg[i] == 0:
             if not etf:
@@ -387,16 +395,18 @@ def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_
                 continue
             ready[nready], pos[i] = i, nready
             nready += 1
-            forced = unit_dev[op_unit[i]]
+            _room.became_ready(i, unit_dev, op_unit, dur, unit_persist, temp_bytes, out_bytes, need, least, forced,
+                               inready, counted)
+            to = unit_dev[op_unit[i]]
             for dd in range(nd):
-                if dur[i, dd] < np.inf and (forced < 0 or dd == forced):
+                if dur[i, dd] < np.inf and (to < 0 or dd == to):
                     pendn[dd] = _h.push(pendh[dd], pendn[dd], i, dd, drt, prio, noise, True)
     for _step in range(n):
         d = -1
         if etf:  # select and place at once
             i, d = _select_etf(pendh, pendn, relh, reln, aside, ready, nready, avail, drt, prio, noise, dev_noise,
                                op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist, temp_bytes,
-                               out_bytes, need, capacity, fifo)
+                               out_bytes, need, capacity, fifo, least, forced)
             if i < 0:  # nothing fits anywhere: the highest-priority ready op goes below
                 i = ready[0]
                 for r in range(1, nready):
@@ -420,6 +430,10 @@ def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_
         if unit_dev[u] < 0:  # commit
             unit_dev[u] = d
             mem[d] += unit_persist[u]
+            if etf:
+                _room.unit_committed(u, d, uptr, uops, forced, inready, counted)
+        if etf:
+            _room.placed(i, d, forced, inready, counted)
         start[i] = _commit(i, d, device_rule, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, istart, iend, icnt)
         filled[d] += static_mem[i]
         _account_memory(i, d, tp.pred_ptr, tp.pred_idx, tp.pred_edge, pi.edge_bytes, dev, copies, rem, mem,
@@ -434,9 +448,11 @@ def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_
                 else:
                     ready[nready], pos[s] = s, nready
                     nready += 1
-                    forced = unit_dev[op_unit[s]]
+                    _room.became_ready(s, unit_dev, op_unit, dur, unit_persist, temp_bytes, out_bytes, need, least,
+                                       forced, inready, counted)
+                    to = unit_dev[op_unit[s]]
                     for dd in range(nd):
-                        if dur[s, dd] < np.inf and (forced < 0 or dd == forced):
+                        if dur[s, dd] < np.inf and (to < 0 or dd == to):
                             pendn[dd] = _h.push(pendh[dd], pendn[dd], s, dd, drt, prio, noise, True)
     if not pi.trailing:
         return dev, start, out_t, out_t.max() if n else 0.0

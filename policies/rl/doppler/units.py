@@ -16,8 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from engine.errors import GraphError
 from engine.graph import CompGraph
@@ -51,6 +49,10 @@ def assign_units(task: PlacementTask) -> AssignUnits:
     ops = AssignUnits(task.graph, task.feasible[task.op_group], task.op_group, None)
     if task.num_groups >= task.graph.num_ops:
         return ops
+    # scipy.sparse here, not at the top: every command that loads the placer registry imports this module
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
     k = task.num_groups
     src, dst = task.edges
     quotient = coo_matrix((np.ones(len(src)), (src, dst)), shape=(k, k))

@@ -109,37 +109,37 @@ def _etf_device_pick(d, pendh, pendn, relh, reln, aside, avail, drt, prio, noise
             reln[d] = _h.push(relh[d], reln[d], top, d, drt, prio, noise, fifo)
         else:
             break
-    pick, t, na = -1, np.inf, 0
-    while reln[d] > 0 and na < ASIDE_LIMIT:
-        top, reln[d] = _h.pop(relh[d], reln[d], d, drt, prio, noise, fifo)
+    args = (op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist, temp_bytes, out_bytes, need,
+            capacity)
+    pick, reln[d], tight = _first_placeable(relh[d], reln[d], d, fifo, aside, drt, prio, noise, *args)
+    if pick >= 0 or tight:
+        return pick, avail[d] if pick >= 0 else np.inf, tight
+    pick, pendn[d], tight = _first_placeable(pendh[d], pendn[d], d, True, aside, drt, prio, noise, *args)
+    return pick, drt[pick, d] if pick >= 0 else np.inf, tight
+
+
+@njit(cache=True, _nrt=False)
+def _first_placeable(heap, size, d, by_time, aside, drt, prio, noise, op_unit, fav_parent, unit_dev, dev, dur,
+                     memory_aware, mem, unit_persist, temp_bytes, out_bytes, need, capacity):
+    """Pop one of device ``d``'s heaps (``heap[:size]``, ordered with ``by_time``) to its first op that can go on
+    ``d`` now, setting aside the ones that cannot now (at most ``ASIDE_LIMIT``) and pushing them, and the pick,
+    back: ``(op or -1, the heap's size, whether ASIDE_LIMIT were set aside)``. Ops that can never go on ``d`` are
+    dropped."""
+    pick, na = -1, 0
+    while size > 0 and na < ASIDE_LIMIT:
+        top, size = _h.pop(heap, size, d, drt, prio, noise, by_time)
         status = _etf_status(top, d, op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist,
                              temp_bytes, out_bytes, need, capacity)
         if status == 1:
-            pick, t = top, avail[d]
-            reln[d] = _h.push(relh[d], reln[d], top, d, drt, prio, noise, fifo)
+            pick = top
+            size = _h.push(heap, size, top, d, drt, prio, noise, by_time)
             break
         if status == 2:
             aside[na] = top
             na += 1
     for k in range(na):
-        reln[d] = _h.push(relh[d], reln[d], aside[k], d, drt, prio, noise, fifo)
-    if pick >= 0 or na == ASIDE_LIMIT:
-        return pick, t, na == ASIDE_LIMIT
-    na = 0
-    while pendn[d] > 0 and na < ASIDE_LIMIT:
-        top, pendn[d] = _h.pop(pendh[d], pendn[d], d, drt, prio, noise, True)
-        status = _etf_status(top, d, op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist,
-                             temp_bytes, out_bytes, need, capacity)
-        if status == 1:
-            pick, t = top, drt[top, d]
-            pendn[d] = _h.push(pendh[d], pendn[d], top, d, drt, prio, noise, True)
-            break
-        if status == 2:
-            aside[na] = top
-            na += 1
-    for k in range(na):
-        pendn[d] = _h.push(pendh[d], pendn[d], aside[k], d, drt, prio, noise, True)
-    return pick, t, na == ASIDE_LIMIT
+        size = _h.push(heap, size, aside[k], d, drt, prio, noise, by_time)
+    return pick, size, na == ASIDE_LIMIT
 
 
 @njit(cache=True, _nrt=False)
@@ -312,9 +312,6 @@ def _data_ready(s, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, copies, drt
     made, or started when their channels are next free) and the bytes it would receive; with ``fifo`` its tie
     key (``noise``, :func:`_tie`) on its committed device."""
     forced = unit_dev[op_unit[s]]
-    if fifo and forced >= 0:
-        noise[s] = _p.tie(s, forced, _p.inputs_on(s, forced, False, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail),
-                        tp, pi, tr, dev, unit_dev, op_unit, out_t, avail)
     for dd in range(drt.shape[1]):
         if (forced >= 0 and dd != forced) or pi.hold[s, dd] == np.inf:
             continue
@@ -325,6 +322,8 @@ def _data_ready(s, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, copies, drt
             if dev[p] != dd and copies[p, dd] == 0.0:
                 r_b += pi.edge_bytes[tp.pred_edge[kk]]
         need[s, dd] = r_b
+    if fifo and forced >= 0:
+        noise[s] = _p.tie(s, forced, drt[s, forced], tp, pi, tr, dev, unit_dev, op_unit, out_t, avail)
 
 
 @njit(cache=True, _nrt=False)

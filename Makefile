@@ -134,7 +134,7 @@ clean:
 # Fidelity page); and the --quick reproductions of the papers' tables.
 BUNDLED_PLACERS := single-device,round-robin,metis,scotch,critical-path,heft,m-etf,local-search
 # the papers' tables and figures in their --quick setting, for the Papers page (only their own runs are kept)
-BUNDLED_REPRODUCTIONS := mirhoseini-table2 placeto-table1 placeto-fig5 placeto-ablations doppler-table2 doppler-table3 doppler-table4 doppler-table8 doppler-table9 doppler-g1
+BUNDLED_REPRODUCTIONS := mirhoseini-table2 placeto-table1 placeto-fig5 placeto-ablations doppler-table2 doppler-table3 doppler-table4 doppler-table8 doppler-table9 doppler-g1 heldout-learning
 # Full-setting reproductions in runs/ (an hour or more of compute each) are kept; everything else is made again.
 bundled-runs: setup
 	$(PY) -c "import json, pathlib, shutil; [shutil.rmtree(p) for p in pathlib.Path('runs').iterdir() if p.is_dir() and json.loads((p / 'run.json').read_text()).get('parameters', {}).get('setting') != 'full']"

@@ -3,8 +3,9 @@
 The explorer (:mod:`dashboard.widgets.explorer`) opens scopes up to ``FIRST_VIEW_NODES`` visible nodes and
 fits them to its frame; Cytoscape.js leaves a label out when it would be smaller than ``LABEL_MIN_PX`` on
 screen. For each graph this prints the first view's node count, the extent of its laid-out positions
-(:func:`dashboard.figures.explorer.explorer_elements`, leaf slots included), the zoom at which that extent
-fits a frame of ``--frame W H`` px less the layout's padding, and the on-screen size of an op's and a
+(:func:`dashboard.figures.explorer.explorer_elements`, with the caption slots and margins the app adds:
+:func:`~dashboard.figures.explorer.framed`), the zoom at which that extent fits a frame of ``--frame W H``
+px, and the on-screen size of an op's and a
 scope's label at that zoom (shown when at least ``LABEL_MIN_PX``). No browser: the fit is Cytoscape's rule
 (the smaller of width and height ratios), computed here. ``--budget N`` opens up to N nodes instead, to
 compare first-view sizes. Usage::
@@ -19,9 +20,9 @@ import json
 
 import numpy as np
 
-from dashboard.figures.explorer import explorer_elements
+from dashboard.figures.explorer import explorer_elements, framed
 from dashboard.figures.scope_tree import hierarchy_scopes, initial_expanded
-from dashboard.widgets.explorer import FIRST_VIEW_NODES, LABEL_MIN_PX, LABEL_PX, STYLES, layout_for
+from dashboard.widgets.explorer import FIRST_VIEW_NODES, LABEL_MIN_PX, LABEL_PX, STYLES
 from engine.dag import levels
 from engine.specs import load_graph
 
@@ -29,17 +30,17 @@ SPECS = ("gen:random?ops=200", "gen:random?ops=2000&seed=1", "gen:chainmm", "gen
          "gen:inception-v3", "gen:family-cifar10")
 #: The explorer's frame on a 1,500-px-wide window (the main column), height as the widget sets it.
 FRAME = (1040, 620)
-_LEAF = (110.0, 60.0)  # a leaf's slot: its label's width, node and caption height
 
 
 def first_view(spec: str, budget: int, frame: tuple[int, int]) -> dict:
     g = load_graph(spec)
     hierarchy, _ = hierarchy_scopes(g.scope, levels(g))
     view = explorer_elements(g, hierarchy, initial_expanded(hierarchy, budget))
-    xy = np.array([[n["position"]["x"], n["position"]["y"]] for n in view.elements["nodes"] if "position" in n])
-    width, height = float(np.ptp(xy[:, 0]) + _LEAF[0]), float(np.ptp(xy[:, 1]) + _LEAF[1])
-    pad = 2 * layout_for(set())["padding"]
-    zoom = min((frame[0] - pad) / width, (frame[1] - pad) / height)
+    # the frame's corners hold the caption slots and margins: the view is fit to them with no padding
+    xy = np.array([[n["position"]["x"], n["position"]["y"]] for n in framed(view.elements, frame)["nodes"]
+                   if "position" in n])
+    width, height = float(np.ptp(xy[:, 0])), float(np.ptp(xy[:, 1]))
+    zoom = min(frame[0] / width, frame[1] / height)
     scope_px = STYLES[1].dump()["style"]["font-size"]
     return {"spec": spec, "ops": g.num_ops, "nodes": len(view.node_ids), "extent": [round(width), round(height)],
             "zoom": zoom, "op_label_px": LABEL_PX * zoom, "scope_label_px": scope_px * zoom,

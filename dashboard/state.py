@@ -97,6 +97,13 @@ def place_explorer(i: int) -> str:
     return f"place_{i}_gv"
 
 
+def place_whatif(i: int, what: str) -> str:
+    """Widgets of result ``i``'s what-if editor: ``move``, ``find``, ``op``, ``scope``, ``lane``, ``window``, ``to``
+    (kept), ``pick``, ``apply``, ``undo``, ``redo``, ``reset``, ``name``, ``save``; its timelines ``before`` and
+    ``after`` (``after``: its selection) and the diff's downloads ``diff``."""
+    return f"place_whatif_{what}_{i}"
+
+
 # -- Compare --------------------------------------------------------------------------------------
 
 COMPARE_MIX = "compare_mix"  # widget, kept: mix graphs / clusters

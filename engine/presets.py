@@ -29,8 +29,10 @@ _K80_MEMORY = 11.0 * GB
 
 def _k80(n: int) -> Cluster:
     devices = tuple(Device(f"gpu:{i}", "gpu", _K80_MEMORY, model="K80") for i in range(n))
+    what = (f"Placeto §3: {n} × Tesla K80 (p2.8xlarge)" if n < 8
+            else f"{n} × Tesla K80: all of Placeto §3's p2.8xlarge")
     return Cluster(f"k80x{n}", devices, Link(_K80_BANDWIDTH), (), _PLACETO_SIM,
-                   f"Placeto §3: {n} × Tesla K80 (p2.8xlarge), 11 GB each, 7.6 GB/s, placeto simulator")
+                   f"{what}, 11 GB each, 7.6 GB/s, placeto simulator")
 
 
 def _cpu_k80(n: int) -> Cluster:
@@ -100,6 +102,9 @@ _local.description = "this machine: one CPU worker per core, calibrated on first
 PRESETS: dict[str, Callable[[], Cluster]] = {
     "k80x2": lambda: _k80(2),
     "k80x4": lambda: _k80(4),
+    # The p2.8xlarge has eight K80 GPUs (AWS; Placeto §3 ran on 2 and 4 of them): 8 devices of the same kind
+    # for reproduce heldout-learning (placelab/reproduce/heldout.py).
+    "k80x8": lambda: _k80(8),
     "cpu+k80x2": lambda: _cpu_k80(2),
     "cpu+k80x4": lambda: _cpu_k80(4),
     "p100x4": _p100x4,

@@ -27,7 +27,7 @@ RUN_JSON = "run.json"
 _FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     "id": str, "name": str, "created": str, "updated": str, "status": str, "kind": str,
     "graph": dict, "cluster": (str, type(None)), "placer": (str, type(None)), "parameters": dict,
-    "metrics": dict, "tags": list,
+    "metrics": dict, "tags": list, "parent": str, "edits": list,
 }
 #: Metrics that listings and the app show or compute with: a finite number (``oom``: a boolean) or null.
 _NUMBER_METRICS = ("makespan_s", "lower_bound_s", "ratio_to_lower_bound", "best_makespan_s", "measured_makespan_s",

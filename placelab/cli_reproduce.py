@@ -67,9 +67,13 @@ def reproduce(ctx: typer.Context,
                            keep_step_runs=keep_step_runs, only=only, progress=lambda msg: typer.echo(msg, err=True),
                            graphs_dir=graphs_dir, resume=resume, search=search)
     x = ["×search"] if search is not None else []
-    rows = [[r["row"], r["column"], _cell(r["ours"]), _cell(r["paper"]), _cell(r["ratio"], 2),
-             _cell(r["rel_ratio"], 2), *(_cell(r["x_search"], 3) for _ in x), r["note"][:60]] for r in res["table"]]
-    text = (text_table(rows, ["row", "column", "ours", "paper", "ours/paper", "normalised", *x, "note"])
+    # a held-out reproduction (heldout-learning) has no paper numbers: no paper columns
+    paper = any(r["paper"] is not None for r in res["table"])
+    rows = [[r["row"], r["column"], _cell(r["ours"]),
+             *((_cell(r["paper"]), _cell(r["ratio"], 2), _cell(r["rel_ratio"], 2)) if paper else ()),
+             *(_cell(r["x_search"], 3) for _ in x), r["note"][:60]] for r in res["table"]]
+    head = ["paper", "ours/paper", "normalised"] if paper else []
+    text = (text_table(rows, ["row", "column", "ours", *head, *x, "note"])
             + "".join(f"\n{n}" for n in res["notes"])
             + f"\n{res['setting']} setting, {res['wall_s']:.0f} s; saved as run {res['run_id']}")
     emit(res, as_json, text)

@@ -13,26 +13,23 @@ import streamlit as st
 
 from dashboard import state as keys
 from dashboard.context import keep
-from dashboard.data.link import NORMALISED, REPRODUCTION
+from dashboard.data.link import REPRODUCTION
 from dashboard.data.runs import list_runs
 from dashboard.figures.papers import (
     AGREEMENT_LEGEND,
-    cell_styles,
     ratio_figure,
     reproduction_figure,
     side_by_side,
     table_csv,
     table_latex,
-    text_width_px,
 )
-from dashboard.figures.tables import MISSING
-from dashboard.figures.theme import EXPORT_DEFAULTS, EXPORT_FORMATS, export_bytes
-from dashboard.widgets.link import flag_param, linked_choice, linked_flag, set_page_params
+from dashboard.widgets.link import linked_choice, set_page_params
 from dashboard.widgets.papers_runs import graphs_used, reproduction_label, runs_beside_this
+from dashboard.widgets.papers_table import figure_downloads, header_metrics, normalised_toggle, show_table
 from dashboard.widgets.report_buttons import report_buttons
-from dashboard.widgets.ui import guard, show_figure, viewer_theme
+from dashboard.widgets.ui import guard, show_figure
 from engine.errors import PlacelabError
-from placelab.reproduce.results_doc import resumed_versions, table_rows
+from placelab.reproduce.results_doc import table_rows
 
 
 def _reproductions() -> dict[str, object]:
@@ -55,24 +52,6 @@ def _first(reps: dict[str, object]) -> str:
     return max(reps, key=rank)
 
 
-def _figure_downloads(fig, name: str, key: str) -> None:
-    """One-click HTML/PNG/SVG downloads: :func:`export_bytes` at the *Export figure* popover's default settings."""
-    size = f"{EXPORT_DEFAULTS['width']}×{EXPORT_DEFAULTS['height']} px"
-    cols = st.columns([1, 1, 1, 3])
-    for col, fmt in zip(cols, ("html", "png", "svg"), strict=False):
-        col.download_button(fmt.upper(), lambda f=fmt: export_bytes(fig, f) or b"", file_name=f"{name}.{fmt}",
-                            mime=EXPORT_FORMATS[fmt], key=keys.part(key, fmt), on_click="ignore",
-                            help=f"{size}, as *Export figure* exports by default")
-
-
-def _show_table(shown: pd.DataFrame) -> None:
-    """The side-by-side table, labels whole, agreement cells readable in the viewer's theme (before the browser
-    reports it: ``light``, whose cells set their text colour too: dark on pastel, readable on a dark page)."""
-    widths = {c: st.column_config.TextColumn(width=text_width_px(shown[c], c)) for c in ("row", "column")}
-    st.dataframe(shown.style.apply(cell_styles, theme=viewer_theme(), axis=None), width="stretch", hide_index=True,
-                 column_config=widths, placeholder=MISSING)  # an empty cell as every table draws it
-
-
 def page() -> None:
     st.title("Papers")
     reps = _reproductions()
@@ -90,29 +69,13 @@ def page() -> None:
     with guard("Reproduction"):
         table = table_rows(run)
         commands = run.read_json("commands.json")
-        m = meta.get("metrics", {})
-        cols = st.columns(4)
-        cols[0].metric("Setting", params.get("setting", "?"))
-        resumed = resumed_versions(params)
-        again = f"resumed {len(resumed)}× (placelab reproduce --resume)" if resumed else None
-        cols[1].metric("Wall time", f"{m.get('wall_s', 0) / 60:.1f} min",
-                       help=f"its last part: the run was {again}" if again else None)
-        cols[2].metric("Cells within 10 %", f"{m.get('cells_within_10pct', 0)} / {m.get('cells_compared', 0)}")
-        first = str((meta.get("code_version") or {}).get("git") or "?")
-        cols[3].metric("Code version (last part)" if resumed else "Code version", resumed[-1] if resumed else first,
-                       help=f"started on {first}, {again} on {', '.join(resumed)}" if again else None)
-        by_rows = any(r.get("rel_ratio") not in (None, "") for r in table)
-        linked_flag(NORMALISED, keys.PAPERS_NORM)
-        if keys.PAPERS_NORM not in st.session_state:
-            st.session_state[keys.PAPERS_NORM] = by_rows
-        normalised = st.toggle("Judge by row-normalised ratios", key=keys.PAPERS_NORM,
-                               help="Each value divided by its row's reference column, ours and the paper's alike: "
-                                    "compares the shape of a row when the machines differ")
-        set_page_params({NORMALISED: flag_param(normalised, by_rows)})
-        shown = pd.DataFrame(side_by_side(table, normalised))
+        paper = header_metrics(meta, table)
+        normalised = paper and normalised_toggle(table)
+        shown = pd.DataFrame(side_by_side(table, normalised, paper=paper))
         if not shown.empty:
-            _show_table(shown)
-        st.caption(AGREEMENT_LEGEND)
+            show_table(shown)
+        if paper:
+            st.caption(AGREEMENT_LEGEND)
         if params.get("setting") == "quick":
             st.caption(f"Quick setting: budgets far below the paper's (each command under *Rerun* gives its own); "
                        f"`placelab reproduce {meta.get('placer')}` runs the paper's.")
@@ -125,9 +88,10 @@ def page() -> None:
                                 key=keys.PAPERS_CSV)
         cols[1].download_button("Table (LaTeX)", table_latex(table, params.get("citation", ""), normalised),
                                 file_name=f"{run.id}-table.tex", mime="text/x-tex", key=keys.PAPERS_TEX)
-        fig = ratio_figure(table, normalised=normalised)
-        show_figure(fig, key=keys.PAPERS_RATIO)
-        _figure_downloads(fig, f"{run.id}-ratios", keys.PAPERS_RATIO_DOWNLOADS)
+        if paper:
+            fig = ratio_figure(table, normalised=normalised)
+            show_figure(fig, key=keys.PAPERS_RATIO)
+            figure_downloads(fig, f"{run.id}-ratios", keys.PAPERS_RATIO_DOWNLOADS)
         report_buttons([run], keys.PAPERS_REPORT, name=f"{run.id}-report")
     st.subheader("Figures")
     figs = [f for f in run.files() if f.startswith("figures/") and f.endswith(".json")]
@@ -140,7 +104,7 @@ def page() -> None:
             except ValueError as exc:
                 raise PlacelabError(str(exc)) from None
             show_figure(fig, key=keys.papers_figure(i))
-            _figure_downloads(fig, f"{run.id}-{name.split('/')[-1][:-5]}", keys.papers_figure(i, downloads=True))
+            figure_downloads(fig, f"{run.id}-{name.split('/')[-1][:-5]}", keys.papers_figure(i, downloads=True))
     st.subheader("Rerun")
     st.code(f"placelab reproduce {meta.get('placer')}" + (" --quick" if params.get("setting") == "quick" else ""),
             language="bash")

@@ -1,7 +1,7 @@
 """Place: run one or more registered placers on the current graph and look at the results.
 
-The results in hand are kept as runs (the scratch store) and named in the link with the placers chosen,
-so a reload or a shared link brings them back.
+The results in hand are kept as runs (the scratch store) and named in the link with the placers chosen and
+the what-if edits of each (:mod:`dashboard.widgets.whatif`), so a reload or a shared link brings them back.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dashboard.stores import scratch_store
 from dashboard.widgets.link import linked_runs, set_page_params, take
 from dashboard.widgets.place_form import placer_settings, run_placers
 from dashboard.widgets.place_results import show_results
+from dashboard.widgets.whatif import edits_param, restore_edits
 from engine.errors import PlacelabError
 from policies import PLACERS, placer_descriptions
 
@@ -37,13 +38,17 @@ def _from_link() -> None:
             st.warning(line, icon=":material/link_off:")
         if state is not None:
             st.session_state[keys.PLACE_RESULTS] = state
+    edits = take(link.EDITS)
+    if edits is not None:
+        restore_edits(edits)
 
 
 def _link_params(chosen: list[str]) -> None:
     state = st.session_state.get(keys.PLACE_RESULTS) or {}
     set_page_params({link.PLACERS: ",".join(chosen),
                      link.RESULTS: link.ids_param(r.get("run_id") or r.get("kept_id")
-                                                  for r in state.get("results", []))})
+                                                  for r in state.get("results", [])),
+                     link.EDITS: edits_param(state)})
 
 
 def page() -> None:

@@ -5,7 +5,8 @@ Every page: ``graph`` (a generator spec, ``bench:NAME``, ``upload:NAME`` or an e
 ``cluster`` (a preset), ``mode`` and ``sim_<setting>`` (the sidebar's simulation settings where they differ
 from the preset's own). A page adds its own (:data:`PAGE_PARAMS`):
 
-* Place: ``placers`` and ``results`` (the placers chosen and the runs of the results in hand);
+* Place: ``placers`` and ``results`` (the placers chosen and the runs of the results in hand), ``edits`` (the
+  what-if editor's edits of each result, :mod:`dashboard.data.whatif`);
 * Compare: ``runs`` (the runs compared), ``left`` and ``right`` (the pair of timelines), ``schedules``
   (simulated or measured), ``moved`` (the moved ops in the graph view), ``mix`` (graphs and clusters mixed),
   ``sweep``, ``cdf`` (the runs in the CDF), ``curves`` (the training runs drawn), ``x`` and ``smoothing``
@@ -28,7 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dashboard import visitor
+from dashboard.data import whatif
 from dashboard.data.graphs import example_sources, graph_from_spec
+from dashboard.data.whatif import Edit
 from engine.cluster import Cluster, SimulationSettings
 from engine.errors import PlacelabError, SpecError, one_line
 from engine.graph import CompGraph
@@ -39,6 +42,7 @@ __all__ = [
     "CDF",
     "CLUSTER",
     "CURVES",
+    "EDITS",
     "FIGURE",
     "GRAPH",
     "KIND",
@@ -63,7 +67,9 @@ __all__ = [
     "TIMELINE",
     "X_AXIS",
     "LinkView",
+    "edits_warning",
     "ids_param",
+    "read_edits",
     "read_link",
     "read_placers",
     "read_runs",
@@ -71,14 +77,14 @@ __all__ = [
 ]
 
 GRAPH, CLUSTER, MODE, SIM = "graph", "cluster", "mode", "sim_"
-PLACERS, RESULTS, RUNS, RUN = "placers", "results", "runs", "run"
+PLACERS, RESULTS, RUNS, RUN, EDITS = "placers", "results", "runs", "run", "edits"
 LEFT, RIGHT, SCHEDULES, MOVED, MIX = "left", "right", "schedules", "moved", "mix"
 SWEEP, CDF, CURVES, X_AXIS, SMOOTHING = "sweep", "cdf", "curves", "x", "smoothing"
 KIND, STATUS, TAG, FIGURE = "kind", "status", "tag", "figure"
 REPRODUCTION, NORMALISED, TIMELINE = "reproduction", "normalised", "timeline"
 #: The parameters one page reads (the others belong to every page), as the module docstring lists them.
-PAGE_PARAMS = (PLACERS, RESULTS, RUNS, RUN, LEFT, RIGHT, SCHEDULES, MOVED, MIX, SWEEP, CDF, CURVES, X_AXIS, SMOOTHING,
-               KIND, STATUS, TAG, FIGURE, REPRODUCTION, NORMALISED, TIMELINE)
+PAGE_PARAMS = (PLACERS, RESULTS, EDITS, RUNS, RUN, LEFT, RIGHT, SCHEDULES, MOVED, MIX, SWEEP, CDF, CURVES, X_AXIS,
+               SMOOTHING, KIND, STATUS, TAG, FIGURE, REPRODUCTION, NORMALISED, TIMELINE)
 #: Streamlit's own parameters, never the app's.
 STREAMLIT_PARAMS = ("embed", "embed_options")
 #: Longest value read from a link (a longer one is refused unread).
@@ -159,6 +165,21 @@ def read_link(params: Mapping[str, str]) -> LinkView:
 def read_placers(text: str) -> list[str]:
     """The placers a link's ``placers`` names (SpecError for one not registered)."""
     return visitor.check_placers(text.split(","))
+
+
+def read_edits(text: str) -> tuple[dict[int, list[Edit]], list[str]]:
+    """The what-if edits of each result the link's ``edits`` holds, and what was refused in it, one line each
+    (:func:`dashboard.data.whatif.read_edits`; whether an edit fits its result is checked when it is replayed:
+    :func:`edits_warning` makes all of it one warning)."""
+    return whatif.read_edits(text)
+
+
+def edits_warning(problems: list[str]) -> str | None:
+    """The one warning line of the link's ``edits`` that were refused (the first, and how many more), or None."""
+    if not problems:
+        return None
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return _refused(EDITS, SpecError(problems[0] + more))
 
 
 def read_runs(text: str, stores: Iterable[RunStore], kinds: Iterable[str] = (), *,

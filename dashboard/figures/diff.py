@@ -21,11 +21,13 @@ def moved_ops(left: np.ndarray, right: np.ndarray, left_names: Sequence[str],
 
 
 def placement_diff(graph: CompGraph, left: np.ndarray, right: np.ndarray, left_names: Sequence[str],
-                   right_names: Sequence[str]) -> pd.DataFrame:
+                   right_names: Sequence[str], compute: np.ndarray | None = None) -> pd.DataFrame:
     """One row per op placed differently: op, type, scope, device on the left and on the right, compute (ms).
 
     Devices are compared by name (two clusters with the same device names compare op by op);
-    rows are ordered by compute time, heaviest first, as those moves matter most.
+    rows are ordered by compute time, heaviest first, as those moves matter most. ``compute`` (s per op)
+    is the time shown, e.g. each op's duration in a schedule of the right placement; by default each op's
+    time on its fastest device kind (:meth:`CompGraph.min_compute`).
     """
     left, right = np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64)
     if len(left) != graph.num_ops or len(right) != graph.num_ops:
@@ -33,7 +35,7 @@ def placement_diff(graph: CompGraph, left: np.ndarray, right: np.ndarray, left_n
     lname = np.asarray(list(left_names), dtype=object)[left]
     rname = np.asarray(list(right_names), dtype=object)[right]
     moved = np.flatnonzero(moved_ops(left, right, left_names, right_names))
-    compute = graph.min_compute()
+    compute = graph.min_compute() if compute is None else np.asarray(compute, dtype=np.float64)
     order = moved[np.argsort(-compute[moved], kind="stable")]
     return pd.DataFrame({"op": [graph.op_names[i] for i in order.tolist()],
                          "type": [graph.op_types[i] or "" for i in order.tolist()],

@@ -22,19 +22,31 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dashboard.figures.graph_view import _category_colors, _fmt_b, _fmt_s, _scale_colors
+from dashboard.figures.graph_labels import Caption, natural_key, sibling_captions, text_width
+from dashboard.figures.graph_view import _fmt_b, _fmt_s, _scale_colors
+from dashboard.figures.op_types import dominant_types, type_colors
 from dashboard.figures.scope_tree import ancestors, collapsed_graph
 from dashboard.figures.theme import device_color
 from engine.dag import levels
 from engine.graph import CompGraph
 
-__all__ = ["EXPLORER_COLOR_BY", "Explorer", "explorer_elements", "focus_selector", "nested_layout", "op_node_id",
-           "reveal", "scope_node_id"]
+__all__ = ["CAPTION_PX", "CAPTION_W", "EXPLORER_COLOR_BY", "FRAME_PX", "MARGIN_PX", "Explorer", "explorer_elements",
+           "focus_selector", "framed", "nested_layout", "op_node_id", "reveal", "scope_node_id"]
 
 EXPLORER_COLOR_BY = ("device", "op type", "compute", "memory", "start time")
 HIGHLIGHT = "#D00000"
 #: At most this many matching ops are revealed (their scopes opened) by a search.
 REVEAL_UP_TO = 30
+#: A caption's width (px): a leaf's slot (``_LEAF_W`` + ``_GAP_X`` = 150 px between centres) less 10 px between
+#: neighbours, so captions never overlap; an open box's title has its box's width.
+CAPTION_W = 140.0
+#: Caption font size (px) and weight per node kind, as :mod:`dashboard.widgets.explorer` draws them.
+CAPTION_PX = {"op": (11, False), "scope": (14, True), "open": (11, False)}
+#: The explorer's frame in the app (px): the main column of a 1,500-px-wide window, the widget's height.
+FRAME_PX = (1040, 620)
+#: Margins (px: top, right, bottom, left) the whole view keeps clear at the zoom that fits it to the frame: the
+#: component's side panel covers the left 36 px, its zoom buttons the right 40.
+MARGIN_PX = (12, 44, 12, 44)
 
 
 def scope_node_id(scope: str) -> str:
@@ -85,15 +97,15 @@ def _majority(values: Sequence, members: np.ndarray) -> object:
     return Counter(values[i] for i in members.tolist()).most_common(1)[0][0]
 
 
-def _colors(color_by: str, keys: list, values: np.ndarray | None, label: str, fmt) -> tuple[list[str], dict]:
-    if values is None:
-        colors, legend = _category_colors(keys)
-        return colors, legend
+def _colors(values: np.ndarray, label: str, fmt) -> tuple[list[str], dict]:
     colors = _scale_colors(values)
     return colors, {f"{label} {fmt(values.min())} → {fmt(values.max())} (Viridis)": "#21918c"}
 
 
 _LEAF_W, _GAP_X, _GAP_Y, _PAD, _TITLE, _ROW_GAP = 110.0, 40.0, 14.0, 16.0, 24.0, 40.0
+#: What Cytoscape draws around a leaf beyond its node (px at zoom 1, for :func:`framed`): the caption's height
+#: below it, and per open box around it the box's padding at the sides and bottom and its padding and title above.
+_CAPTION_H, _BOX_SIDE, _BOX_TOP = 22.0, 10.0, 26.0
 #: Width : height a box's rows aim at (the explorer's frame is about 1400 × 620 px).
 _ASPECT = 2.2
 _WRAP_WIDER = 1200.0
@@ -156,7 +168,8 @@ def nested_layout(parent_of: dict[str, str], level_of: dict[str, float],
 
     Containers — ``""`` (the root) and every id that is some item's parent (an open scope) — are laid
     out bottom up: their children in columns by ``level_of`` (ascending: data flows left to right),
-    stacked top to bottom in a column (ties by id; split when tall, :func:`_split`), columns centred
+    stacked top to bottom in a column (ties by id in natural order, ``shard2`` above ``shard10``; split
+    when tall, :func:`_split`), columns centred
     and wrapped into rows
     (:func:`_wrap`); a box then measures its children plus padding and a title strip, and is placed
     as one block in its own parent. So open scopes never
@@ -170,7 +183,7 @@ def nested_layout(parent_of: dict[str, str], level_of: dict[str, float],
     offset: dict[str, tuple[float, float]] = {}
 
     def measure(box: str) -> None:
-        kids = sorted(children.get(box, []), key=lambda k: (level_of[k], k))
+        kids = sorted(children.get(box, []), key=lambda k: (level_of[k], natural_key(k)))
         for kid in kids:
             if kid in children:
                 measure(kid)
@@ -246,6 +259,47 @@ def _place(nodes: list[dict], graph: CompGraph, hierarchy: Sequence[str], member
             n["position"] = {"x": round(x, 2), "y": round(y, 2)}
 
 
+def _box_widths(nodes: list[dict]) -> dict[str, float]:
+    """About the width of each open box (id → px): its leaves' slots, left to right, and its padding."""
+    parent = {n["data"]["id"]: n["data"].get("parent", "") for n in nodes}
+    span: dict[str, list[float]] = {}
+    for n in nodes:
+        if "position" not in n:
+            continue
+        x, up = n["position"]["x"], parent[n["data"]["id"]]
+        while up:
+            lo_hi = span.setdefault(up, [x, x])
+            lo_hi[0], lo_hi[1] = min(lo_hi[0], x), max(lo_hi[1], x)
+            up = parent.get(up, "")
+    return {b: hi - lo + _LEAF_W + 2 * _PAD for b, (lo, hi) in span.items()}
+
+
+def _captions(nodes: list[dict]) -> None:
+    """Give each node its ``_caption``: the part of its name that tells it apart from its siblings (the
+    nodes drawn in the same box), fitted to :data:`CAPTION_W` px (an open box's title to its box) at the
+    size it is drawn (:data:`CAPTION_PX`) by :func:`~dashboard.figures.graph_labels.sibling_captions`. A
+    scope's name is its last part and keeps its op count whole (`` (70)``), a box's keeps `` (open)``; an
+    op's is its name less its scope's path (``kernel`` in the box ``normal_conv_1_0``)."""
+    widths = _box_widths(nodes)
+    siblings: dict[str, list[tuple[dict, Caption]]] = {}
+    for n in nodes:
+        d = n["data"]
+        if d["label"] == "op":
+            scope = d["scope"] if d["scope"] != "-" else ""
+            full = d["name"]
+            short, suffix = (full[len(scope) + 1:] if scope and full.startswith(scope + "/") else full), ""
+        elif d["label"] == "scope":
+            short, suffix = d["id"][2:].rsplit("/", 1)[-1], f" ({d['ops']:,})"
+        else:
+            short, suffix = d["scope"].rsplit("/", 1)[-1], " (open)"
+        px, bold = CAPTION_PX[d["label"]]
+        width = widths.get(d["id"], CAPTION_W) if d["label"] == "open" else CAPTION_W
+        siblings.setdefault(d.get("parent", ""), []).append((d, Caption(short, suffix, width, px, bold)))
+    for group in siblings.values():
+        for (d, _), caption in zip(group, sibling_captions([c for _, c in group]), strict=True):
+            d["_caption"] = caption
+
+
 def explorer_elements(graph: CompGraph, hierarchy: Sequence[str], expanded: Collection[str], *,
                       devices: np.ndarray | None = None, device_names: Sequence[str] | None = None,
                       op_start: np.ndarray | None = None, color_by: str = "op type",
@@ -258,13 +312,16 @@ def explorer_elements(graph: CompGraph, hierarchy: Sequence[str], expanded: Coll
     expanded : the open scopes; a scope is drawn open only when all its ancestors are open too.
     devices : device index per op (a placement), for ``color_by="device"`` and the cards.
     op_start : start time per op in seconds (a schedule), for ``color_by="start time"``.
-    color_by : one of :data:`EXPLORER_COLOR_BY`. Groups take the majority device / type, summed
-        compute (s) and memory (persistent + output bytes), and their earliest start.
+    color_by : one of :data:`EXPLORER_COLOR_BY`. Groups take the majority device, the type doing most
+        of their work (:mod:`dashboard.figures.op_types`, which also chooses the colours and legend of
+        ``"op type"``), summed compute (s) and memory (persistent + output bytes), and their earliest start.
     highlight : bool per op; a node holding a marked op gets a thick red border.
     selected : an op index (picked in the timeline or the graph); its node is drawn red and large.
 
     Node data: ``label`` is ``"op"``, ``"scope"`` (collapsed, click to open) or ``"open"`` (a
     compound box, click to close); keys starting with ``_`` drive the style, the rest is the card.
+    ``name`` is the whole name (a scope's last part and its op count); ``_caption``, drawn under the
+    node, is fitted to its slot (:func:`_captions`).
     """
     if color_by not in EXPLORER_COLOR_BY:
         raise ValueError(f"color_by must be one of {', '.join(EXPLORER_COLOR_BY)}")
@@ -278,9 +335,10 @@ def explorer_elements(graph: CompGraph, hierarchy: Sequence[str], expanded: Coll
     order = np.argsort(node_of_op, kind="stable")
     bounds = np.r_[0, np.cumsum(np.bincount(node_of_op, minlength=k))]
     members = [order[bounds[g]:bounds[g + 1]] for g in range(k)]
-    compute = np.bincount(node_of_op, weights=graph.min_compute(), minlength=k)
+    op_compute = graph.min_compute()
+    compute = np.bincount(node_of_op, weights=op_compute, minlength=k)
     memory = np.bincount(node_of_op, weights=graph.persistent_bytes + graph.output_bytes, minlength=k)
-    types = [str(_majority(graph.op_types, m) or "-") for m in members]
+    types = [t or "-" for t in dominant_types(graph.op_types, op_compute, node_of_op, k)]
     dname = list(device_names) if device_names is not None else (
         [] if devices is None else [f"device {d}" for d in range(int(np.max(devices)) + 1)])
     dev = None if devices is None else [int(_majority(devices, m)) for m in members]
@@ -290,13 +348,13 @@ def explorer_elements(graph: CompGraph, hierarchy: Sequence[str], expanded: Coll
         colors = [device_color(d) for d in dev]
         legend = {dname[d]: device_color(d) for d in sorted(set(dev))}
     elif color_by == "op type":
-        colors, legend = _colors(color_by, types, None, "", None)
+        colors, legend = type_colors(types, compute)
     elif color_by == "compute":
-        colors, legend = _colors(color_by, [], compute, "compute", _fmt_s)
+        colors, legend = _colors(compute, "compute", _fmt_s)
     elif color_by == "memory":
-        colors, legend = _colors(color_by, [], memory, "memory", _fmt_b)
+        colors, legend = _colors(memory, "memory", _fmt_b)
     else:
-        colors, legend = _colors(color_by, [], start, "start", _fmt_s)
+        colors, legend = _colors(start, "start", _fmt_s)
 
     marked = np.zeros(k, dtype=bool) if highlight is None else (
         np.bincount(node_of_op, weights=np.asarray(highlight, dtype=float), minlength=k) > 0)
@@ -320,7 +378,7 @@ def explorer_elements(graph: CompGraph, hierarchy: Sequence[str], expanded: Coll
                 "_bw": 6.0 if g == picked else (4.0 if marked[g] else 0.5),
                 "_bc": HIGHLIGHT if (marked[g] or g == picked) else "#ffffff"}
         if is_op:
-            data["scope"] = hierarchy[int(members[g][0])] or "-"
+            data["scope"] = op_scope or "-"
         if dev is not None:
             data["device"] = dname[dev[g]]
         if start is not None:
@@ -337,6 +395,7 @@ def explorer_elements(graph: CompGraph, hierarchy: Sequence[str], expanded: Coll
             data["parent"] = scope_node_id(up)
         nodes.append({"data": data})
     _place(nodes, graph, hierarchy, members, parents)
+    _captions(nodes)
     wmax = max((w for *_, w in edges), default=1.0) or 1.0
     edge_elems = [{"data": {"id": f"e{i}", "source": ids[a], "target": ids[b], "label": "edge",
                             "edges": c, "bytes": _fmt_b(w), "_width": 0.8 + 4.0 * float(np.sqrt(w / wmax))}}
@@ -344,3 +403,44 @@ def explorer_elements(graph: CompGraph, hierarchy: Sequence[str], expanded: Coll
     if highlight is not None and highlight.any():
         legend = {**legend, f"marked ({int(np.sum(highlight)):,} ops)": HIGHLIGHT}
     return Explorer({"nodes": nodes, "edges": edge_elems}, legend, node_of_op, ids)
+
+
+def framed(elements: dict, frame: tuple[float, float] = FRAME_PX,
+           margin: tuple[float, float, float, float] = MARGIN_PX) -> dict:
+    """``elements`` and two invisible nodes (label ``"frame"``) at the corners of their extent widened by
+    ``margin`` px (top, right, bottom, left) at the zoom that fits it to ``frame``.
+
+    The component fits the whole graph to its frame with no padding whenever the frame is resized (its
+    ResizeObserver calls Cytoscape's ``fit()``, which first happens as it opens), whatever the layout's
+    padding, so the outermost captions touched the frame's edge and the first one sat under the side panel
+    (``gen:nmt``'s "mbedding (123)"). The corners carry the margin into that fit. The extent counts each
+    leaf's caption below it (its estimated width, :data:`CAPTION_W` when it has none) and, per open box
+    around it, the box's padding and title.
+    """
+    parent = {n["data"]["id"]: n["data"].get("parent", "") for n in elements["nodes"]}
+
+    def depth(node_id: str) -> int:
+        d, up = 0, parent.get(node_id, "")
+        while up:
+            d, up = d + 1, parent.get(up, "")
+        return d
+
+    def half_width(d: dict) -> float:
+        caption = text_width(d["_caption"], *CAPTION_PX[d["label"]]) if "_caption" in d else CAPTION_W
+        return max(caption, d["_size"]) / 2 + depth(d["id"]) * _BOX_SIDE
+
+    boxes = [(n["position"]["x"], n["position"]["y"], n["data"]["_size"] / 2, half_width(n["data"]),
+              depth(n["data"]["id"])) for n in elements["nodes"] if "position" in n]
+    if not boxes:
+        return elements
+    x1 = min(x - w for x, _, _, w, _ in boxes)
+    x2 = max(x + w for x, _, _, w, _ in boxes)
+    y1 = min(y - r - d * _BOX_TOP for _, y, r, _, d in boxes)
+    y2 = max(y + r + _CAPTION_H + d * _BOX_SIDE for _, y, r, _, d in boxes)
+    top, right, bottom, left = margin
+    zoom = min((frame[0] - left - right) / max(x2 - x1, 1.0), (frame[1] - top - bottom) / max(y2 - y1, 1.0))
+    corners = [{"data": {"id": f"frame:{k}", "label": "frame"}, "position": {"x": round(x, 2), "y": round(y, 2)},
+                "selectable": False, "grabbable": False}
+               for k, x, y in (("top-left", x1 - left / zoom, y1 - top / zoom),
+                               ("bottom-right", x2 + right / zoom, y2 + bottom / zoom))]
+    return {**elements, "nodes": [*elements["nodes"], *corners]}

@@ -20,8 +20,9 @@ import numpy as np
 from plotly.colors import sample_colorscale
 from pyvis.network import Network
 
+from dashboard.figures.op_types import dominant_types, type_colors
 from dashboard.figures.scope_tree import collapsed_graph, hierarchy_scopes, initial_expanded
-from dashboard.figures.theme import PALETTE, device_color
+from dashboard.figures.theme import device_color
 from engine.dag import levels
 from engine.graph import CompGraph
 
@@ -96,12 +97,6 @@ def _scale_colors(values: np.ndarray) -> list[str]:
     return sample_colorscale("Viridis", t.tolist())
 
 
-def _category_colors(keys: Sequence[str]) -> tuple[list[str], dict[str, str]]:
-    order = [k for k, _ in Counter(keys).most_common()]
-    legend = {k: PALETTE[i % len(PALETTE)] if i < len(PALETTE) else "#bbbbbb" for i, k in enumerate(order)}
-    return [legend[k] for k in keys], legend
-
-
 def _legend_html(legend: dict[str, str], note: str) -> str:
     chips = "".join(f'<span style="display:inline-block;margin-right:12px"><span style="display:inline-block;'
                     f'width:12px;height:12px;border-radius:6px;background:{c};margin-right:4px"></span>'
@@ -123,7 +118,8 @@ def placement_graph_html(graph: CompGraph, devices: Sequence[int] | np.ndarray |
         The placement; None for an unplaced graph (``color_by="device"`` then falls back
         to op type).
     color_by : {"device", "op type", "compute", "memory"}
-        Node color: device, op type, compute time (s, fastest kind) or memory
+        Node color: device, op type (a group's: the type doing most of its work; categories as
+        :mod:`dashboard.figures.op_types` chooses them), compute time (s, fastest kind) or memory
         (persistent + output bytes), the last two on a Viridis scale.
     device_names : names of the device indices, for hover cards and the legend.
     max_ops : int
@@ -163,7 +159,7 @@ def placement_graph_html(graph: CompGraph, devices: Sequence[int] | np.ndarray |
         return Counter(values[i] for i in members[bounds[g]:bounds[g + 1]].tolist()).most_common(1)[0][0]
 
     g_dev = None if dev is None else (dev if mode == "ops" else np.array([majority(dev, g) for g in range(k)]))
-    g_type = list(graph.op_types) if mode == "ops" else [majority(graph.op_types, g) for g in range(k)]
+    g_type = list(graph.op_types) if mode == "ops" else dominant_types(graph.op_types, compute, group, k)
     x_level = lv if mode == "ops" else np.array(
         [int(np.median(lv[members[bounds[g]:bounds[g + 1]]])) for g in range(k)], dtype=np.int64)
     if mode != "ops":
@@ -175,7 +171,7 @@ def placement_graph_html(graph: CompGraph, devices: Sequence[int] | np.ndarray |
         colors = [device_color(int(d)) for d in g_dev]
         legend = {dname[d]: device_color(d) for d in sorted(set(g_dev.tolist()))}
     elif color_by == "op type":
-        colors, legend = _category_colors(g_type)
+        colors, legend = type_colors([t or "" for t in g_type], g_compute)
     elif color_by == "compute":
         colors = _scale_colors(g_compute)
         legend = {f"compute {_fmt_s(g_compute.min())} → {_fmt_s(g_compute.max())} (Viridis)": "#21918c"}
@@ -200,7 +196,7 @@ def placement_graph_html(graph: CompGraph, devices: Sequence[int] | np.ndarray |
                 lines.append(f"phase: {graph.phase[g]}")
             lines.append(f"output: {_fmt_b(graph.output_bytes[g])}")
         else:
-            lines += [f"ops: {int(g_count[g])}", f"most common type: {g_type[g] or '-'}"]
+            lines += [f"ops: {int(g_count[g])}", f"main type (most compute): {g_type[g] or '-'}"]
         if g_dev is not None:
             lines.append(("device: " if mode == "ops" else "mostly on: ") + dname[int(g_dev[g])])
         lines += [f"compute: {_fmt_s(g_compute[g])}", f"memory: {_fmt_b(g_memory[g])}"]

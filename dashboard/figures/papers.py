@@ -23,8 +23,9 @@ from dashboard.figures.theme import PALETTE
 from engine.errors import quote
 from placelab.reproduce.papers import agreement, lower_is_better
 
-__all__ = ["AGREEMENT_LEGEND", "AGREEMENT_STYLES", "agreement_label", "cell_styles", "graphs_rows", "ratio_figure",
-           "reproduction_figure", "runs_beside", "side_by_side", "table_csv", "table_latex", "text_width_px"]
+__all__ = ["AGREEMENT_LEGEND", "AGREEMENT_STYLES", "agreement_label", "cell_styles", "graphs_rows", "has_paper_numbers",
+           "ratio_figure", "reproduction_figure", "runs_beside", "side_by_side", "table_csv", "table_latex",
+           "text_width_px"]
 
 #: Background and text colour of the agreement cells (within 10 %, ours better than the paper by more, within
 #: 25 %, beyond, not comparable) in the app's light and dark theme: dark text on pastel fills, light text on deep
@@ -78,15 +79,23 @@ def _with_std(r: Mapping[str, Any], key: str) -> str:
     return text + f" ± {_fmt(r[key + '_std'], 3)}" if _num(r.get(key + "_std")) is not None else text
 
 
-def side_by_side(rows: Sequence[Mapping[str, Any]], normalised: bool = False) -> list[dict[str, str]]:
-    """Display rows: row, column, ours (± std), paper (± std), ratio, normalised ratio, agreement, unit, note."""
+def has_paper_numbers(rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether any cell of a stored table has a paper's number (a held-out reproduction, ``heldout-learning``,
+    has none: only ours, judged against its goal)."""
+    return any(r.get("paper") == "OOM" or _num(r.get("paper")) is not None for r in rows)
+
+
+def side_by_side(rows: Sequence[Mapping[str, Any]], normalised: bool = False,
+                 paper: bool = True) -> list[dict[str, str]]:
+    """Display rows: row, column, ours (± std), paper (± std), ratio, normalised ratio, agreement, unit, note;
+    without ``paper`` (a table with no paper numbers: :func:`has_paper_numbers`) row, column, ours, unit, note."""
     out = []
     for r in rows:
-        paper, ours = _with_std(r, "paper"), _with_std(r, "ours")
-        out.append({"row": str(r.get("row", "")), "column": str(r.get("column", "")), "ours": ours,
-                    "paper": paper, "ours / paper": _fmt(r.get("ratio"), 3),
-                    "normalised": _fmt(r.get("rel_ratio"), 3), "agreement": agreement_label(r, normalised),
-                    "unit": str(r.get("unit") or ""), "note": str(r.get("note") or "")})
+        shown = {"row": str(r.get("row", "")), "column": str(r.get("column", "")), "ours": _with_std(r, "ours")}
+        if paper:
+            shown |= {"paper": _with_std(r, "paper"), "ours / paper": _fmt(r.get("ratio"), 3),
+                      "normalised": _fmt(r.get("rel_ratio"), 3), "agreement": agreement_label(r, normalised)}
+        out.append({**shown, "unit": str(r.get("unit") or ""), "note": str(r.get("note") or "")})
     return out
 
 
@@ -159,8 +168,10 @@ def _tex(s: str) -> str:
 
 
 def table_latex(rows: Sequence[Mapping[str, Any]], caption: str = "", normalised: bool = False) -> str:
-    """A booktabs LaTeX table: one line per row of the paper's table, ``ours / paper`` per column, every
-    number to 3 significant digits in plain notation (:func:`plain_number`)."""
+    """A booktabs LaTeX table: one line per row of the paper's table, ``ours / paper`` per column (ours alone in
+    a table without paper numbers, :func:`has_paper_numbers`), every number to 3 significant digits in plain
+    notation (:func:`plain_number`)."""
+    paper_numbers = has_paper_numbers(rows)
     row_names = list(dict.fromkeys(str(r["row"]) for r in rows))
     cols = list(dict.fromkeys(str(r["column"]) for r in rows))
     cell = {(str(r["row"]), str(r["column"])): r for r in rows}
@@ -175,10 +186,11 @@ def table_latex(rows: Sequence[Mapping[str, Any]], caption: str = "", normalised
                 continue
             ours = "OOM" if "OOM" in str(r.get("note") or "") else _fmt(r.get("ours"), 3, trim=False) or "--"
             paper = _fmt(r.get("paper"), 3, trim=False) or "--"
-            parts.append(f"{ours} / {paper}")
+            parts.append(f"{ours} / {paper}" if paper_numbers else ours)
         lines.append(" & ".join(parts) + r" \\")
+    each = "ours / paper" if paper_numbers else "ours"
     lines += [r"\bottomrule", r"\end{tabular}",
-              r"\caption{" + _tex(caption or "ours / paper") + " (each cell: ours / paper)}", r"\end{table}"]
+              r"\caption{" + _tex(caption or each) + f" (each cell: {each})}}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 
 

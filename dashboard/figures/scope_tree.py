@@ -14,6 +14,8 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 
+from dashboard.figures.graph_labels import natural_key
+
 __all__ = ["ancestors", "collapsed_graph", "hierarchy_scopes", "initial_expanded", "scope_children", "visible_node"]
 
 #: Fraction of ops that must carry a scope for the graph's own scopes to be the hierarchy.
@@ -88,7 +90,10 @@ def hierarchy_scopes(scopes: Sequence[str], levels: np.ndarray) -> tuple[list[st
     one sit at the top, or in one ``(no scope)`` group when more than :data:`LOOSE_OPS`).
     Otherwise a synthetic two-level hierarchy of topological-level bands — ``levels 0–99``
     holding ``levels 0–9``, … — so an unscoped graph of any size still opens as a few dozen
-    nodes (DOPPLER and Placeto graphs come without layer names).
+    nodes (DOPPLER and Placeto graphs come without layer names). A band that would hold a single
+    sub-band, itself (a graph of at most :data:`_BANDS` levels, where each band is one level, or a last
+    band of one level), is one level deep: ``level 3``, not ``level 3/level 3``, which drew two boxes
+    both titled ``level 3 (open)``.
     """
     unscoped = sum(1 for s in scopes if not s)
     if len(scopes) - unscoped >= SCOPED_FRACTION * max(len(scopes), 1):
@@ -105,13 +110,15 @@ def hierarchy_scopes(scopes: Sequence[str], levels: np.ndarray) -> tuple[list[st
     out = []
     for v in lv.tolist():
         b, f = v - v % coarse, v - v % fine
-        out.append(f"{band(b, min(b + coarse, top) - 1)}/{band(f, min(f + fine, b + coarse, top) - 1)}")
+        outer, inner = band(b, min(b + coarse, top) - 1), band(f, min(f + fine, b + coarse, top) - 1)
+        out.append(outer if inner == outer else f"{outer}/{inner}")
     return out, False
 
 
 def initial_expanded(scopes: Sequence[str], budget: int) -> set[str]:
-    """Scopes to open on first view: breadth first, the scope with most ops first, while the
-    visible nodes stay within ``budget`` (the overview TensorBoard opens at, but filled to a size)."""
+    """Scopes to open on first view: breadth first, the scope with most ops first (ties in natural order,
+    ``block_2`` before ``block_10``), while the visible nodes stay within ``budget`` (the overview
+    TensorBoard opens at, but filled to a size)."""
     tree = scope_children(scopes)
     count: dict[str, int] = {}
     own: dict[str, int] = {}  # ops sitting directly in a scope (drawn one node each when it opens)
@@ -121,7 +128,11 @@ def initial_expanded(scopes: Sequence[str], budget: int) -> set[str]:
             count[prefix] = count.get(prefix, 0) + 1
     visible = len(tree[""]) + own.get("", 0)
     opened: set[str] = set()
-    frontier = sorted(tree[""], key=lambda s: (-count[s], s))
+
+    def order(s: str) -> tuple:
+        return -count[s], natural_key(s)
+
+    frontier = sorted(tree[""], key=order)
     while frontier:
         scope = frontier.pop(0)
         grow = len(tree[scope]) + own.get(scope, 0) - 1
@@ -129,5 +140,5 @@ def initial_expanded(scopes: Sequence[str], budget: int) -> set[str]:
             continue
         opened.add(scope)
         visible += grow
-        frontier = sorted(frontier + list(tree[scope]), key=lambda s: (-count[s], s))
+        frontier = sorted(frontier + list(tree[scope]), key=order)
     return opened

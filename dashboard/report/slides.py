@@ -26,7 +26,7 @@ from dashboard.data.learning import health_row, learning_curve, training_health
 from dashboard.data.runs import bar_labels, comparison_row, has_placement, setting_of
 from dashboard.data.series import eval_series, experiment_series
 from dashboard.figures.fidelity import fidelity_scatter
-from dashboard.figures.papers import ratio_figure, reproduction_figure, side_by_side
+from dashboard.figures.papers import has_paper_numbers, ratio_figure, reproduction_figure, side_by_side
 from dashboard.figures.tables import MISSING, cell_text
 from dashboard.report.deck import Deck, Slide, Table
 from dashboard.report.run_figures import (
@@ -170,16 +170,19 @@ def _reproduction_slides(run: Run) -> list[Slide]:
     params = run.meta.get("parameters") or {}
     rows = table_rows(run)
     normalised = any(r.get("rel_ratio") not in (None, "") for r in rows)
-    shown = side_by_side(rows, normalised)
+    paper = has_paper_numbers(rows)  # none: a held-out reproduction, ours alone
+    shown = side_by_side(rows, normalised, paper=paper)
     commands = run.read_json("commands.json") if "commands.json" in run.files() else {}
     rerun = f"placelab reproduce {run.meta.get('placer')}" + (" --quick" if params.get("setting") == "quick" else "")
     notes = (f"Reproduction run {run.id} ({params.get('setting', '?')} setting): {params.get('citation', '')}\n"
              f"Rerun: {rerun}\nIts commands:\n" + "\n".join(s["command"] for s in commands.get("steps", [])))
     name = str(run.meta.get("placer"))
-    table = Table(PAPER_COLUMNS, tuple(tuple(r[c] for c in PAPER_COLUMNS) for r in shown))
-    slides = _table_slides(f"{name}: ours beside the paper", table, lines=(str(params.get("paper") or ""),),
-                           notes=notes)
-    slides.append(_figure_slide(name, ratio_figure(rows, normalised=normalised), notes))
+    columns = PAPER_COLUMNS if paper else tuple(c for c in PAPER_COLUMNS if c in ("row", "column", "ours", "unit"))
+    table = Table(columns, tuple(tuple(r[c] for c in columns) for r in shown))
+    slides = _table_slides(f"{name}: ours beside the paper" if paper else f"{name}: ours (no paper numbers)", table,
+                           lines=(str(params.get("paper") or ""),), notes=notes)
+    if paper:
+        slides.append(_figure_slide(name, ratio_figure(rows, normalised=normalised), notes))
     for file in (f for f in run.files() if f.startswith("figures/") and f.endswith(".json")):
         try:
             figure = reproduction_figure(run.read_json(file))

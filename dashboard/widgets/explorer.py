@@ -21,11 +21,13 @@ from streamlit_cytoscape import EdgeStyle, Event, NodeStyle, streamlit_cytoscape
 from dashboard import state as keys
 from dashboard.context import keep
 from dashboard.figures.explorer import (
+    CAPTION_PX,
     EXPLORER_COLOR_BY,
     REVEAL_UP_TO,
     Explorer,
     explorer_elements,
     focus_selector,
+    framed,
     reveal,
 )
 from dashboard.figures.scope_tree import hierarchy_scopes, initial_expanded
@@ -40,18 +42,24 @@ from engine.graph import CompGraph
 FIRST_VIEW_NODES = 40
 #: An op's label size, and the size on screen under which Cytoscape leaves labels out (so a label shows
 #: at zoom ≥ LABEL_MIN_PX / LABEL_PX; a scope's, 14 px, a little further out).
-LABEL_PX, LABEL_MIN_PX = 11, 5
-#: Labels are cut with an ellipsis at a leaf's slot (110 px wide, 40 apart), so they never overlap.
+LABEL_PX, LABEL_MIN_PX = CAPTION_PX["op"][0], 5
+#: Captions come fitted to a leaf's slot (110 px wide, 40 apart) from Python with the op count kept whole
+#: (:func:`~dashboard.figures.explorer.explorer_elements`), so Cytoscape never cuts them; the font is the one
+#: their widths are estimated in (Helvetica's metrics, :mod:`dashboard.figures.graph_labels`).
+_FONT = "Helvetica Neue, Helvetica, Arial, Liberation Sans, sans-serif"
 _NODE = {"background-color": "data(_color)", "width": "data(_size)", "height": "data(_size)",
-         "border-width": "data(_bw)", "border-color": "data(_bc)", "font-size": LABEL_PX,
-         "min-zoomed-font-size": LABEL_MIN_PX, "text-wrap": "ellipsis", "text-max-width": 140}
+         "border-width": "data(_bw)", "border-color": "data(_bc)", "font-size": LABEL_PX, "font-family": _FONT,
+         "min-zoomed-font-size": LABEL_MIN_PX, "text-wrap": "none"}
 STYLES = [
-    NodeStyle("op", caption="name", custom_styles=_NODE),
-    NodeStyle("scope", caption="name", custom_styles={**_NODE, "shape": "round-rectangle", "font-size": 14,
-                                                      "font-weight": "bold"}),
-    NodeStyle("open", caption="name", custom_styles={
+    NodeStyle("op", caption="_caption", custom_styles=_NODE),
+    NodeStyle("scope", caption="_caption", custom_styles={**_NODE, "shape": "round-rectangle",
+                                                          "font-size": CAPTION_PX["scope"][0], "font-weight": "bold"}),
+    NodeStyle("open", caption="_caption", custom_styles={
         "shape": "round-rectangle", "background-color": "#8899aa", "background-opacity": 0.08, "border-width": 1,
-        "border-color": "#8899aa", "text-valign": "top", "text-halign": "center", "font-size": 11, "padding": 8}),
+        "border-color": "#8899aa", "text-valign": "top", "text-halign": "center", "font-size": CAPTION_PX["open"][0],
+        "font-family": _FONT, "padding": 8}),
+    # the view's margins (figures.explorer.framed): two invisible points the component's fit counts
+    NodeStyle("frame", custom_styles={"width": 1, "height": 1, "opacity": 0, "events": "no"}),
     EdgeStyle("edge", directed=True, custom_styles={"width": "data(_width)", "curve-style": "bezier",
                                                     "line-color": "#9aa4ae", "target-arrow-color": "#9aa4ae",
                                                     "opacity": 0.6}),
@@ -62,11 +70,13 @@ _EVENTS = [Event("tap_node", "tap", "node")]
 def layout_for(expanded: set[str] | frozenset[str], graph_hash: str = "", focus: str | None = None) -> dict:
     """The positions computed in Python (Cytoscape's ``preset``), fit to the view; ``view`` changes with
     the graph and the open set, so the component places (and fits) again after each expand / collapse.
-    ``focus``, a selector (:func:`~dashboard.figures.explorer.focus_selector`), fits the view to those
-    nodes instead: Cytoscape's preset layout fits its ``eles``."""
+    The whole view carries its margins in its frame nodes (:func:`~dashboard.figures.explorer.framed`), so
+    it is fit with no padding, as the component's own fit on a resize does. ``focus``, a selector
+    (:func:`~dashboard.figures.explorer.focus_selector`), fits the view to those nodes instead, 48 px
+    around them: Cytoscape's preset layout fits its ``eles``."""
     view = hashlib.sha1("\n".join([graph_hash, *sorted(expanded)]).encode()).hexdigest()[:12]
-    layout = {"name": "preset", "fit": True, "padding": 48, "animate": False, "view": view}
-    return layout if focus is None else {**layout, "eles": focus}
+    layout = {"name": "preset", "fit": True, "padding": 0, "animate": False, "view": view}
+    return layout if focus is None else {**layout, "padding": 48, "eles": focus}
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -198,6 +208,6 @@ def show_explorer(graph: CompGraph, *, key: str, devices: np.ndarray | None = No
                       for name, c in list(view.legend.items())[:14])
     st.markdown(legend, unsafe_allow_html=True)
     focus = focus_selector(view, np.array(state["focus"])) if state.get("focus") else None
-    streamlit_cytoscape(view.elements, layout=layout_for(state["expanded"], graph.content_hash, focus),
-                        node_styles=STYLES[:3], edge_styles=STYLES[3:], height=620, key=keys.explorer_event(key),
+    streamlit_cytoscape(framed(view.elements), layout=layout_for(state["expanded"], graph.content_hash, focus),
+                        node_styles=STYLES[:4], edge_styles=STYLES[4:], height=620, key=keys.explorer_event(key),
                         events=_EVENTS, on_change=partial(_on_event, key, graph))

@@ -1,5 +1,6 @@
 """The Place page's results in hand: the table, the makespan bars, and per result its metrics, *Save as run*,
-*Execute on this machine*, its schedule figures and its graph explorer (linked to its timeline)."""
+*Execute on this machine*, its what-if editor (:mod:`dashboard.widgets.whatif`), its schedule figures and its graph
+explorer (linked to its timeline)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from dashboard.visitor import APP_MAX_STEP_MS, check_jobs, check_number
 from dashboard.widgets.measured import execution_panel
 from dashboard.widgets.schedule import show_graph_view, show_metrics, show_schedule_figures
 from dashboard.widgets.ui import guard, show_figure, show_table, table_downloads
+from dashboard.widgets.whatif import show_whatif
 
 __all__ = ["show_results"]
 
@@ -74,6 +76,7 @@ def _result(state: dict, r: dict, i: int) -> None:
         if cols[1].button("Save as run", key=keys.place_result(i, "save")):
             _save(state, r, name)
     _execution(state, r, i)
+    show_whatif(state, r, i)
     show_schedule_figures(r["schedule"], rg, rc, key=keys.place_view(i),
                           title=f"{r['placer']} · {rg.name} · {cluster_label(rc)}",
                           explorer_key=keys.place_explorer(i), figure_id=r.get("run_id") or r.get("kept_id"))

@@ -4,6 +4,9 @@ Each file holds ``paper`` (the reference) and ``tables``: per table a ``citation
 figure and section), ``units`` per column, and ``rows`` → column → value, where a value is a
 number, ``"OOM"`` (the paper's placement ran out of memory), ``[mean, std]`` (DOPPLER's
 executions) or ``null`` (the paper gives no number, e.g. a figure without printed values).
+A held-out table, which no paper has (``heldout.json``: ``placelab reproduce heldout-learning``),
+has no rows and a ``goal`` instead, the sentence its cells are judged by; its stored table holds
+ours alone.
 
 :func:`join` makes the stored table (CONTRACTS §7): one row per cell, ours and the paper's, the
 ratio ours / paper (of the means where both sides are mean ± std: ``ours_std``,

@@ -117,12 +117,16 @@ def _label(row: Mapping[str, Any], normalised: bool) -> str:
                      lower_is_better(row.get("unit")))
 
 
-def _table(rows: Sequence[Mapping[str, Any]], normalised: bool) -> list[str]:
-    lines = ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
+def _table(rows: Sequence[Mapping[str, Any]], normalised: bool, paper: bool = True) -> list[str]:
+    """The Markdown table; without ``paper`` (a held-out reproduction: no paper numbers) only row, column, ours,
+    unit and note."""
+    columns = _COLUMNS if paper else ("row", "column", "ours", "unit", "note")
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for r in rows:
         cells = (r.get("row"), r.get("column"), _with_std(r.get("ours"), r.get("ours_std")),
-                 _with_std(r.get("paper"), r.get("paper_std")), _fmt(r.get("ratio"), 3),
-                 _fmt(r.get("rel_ratio"), 3), _label(r, normalised), r.get("unit") or "", r.get("note") or "")
+                 *((_with_std(r.get("paper"), r.get("paper_std")), _fmt(r.get("ratio"), 3),
+                    _fmt(r.get("rel_ratio"), 3), _label(r, normalised)) if paper else ()),
+                 r.get("unit") or "", r.get("note") or "")
         lines.append("| " + " | ".join(_md("" if c is None else c) for c in cells) + " |")
     return lines
 
@@ -153,15 +157,18 @@ def _run_section(rep: Reproduction, run: Run, runs_dir: str) -> list[str]:
     on = graphs_label(meta.get("parameters", {}))
     rerun = (f"placelab reproduce {rep.name}" + (" --quick" if setting == "quick" else "")
              + (" --graphs-dir DIR" if on else ""))
+    goal = paper_table(rep.paper, rep.table).get("goal")
+    judged = (f"no paper numbers, the goal: {goal}" if goal else
+              f"{m.get('cells_within_10pct', 0)} of {m.get('cells_compared', 0)} compared cells within 10 % of the "
+              "paper")
     out = [f"### {setting.capitalize()} setting{' on the ' + on if on else ''}: run `{run.id}`", "",
            f"Created {str(meta.get('created', '?'))[:10]} on code version `{version}`, {_took(meta)}; "
-           f"{m.get('cells_within_10pct', 0)} of "
-           f"{m.get('cells_compared', 0)} compared cells within 10 % of the paper. Rerun: `{rerun}`.", ""]
+           f"{judged}. Rerun: `{rerun}`.", ""]
     try:
         rows = table_rows(run)
     except PlacelabError as exc:
         return [*out, f"The table of this run cannot be read: {one_line(exc)}", ""]
-    out += _table(rows, normalised=rep.reference is not None)
+    out += _table(rows, normalised=rep.reference is not None, paper=not goal)
     try:
         notes = run.read_json("commands.json").get("notes", [])
     except (PlacelabError, AttributeError):

@@ -4,8 +4,12 @@ import numpy as np
 import pytest
 from plotly.colors import sample_colorscale
 
-from dashboard.figures.explorer import HIGHLIGHT, _wrap, explorer_elements, focus_selector, reveal
+from dashboard.figures.colors import PALETTE
+from dashboard.figures.explorer import HIGHLIGHT, _wrap, explorer_elements, focus_selector, framed, reveal
+from dashboard.figures.op_types import NO_COMPUTE_COLOR
+from dashboard.figures.scope_tree import hierarchy_scopes
 from dashboard.figures.theme import device_color
+from engine.dag import levels
 from engine.graph import CompGraph
 
 # a→b→c→d→e and a→c; scopes enc/l0 (a, b), enc/l1 (c), dec (d), none (e); levels 0..4
@@ -133,3 +137,92 @@ def test_a_training_graph_flows_left_to_right_from_its_first_layer():
     nodes = _by_id(explorer_elements(g, scopes, set()))
     x = {i: n["position"]["x"] for i, n in nodes.items()}
     assert x["op:x"] < x["s:l1"] < x["s:l2"] < x["op:loss"]
+
+
+def _fan(names: list[str], scopes: list[str], types: list[str] | None = None, compute=None) -> CompGraph:
+    """Op 0 feeding every other op: ops 1.. all at level 1, drawn in one column."""
+    n = len(names)
+    return CompGraph("fan", names, compute_any=np.ones(n) if compute is None else np.asarray(compute, dtype=float),
+                     output_bytes=np.ones(n), persistent_bytes=np.zeros(n), edge_src=[0] * (n - 1),
+                     edge_dst=list(range(1, n)), edge_bytes=np.ones(n - 1), op_types=types or ["T"] * n, scope=scopes)
+
+
+def test_sibling_scopes_read_apart_with_their_counts_whole():
+    # three sibling scopes of two ops each after a source op; "normal_A_block_10 (2)" is 10.948 em of Helvetica
+    # bold × 1.05 × 14 px = 160.9 px, more than its 140-px slot. Room for the name: 140 - " (2)" 22.05 - "…" 14.7
+    # = 103.25; after "10" (16.35) the whole tokens "normal_A_" (75.97) fit, "block" (38.4 more) does not
+    scopes = ["", "normal_A_block_1", "normal_A_block_1", "normal_A_block_2", "normal_A_block_2",
+              "normal_A_block_10", "normal_A_block_10"]
+    g = _fan([f"op{i}" for i in range(7)], scopes)
+    nodes = _by_id(explorer_elements(g, scopes, set()))
+    blocks = ["s:normal_A_block_1", "s:normal_A_block_2", "s:normal_A_block_10"]
+    assert [nodes[b]["data"]["_caption"] for b in blocks] == ["normal_A_…1 (2)", "normal_A_…2 (2)",
+                                                              "normal_A_…10 (2)"]
+    assert nodes["s:normal_A_block_10"]["data"]["name"] == "normal_A_block_10 (2)"  # the card keeps it whole
+    assert nodes["op:op0"]["data"]["_caption"] == "op0"
+    # one column (data enters each at level 1), top to bottom in natural order: _1, _2, _10 (strings: _1, _10, _2)
+    xs = {nodes[b]["position"]["x"] for b in blocks}
+    ys = [nodes[b]["position"]["y"] for b in blocks]
+    assert len(xs) == 1 and ys == sorted(ys)
+
+
+def test_an_op_in_an_open_scope_is_captioned_by_its_own_name():
+    scopes = ["", "enc/conv", "enc/conv"]
+    g = _fan(["x", "enc/conv/kernel", "enc/conv/Conv2D"], scopes)
+    nodes = _by_id(explorer_elements(g, scopes, {"enc", "enc/conv"}))
+    assert nodes["op:enc/conv/kernel"]["data"]["_caption"] == "kernel"
+    assert nodes["op:enc/conv/kernel"]["data"]["name"] == "enc/conv/kernel"
+    assert nodes["s:enc/conv"]["data"]["_caption"] == "conv (open)"
+
+
+def test_numbered_ops_stack_in_natural_order():
+    # DOPPLER's files name ops by number: ops 1, 2 and 10 at level 1 stack 1, 2, 10 (as strings: 1, 10, 2)
+    g = _fan(["0", "10", "2", "1"], [""] * 4)
+    nodes = _by_id(explorer_elements(g, [""] * 4, set()))
+    assert sorted(["op:1", "op:2", "op:10"], key=lambda i: nodes[i]["position"]["y"]) == ["op:1", "op:2", "op:10"]
+
+
+def test_colour_by_op_type_chooses_the_types_doing_the_work():
+    # 7 of 10 ops are variables; conv holds 3 + Conv2D (3 ms) + BiasAdd (0.5 ms), fc 2 + MatMul (2 ms), bn 2
+    # variables only, after a source op. Before: every scope's type was its most common one, Variable.
+    scopes = ["", "conv", "conv", "conv", "conv", "conv", "fc", "fc", "fc", "bn", "bn"]
+    types = ["Placeholder", "Variable", "Variable", "Variable", "Conv2D", "BiasAdd", "Variable", "Variable", "MatMul",
+             "Variable", "Variable"]
+    compute = [0, 0, 0, 0, 3e-3, 0.5e-3, 0, 0, 2e-3, 0, 0]
+    g = _fan([f"op{i}" for i in range(11)], scopes, types, compute)
+    view = explorer_elements(g, scopes, set(), color_by="op type")
+    nodes = _by_id(view)
+    assert {i: nodes[i]["data"]["type"] for i in ("s:conv", "s:fc", "s:bn", "op:op0")} == {
+        "s:conv": "Conv2D", "s:fc": "MatMul", "s:bn": "Variable", "op:op0": "Placeholder"}
+    assert view.legend == {"Conv2D": PALETTE[0], "MatMul": PALETTE[1],
+                           "no compute: Placeholder, Variable": NO_COMPUTE_COLOR}
+    assert nodes["s:bn"]["data"]["_color"] == nodes["op:op0"]["data"]["_color"] == NO_COMPUTE_COLOR
+
+
+def test_level_bands_of_a_short_graph_are_one_box_each():
+    # five levels: each band is one level, so "level 1" holds the ops, not a second box "level 1" (two boxes
+    # titled "level 1 (open)" before)
+    names = ["0", "1", "2", "3", "4", "5"]
+    g = CompGraph("chain", names, compute_any=np.ones(6), output_bytes=np.ones(6), persistent_bytes=np.zeros(6),
+                  edge_src=[0, 0, 1, 3, 4], edge_dst=[1, 2, 3, 4, 5], edge_bytes=np.ones(5), op_types=["T"] * 6,
+                  scope=[""] * 6)
+    bands, own = hierarchy_scopes(g.scope, levels(g))
+    assert not own and bands == ["level 0", "level 1", "level 1", "level 2", "level 3", "level 4"]
+    view = explorer_elements(g, bands, {"level 0", "level 1", "level 2", "level 3", "level 4"})
+    titles = [n["data"]["_caption"] for n in view.elements["nodes"] if n["data"]["label"] == "open"]
+    assert titles == ["level 0 (open)", "level 1 (open)", "level 2 (open)", "level 3 (open)", "level 4 (open)"]
+
+
+def test_framed_adds_two_invisible_corners_carrying_the_margins():
+    # one leaf at (0, 0), 20 px, no box: its extent is its caption slot, x -70..70, and the node down to its
+    # caption, y -10..10 + 22. Frame 340 × 142 less margins (10, 20, 10, 20): zoom min(300 / 140, 122 / 42) = 15/7,
+    # so the corners sit 20 / (15/7) = 9.33 and 10 / (15/7) = 4.67 further out
+    elements = {"nodes": [{"data": {"id": "op:a", "label": "op", "_size": 20.0}, "position": {"x": 0.0, "y": 0.0}}],
+                "edges": []}
+    out = framed(elements, frame=(340, 142), margin=(10, 20, 10, 20))
+    assert out["nodes"][0] is elements["nodes"][0] and out["edges"] is elements["edges"]
+    corners = {n["data"]["id"]: (n["position"]["x"], n["position"]["y"]) for n in out["nodes"][1:]}
+    assert corners == {"frame:top-left": pytest.approx((-79.33, -14.67), abs=0.01),
+                       "frame:bottom-right": pytest.approx((79.33, 36.67), abs=0.01)}
+    assert {n["data"]["label"] for n in out["nodes"][1:]} == {"frame"}
+    assert framed({"nodes": [], "edges": []}) == {"nodes": [], "edges": []}

@@ -6,7 +6,9 @@ import re
 import numpy as np
 import pytest
 
-from dashboard.figures import GRAPH_VIEW_MAX_OPS, graph_view_mode, placement_graph_html
+from dashboard.figures import GRAPH_VIEW_MAX_OPS, graph_view, graph_view_mode, placement_graph_html
+from dashboard.figures.colors import PALETTE
+from dashboard.figures.op_types import NO_COMPUTE_COLOR
 from dashboard.figures.theme import device_color
 from engine.generators import random_dag
 from engine.graph import CompGraph
@@ -79,3 +81,21 @@ def test_large_scoped_graph_is_aggregated_by_scope():
     assert len(nodes) == 317
     assert sum(int(re.search(r"ops: (\d+)", nd["title"]).group(1)) for nd in nodes if "ops: " in nd["title"]) \
         + sum(1 for nd in nodes if "ops: " not in nd["title"]) == n
+
+
+def test_aggregated_groups_are_coloured_by_the_type_doing_their_work(monkeypatch):
+    monkeypatch.setattr(graph_view, "_MAX_GROUPS", 3)  # the three scopes stay closed
+    # drawn aggregated (max_ops=1): l1 holds 3 variables and a MatMul (2 ms), l2 3 variables and a Relu (1 ms), l3
+    # 2 variables. By count every group was "Variable"; by compute l1 is MatMul, l2 Relu, l3 has none
+    scope = ["l1"] * 4 + ["l2"] * 4 + ["l3"] * 2
+    types = ["Variable"] * 3 + ["MatMul"] + ["Variable"] * 3 + ["Relu"] + ["Variable"] * 2
+    compute = np.array([0, 0, 0, 2e-3, 0, 0, 0, 1e-3, 0, 0])
+    g = CompGraph("vars", [f"op{i}" for i in range(10)], compute_any=compute, output_bytes=np.ones(10),
+                  persistent_bytes=np.zeros(10), edge_src=[3, 7], edge_dst=[7, 8], op_types=types, scope=scope)
+    page = placement_graph_html(g, None, color_by="op type", max_ops=1)
+    nodes, _ = _data(page)
+    by_label = {n["label"]: n for n in nodes}
+    assert set(by_label) == {"l1", "l2", "l3"}
+    assert "main type (most compute): MatMul" in by_label["l1"]["title"]
+    assert [by_label[k]["color"] for k in ("l1", "l2", "l3")] == [PALETTE[0], PALETTE[1], NO_COMPUTE_COLOR]
+    assert "no compute: Variable" in page

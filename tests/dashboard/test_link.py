@@ -361,7 +361,7 @@ def test_a_reload_of_runs_papers_and_fidelity_keeps_what_they_show(stored_runs, 
 
 
 #: The page parameters each page keeps in the link, as the pages write them (``run``: Runs' and Fidelity's).
-PAGES_HOLD = {"place": ("placers", "results"),
+PAGES_HOLD = {"place": ("placers", "results", "edits"),
               "compare": ("runs", "left", "right", "schedules", "moved", "mix", "sweep", "cdf", "curves", "x",
                           "smoothing"),
               "runs": ("run", "kind", "status", "tag", "figure"), "papers": ("reproduction", "normalised"),
@@ -369,11 +369,11 @@ PAGES_HOLD = {"place": ("placers", "results"),
 
 
 def test_the_link_reads_every_page_parameter_as_the_pages_own():
-    """Issue 58 follow-up: ``read_link`` knows the 21 parameters the pages keep (it called 17 of them unknown and the
+    """Issue 58 follow-up: ``read_link`` knows the 22 parameters the pages keep (it called 17 of them unknown and the
     app stripped them before reading the link); each waits for its page, unchecked here, and the module says what
     each is."""
     every = {name for names in PAGES_HOLD.values() for name in names}
-    assert len(every) == 21 and set(link.PAGE_PARAMS) == every
+    assert len(every) == 22 and set(link.PAGE_PARAMS) == every
     values = {name: f"{name} value" for name in sorted(every)}
     view = link.read_link(values)
     assert view.warnings == [] and view.pages == values

@@ -292,6 +292,41 @@ def test_page_shows_the_bundled_simulator_fidelity_reproduction(tmp_path, monkey
     assert "placelab validate gen:chainmm -c local" in app.code[1].value
 
 
+def test_a_table_without_paper_numbers_shows_ours_alone():
+    """A held-out reproduction (heldout-learning) has no paper numbers: ours, unit and note only, and LaTeX cells of
+    ours alone."""
+    from dashboard.figures.papers import has_paper_numbers
+
+    held = [{"row": "rnn: all graphs", "column": "goal met", "ours": 0.0, "paper": None, "ratio": None,
+             "rel_ratio": None, "unit": "1 = met", "note": "learned and within 1.10× on 0 of the 12 graphs"},
+            {"row": "rnn / 50 ops", "column": "best ÷ best list scheduler", "ours": 1.25, "paper": "", "unit": "ratio",
+             "note": ""}]
+    assert has_paper_numbers(ROWS) and has_paper_numbers(ROWS[2:]) and not has_paper_numbers(held)  # ROWS[2]: OOM
+    assert list(side_by_side(held, paper=False)[0]) == ["row", "column", "ours", "unit", "note"]
+    assert side_by_side(held, paper=False)[1]["ours"] == "1.25"
+    tex = table_latex(held, "Goal")
+    assert r"rnn: all graphs & 0.00 &  \\" in tex and r"rnn / 50 ops &  & 1.25 \\" in tex and " / --" not in tex
+    assert "(each cell: ours)" in tex
+
+
+def test_page_shows_the_bundled_held_out_reproduction(tmp_path, monkeypatch):
+    """The bundled quick heldout-learning run: ours alone beside the goal, no agreement colours or ratio chart, its
+    per-placer summaries first and its CDFs and learning curves."""
+    app = bundled_papers_app("heldout-learning", tmp_path, monkeypatch)
+    df = app.dataframe[0].value
+    assert list(df.columns) == ["row", "column", "ours", "unit", "note"]
+    assert list(df["row"][:28]) == [f"{p}: all graphs" for p in ("rnn", "placeto", "doppler", "gdp") for _ in range(7)]
+    assert len(df) == 28 + 4 * 12 * 4
+    shown = {m.label: m.value for m in app.metric}
+    assert shown["Paper numbers"] == "none" and "Cells within 10 %" not in shown
+    assert any("within 1.10× of the best list scheduler on most graphs" in c.value for c in app.caption)
+    assert not [t for t in app.toggle if t.label == "Judge by row-normalised ratios"]
+    specs = [c.proto.spec for c in app.get("plotly_chart")]
+    assert not any("ours / paper" in s for s in specs)
+    assert sum("best ÷ best list scheduler over the graphs" in s for s in specs) == 1
+    assert sum("sampled runtime ÷ best list scheduler, per episode" in s for s in specs) == 4
+
+
 @pytest.mark.parametrize("name", sorted(all_reproductions()))
 def test_every_reproduction_ships_a_quick_run_that_renders(name, tmp_path, monkeypatch):
     """Each reproduction's bundled ``--quick`` run shows on the Papers page (its table, with a value in at
@@ -403,10 +438,10 @@ def test_the_page_styles_its_table_for_the_viewers_theme(theme, tmp_path, monkey
     readable, and the row labels ("Inception-V3 / 2 GPUs") wide enough to show whole."""
     import json
 
-    from dashboard.app_pages import papers
     from dashboard.figures.papers import text_width_px
+    from dashboard.widgets import papers_table
 
-    monkeypatch.setattr(papers, "viewer_theme", lambda: theme)
+    monkeypatch.setattr(papers_table, "viewer_theme", lambda: theme)
     app = bundled_papers_app("placeto-table1", tmp_path, monkeypatch)
     df = app.dataframe[0].value
     cells = _page_cell_css(app)
@@ -431,13 +466,13 @@ def test_papers_buttons_export_at_the_popovers_size(monkeypatch):
     popover's path (export_bytes) at its default size."""
     from streamlit.delta_generator import DeltaGenerator
 
-    from dashboard.app_pages import papers
     from dashboard.figures.theme import EXPORT_DEFAULTS, SYSTEM_CHROMIUM
+    from dashboard.widgets.papers_table import figure_downloads
 
     made = {}
     monkeypatch.setattr(DeltaGenerator, "download_button",
                         lambda self, label, data, **kw: made.__setitem__(label, (data, kw)))
-    papers._figure_downloads(ratio_figure(ROWS), "ratios", "k")
+    figure_downloads(ratio_figure(ROWS), "ratios", "k")
     assert sorted(made) == ["HTML", "PNG", "SVG"]
     assert made["PNG"][1]["file_name"] == "ratios.png" and made["SVG"][1]["mime"] == "image/svg+xml"
     width, height = EXPORT_DEFAULTS["width"], EXPORT_DEFAULTS["height"]

@@ -121,6 +121,21 @@ def test_a_reproductions_report_splits_its_table_and_keeps_its_commands(tmp_path
     assert page.count("<table>") == 2 and page.count("<img") == 2 and "(2/2)" in page
 
 
+def test_a_held_out_reproductions_report_shows_ours_alone():
+    """The bundled heldout-learning run has no paper numbers: its table slides hold row, column, ours and unit, and
+    there is no ours / paper chart; its six figures follow."""
+    bundled = sorted((REPO / "runs").glob("*-reproduce-heldout-learning-*"))
+    assert bundled, "the repository ships a heldout-learning run"
+    run = RunStore(REPO / "runs").load(bundled[-1].name)
+    deck = build_deck([run], command="placelab report X -o r.pptx")
+    tables = [s for s in deck.slides if s.table is not None]
+    assert tables and all(s.table.columns == ("row", "column", "ours", "unit") for s in tables)
+    assert tables[0].title.startswith("heldout-learning: ours (no paper numbers)")
+    assert tables[0].table.rows[0][:3] == ("rnn: all graphs", "graphs", "12")
+    assert not any("ours / paper" in s.title for s in deck.slides)
+    assert len(deck.slides) == len(tables) + 6
+
+
 def test_papers_offers_a_report_of_the_reproduction_shown(empty_runs, monkeypatch):
     bundled = sorted((REPO / "runs").glob("*-reproduce-placeto-ablations-*"))
     assert bundled, "the repository ships a placeto-ablations run"

@@ -73,7 +73,8 @@ def test_hierarchy_scopes_own_scopes_or_level_bands():
     assert not own
     assert bands[5] == "levels 3–5/level 5"
     assert bands[0] == "levels 0–2/level 0"
-    assert bands[99] == "level 99/level 99"  # the last band holds one level
+    # the last band holds one level: one level deep (it was "level 99/level 99", two boxes titled alike)
+    assert bands[99] == "level 99"
     assert len({b.split("/")[0] for b in bands}) == 34  # ceil(100 / 3)
 
 
@@ -83,3 +84,19 @@ def test_many_unscoped_ops_in_a_scoped_graph_share_one_group():
     assert own and out[:300] == scopes[:300] and set(out[300:]) == {"(no scope)"}
     out, _ = hierarchy_scopes(scopes[:-1], np.zeros(320))  # 20 loose: they stay at the top
     assert out[300:] == [""] * 20
+
+
+def test_initial_expanded_breaks_ties_in_natural_order():
+    # b2 and b10 hold two ops each; the budget (3) lets one open (2 nodes → 3). Natural order opens b2 first;
+    # string order ("b10" < "b2") opened b10
+    assert initial_expanded(["b10", "b10", "b2", "b2"], 3) == {"b2"}
+
+
+def test_level_bands_never_hold_a_band_of_the_same_name():
+    # 5 levels (at most 40): one level per band, one level deep
+    bands, own = hierarchy_scopes([""] * 5, np.array([0, 1, 1, 2, 4]))
+    assert not own and bands == ["level 0", "level 1", "level 1", "level 2", "level 4"]
+    # 82 levels: bands of ceil(82 / 40) = 3 levels, cut into single levels; the last band, 81..81, holds one level
+    bands, _ = hierarchy_scopes([""] * 82, np.arange(82))
+    assert bands[0] == "levels 0–2/level 0" and bands[80] == "levels 78–80/level 80" and bands[81] == "level 81"
+    assert all(b.split("/")[0] != b.split("/")[-1] for b in bands if "/" in b)

@@ -15,6 +15,7 @@ import json
 import re
 import time
 from pathlib import Path
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 from playwright.sync_api import Error as PlaywrightError
@@ -149,6 +150,11 @@ def click_last_marker(page, chart) -> None:
     raise AssertionError("the timeline was mounted anew ten times in a row")
 
 
+#: The timeline's caption of the op selected in the graph (case-sensitive, anchored: a plain string would also
+#: match the what-if editor's hidden "Pick the op selected in the graph: ..." button, which comes first).
+SELECTED = re.compile(r"^Selected in the graph:")
+
+
 def check_linked_highlight(page, query: str) -> str:
     """Timeline → graph: search ``query`` in the timeline and click its first red marker (a bar when the
     timeline draws ops); the explorer marks that op. Graph → timeline: the timeline names it back."""
@@ -160,7 +166,7 @@ def check_linked_highlight(page, query: str) -> str:
     chart = page.locator('[data-testid="stPlotlyChart"]').nth(1)  # the first result tab's timeline
     before = explorer_frame(page).evaluate(f"() => {_CY}.zoom()")
     click_last_marker(page, chart)
-    page.get_by_text("Selected in the graph:").first.wait_for(timeout=GUARD_MS)
+    page.get_by_text(SELECTED).first.wait_for(timeout=GUARD_MS)
     wait_idle(page)
     frame = explorer_frame(page)
     frame.wait_for_function(f"() => {_CY}.nodes().some(n => n.data('_bw') === 6)", timeout=GUARD_MS)
@@ -171,7 +177,7 @@ def check_linked_highlight(page, query: str) -> str:
         const e = cy.extent(), p = n.position();
         return cy.zoom() > {before} && p.x >= e.x1 && p.x <= e.x2 && p.y >= e.y1 && p.y <= e.y2; }}""",
                             timeout=GUARD_MS)
-    caption = page.get_by_text("Selected in the graph:").first.inner_text()
+    caption = page.get_by_text(SELECTED).first.inner_text()
     assert picked[0][3:] in caption, (picked, caption)
     return picked[0][3:]
 
@@ -331,6 +337,75 @@ def check_trace_view(page, tag: str, lanes: list[str]) -> str:
     return sample["name"]
 
 
+def edits_in_link(page) -> str | None:
+    """The link's ``edits`` (decoded), None where it has none."""
+    return (parse_qs(urlparse(page.url).query).get("edits") or [None])[0]
+
+
+def check_whatif(page) -> tuple[str, str]:
+    """The first result's *What if?* editor on gen:chainmm / k80x2, whose first result is single-device (every op
+    on gpu:0): moving op m5.DxE/shard0 to gpu:1 (2392 -> 2345 ms) shows the old makespan beside the new one (the
+    edited placement simulated here, independently of the editor's edits), the ops moved and the per-device table,
+    and puts the edit in the link; *Undo* takes it out, *Redo* puts it back, a reload restores it. The two makespans
+    shown."""
+    from engine.placement import Placement
+    from engine.presets import PRESETS
+    from engine.simulator import Simulator
+    from engine.specs import load_graph
+
+    graph, op = load_graph("gen:chainmm"), "m5.DxE/shard0"
+    moved = Placement([1 if name == op else 0 for name in graph.op_names])
+    after = f"{Simulator(graph, PRESETS['k80x2']()).run(moved).makespan * 1e3:.4g} ms"  # fmt_ms
+    before = first_makespan(page)
+    assert before != after, (before, after)  # or the check below could not tell the two apart
+
+    def editor():  # the first result tab's editor (the other tabs' are hidden; a reload mounts it anew)
+        return page.locator('[data-testid="stExpander"]', has_text="What if? Move ops").first
+
+    def shown(label: str) -> str:
+        return editor().locator('[data-testid="stMetric"]', has_text=label).first.locator(
+            '[data-testid="stMetricValue"]').inner_text().strip()
+
+    assert edits_in_link(page) is None
+    editor().locator("summary").first.click()
+    picker = editor().locator('[data-testid="stSelectbox"]', has_text="Op (").first
+    picker.get_by_role("combobox").click()
+    page.keyboard.type(op)  # the list is long: typed, it shows the op
+    page.locator('[role="option"]', has_text=f"{op} — on gpu:0").first.click()  # the picker says where it is
+    wait_idle(page)
+    choose(page, "To device", "gpu:1")
+    editor().get_by_role("button", name="Apply").click()
+    page.wait_for_function("new URLSearchParams(location.search).has('edits')", timeout=GUARD_MS)
+    editor().locator('[data-testid="stPlotlyChart"] .main-svg').nth(1).wait_for(timeout=GUARD_MS)  # drawn last
+    wait_idle(page)
+    assert edits_in_link(page) == f"0:{op}>gpu:1"
+    assert (shown("Makespan before"), shown("Makespan after")) == (before, after)
+    assert shown("Ops moved") == f"1 of {graph.num_ops}"
+    # the edits, the per-device table and the moved ops; the two timelines
+    assert editor().locator('[data-testid="stDataFrame"]').count() == 3
+    assert editor().locator('[data-testid="stPlotlyChart"]').count() == 2
+
+    editor().get_by_role("button", name="Undo").click()
+    page.wait_for_function("!new URLSearchParams(location.search).has('edits')", timeout=GUARD_MS)
+    wait_idle(page)
+    editor().locator('[data-testid="stMetric"]', has_text="Makespan after").first.wait_for(
+        state="detached", timeout=GUARD_MS)  # no edits: no comparison
+    editor().get_by_role("button", name="Redo").click()
+    page.wait_for_function("new URLSearchParams(location.search).has('edits')", timeout=GUARD_MS)
+    editor().locator('[data-testid="stMetric"]', has_text="Makespan after").first.wait_for(timeout=GUARD_MS)
+    wait_idle(page)
+    assert edits_in_link(page) == f"0:{op}>gpu:1" and shown("Makespan after") == after
+
+    page.reload()  # the link brings the results and the edit back; the editor opens on its own
+    page.locator("h1", has_text="Place").wait_for()
+    editor().locator('[data-testid="stPlotlyChart"] .main-svg').nth(1).wait_for(timeout=GUARD_MS)
+    wait_idle(page)
+    assert (shown("Makespan before"), shown("Makespan after")) == (before, after)
+    assert edits_in_link(page) == f"0:{op}>gpu:1"
+    assert editor().get_by_role("button", name="Redo").is_disabled()  # the redo stack is not in the link
+    return before, after
+
+
 MAGIC = {"png": b"\x89PNG", "svg": b"<svg", "pdf": b"%PDF", "html": b"<html", "csv": b"placer", "tex": b"\\begin"}
 
 
@@ -487,6 +562,12 @@ def test_walk_place_exports_and_linked_views(browser_page, app_url, spec, graph,
 
         lanes = lane_names(PRESETS["k80x2"]())  # the sidebar's first cluster
         print(f"{tag}: a click in the trace view selected {check_trace_view(page, tag, lanes)}")
+    if full:
+        start = time.perf_counter()
+        before, after = check_whatif(page)
+        assert_clean(page, f"{tag}-04d-place-whatif")
+        print(f"{tag}: what-if editor: one op moved, makespan {before} -> {after}; apply, undo, redo, reload "
+              f"checked in {time.perf_counter() - start:.1f} s")
 
 
 @WALKS
@@ -582,7 +663,7 @@ def test_large_graph_views(browser_page, app_url):
         frame.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
         times[ops] = (time.perf_counter() - start) * 1e3
         # the first view: bands of topological levels, as many as fit FIRST_VIEW_NODES, at a zoom where labels show
-        shown = [kind for kind in explorer_nodes(frame).values() if kind != "open"]
+        shown = [kind for kind in explorer_nodes(frame).values() if kind in ("op", "scope")]  # not boxes, frame
         assert 20 <= len(shown) <= FIRST_VIEW_NODES, len(shown)
         zoom = frame.evaluate(f"() => {_CY}.zoom()")
         assert zoom * LABEL_PX >= LABEL_MIN_PX, f"{ops} ops: first view at zoom {zoom:.2f}, labels left out"

@@ -203,7 +203,7 @@ class DopplerAgent(StagedEpsilon, Agent):
         from policies.rl.doppler.net import episode_loss
 
         return episode_loss(self.model.plc, self.num_devices, ep, scores, hz, advantage, entropy_coef,
-                            imitation=self.config.stage == "imitation")
+                            imitation=self.config.stage == "imitation", discount=self.config.discount)
 
     def rollout(self, tasks: list[PlacementTask], keys: list[str], rng: np.random.Generator) -> Rollout:
         """One ASSIGN episode per task with the current weights (§4.3: each network runs once per

@@ -53,6 +53,10 @@ class DopplerConfig(LearnedConfig):
     entropy: float = param(1e-2, "entropy weight β", "DOPPLER §6.1 (\"1e-2 for all RL methods\")", low=0.0)
     entropy_final: float = param(1e-2, "entropy weight at the end of the budget", "DOPPLER §6.1 (one value: constant)",
                                  low=0.0)
+    discount: float = param(1.0, "γ: step t of an episode's T steps gets γ^(T−1−t)·A (1: every step the episode's "
+                            "advantage A)", "DOPPLER §4.1 eq. 10 (A on every step); the authors' code puts A on the "
+                            "last step and discounts it with 0.99 (xinyuyao/Doppler@87dda0d "
+                            "scheduler/rl_agent.py:334, 352-356): --param discount=0.99", low=0.0, high=1.0)
     epsilon: float = param(0.2, "ε of the ε-greedy policies (Stages II, III), decayed linearly to epsilon_final",
                            "DOPPLER §6.1", low=0.0, high=1.0)
     epsilon_final: float = param(0.0, "ε at the end of decay_episodes", "DOPPLER §6.1", low=0.0, high=1.0)

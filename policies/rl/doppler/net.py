@@ -180,13 +180,15 @@ class DopplerNet(nn.Module):
 
 def episode_loss(plc: PlcPolicy, num_devices: int, ep: AssignEpisode, scores: torch.Tensor | None,
                  hz: tuple[torch.Tensor, torch.Tensor] | None, advantage: float, entropy_coef: float, *,
-                 imitation: bool) -> tuple[torch.Tensor, float]:
+                 imitation: bool, discount: float = 1.0) -> tuple[torch.Tensor, float]:
     """One episode's loss and its policies' mean entropy, all steps in one batched pass.
 
     With ``imitation`` (Stage I, eq. 9): ``−(mean_t log Σ_{a ∈ teacher} Q_G(a) + mean_t log Σ_{d ∈
     teacher} Q_D(d))``. Otherwise (eq. 10): ``−A (mean_t log Q_G(v_t) + mean_t log Q_D(d_t)) −
-    β (mean_t H(Q_G) + mean_t H(Q_D))`` with A the episode's advantage. A policy given as None
-    (an ablation's critical-path rule) contributes nothing.
+    β (mean_t H(Q_G) + mean_t H(Q_D))`` with A the episode's advantage. With ``discount`` γ < 1 step t of
+    T weighs γ^(T−1−t) (the authors' code puts A on the last step and discounts it backwards:
+    ``scheduler/rl_agent.py:334, 352-356``); γ = 1 is eq. 10. A policy given as None (an ablation's
+    critical-path rule) contributes nothing.
     """
     ops = torch.tensor(ep.ops)  # copies: a rollout worker's arrays arrive read-only
     steps = len(ep.ops)
@@ -205,6 +207,9 @@ def episode_loss(plc: PlcPolicy, num_devices: int, ep: AssignEpisode, scores: to
         logp = _masked_log_softmax(plc(h, z, ops, torch.tensor(ep.x_d), on_device), torch.tensor(ep.dev_mask))
         terms.append(_target_logp(logp, ep.plc_target) if imitation else logp[torch.arange(steps), devs])
         ent = ent + _entropy(logp).mean()
+    if not imitation and discount != 1.0:
+        weight = torch.tensor(discount, dtype=torch.float64) ** torch.arange(steps - 1, -1, -1, dtype=torch.float64)
+        terms = [t * weight.to(t.dtype) for t in terms]
     logp_sum = torch.stack([t.mean() for t in terms]).sum()
     loss = -logp_sum if imitation else -advantage * logp_sum - entropy_coef * ent
     return loss, float(ent.detach())

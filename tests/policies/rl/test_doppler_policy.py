@@ -101,10 +101,10 @@ def _softmax_logp(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return z - np.log(np.exp(z[mask]).sum())
 
 
-@pytest.mark.parametrize("stage", ["sim", "imitation"])
-def test_episode_loss_recomputed_by_hand(stage):
+@pytest.mark.parametrize(("stage", "discount"), [("sim", 1.0), ("sim", 0.9), ("imitation", 0.9)])
+def test_episode_loss_recomputed_by_hand(stage, discount):
     task = _task()
-    agent = DopplerAgent(2, DopplerConfig(stage=stage, epsilon=0.0, **SMALL), seed=3)
+    agent = DopplerAgent(2, DopplerConfig(stage=stage, epsilon=0.0, discount=discount, **SMALL), seed=3)
     p = agent.prepare(task)
     scores, hz = agent._encode(p)
     ro = agent._assign(p, scores, hz, np.random.default_rng(0), 0.0, record=True)
@@ -125,8 +125,9 @@ def test_episode_loss_recomputed_by_hand(stage):
             sel_lp.append(np.log(np.exp(lp[ro.sel_target[t]]).sum()))
             plc_lp.append(np.log(np.exp(lq[ro.plc_target[t]]).sum()))
         else:
-            sel_lp.append(lp[v])
-            plc_lp.append(lq[d])
+            w = discount ** (len(ro.ops) - 1 - t)  # the authors' code: A on the last step, discounted back
+            sel_lp.append(w * lp[v])
+            plc_lp.append(w * lq[d])
         sel_h.append(-sum(np.exp(x) * x for x in lp if np.isfinite(x)))
         plc_h.append(-sum(np.exp(x) * x for x in lq if np.isfinite(x)))
         placed[d].append(v)

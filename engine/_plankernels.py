@@ -72,7 +72,7 @@ def dest(x, dev, unit_dev, op_unit):
 
 @njit(cache=True, _nrt=False)
 def group_time(p, a, b, e, cur, commit, tp, pi, dev, unit_dev, op_unit):
-    """``(channel seconds, flight seconds)`` of the transfer of ``p``'s output from device ``a`` to ``b`` that
+    """``(channel seconds, extra flight seconds)`` of the transfer of ``p``'s output from device ``a`` to ``b`` that
     serves edge ``e`` to op ``cur`` (:mod:`engine.estimator`; the rules of simulation.md: placeto takes out_bytes
     / the default bandwidth or the largest given time of its remote edges; default the largest bytes among the
     edges to ``b`` and the largest given time there, latency in flight unless a given time dominates;
@@ -82,8 +82,8 @@ def group_time(p, a, b, e, cur, commit, tp, pi, dev, unit_dev, op_unit):
     high fan-out op's input for each of its consumers costs O(1), not O(fan-out)."""
     if pi.send == SEND_EDGE:
         g = pi.edge_given[e]
-        t = g if g == g else pi.latency[a, b] + pi.edge_bytes[e] * pi.inv_bw[a, b]
-        return t, t
+        t = g if g == g else pi.edge_bytes[e] / pi.bw[a, b] + pi.latency[a, b]
+        return t, 0.0
     untimed, bnt, dgt = False, 0.0, -1.0
     if not commit and pi.send == SEND_OUTPUT:
         untimed, dgt = pi.out_untimed[p], pi.out_given[p]
@@ -107,19 +107,17 @@ def group_time(p, a, b, e, cur, commit, tp, pi, dev, unit_dev, op_unit):
                 untimed = True
                 bnt = max(bnt, pi.edge_bytes[ek])
     if pi.send == SEND_OUTPUT:
-        x = pi.out_bytes[p] * pi.inv_bw[a, b] if untimed else 0.0
-        x = max(x, dgt)
-        return x, x + pi.latency[a, b]
-    x = bnt * pi.inv_bw[a, b] if untimed else 0.0
+        x = pi.out_bytes[p] / pi.bw[a, b] if untimed else 0.0
+        return max(x, dgt), pi.latency[a, b]
+    x = bnt / pi.bw[a, b] if untimed else 0.0
     if pi.channel == CHANNEL_SENDER:
-        x = max(x, dgt)
-        return x, x + pi.latency[a, b]
+        return max(x, dgt), pi.latency[a, b]
     lat = pi.latency[a, b] if untimed else 0.0
     if dgt > x + lat:  # the simulator's rule for a transfer serving timed and untimed edges
-        return dgt, dgt
+        return dgt, 0.0
     if dgt > x:
-        return dgt, x + lat
-    return x, x + lat
+        return dgt, lat - (dgt - x)
+    return x, lat
 
 
 @njit(cache=True, _nrt=False)
@@ -135,14 +133,16 @@ def arrival(p, a, b, e, cur, commit, tp, pi, tr, dev, unit_dev, op_unit, out_t, 
             return tr.sent_dev[p, b]
     elif tr.sent_edge[e] >= 0 and tr.sent_edge_dst[e] == b:
         return tr.sent_edge[e]
-    busy, flight = group_time(p, a, b, e, cur, commit, tp, pi, dev, unit_dev, op_unit)
+    busy, extra = group_time(p, a, b, e, cur, commit, tp, pi, dev, unit_dev, op_unit)
     ch = a if pi.channel == CHANNEL_DEVICE else a * len(avail) + b
     ts = out_t[p]
     if pi.channel == CHANNEL_SENDER:
         ts = max(ts, avail[a])
     elif pi.channel != CHANNEL_NONE:
         ts = max(ts, tr.chan_free[ch])
-    arrive = ts + flight
+    # the lands in the simulator's float order: a sender's copy lands its latency after it ends; a send on a
+    # channel ``extra + busy`` after its start (_simcore.send); per edge its own time after it (extra 0)
+    arrive = ts + busy + extra if pi.channel == CHANNEL_SENDER else ts + extra + busy
     if commit:
         if pi.channel == CHANNEL_SENDER:
             avail[a] = ts + busy

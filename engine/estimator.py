@@ -71,7 +71,8 @@ class PlanInputs(NamedTuple):
     out_bytes: np.ndarray  # [n] what one SEND_OUTPUT transfer carries
     out_untimed: np.ndarray  # [n] bool: an out-edge of the op has no given time
     out_given: np.ndarray  # [n] the largest given time among its out-edges (-1: none)
-    inv_bw: np.ndarray  # [D, D] 1 / bandwidth (placeto: the default link's for every pair)
+    bw: np.ndarray  # [D, D] bandwidth, B/s (placeto: the default link's for every pair); bytes / bw, as the
+    #                 simulator divides (a product with 1 / bw rounds differently and flips FIFO ties)
     latency: np.ndarray  # [D, D] (placeto: 0)
     gap: float  # δ2: a channel stays busy this long after each transfer
     send: int  # SEND_*
@@ -125,7 +126,7 @@ def plan_inputs(graph: CompGraph, cluster: Cluster, feasible: np.ndarray | None 
         else:
             send = SEND_EDGE
             channel = {"none": CHANNEL_NONE, "per_device": CHANNEL_DEVICE, "per_link": CHANNEL_LINK}[s.contention]
-    inv_bw = np.ascontiguousarray(np.where(np.isinf(bw), 0.0, 1.0 / bw))
+    bw = np.ascontiguousarray(bw, dtype=np.float64)
     given = np.ascontiguousarray(given_transfer_times(graph, cluster), dtype=np.float64)
     timed = ~np.isnan(given)
     out_untimed = np.zeros(graph.num_ops, dtype=bool)
@@ -135,7 +136,7 @@ def plan_inputs(graph: CompGraph, cluster: Cluster, feasible: np.ndarray | None 
     return PlanInputs(
         hold=hold, compute=compute, edge_bytes=np.ascontiguousarray(graph.edge_bytes, dtype=np.float64),
         edge_given=given, out_bytes=np.ascontiguousarray(graph.output_bytes, dtype=np.float64),
-        out_untimed=out_untimed, out_given=out_given, inv_bw=inv_bw, latency=lat,
+        out_untimed=out_untimed, out_given=out_given, bw=bw, latency=lat,
         gap=float(s.transfer_gap_s) if s.mode != "work_conserving" else 0.0, send=send, channel=channel,
         trailing=s.mode != "work_conserving",
         tie={"placeto": TIE_PRODUCER, "default": TIE_OP}.get(s.mode, TIE_EVENT))

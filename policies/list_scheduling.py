@@ -96,8 +96,8 @@ def mean_transfer_time(graph: CompGraph, plan: PlanInputs) -> np.ndarray:
     """HEFT's mean communication cost of every edge, ``c̄ = L̄ + bytes / B̄`` (Topcuoglu et al. 2002, §3), with
     the mode's link (placeto: its one bandwidth, no latency) plus its per-transfer gap δ2, or the edge's given
     transfer time; B̄ and L̄ are means over the ordered pairs of distinct devices."""
-    off = ~np.eye(plan.inv_bw.shape[0], dtype=bool)
-    mean_bw = float(np.mean(1.0 / plan.inv_bw[off])) if (plan.inv_bw[off] > 0).all() else np.inf
+    off = ~np.eye(plan.bw.shape[0], dtype=bool)
+    mean_bw = float(np.mean(plan.bw[off])) if np.isfinite(plan.bw[off]).all() else np.inf
     by_bytes = graph.edge_bytes / mean_bw + float(plan.latency[off].mean()) + plan.gap
     return np.where(np.isnan(plan.edge_given), by_bytes, plan.edge_given)
 

@@ -346,7 +346,8 @@ def test_the_etf_kernel_picks_what_a_scan_of_every_ready_pair_picks(case):
     plan = estimator.PlanInputs(  # work-conserving without contention: latency + bytes / bandwidth per edge
         hold=case["dur"], compute=case["dur"], edge_bytes=g.edge_bytes, edge_given=np.full(g.num_edges, np.nan),
         out_bytes=case["out_bytes"], out_untimed=np.ones(case["n"], bool), out_given=np.full(case["n"], -1.0),
-        inv_bw=case["bw_inv"], latency=case["lat"], gap=0.0, send=estimator.SEND_EDGE,
+        bw=np.divide(1.0, case["bw_inv"], out=np.full((nd, nd), np.inf), where=case["bw_inv"] > 0),
+        latency=case["lat"], gap=0.0, send=estimator.SEND_EDGE,
         channel=estimator.CHANNEL_NONE, trailing=False, tie=estimator.TIE_OP)
     got = _k.list_schedule(_p.Topology(*csr[:6]), plan, _p.transfers(case["n"], g.num_edges, nd), case["op_unit"],
                            case["unit_dev0"], case["unit_persist"], case["out_bytes"], case["temp_bytes"],

@@ -69,6 +69,12 @@ class EdgeNetworkConv(MessagePassing):
     (in × out) matrix per edge type and ``edge_type`` each edge's type. ``x_u · Θ_k`` is computed once
     per distinct (u, k) among the edges' sources (:class:`EdgePairs`; ``pairs``, computed here when not
     given): DOPPLER's graphs have 3–4× fewer of them than ops × types.
+
+    Θ is split into its per-type matrices with one ``unbind``, not indexed ``theta[k]`` type by type: the
+    backward of each ``theta[k]`` writes its gradient into a zero tensor of Θ's full size (types × in × out),
+    so indexing costs types² × in × out per round in the backward pass, where ``unbind``'s backward stacks
+    the per-type gradients once (types × in × out). Same products, gradients equal bit for bit. It matters
+    where most edges carry their own cost, as on random DAGs (docs/lab/2026-11-29-doppler-episode-cost.md).
     """
 
     def __init__(self, channels: int) -> None:
@@ -80,7 +86,8 @@ class EdgeNetworkConv(MessagePassing):
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor,
                 theta: torch.Tensor, pairs: EdgePairs | None = None) -> torch.Tensor:
         p = pairs if pairs is not None else EdgePairs.of(edge_index, edge_type, x.size(0), theta.size(0))
-        parts = [x[p.node[a:b]] @ theta[k] for k, (a, b) in enumerate(itertools.pairwise(p.bounds))]
+        parts = [x[p.node[a:b]] @ theta_k for theta_k, (a, b) in zip(theta.unbind(0), itertools.pairwise(p.bounds),
+                                                                      strict=True)]
         xw = torch.cat(parts) if parts else x.new_zeros((0, theta.size(2)))  # a graph without edges has no types
         msg = xw[p.edge_pair]
         return self.propagate(edge_index, msg=msg, size=(x.size(0), x.size(0))) + self.root(x) + self.bias

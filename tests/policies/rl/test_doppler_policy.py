@@ -8,6 +8,7 @@ import copy
 import numpy as np
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch_geometric.nn import NNConv
 
 from policies.rl.core.agent import train_step
@@ -40,6 +41,45 @@ def test_edge_network_conv_equals_pyg_nnconv():
     edge_type = torch.tensor([0, 1, 2, 0, 1, 2])
     theta = edge_net(types).view(-1, c, c)
     torch.testing.assert_close(ours(x, edge_index, edge_type, theta), ref(x, edge_index, types[edge_type]))
+
+
+class _ShapeCount(TorchDispatchMode):
+    """The ops run under it whose output has ``shape``."""
+
+    def __init__(self, shape: torch.Size) -> None:
+        super().__init__()
+        self.shape, self.ops = shape, []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if isinstance(out, torch.Tensor) and out.shape == self.shape:
+            self.ops.append(str(func))
+        return out
+
+
+def test_edge_network_conv_gradients_are_nnconvs_and_theta_is_assembled_once():
+    """Θ's gradient (types × c × c) is built once per call: indexing Θ type by type built one zero tensor of
+    Θ's size per type, types² × c² per round (docs/lab/2026-11-29-doppler-episode-cost.md); here 3 types
+    would give 3 such tensors and 2 sums of them."""
+    torch.manual_seed(0)
+    c = 6
+    edge_net = torch.nn.Sequential(torch.nn.Linear(1, 5), torch.nn.ReLU(), torch.nn.Linear(5, c * c))
+    ref = NNConv(c, c, edge_net, aggr="add")
+    ours = EdgeNetworkConv(c)
+    ours.root.weight.data.copy_(ref.lin.weight.data)
+    x = torch.randn(5, c, requires_grad=True)
+    edge_index = torch.tensor([[0, 0, 1, 2, 3, 1], [1, 2, 3, 3, 4, 0]])
+    types = torch.tensor([[0.5], [-1.0], [2.0]])
+    edge_type = torch.tensor([0, 1, 2, 0, 1, 2])
+    w = torch.randn(5, c)
+    grads_ref = torch.autograd.grad((ref(x, edge_index, types[edge_type]) * w).sum(), [x, *edge_net.parameters()])
+    theta = edge_net(types).view(-1, c, c)
+    out = (ours(x, edge_index, edge_type, theta) * w).sum()
+    with _ShapeCount(theta.shape) as seen:
+        grads = torch.autograd.grad(out, [x, *edge_net.parameters()])
+    for g, g_ref in zip(grads, grads_ref, strict=True):
+        torch.testing.assert_close(g, g_ref)
+    assert len(seen.ops) == 1, seen.ops
 
 
 def test_edge_network_conv_on_a_graph_without_edges_is_its_root_term():

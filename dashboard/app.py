@@ -1,6 +1,7 @@
 """Streamlit entry point: ``streamlit run dashboard/app.py`` (or ``make app``).
 
-Pages: Home · Graphs · Place · Train · Compare · Runs · Papers, as function pages in ``dashboard/app_pages/``.
+Pages: Home · Graphs · Place · Train · Compare · Runs · Papers · Fidelity, as function pages in
+``dashboard/app_pages/``.
 (Not ``pages/``: a ``pages/`` folder next to this script puts Streamlit in its legacy multipage
 mode, where the first request for ``/graphs`` on a fresh server runs that module as a script
 and shows a blank page.) Stored runs are read from ``runs/`` at the repository root, or from

@@ -8,7 +8,7 @@ their sources are in ``engine/simulator.py`` and ``docs/reference/simulation.md`
 to is ``engine/reference_sim_wc.py``. It runs on the shared core (:mod:`engine._simcore`:
 event heap, memory accounting) with the arrays, columns and codes of
 :mod:`engine._simlayout` (``L``); speed tricks as in :mod:`engine._simkernel_placeto`
-(helpers and handlers inlined: ~25 % faster than calls on random placements).
+(helpers and handlers inlined: faster than calls, docs/lab/2026-11-26-simulator-kernel-layout.md).
 
 Events: heap keys are ``seq << SEQ_SHIFT | kind << WC_KIND_SHIFT | payload``; ``seq`` counts
 the events created so far, so events at equal times are handled in the order they were

@@ -474,8 +474,3 @@ def parse_simulation_options(pairs: Sequence[str]) -> dict[str, Any]:
 
 def save_cluster(c: Cluster, path: str | os.PathLike) -> None:
     atomic_write_text(path, dumps(cluster_to_dict(c), indent=1))
-
-
-def uniform_cluster(name: str, devices: Sequence[Device], bandwidth: float, **sim: Any) -> Cluster:
-    """A cluster whose every pair shares one link (helper for presets and tests)."""
-    return Cluster(name, tuple(devices), Link(bandwidth), (), SimulationSettings(**sim))

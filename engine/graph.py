@@ -360,10 +360,6 @@ class CompGraph:
         prefix = model_kind(kind, "")
         return tuple(k[len(prefix):] for k in self.kinds if k.startswith(prefix))
 
-    def can_run(self, kind: str) -> np.ndarray:
-        """Boolean mask of ops that have a compute time on ``kind``."""
-        return ~np.isnan(self.compute_for_kind(kind))
-
     def min_compute(self) -> np.ndarray:
         """Each op's compute time on its fastest kind (s), ignoring device speed factors and the
         per-model columns."""

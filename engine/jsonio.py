@@ -42,7 +42,8 @@ __all__ = [
     "special_file",
 ]
 
-#: Largest file any placelab reader accepts (a 10^6-op graph is ~150 MB).
+#: Largest file any placelab reader accepts: a graph of 10^6 ops fits well within it (its file's size:
+#: docs/lab/2026-11-21-simulator-speed.md, addendum of 2026-11-29).
 MAX_FILE_BYTES = 1 << 30
 
 

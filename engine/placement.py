@@ -17,7 +17,7 @@ import numpy as np
 from engine.cluster import Cluster
 from engine.errors import ClusterError, PlacementError, quote
 from engine.graph import MODEL_SEPARATOR, CompGraph
-from engine.jsonio import atomic_write_text, dumps, read_json_file
+from engine.jsonio import read_json_file
 
 __all__ = [
     "PLACEMENT_SCHEMA",
@@ -27,7 +27,6 @@ __all__ = [
     "compute_matrix",
     "load_placement",
     "placement_from_dict",
-    "save_placement",
 ]
 
 PLACEMENT_SCHEMA = "placelab.placement/1"
@@ -210,7 +209,3 @@ def placement_from_dict(doc: Any, graph: CompGraph, cluster: Cluster, *, source:
 def load_placement(path: str | os.PathLike, graph: CompGraph, cluster: Cluster) -> Placement:
     doc = read_json_file(path, error=PlacementError)
     return placement_from_dict(doc, graph, cluster, source=quote(os.path.basename(os.fspath(path)), bare=True))
-
-
-def save_placement(p: Placement, graph: CompGraph, cluster: Cluster, path: str | os.PathLike) -> None:
-    atomic_write_text(path, dumps(p.to_dict(graph, cluster), indent=1))

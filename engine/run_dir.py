@@ -220,10 +220,6 @@ class Run:
         """Drop this process's live lock on the run (taken by :meth:`claim`), if it holds it."""
         release_live_lock(self.path)
 
-    def set_metrics(self, metrics: Mapping[str, Any]) -> None:
-        """Merge ``metrics`` into the run's ``metrics``."""
-        self.update(metrics={**read_meta(self.path).get("metrics", {}), **metrics})
-
     def finish(self, status: str = "done", metrics: Mapping[str, Any] | None = None) -> None:
         """End the run with ``status`` (``done``, ``failed`` or ``interrupted``)."""
         if status not in STATUSES or status == "running":

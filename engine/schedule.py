@@ -94,11 +94,6 @@ class Schedule:
         return bool(self.oom.any())
 
     @property
-    def idle_time(self) -> np.ndarray:
-        """Seconds each device was not computing during the makespan."""
-        return self.makespan - self.compute_time
-
-    @property
     def communication_bytes(self) -> float:
         """Total bytes sent between devices (a shared placeto transfer counts once)."""
         return float(self.transfer_bytes[self.transfer_primary].sum())

@@ -39,7 +39,6 @@ bytes). Metadata events (``"ph": "M"``) come first in ``traceEvents``.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
@@ -47,7 +46,6 @@ import numpy as np
 from engine.cluster import Cluster
 from engine.errors import quote
 from engine.graph import CompGraph
-from engine.jsonio import atomic_write_text, dumps
 from engine.schedule import Schedule
 
 __all__ = [
@@ -55,7 +53,6 @@ __all__ = [
     "MEMCPY_TID",
     "device_pid",
     "schedule_to_chrome_trace",
-    "write_chrome_trace",
 ]
 
 #: Thread id of a device's compute thread (its ops).
@@ -209,9 +206,3 @@ def schedule_to_chrome_trace(schedule: Schedule, graph: CompGraph, cluster: Clus
             "time_unit": "ts and dur in microseconds; args in seconds and bytes",
         },
     }
-
-
-def write_chrome_trace(schedule: Schedule, graph: CompGraph, cluster: Cluster,
-                       path: str | os.PathLike, *, name: str | None = None) -> None:
-    """Write :func:`schedule_to_chrome_trace` to ``path`` as JSON, atomically."""
-    atomic_write_text(path, dumps(schedule_to_chrome_trace(schedule, graph, cluster, name=name)))

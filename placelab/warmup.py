@@ -1,8 +1,8 @@
 """Compile the numba kernels into numba's on-disk cache, one process per kernel group, in parallel.
 
 The simulator's kernels and the list schedulers' are ``@njit(cache=True)``: the first process on a
-machine compiles them (on the 2-core development VM about 16 s for each of the placeto and default
-modes and 40 s for the work-conserving one) and writes them beside their sources
+machine compiles them (the development VM's time per kernel group:
+docs/lab/2026-11-26-model-size-and-test-time.md) and writes them beside their sources
 (``__pycache__/*.nbi``, ``*.nbc``); every later process loads them. On a fresh clone every process
 that simulates before the cache exists compiles them again: the app's first simulation, and each
 worker and subprocess of the test suite. ``make setup`` runs this module once (``python -m

@@ -5,8 +5,8 @@ The placements are those of the named placers (baselines or a learned policy, e.
 two samples:
 
 * ``random`` (the default): uniformly random placements (the ``random`` placer with seeds 0,
-  1, …). On a graph of many small ops these lie close together (``gen:family-cifar10``: the
-  means of 35 of them within ±4 % of each other, each run ±6 %), so they rank at the noise.
+  1, …). On a graph of many small ops these lie close together against the run-to-run noise, so
+  they rank at the noise (``gen:family-cifar10``: docs/lab/2026-11-24-noise-ceiling-and-copy-bus.md).
 * ``perturbed``: placements from good to random, as a learner visits them over training
   (DOPPLER App. G.1 compares its simulator with the real engine on those, Fig. 26): the k-th
   of the m remaining placements is a placer's placement (the placers in turn; without any,
@@ -48,9 +48,9 @@ once, at a uniformly random moment between the probes, the interpolation is the 
 of the shared copy bus, which on the 2-core development VM switches between two states on its own
 (:func:`engine.executor.calibration.describe_bus` says whether it did during the measurement). On
 the 2-core development machine the calibrated copy
-bandwidth moved between 15.7 and 18.5 GB/s from one benchmark run to the next, and a calibration
-made minutes before the measurements predicted ``gen:ffnn`` 1.17× too slow; recalibrated, that
-kind of error shrinks, the ranking does not change (docs/lab/2026-11-24-executor-against-itself-and-rounds.md).
+bandwidth moves from one benchmark run to the next, and a calibration made minutes before the
+measurements can predict a graph too slow; recalibrated, that kind of error shrinks and the ranking
+does not change (docs/lab/2026-11-24-executor-against-itself-and-rounds.md).
 """
 
 from __future__ import annotations

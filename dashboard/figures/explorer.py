@@ -6,9 +6,9 @@ box around its children. Only the visible nodes go to the browser, so what the b
 and paints depends on what is open, not on the graph's
 size. Nodes sit at a nested layered position computed here (:func:`nested_layout`: each open
 scope a box laid out inside its parent, columns by the level where data enters) and the browser only
-paints them: dagre in the browser took 5–23 s on the collapsed views of 1k-op and ``gen:nmt``
-graphs (their edges are dense), against about 2 s for this preset layout — measured with
-``benchmarks/bench_graph_view.py``.
+paints them: a layout in the browser (dagre) is far slower on the dense collapsed views of large graphs
+(``benchmarks/bench_graph_view.py`` compares them; figures: docs/lab/2026-11-27-explorer-first-view.md,
+addendum of 2026-11-29).
 
 Pure functions of data; :mod:`dashboard.widgets.explorer` shows the result with the
 ``streamlit-cytoscape`` component and turns its clicks into expand / collapse / select.
@@ -31,7 +31,7 @@ from engine.dag import levels
 from engine.graph import CompGraph
 
 __all__ = ["CAPTION_PX", "CAPTION_W", "EXPLORER_COLOR_BY", "FRAME_PX", "MARGIN_PX", "Explorer", "explorer_elements",
-           "focus_selector", "framed", "nested_layout", "op_node_id", "reveal", "scope_node_id"]
+           "focus_selector", "framed", "nested_layout", "reveal", "scope_node_id"]
 
 EXPLORER_COLOR_BY = ("device", "op type", "compute", "memory", "start time")
 HIGHLIGHT = "#D00000"
@@ -51,10 +51,6 @@ MARGIN_PX = (12, 44, 12, 44)
 
 def scope_node_id(scope: str) -> str:
     return f"s:{scope}"
-
-
-def op_node_id(name: str) -> str:
-    return f"op:{name}"
 
 
 @dataclass(frozen=True)

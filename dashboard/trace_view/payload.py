@@ -19,7 +19,7 @@ from engine.cluster import Cluster
 from engine.graph import CompGraph
 from engine.schedule import Schedule
 
-__all__ = ["b64", "trace_payload", "unb64"]
+__all__ = ["b64", "trace_payload"]
 
 _LE = {"f8": "<f8", "f4": "<f4", "i4": "<i4", "u2": "<u2"}
 
@@ -27,11 +27,6 @@ _LE = {"f8": "<f8", "f4": "<f4", "i4": "<i4", "u2": "<u2"}
 def b64(values: np.ndarray, dtype: str) -> str:
     """``values`` as little-endian ``dtype`` (``f8``, ``f4``, ``i4``, ``u2``), base64-encoded."""
     return base64.b64encode(np.ascontiguousarray(values, dtype=_LE[dtype]).tobytes()).decode("ascii")
-
-
-def unb64(text: str, dtype: str) -> np.ndarray:
-    """The inverse of :func:`b64`."""
-    return np.frombuffer(base64.b64decode(text), dtype=_LE[dtype])
 
 
 def _grouped(lane_of: np.ndarray, start: np.ndarray, lanes: int) -> tuple[np.ndarray, np.ndarray]:

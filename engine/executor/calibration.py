@@ -9,23 +9,24 @@
 * **copy bandwidth and latency** between two workers: a chain of zero-time ops that
   alternate between two devices, one copy of ``B`` bytes per hop, ``B`` from 4 KB to 128 MB;
   the hop time between the two largest sizes gives ``bandwidth_bytes_per_s`` (copies of
-  graphs scaled for this machine reach 100 MB and run at memory bandwidth: a line through
-  all sizes, fitted to cache-resident 8 MB copies, had them 1.5× too fast), and the
+  graphs scaled for this machine reach 100 MB and run at memory bandwidth, beyond the caches:
+  a line fitted to cache-resident copies predicts them too fast,
+  docs/lab/2026-11-23-executor-first-measurements.md), and the
   smallest hop less its bytes at that bandwidth gives ``latency_s``: what a copy spends in
   flight once the sender's memcpy is done (the pipe message and the receiver's wake-up). Each
   size's hop less that latency is the link's ``copy_curve`` point for that size: copies that
-  fit in the caches run faster than memory bandwidth (on the 2-core development machine, 2 MB
-  at 0.48× and 8 MB at 0.73× the time of the bandwidth line).
+  fit in the caches run faster than memory bandwidth (the curve measured on the development
+  machine: docs/lab/2026-11-23-executor-fidelity-idle.md, addendum of 2026-11-29).
 
 On CPU workers the simulation also sets ``copy_bus_shared``: the workers' copies share the
-machine's memory bandwidth (measured in running graphs there: copies of 1 MB and more took
-0.96× the line alone and 1.65× while the other worker was copying, ``gen:ffnn``). Its
+machine's memory bandwidth (in running graphs a large copy is slower while the other worker is
+copying: docs/lab/2026-11-23-executor-fidelity-idle.md, "Copies beside each other"). Its
 ``copy_bus_capacity`` is measured: the largest copies, made by two workers at once (two hop
 chains in opposite phase), take ``both`` against ``alone`` for one worker, so the bus carries
 ``2 · alone / both`` copies at full speed (between 1 and 2: :func:`bus_capacity`). That figure is
-not always a constant of the machine: on the 2-core development VM it reads ~1.15 or ~2 and
-jumps between the two every few seconds to minutes, while both workers' compute keeps its speed
-(:func:`probe_bus` takes one quick reading,
+not always a constant of the machine: on the 2-core development VM it reads one of two values and
+jumps between them on its own, while both workers' compute keeps its speed
+(docs/lab/2026-11-24-noise-ceiling-and-copy-bus.md; :func:`probe_bus` takes one quick reading,
 :func:`bus_states` splits a series of them; ``benchmarks/bench_copy_bus.py``). A calibration
 records the state it met; ``validate --recalibrate`` reports the state of every probe and predicts
 each run from the probes before and after it (``policies.fidelity``).
@@ -33,8 +34,8 @@ each run from the probes before and after it (``policies.fidelity``).
 The cluster simulates in the ``work_conserving`` mode — the executor's dispatch rule — with
 ``copy_occupies_sender=true``: a worker copies an op's outputs itself, right after the op
 and before its next one, so a copy delays the sender by its bytes / bandwidth while the latency
-is in flight. On a quiet 16-core machine, ``gen:ffnn`` spent 7× more time in copies than in
-compute, which the default mode overlaps with compute.
+is in flight. A graph whose copies outweigh its compute is then slower than the default mode, which
+overlaps copies with compute, predicts (``gen:ffnn``: docs/lab/2026-11-23-executor-first-measurements.md).
 :func:`mode_cluster` carries ``dispatch_s`` over as Placeto's δ1 (``op_overhead_s``) when
 the same cluster is simulated in the ``placeto`` or ``default`` mode.
 

@@ -2,8 +2,8 @@
 
 Each generator builds the Keras application with ``weights=None`` (nothing is downloaded)
 and imports one training step with :func:`engine.importers.tensorflow_graph.graph_from_keras`
-(SGD, categorical cross-entropy against a one-hot target). Building and tracing takes
-seconds (Inception-V3: ~5 s; NASNet-Large: longer), so the result is cached as
+(SGD, categorical cross-entropy against a one-hot target). Building and tracing is slow
+(docs/lab/2026-11-22-learned-placers-speed-and-nmt.md times NASNet-Mobile's), so the result is cached as
 ``placelab.graph/1`` JSON in ``$PLACELAB_CACHE`` (default ``~/.cache/placelab/graphs/``),
 one file per generator, parameters, importer version and TensorFlow/Keras versions; pass
 ``cache=false`` to rebuild. Delete the directory to clear the cache. The cache is bounded: at most
@@ -12,9 +12,9 @@ bytes; after each graph it stores, the least recently used (built or read) go. B
 Keras session first (``keras.backend.clear_session``) so that op names do not depend on
 what was built before.
 
-Sizes (batch 32, this importer; Mirhoseini et al. 2017 and Placeto count ops of TF1 graphs,
-which include the constants and identities pruned here): Inception-V3 ≈ 6,050 ops
-(≈ 9,900 TF nodes before pruning), NASNet-Mobile ≈ 13,500 ops (≈ 14 s to build).
+Sizes: Mirhoseini et al. 2017 and Placeto count ops of TF1 graphs, which include the constants and
+identities pruned here, so this importer's graphs have fewer ops than the papers state (the counts:
+docs/lab/2026-11-26-model-size-and-test-time.md, with its addendum of 2026-11-29).
 """
 
 from __future__ import annotations

@@ -35,7 +35,6 @@ __all__ = [
     "bench_cluster",
     "bench_descriptions",
     "bench_graph",
-    "bench_names",
     "expert_split_for",
     "expert_split_path",
     "workload",
@@ -84,11 +83,6 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     _w("resnet50_training", _THR, "resnet50_inference",
        "ResNet-50 training, 354 layers (Tarnawski et al. 2020; inference expert split)"),
 )}
-
-
-def bench_names() -> list[str]:
-    """The bundled workloads' names, as used after ``bench:``."""
-    return list(WORKLOADS)
 
 
 def bench_descriptions() -> dict[str, str]:

@@ -116,8 +116,9 @@ class Budgets:
 _PAPER = {"CHAINMM": 4000, "FFNN": 4000, "LLAMA-BLOCK": 8000, "LLAMA-LAYER": 8000}  # §6.1
 FULL = Budgets(_PAPER, {r: n // 4 for r, n in _PAPER.items()}, _PAPER, kshot=2000, pairs=4)
 QUICK = Budgets(dict.fromkeys(_PAPER, 200), dict.fromkeys(_PAPER, 200), dict.fromkeys(_PAPER, 50), kshot=50, pairs=2)
-#: Stage I's learning rate, constant (ours: §5 gives none; at §6.1's RL rate, 1e-4 → 1e-7, 100
-#: imitation episodes left llama-layer's greedy placement at 1.15× the teacher's makespan, at 1e-3 it reaches it)
+#: Stage I's learning rate, constant (ours: §5 gives none; at §6.1's RL rate, 1e-4 → 1e-7, 100 imitation
+#: episodes do not bring llama-layer's greedy placement to the teacher's makespan, at 1e-3 they do:
+#: docs/lab/2026-11-23-doppler-table2-full.md)
 IMITATION_LR = 1e-3
 #: GDP's imitation learning rate, constant: the DOPPLER authors' GDP imitation config (xinyuyao/Doppler@87dda0d
 #: config_files/run_gdp/imitation_learning.json:4, learning_rate 0.001)
@@ -257,10 +258,8 @@ def _setting_note(quick: bool) -> str:
             + (" (paper §6.1: 4k for CHAINMM/FFNN, 8k for the Llama graphs)." if quick else " (§6.1)."))
 
 
-# quick minutes: the CPU time of two quick runs each, the larger rounded up to half a minute (table2 305 / 268 s,
-# table3 298 / 244 s, table4 88 / 85 s, table8 182 / 169 s, table9 180 / 174 s; the second ones are bundled),
-# plus a minute for GDP's column in table 2 (its eight trainings took 161 s of wall time in a table2
-# run on a loaded machine, 2026-11-26; docs/lab/2026-11-26-gdp.md)
+# quick minutes: the CPU time of two quick runs each, the larger rounded up to half a minute, plus a minute for
+# GDP's column in table 2 (the runs' times: docs/lab/2026-11-23-doppler-quick.md, addendum of 2026-11-29)
 _CP = {"Critical path": "critical-path", "EnumOpt": "enumerative"}
 _ONE = {"1 GPU": "single-device"}
 for _name, _tab, _cluster, _columns, _minutes in (

@@ -1,5 +1,6 @@
 """The trace view: its payload decodes back to the schedule, and a click on an op reaches the explorer."""
 
+import base64
 import dataclasses
 import json
 from pathlib import Path
@@ -12,10 +13,15 @@ from dashboard import trace_view
 from dashboard.figures.theme import device_color, memcpy_color
 from dashboard.figures.timeline import TIMELINE_MAX_OPS, lane_names, match_ops
 from dashboard.trace_view import clicked_op, trace_payload
-from dashboard.trace_view.payload import unb64
 from engine.presets import PRESETS
 from engine.simulator import Simulator
 from engine.specs import load_graph
+
+
+def unb64(text: str, dtype: str) -> np.ndarray:
+    """Decode one of the payload's arrays as the browser does: base64 of a little-endian typed array."""
+    return np.frombuffer(base64.b64decode(text), dtype=np.dtype(dtype).newbyteorder("<"))
+
 
 TIMEOUT = 300  # generous: only catches a hang; a busy machine must not fail a test on a clock (issue 34)
 #: Just above the plotly timeline's limit, so the Place page shows the trace view.

@@ -19,11 +19,11 @@ from engine.cluster import (
     cluster_from_dict,
     cluster_to_dict,
     save_cluster,
-    uniform_cluster,
 )
 from engine.errors import ClusterError
 from engine.presets import PRESETS, preset_descriptions
 from engine.specs import load_cluster
+from tests.clusters import uniform_cluster
 
 GB = 1e9
 CONTRACT_PRESETS = ["k80x2", "k80x4", "cpu+k80x2", "cpu+k80x4", "p100x4", "v100x8", "h100x8"]

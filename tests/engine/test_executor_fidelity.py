@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from dashboard.figures.fidelity import fidelity_scatter, measured_vs_simulated
-from engine.cluster import SIMULATION_MODES, Device, Link, uniform_cluster
+from engine.cluster import SIMULATION_MODES, Device, Link
 from engine.errors import PlacelabError
 from engine.executor.calibration import (
     bus_capacity,
@@ -40,6 +40,7 @@ from engine.runs import RunStore
 from engine.simulator import Simulator
 from policies import make_placer
 from policies.fidelity import validate
+from tests.clusters import uniform_cluster
 
 
 def test_fidelity_stats_by_hand():

@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.cluster import Device, uniform_cluster
+from engine.cluster import Device
 from engine.errors import PlacementError
 from engine.graph_io import GRAPH_SCHEMA, graph_from_dict
+from engine.jsonio import atomic_write_json
 from engine.placement import (
     PLACEMENT_SCHEMA,
     Constraints,
@@ -20,9 +21,9 @@ from engine.placement import (
     compute_matrix,
     load_placement,
     placement_from_dict,
-    save_placement,
 )
 from engine.specs import load_cluster
+from tests.clusters import uniform_cluster
 
 NAN = float("nan")
 
@@ -109,8 +110,7 @@ def test_to_dict_and_file_round_trip(setup, tmp_path):
     p = Placement.from_mapping(g, c, VALID)
     assert p.to_dict(g, c) == {"schema": PLACEMENT_SCHEMA, "graph": "pg", "cluster": "cpu+k80x2", "devices": VALID}
     path = tmp_path / "p.json"
-    save_placement(p, g, c, path)
-    assert json.loads(path.read_text()) == p.to_dict(g, c)
+    atomic_write_json(path, p.to_dict(g, c))  # as `placelab place -o` writes it
     assert load_placement(path, g, c).devices.tolist() == VALID_DEVICES
     assert [x.name for x in tmp_path.iterdir()] == ["p.json"]
 

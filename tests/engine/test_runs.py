@@ -265,8 +265,7 @@ def test_update_metrics_finish_fail(tmp_path):
     store = RunStore(tmp_path)
     run = make(store)
     before = run.meta["updated"]
-    run.set_metrics({"makespan": 2.5})
-    run.set_metrics({"speedup": np.float32(1.5), "evals": np.int64(40)})
+    run.update(metrics={"makespan": 2.5, "speedup": np.float32(1.5), "evals": np.int64(40)})
     assert run.meta["updated"] > before
     assert store.load(run.id).meta["metrics"] == {"makespan": 2.5, "speedup": 1.5, "evals": 40}
     run.finish(metrics={"makespan": 2.0})
@@ -288,7 +287,7 @@ def test_failed_serialization_leaves_run_json_intact(tmp_path):
     with pytest.raises(TypeError):
         run.update(extra={"bad": object()})
     with pytest.raises(ValueError):
-        run.set_metrics({"makespan": float("nan")})
+        run.update(metrics={"makespan": float("nan")})
     assert (run.path / "run.json").read_bytes() == before
     assert temp_files(tmp_path) == []
     assert run.meta["metrics"] == {}
@@ -337,7 +336,7 @@ def test_write_read_json(tmp_path):
 def test_context_manager_done(tmp_path):
     store = RunStore(tmp_path)
     with make(store) as run:
-        run.set_metrics({"makespan": 3.0})
+        run.update(metrics={"makespan": 3.0})
     assert store.load(run.id).meta["status"] == "done"
     assert store.load(run.id).meta["metrics"] == {"makespan": 3.0}
 

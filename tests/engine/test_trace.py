@@ -29,7 +29,6 @@ from engine.trace import (
     MEMCPY_TID,
     device_pid,
     schedule_to_chrome_trace,
-    write_chrome_trace,
 )
 
 US = 1e-6
@@ -289,17 +288,12 @@ def test_random_graph_trace_is_well_formed(cluster_mode):
     assert doc["metadata"]["name"] == "r"
 
 
-def test_write_chrome_trace(tmp_path):
+def test_trace_metadata_names_graph_and_cluster():
     graph, cluster = tiny_graph(), tiny_cluster("placeto")
-    schedule = simulate(graph, cluster, PLACEMENT)
-    path = tmp_path / "trace.json"
-    write_chrome_trace(schedule, graph, cluster, path)
-    doc = json.loads(path.read_text())
-    assert doc == json.loads(json.dumps(schedule_to_chrome_trace(schedule, graph, cluster)))
+    doc = schedule_to_chrome_trace(simulate(graph, cluster, PLACEMENT), graph, cluster)
     assert doc["metadata"]["graph"] == "tiny"
     assert doc["metadata"]["cluster"] == "tiny-placeto"
     assert doc["metadata"]["name"] == "tiny on tiny-placeto"
-    assert [p.name for p in tmp_path.iterdir()] == ["trace.json"]  # no temp file left
 
 
 def test_mismatched_schedule_is_rejected():

@@ -7,11 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from engine.cluster import Device, uniform_cluster
+from engine.cluster import Device
 from engine.errors import GraphError
 from engine.graph import CompGraph
 from engine.graph_io import graph_from_dict, graph_to_dict
 from engine.simulator import simulate
+from tests.clusters import uniform_cluster
 
 
 def doc(edges, **extra):

@@ -7,7 +7,8 @@ parameter form (:func:`config_fields`), and stored runs (``policy.json`` holds t
 ``to_dict()``; :func:`make_agent` rebuilds the agent from it).
 
 Adding a learned placer: copy ``policies/rl/template/`` to ``policies/rl/<name>/``, rename
-its placer, and add one line to :data:`PACKAGES` (the template's README says what to change).
+its placer, and add one line to :data:`PACKAGES` (what to change: the template's package docstring,
+``policies/rl/template/__init__.py``, and ``docs/guide/learned-placers.md``, "Adding a learned placer").
 A placer's package provides
 
 1. ``config.py``: a config dataclass deriving from :class:`~policies.rl.core.config.LearnedConfig`,

@@ -62,13 +62,18 @@ also evaluates the greedy placement of the same network outputs, so the best pla
 argmax policy (one more simulation per episode; the update still learns from the sampled episode only).
 With rollout workers ε is constant within one update (:meth:`DopplerAgent.merge`).
 
-Also unlike the authors' code, not measured (docs/reference/deviations.md):
+Also unlike the authors' code (docs/reference/deviations.md):
 
 * every step gets the episode's advantage A (eq. 10); the code puts A on the last step, the others'
   rewards being 0, and discounts it backwards with γ = 0.99 (``scheduler/rl_agent.py:334, 352-356``;
-  ``run_placement.py:364-372``; ``env/env.py:57-62``), so the first op of a 112-op graph gets a third;
-* Stage II's entropy weight is §6.1's 1e-2; the code's Stage II config sets 0
-  (``config_files/run_doppler/rl_simulation_learning.json:10``);
+  ``run_placement.py:364-372``; ``env/env.py:57-62``), so the first op of a 112-op graph gets a third
+  (``--param discount=0.99``; measured, docs/lab/2026-11-29-doppler-stage2-discount-entropy.md);
+* (a deviation from §6.1's text, not from the code) Stages II and III take the code's entropy weight 0
+  (``config_files/run_doppler/rl_simulation_learning.json:10``, ``rl_real_sys_learning.json:10``), not §6.1's
+  1e-2 (``--param entropy=1e-2 entropy_final=1e-2``; measured, the same note);
+
+Not measured:
+
 * Stage I's loss has no entropy term; the code's Stage I config weights it 0.001
   (``config_files/run_doppler/imitation_learning.json:10``);
 * the running mean is over the previous episodes (§4.1); the code adds the current makespan first

@@ -50,13 +50,22 @@ class DopplerConfig(LearnedConfig):
                              "(xinyuyao/Doppler@87dda0d scheduler/rl_agent.py:381-382, 413-414); the shared 1.0 "
                              "fired on every update, so an update's size no longer depended on its advantage "
                              "(issue #32)", low=0.0)
-    entropy: float = param(1e-2, "entropy weight β", "DOPPLER §6.1 (\"1e-2 for all RL methods\")", low=0.0)
-    entropy_final: float = param(1e-2, "entropy weight at the end of the budget", "DOPPLER §6.1 (one value: constant)",
+    entropy: float = param(0.0, "entropy weight β (Stages II and III; Stage I's loss has none)",
+                           "the authors' code, not §6.1's text (\"1e-2 for all RL methods\"; --param entropy=1e-2 "
+                           "entropy_final=1e-2): entropy_weight 0.0 in xinyuyao/Doppler@87dda0d "
+                           "config_files/run_doppler/rl_simulation_learning.json:10 and rl_real_sys_learning.json:10; "
+                           "measured on the Table 2 graphs, 1e-2 let Stage II's greedy placement drift up "
+                           "(docs/lab/2026-11-29-doppler-stage2-discount-entropy.md)", low=0.0)
+    entropy_final: float = param(0.0, "entropy weight at the end of the budget",
+                                 "the authors' code: one constant entropy_weight (rl_simulation_learning.json:10)",
                                  low=0.0)
     discount: float = param(1.0, "γ: step t of an episode's T steps gets γ^(T−1−t)·A (1: every step the episode's "
                             "advantage A)", "DOPPLER §4.1 eq. 10 (A on every step); the authors' code puts A on the "
                             "last step and discounts it with 0.99 (xinyuyao/Doppler@87dda0d "
-                            "scheduler/rl_agent.py:334, 352-356): --param discount=0.99", low=0.0, high=1.0)
+                            "scheduler/rl_agent.py:334, 352-356): --param discount=0.99; measured on the Table 2 "
+                            "graphs, 0.99 made Stage II's greedy placement collapse (≥ 1.1× its start) in 3 of 10 "
+                            "trainings, 1 in none of 10 (docs/lab/2026-11-29-doppler-stage2-discount-entropy.md)",
+                            low=0.0, high=1.0)
     epsilon: float = param(0.2, "ε of the ε-greedy policies (Stages II, III), decayed linearly to epsilon_final",
                            "DOPPLER §6.1", low=0.0, high=1.0)
     epsilon_final: float = param(0.0, "ε at the end of decay_episodes", "DOPPLER §6.1", low=0.0, high=1.0)

@@ -146,10 +146,6 @@ class StateBatch:
     members: SparsePair
     mask: torch.Tensor  # (S, D) devices allowed for the current node
 
-    @property
-    def num_states(self) -> int:
-        return int(self.current.shape[0])
-
 
 class PlacetoNet(nn.Module):
     """Placeto's GNN + policy; ``forward(batch)`` gives masked device logits, shape (S, D)."""

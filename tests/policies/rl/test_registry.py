@@ -20,7 +20,7 @@ from policies.rl.core.agent import Agent
 from policies.rl.core.config import LearnedConfig, LearnedPlacerInfo, param
 from policies.rl.core.registry import config_fields, learned_placers, make_config
 
-CITATION = re.compile(r"§|App\. A|Fig\. \d|^ours: \S|\w\.(py|txt):\d")
+CITATION = re.compile(r"§|App\. A|Fig\. \d|^ours: \S|\w\.(py|txt|json):\d")
 
 
 def test_the_papers_placers_are_registered():

@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 import torch
 
-from engine.cluster import Device, uniform_cluster
+from engine.cluster import Device
 from engine.graph import CompGraph
 from policies.rl.core.agent import train_step
 from policies.rl.core.task import make_task
 from policies.rl.rnn.agent import RNNAgent, advantages, max_group_count, vocabulary
 from policies.rl.rnn.config import RNNConfig
 from policies.rl.rnn.net import adjacency, output_shapes, type_bags
+from tests.clusters import uniform_cluster
 
 GB = 1e9
 SMALL = {"hidden": 16, "type_dim": 4, "device_dim": 4, "attention": 8, "shape_len": 2}

@@ -19,6 +19,7 @@ import streamlit as st
 from dashboard import state as keys
 from dashboard.app_pages import compare, fidelity, graphs, home, papers, place, runs, train
 from dashboard.context import retain_widgets, sidebar
+from dashboard.warm import warm_kernels
 from dashboard.widgets.link import read_link, show_link_warnings, write_link
 from dashboard.widgets.ui import viewer_theme
 
@@ -60,6 +61,7 @@ DARK_CSS = """
 """
 
 st.set_page_config(page_title="placelab", layout="wide")
+warm_kernels()
 read_link()
 retain_widgets()
 sidebar()

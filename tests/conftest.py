@@ -20,6 +20,16 @@ from engine.jsonio import atomic_write_text, dumps
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _no_kernel_warmup_thread():
+    """The app's servers and AppTests do not load the numba kernels in a background thread beside the tests
+    (dashboard/warm.py; tests/dashboard/test_warm.py tests it on its own)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PLACELAB_WARM_KERNELS", "0")
+    yield
+    mp.undo()
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _local_preset_cache(tmp_path_factory):
     from engine.executor.calibration import local_cache_path, local_devices, machine_cluster
 

@@ -64,7 +64,12 @@ class ReportStore(Store):
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> ReportStore:
-    return ReportStore(tmp_path_factory.mktemp("report") / "runs")
+    # run ids end in 4 random hex digits; two round-robin runs made in the same second shared their first two
+    # once, and a prefix test read "ambiguous": here the n-th run ends in n's digit four times (1111, 2222, ...)
+    suffixes = (f"{i % 16:x}" * 4 for i in range(1, 1000))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("engine.runs.secrets.token_hex", lambda nbytes: next(suffixes))
+        return ReportStore(tmp_path_factory.mktemp("report") / "runs")
 
 
 def report(capsys, store: Store, *args: str) -> tuple[int, str, str]:

@@ -65,7 +65,7 @@ def page() -> None:
         "which op runs on which GPU or CPU so that one training or inference step finishes "
         "soonest without running out of device memory. Load a graph, run or train placers "
         "(heuristics, partitioners, list schedulers, search, and the learned placers of "
-        "Mirhoseini et al. 2017, Placeto and DOPPLER), and compare their simulated schedules."
+        "Mirhoseini et al. 2017, Placeto, DOPPLER and GDP), and compare their simulated schedules."
     )
     st.markdown("**Graphs** loads and inspects a graph · **Place** runs placers on it · "
                 "**Train** trains the learned placers in the background and plots their learning curves · "

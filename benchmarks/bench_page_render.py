@@ -20,14 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
+
+from bench_trace_view import start_streamlit  # a sibling script: streamlit on a free port, once healthy
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -43,30 +42,12 @@ _READY_JS = """(title) => {
 }"""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _start_app(runs_dir: Path, log) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(REPO / "dashboard" / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=REPO, env={**os.environ, "PLACELAB_RUNS_DIR": str(runs_dir)}, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.read().strip() == b"ok":
-                    return proc, url
-        except OSError:
-            time.sleep(0.3)
-    proc.kill()
-    raise SystemExit(f"streamlit did not start; see {log.name}")
+    try:
+        return start_streamlit(str(REPO / "dashboard" / "app.py"), seconds=300, out=log,
+                               env={**os.environ, "PLACELAB_RUNS_DIR": str(runs_dir)})
+    except RuntimeError:
+        raise SystemExit(f"streamlit did not start; see {log.name}") from None
 
 
 def _render_s(page, title: str) -> float:

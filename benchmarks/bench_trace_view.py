@@ -69,15 +69,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _serve() -> tuple[subprocess.Popen, str]:
+def start_streamlit(script: str, *, seconds: float = 60, env: dict | None = None,
+                    out=subprocess.DEVNULL) -> tuple[subprocess.Popen, str]:
+    """``streamlit run script`` headless on a free local port, from the repository root; the process and its URL once
+    its health check answers ``ok`` (RuntimeError if it has not within ``seconds`` or it exited)."""
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", __file__, "--server.headless", "true", "--server.port", str(port),
+        [sys.executable, "-m", "streamlit", "run", script, "--server.headless", "true", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=Path(__file__).resolve().parents[1])
+        stdout=out, stderr=subprocess.STDOUT,
+        cwd=Path(__file__).resolve().parents[1], env=env)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
                 if r.read().strip() == b"ok":
@@ -86,6 +90,10 @@ def _serve() -> tuple[subprocess.Popen, str]:
             time.sleep(0.3)
     proc.kill()
     raise RuntimeError("streamlit did not start")
+
+
+def _serve() -> tuple[subprocess.Popen, str]:
+    return start_streamlit(__file__)
 
 
 #: The trace view's debug hook (its canvas's ``data-trace``), found through the component's shadow root.

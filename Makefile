@@ -11,8 +11,8 @@ PKG_STAMP := $(VENV)/.package.sha256
 KERNEL_STAMP := $(VENV)/.kernels.sha256
 # numba caches a kernel keyed on its own file only, not on the modules it calls: when any of these files changes,
 # setup deletes every cached kernel before compiling them again (a stale one would load and run the old code)
-KERNEL_SOURCES := engine/_simlayout.py engine/_simcore.py engine/_simkernel_*.py engine/_dagkernels.py \
-  engine/_plankernels.py engine/estimator.py policies/_listsched_kernels.py policies/_listsched_heaps.py \
+KERNEL_SOURCES := engine/sim/_layout.py engine/sim/_core.py engine/sim/_kernel_*.py engine/graph/_kernels.py \
+  engine/sim/_plankernels.py engine/sim/estimator.py policies/_listsched_kernels.py policies/_listsched_heaps.py \
   policies/_listsched_room.py \
   policies/rl/doppler/_assign_kernel.py
 CHROMIUM := /usr/bin/chromium
@@ -148,6 +148,6 @@ bundled-runs: setup
 	$(VENV)/bin/placelab experiment --family cifar10 -c k80x2 --episodes 400 --optimized-episodes 50 \
 	  --runs-dir runs --threads 1
 	$(VENV)/bin/placelab validate gen:chainmm -c local --placements 12 --repeats 3 --runs-dir runs
-	$(PY) -c "from engine.runs import RunStore; s = RunStore('runs'); s.rename(s.list(kind='validate')[0].id, 'Validation: chainmm on this machine')"
+	$(PY) -c "from engine.store.runs import RunStore; s = RunStore('runs'); s.rename(s.list(kind='validate')[0].id, 'Validation: chainmm on this machine')"
 	for r in $(BUNDLED_REPRODUCTIONS); do \
 	  $(VENV)/bin/placelab reproduce $$r --quick --no-keep-step-runs --runs-dir runs; done

@@ -32,8 +32,8 @@ from bench_graph_view import _HOST, _PAINTED, CHROMIUM, cytoscape_args
 from dashboard.figures.explorer import CAPTION_W, explorer_elements, framed
 from dashboard.figures.scope_tree import hierarchy_scopes, initial_expanded
 from dashboard.widgets.explorer import FIRST_VIEW_NODES, layout_for
-from engine.dag import levels
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
+from engine.graph.dag import levels
 from engine.specs import load_graph
 
 SPECS = ("gen:nasnet", "gen:nmt", "gen:chainmm", "doppler:gen:chainmm", "doppler:gen:nasnet")

@@ -64,7 +64,7 @@ def timed(argv: list[str], root: Path) -> tuple[float, float]:
 
 def write_graph(folder: Path) -> Path:
     from engine.generators import from_spec
-    from engine.graph_io import save_graph
+    from engine.graph.io import save_graph
 
     path = folder / "random-1k.json"
     save_graph(from_spec(f"gen:random?ops={OPS}"), path)

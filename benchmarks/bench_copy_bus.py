@@ -45,7 +45,7 @@ import numpy as np
 from engine.cluster import cluster_from_dict
 from engine.executor import Executor
 from engine.executor.calibration import bus_states, calibrate, machine_cluster, probe_bus
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 
 
 def _compute_chains(ops: int, op_s: float, both: bool) -> tuple[CompGraph, np.ndarray]:
@@ -85,7 +85,7 @@ def _runs_by_state(ex, cluster, args, say) -> dict:
     """Random placements of ``args.graph`` executed in rounds, each run after a bus reading (module docstring)."""
     from bench_executor import _scaled
 
-    from engine.simulator import Simulator
+    from engine.sim.simulator import Simulator
     from policies import make_placer
 
     g = _scaled(args.graph, cluster, args)

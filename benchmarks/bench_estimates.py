@@ -17,7 +17,7 @@ import argparse
 import json
 
 from engine.presets import PRESETS
-from engine.simulator import simulate
+from engine.sim.simulator import simulate
 from engine.specs import load_graph
 from policies import make_placer
 

@@ -66,8 +66,8 @@ from engine.cluster import cluster_from_dict, cluster_to_dict
 from engine.executor import Executor, scale_graph
 from engine.executor.calibration import calibrate, mode_cluster
 from engine.executor.fidelity import fidelity_stats, refine_cluster, replay_makespan
-from engine.graph import CompGraph
-from engine.simulator import Simulator
+from engine.graph.compgraph import CompGraph
+from engine.sim.simulator import Simulator
 from engine.specs import load_graph
 from policies import make_placer
 from policies.fidelity import SAMPLES, Validation, validate

@@ -34,7 +34,7 @@ import numpy as np
 
 from engine.executor import Executor, scale_graph
 from engine.executor.calibration import machine_cluster
-from engine.schedule import Schedule
+from engine.sim.schedule import Schedule
 from engine.specs import load_graph
 from policies import make_placer
 

@@ -23,7 +23,7 @@ import numpy as np
 from dashboard.figures.explorer import explorer_elements, framed
 from dashboard.figures.scope_tree import hierarchy_scopes, initial_expanded
 from dashboard.widgets.explorer import FIRST_VIEW_NODES, LABEL_MIN_PX, LABEL_PX, STYLES
-from engine.dag import levels
+from engine.graph.dag import levels
 from engine.specs import load_graph
 
 SPECS = ("gen:random?ops=200", "gen:random?ops=2000&seed=1", "gen:chainmm", "gen:llama-block", "gen:nmt",

@@ -39,8 +39,8 @@ from dashboard.figures.explorer import explorer_elements
 from dashboard.figures.graph_view import _positions
 from dashboard.figures.scope_tree import hierarchy_scopes, initial_expanded
 from dashboard.widgets.explorer import FIRST_VIEW_NODES
-from engine.dag import levels
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
+from engine.graph.dag import levels
 from engine.specs import load_graph
 
 SPECS = ("gen:random?ops=1000&seed=1", "gen:nmt", "gen:nasnet", "gen:random?ops=30000&seed=1")

@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import keras
 
-    from engine.graph_io import load_graph_json, save_graph
+    from engine.graph.io import load_graph_json, save_graph
     from engine.grouping.contract import colocation_groups
     from engine.grouping.rules import mirhoseini_groups, unit_groups
     from engine.importers._tf_keras import _trace_keras_step

@@ -10,7 +10,7 @@ Point ``--runs-dir`` at the store of ``placelab reproduce placeto-table1`` or ``
 * ``sampled`` — the median sampled runtime over the same two windows.
 
 For a run on one graph (``placeto-table1``), with L the makespan lower bound
-(``engine.objectives.lower_bound``, which counts no copies):
+(``engine.sim.objectives.lower_bound``, which counts no copies):
 
 * ``best/L`` — the best placement found, and ``free/L`` the same placement simulated with free
   copies (link bandwidth 10^18 B/s, no transfer gap): how much of its distance from L is time
@@ -50,13 +50,13 @@ from typing import Any
 import numpy as np
 
 from engine.cluster import Cluster, cluster_from_dict, cluster_to_dict
-from engine.graph import CompGraph
-from engine.graph_io import load_graph_json
-from engine.objectives import lower_bound
+from engine.graph.compgraph import CompGraph
+from engine.graph.io import load_graph_json
 from engine.placement import load_placement
-from engine.runs import Run, RunStore
-from engine.simulator import simulate
+from engine.sim.objectives import lower_bound
+from engine.sim.simulator import simulate
 from engine.specs import expand_graph_specs, load_cluster
+from engine.store.runs import Run, RunStore
 from learning_runs import window_medians
 from policies import make_placer
 from policies.rl.core.jobs import evaluate_policy, load_policy, load_tasks, policy_place

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from engine.presets import PRESETS
-from engine.simulator import Simulator
+from engine.sim.simulator import Simulator
 from engine.specs import load_graph
 from learning_runs import parse_params, train_alone, window_medians
 from policies import make_placer

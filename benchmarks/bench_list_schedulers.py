@@ -1,6 +1,6 @@
 """Do the list schedulers beat one device on graphs nobody tuned them on? Keras applications on three presets.
 
-Issue 55, items 1–2: every list scheduler plans with the cluster's simulation mode (``engine/estimator.py``); its
+Issue 55, items 1–2: every list scheduler plans with the cluster's simulation mode (``engine/sim/estimator.py``); its
 own estimate (``predicted_makespan_s``) should agree with the simulation within 1 %, and with the guard on it
 should never be worse than 1.01× one device. This script builds Keras ``EfficientNetB0`` and ``DenseNet121``
 (``keras.applications``, ``weights=None``: random weights, nothing downloaded), saves each as ``.keras`` and imports
@@ -30,9 +30,9 @@ import time
 
 import numpy as np
 
-from engine.graph_io import load_graph_json, save_graph
+from engine.graph.io import load_graph_json, save_graph
 from engine.presets import PRESETS
-from engine.simulator import Simulator
+from engine.sim.simulator import Simulator
 from engine.specs import load_graph
 from policies import make_placer
 from policies.base import placer_parameters

@@ -37,8 +37,8 @@ import sys
 import tempfile
 import time
 
-from engine.runs import RunStore
 from engine.specs import expand_graph_specs
+from engine.store.runs import RunStore
 from policies.parallel import ParallelMap
 from policies.sweep import SweepSpec, run_sweep
 

@@ -26,9 +26,9 @@ import sys
 import time
 
 from engine.generators import random_dag
-from engine.objectives import lower_bound
 from engine.presets import PRESETS
-from engine.simulator import Simulator
+from engine.sim.objectives import lower_bound
+from engine.sim.simulator import Simulator
 from policies import make_placer
 
 PLACERS = ("single-device", "critical-path", "heft", "m-etf", "m-topo", "m-sct", "local-search")

@@ -34,7 +34,7 @@ from typing import Any
 
 from engine.errors import PlacelabError
 from engine.presets import PRESETS
-from engine.simulator import Simulator
+from engine.sim.simulator import Simulator
 from engine.specs import load_graph
 from placelab.reproduce.core import get
 from placelab.reproduce.published import resolve

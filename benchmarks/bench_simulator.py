@@ -6,13 +6,13 @@ with two placements (uniform random over the four devices, seed 0; and "blocked"
 device i*4//n), it measures
 
 * ``Simulator.makespan``: a prepared simulator, the call an RL or search loop makes;
-* ``Simulator.run``: the full :class:`~engine.schedule.Schedule` (op intervals, transfers,
+* ``Simulator.run``: the full :class:`~engine.sim.schedule.Schedule` (op intervals, transfers,
   per-device peak memory);
-* the one-off cost of building the :class:`~engine.simulator.Simulator` (prepare);
+* the one-off cost of building the :class:`~engine.sim.simulator.Simulator` (prepare);
 * on the 1k and 10k graphs, the plain-Python reference of the mode and the speed-up of
-  ``Simulator.run`` over it: ``engine.reference_sim.reference_simulate`` (placeto, default),
+  ``Simulator.run`` over it: ``engine.sim.reference.reference_simulate`` (placeto, default),
   written the way Placeto's published simulator is (Python dicts + heapq, one event per
-  edge), and ``engine.reference_sim_wc.reference_simulate_wc`` (work_conserving). The
+  edge), and ``engine.sim.reference_wc.reference_simulate_wc`` (work_conserving). The
   reference, ``Simulator.run`` and ``Simulator.makespan`` must give the same makespan: a
   mismatch is reported and makes the script exit with status 1.
 
@@ -58,11 +58,11 @@ import numba
 import numpy as np
 
 from engine.generators import random_dag
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.presets import PRESETS
-from engine.reference_sim import reference_simulate
-from engine.reference_sim_wc import reference_simulate_wc
-from engine.simulator import Simulator
+from engine.sim.reference import reference_simulate
+from engine.sim.reference_wc import reference_simulate_wc
+from engine.sim.simulator import Simulator
 
 CELLS = (("k80x4", "placeto"), ("p100x4", "default"), ("p100x4", "work_conserving"))
 PLACEMENTS = ("random", "blocked")

@@ -27,7 +27,7 @@ import numpy as np
 def schedule_for(ops: int):
     """Graph, cluster and round-robin schedule of a ``gen:random`` DAG of ``ops`` ops on p100x4."""
     from engine.presets import PRESETS
-    from engine.simulator import Simulator
+    from engine.sim.simulator import Simulator
     from engine.specs import load_graph
 
     graph = load_graph(f"gen:random?ops={ops}&seed=1")

@@ -45,7 +45,7 @@ CLUSTER = "k80x4"
 def schedule_for(ops: int):
     """The benchmark's schedule of ``ops`` ops: graph, cluster and round-robin schedule."""
     from engine.presets import PRESETS
-    from engine.simulator import Simulator
+    from engine.sim.simulator import Simulator
     from engine.specs import load_graph
 
     graph, cluster = load_graph(f"gen:random?ops={ops}&seed=1"), PRESETS[CLUSTER]()

@@ -35,7 +35,7 @@ def one_cluster(graph, cluster_name: str, repeats: int) -> None:
     from dashboard.figures import timeline
     from dashboard.figures.diff import placement_diff
     from engine.presets import PRESETS
-    from engine.simulator import Simulator
+    from engine.sim.simulator import Simulator
 
     cluster = PRESETS[cluster_name]()
     base = np.arange(graph.num_ops) % cluster.num_devices
@@ -95,7 +95,7 @@ def page(spec: str, repeats: int) -> None:
     from streamlit.testing.v1 import AppTest
 
     from engine.presets import PRESETS
-    from engine.simulator import Simulator
+    from engine.sim.simulator import Simulator
     from engine.specs import load_graph
     from policies.runner import place_and_simulate
 

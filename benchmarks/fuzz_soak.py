@@ -54,7 +54,7 @@ def kill_round(rng: random.Random, workers: int, timeout: float) -> dict:
     """One kill -9 and resume (see the module docstring); ``problem`` is None when every check held."""
     import psutil
 
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
     from policies.sweep import SweepSpec, sweep_rows
 
     graphs, clusters, placers, seeds = KILL_SWEEP

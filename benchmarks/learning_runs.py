@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from engine.cluster import Cluster
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.specs import load_cluster, load_graph
 from policies.rl.core.registry import make_agent, make_config
 from policies.rl.core.reinforce import Budget, StoppingRule

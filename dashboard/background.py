@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.jsonio import atomic_write_json
-from engine.runs import Run
+from engine.store.runs import Run
 
 __all__ = ["JOBS_DIR", "RAY_ADDRESS_ENV", "Job", "job_of_run", "launch", "list_jobs", "made_by", "resume_command",
            "train_command"]

@@ -24,7 +24,7 @@ import streamlit as st
 from dashboard import state as keys
 from engine.cluster import SIMULATION_MODES, SIMULATION_OPTIONS, Cluster, SimulationSettings
 from engine.errors import ClusterError, one_line
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 
 __all__ = ["cluster_label", "current_cluster", "current_graph", "forget", "graph_label", "graph_spec", "keep",
            "retain_widgets", "set_cluster", "set_graph", "sidebar", "simulation_problem"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from engine.runs import RunStore, user_runs_dir
+from engine.store.runs import RunStore, user_runs_dir
 
 __all__ = ["REPO_ROOT", "SCRATCH_DIR", "example_runs_dir", "run_store", "runs_dir", "scratch_store"]
 
@@ -19,7 +19,7 @@ SCRATCH_DIR = ".scratch"
 
 
 def runs_dir() -> Path:
-    """The user's run store, where the app saves and trains (:func:`engine.runs.user_runs_dir`: a per-user
+    """The user's run store, where the app saves and trains (:func:`engine.store.runs.user_runs_dir`: a per-user
     data folder apart from the bundled examples, or ``PLACELAB_RUNS_DIR``)."""
     return Path(user_runs_dir())
 

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import PlacelabError, SpecError, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.limits import MAX_COUNT, check_seed
-from engine.runs import Run, RunStore
+from engine.store.runs import Run, RunStore
 
 __all__ = ["PATH_REFUSED", "POLICY_REFUSED", "RUNS_DIR_REFUSED", "RUN_REFUSED", "check_budget", "check_generator",
            "check_jobs", "check_mode", "check_number", "check_placers", "check_preset", "check_training", "graph_spec",
@@ -140,7 +140,7 @@ def uploads_dir() -> Path:
 
 def keep_upload(graph: CompGraph) -> str:
     """Save an uploaded graph in the app's upload folder (once per content); its spec ``upload:NAME``."""
-    from engine.graph_io import save_graph
+    from engine.graph.io import save_graph
 
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", graph.name).strip("._-")[:60] or "graph"
     name = f"{stem}-{graph.content_hash[:12]}"

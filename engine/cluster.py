@@ -18,7 +18,7 @@ import numpy as np
 
 from engine.costmodel import GPU_SPECS
 from engine.errors import ClusterError, quote
-from engine.graph import MODEL_SEPARATOR
+from engine.graph.compgraph import MODEL_SEPARATOR, CompGraph
 from engine.jsonio import atomic_write_text, dumps
 from engine.limits import MAX_DEVICES, MAX_NOISE, MAX_SIM_RUNS, check_at_most, check_seed, check_total
 
@@ -34,6 +34,7 @@ __all__ = [
     "SimulationSettings",
     "cluster_from_dict",
     "cluster_to_dict",
+    "edge_transfer_cost",
     "parse_simulation_options",
     "save_cluster",
 ]
@@ -242,7 +243,7 @@ class Cluster:
         :data:`SIMULATION_OPTIONS`. Changing the mode resets the options the new mode does not
         read to their defaults (a preset's δ1/δ2 do not follow it into work_conserving).
 
-        Every :class:`~engine.simulator.Simulator` built on the result (placers, learned
+        Every :class:`~engine.sim.simulator.Simulator` built on the result (placers, learned
         placers, trainers) simulates with these settings.
 
         Raises
@@ -474,3 +475,22 @@ def parse_simulation_options(pairs: Sequence[str]) -> dict[str, Any]:
 
 def save_cluster(c: Cluster, path: str | os.PathLike) -> None:
     atomic_write_text(path, dumps(cluster_to_dict(c), indent=1))
+
+
+def edge_transfer_cost(graph: CompGraph, cluster: Cluster, devices: np.ndarray | None = None) -> np.ndarray:
+    """Seconds each edge's transfer takes (one value per edge id).
+
+    With ``devices`` (a placement): 0 for an edge within one device, else the edge's given
+    ``transfer_s`` or latency + bytes / bandwidth of the link between the two devices.
+    Without: every edge as if it crossed the cluster's default link (the communication
+    cost of DOPPLER App. E, for t-levels and b-levels before placement). Use it as the
+    ``edge_cost`` of :func:`engine.graph.dag.b_level` / :func:`engine.graph.dag.t_level`.
+    """
+    given = graph.edge_transfer_s
+    if devices is None:
+        by_link = cluster.link.latency_s + graph.edge_bytes / cluster.link.bandwidth_bytes_per_s
+        return np.where(np.isnan(given), by_link, given)
+    dev = np.asarray(devices, dtype=np.int64)
+    a, b = dev[graph.edge_src], dev[graph.edge_dst]
+    by_link = cluster.latency[a, b] + graph.edge_bytes / cluster.bandwidth[a, b]
+    return np.where(a == b, 0.0, np.where(np.isnan(given), by_link, given))

@@ -29,7 +29,7 @@ from typing import Protocol
 
 import numpy as np
 
-from engine.graph import CompGraph, model_kind
+from engine.graph.compgraph import CompGraph, model_kind
 
 __all__ = [
     "A100",

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import SpecError, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.limits import (
     GENERATED_OPS,
     GENERATOR_SEED,

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from engine.errors import GraphError, SpecError, first_line, quote
-from engine.graph import CompGraph
-from engine.graph_io import graph_from_dict, graph_to_dict
+from engine.graph.compgraph import CompGraph
+from engine.graph.io import graph_from_dict, graph_to_dict
 from engine.limits import MAX_INPUT_ELEMENTS, check_at_most
 from engine.quiet import quiet_tensorflow_start
 from engine.specs import load_graph

@@ -16,7 +16,7 @@ import numpy as np
 
 from engine.cluster import Cluster
 from engine.errors import ClusterError, PlacementError, quote
-from engine.graph import MODEL_SEPARATOR, CompGraph
+from engine.graph.compgraph import MODEL_SEPARATOR, CompGraph
 from engine.jsonio import read_json_file
 
 __all__ = [
@@ -42,7 +42,7 @@ class Placement:
 
     devices: np.ndarray
     #: The placer's own prediction of the makespan (s) of this placement under the cluster's simulation mode,
-    #: where the placer makes one (the list schedulers: their estimator's pass over it, ``engine.estimator``); None
+    #: where the placer makes one (the list schedulers: their estimator's pass over it, ``engine.sim.estimator``); None
     #: for a placer that predicts nothing. ``compare`` shows it beside the simulated makespan. A placer that
     #: returns another placer's placement (a search that kept its start) drops it:
     #: ``dataclasses.replace(p, predicted_makespan_s=None)``, or it would report the other placer's estimate.

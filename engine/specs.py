@@ -6,7 +6,7 @@ parameters of its loader, e.g. a DOPPLER text file's ``unit_s``), a generator sp
 ``gen:NAME[?key=value&...]`` (CONTRACTS §5), ``bench:NAME`` (a published workload shipped
 with placelab, :mod:`engine.workloads.published`) or, in lists, ``family:NAME[:train|:test]``.
 A cluster spec is a preset name (:mod:`engine.presets`), a ``placelab.cluster/1`` file or
-``bench:NAME``. Formats live in the leaf registry :mod:`engine.formats`; this module finds
+``bench:NAME``. Formats live in the leaf registry :mod:`engine.graph.formats`; this module finds
 the importers that fill it.
 """
 
@@ -18,8 +18,8 @@ import tempfile
 
 from engine.cluster import Cluster, cluster_from_dict
 from engine.errors import PATH_LIMIT, ClusterError, GraphError, PlacelabError, SpecError, quote
-from engine.formats import FORMATS, GraphFormat
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
+from engine.graph.formats import FORMATS, GraphFormat
 from engine.jsonio import read_file_bytes, read_json_file
 from engine.presets import PRESETS
 from engine.spec_params import keyword_only_parameters, spec_kwargs

@@ -22,8 +22,8 @@ from typer.exceptions import TyperException
 from engine.errors import MAX_LINE, PlacelabError, SpecError, one_line, quote
 from engine.jsonio import atomic_write_json, check_write_target
 from engine.limits import check_simulations
-from engine.runs import RunStore
 from engine.specs import load_cluster, load_graph
+from engine.store.runs import RunStore
 from placelab import cli_exec, cli_import, cli_learn, cli_plot, cli_ray, cli_report, cli_reproduce, cli_sweep
 from placelab.cli_common import (
     USER_RUNS_DIR,
@@ -88,7 +88,7 @@ def graph_info(graph: GraphArg, cluster: Annotated[str | None, typer.Option("--c
                    min=1, help="scope parts that name a layer, for the layer-unit count (default: from the scopes)")]
                = None, as_json: JsonOpt = False) -> None:
     """Size, groups, compute, critical path and parallelism of a graph (and its fit on a cluster)."""
-    from engine.summary import graph_summary
+    from engine.store.summary import graph_summary
 
     g = load_graph(graph)
     info = graph_summary(g, load_cluster(cluster) if cluster else None, unit_depth)
@@ -137,8 +137,8 @@ def simulate(graph: GraphArg, cluster: ClusterOpt, placement: Annotated[str, typ
              mode: ModeOpt = None, sim_param: SimParamOpt = None, as_json: JsonOpt = False) -> None:
     """Simulate a placement: makespan, peak memory per device, OOM, lower bound."""
     from engine.placement import load_placement
-    from engine.run_records import placement_metrics
-    from engine.simulator import Simulator
+    from engine.sim.simulator import Simulator
+    from engine.store.records import placement_metrics
 
     g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
     p = load_placement(placement, g, c)
@@ -204,7 +204,7 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
     """Run several placers on one graph and cluster; a table like Placeto Table 1 (measured too: --execute).
 
     Per placer: the simulated makespan, its own estimate (est.), ×single-device and ×lower bound."""
-    from engine.objectives import lower_bound
+    from engine.sim.objectives import lower_bound
     from policies.runner import compare as run_compare
 
     names = [p.strip() for p in placers.split(",") if p.strip()] if placers is not None else default_compare_placers()
@@ -248,7 +248,7 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
 
 def _estimate_line(row: dict[str, Any]) -> str:
     """compare's stderr line for a placer whose own estimate is far off its simulated makespan."""
-    from engine.run_records import ESTIMATE_TOLERANCE
+    from engine.store.records import ESTIMATE_TOLERANCE
 
     return (f"warning: {row['placer']}: its own estimate ({fmt_s(row['predicted_makespan_s'])}) is more than "
             f"{ESTIMATE_TOLERANCE * 100:g} % off the simulated makespan ({fmt_s(row['makespan_s'])}): "
@@ -273,7 +273,7 @@ def bench_simulate(graph: GraphArg, cluster: ClusterOpt, placement: Annotated[st
                    sim_param: SimParamOpt = None, as_json: JsonOpt = False) -> None:
     """Median seconds per simulation of one placement (prepared simulator, warm)."""
     from engine.placement import load_placement
-    from engine.simulator import Simulator
+    from engine.sim.simulator import Simulator
 
     g, c = load_graph(graph), simulation_cluster(cluster, mode, sim_param)
     check_simulations("--repeat", repeat, c.simulation.runs)
@@ -315,7 +315,7 @@ def clusters(as_json: JsonOpt = False) -> None:
 def runs_list(runs_dir: RunsDirOpt = USER_RUNS_DIR, kind: str | None = None, tag: str | None = None,
               as_json: JsonOpt = False) -> None:
     """Stored runs, newest first."""
-    from engine.summary import run_summary
+    from engine.store.summary import run_summary
 
     store = RunStore(runs_dir)
     runs = store.list(kind=kind, tag=tag)
@@ -340,7 +340,7 @@ def runs_show(run: str, runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt =
 def runs_export_trace(run: str, output: Annotated[str, typer.Option("--output", "-o")],
                       runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Write the run's timeline as Chrome Trace Event JSON (open it in ui.perfetto.dev)."""
-    from engine.run_records import export_trace
+    from engine.store.records import export_trace
 
     check_write_target(output)
     info = export_trace(RunStore(runs_dir).load(run), output)

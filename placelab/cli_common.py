@@ -12,8 +12,8 @@ from engine.cluster import SIMULATION_MODES, Cluster, parse_simulation_options
 from engine.errors import RunError, SpecError, printable, quote
 from engine.jsonio import dumps
 from engine.limits import MAX_COUNT, MAX_SECONDS, MAX_SEED, MAX_THREADS, MAX_WORKERS, check_at_most, exhaustion
-from engine.runs import RUNS_DIR_ENV, Run, RunStore, user_runs_dir
 from engine.specs import load_cluster
+from engine.store.runs import RUNS_DIR_ENV, Run, RunStore, user_runs_dir
 
 GraphArg = Annotated[str, typer.Argument(help="graph file (any supported format), gen:NAME?k=v, or bench:NAME "
                                                  "(a bundled published workload: `placelab graph list`)")]
@@ -29,7 +29,7 @@ SimParamOpt = Annotated[list[str] | None, typer.Option(
 OPTION_LIMITS = {"seed": (MAX_SEED, "MAX_SEED"), "threads": (MAX_THREADS, "MAX_THREADS"),
                  "workers": (MAX_WORKERS, "MAX_WORKERS"), "max_seconds": (MAX_SECONDS, "MAX_SECONDS")}
 #: Where runs are saved unless ``--runs-dir`` says otherwise: the user's own store, apart from the read-only
-#: examples shipped in ``runs/`` (:func:`engine.runs.user_runs_dir`).
+#: examples shipped in ``runs/`` (:func:`engine.store.runs.user_runs_dir`).
 USER_RUNS_DIR = user_runs_dir()
 
 

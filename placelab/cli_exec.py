@@ -21,13 +21,13 @@ import typer
 from engine.cluster import Cluster
 from engine.errors import SpecError, quote
 from engine.executor import Executor, scale_graph
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.jsonio import atomic_write_text, check_write_target, dumps
 from engine.limits import MAX_STEP_SECONDS, check_at_most
 from engine.placement import Placement
-from engine.runs import RunStore
-from engine.schedule import Schedule
+from engine.sim.schedule import Schedule
 from engine.specs import load_cluster, load_graph
+from engine.store.runs import RunStore
 from placelab.cli_common import USER_RUNS_DIR, ClusterOpt, GraphArg, JsonOpt, RunsDirOpt, emit, fmt_s, text_table
 
 __all__ = ["ExecuteOpt", "RepeatsOpt", "TimeScaleOpt", "executable_graph", "execution_scale", "measuring",
@@ -234,8 +234,8 @@ def execute_cmd(graph: GraphArg, cluster: ClusterOpt,
                 runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Execute a placement file on this machine's devices and simulate it: measured beside simulated makespan."""
     from engine.placement import load_placement
-    from engine.run_records import placement_metrics, save_placement_run
-    from engine.simulator import Simulator
+    from engine.sim.simulator import Simulator
+    from engine.store.records import placement_metrics, save_placement_run
 
     c, g0 = load_cluster(cluster), load_graph(graph)
     scale = execution_scale(g0, c.num_devices, time_scale, step_ms)

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from engine.errors import WriteError, quote
-from engine.graph_io import save_graph
+from engine.graph.io import save_graph
 from engine.jsonio import check_write_target
 from placelab.cli_common import JsonOpt, emit
 
@@ -43,7 +43,7 @@ def import_graph(
 ) -> None:
     """Import your model as a graph file: then `placelab compare FILE -c k80x2`, or open it in the app."""
     from engine.model_import import import_model
-    from engine.summary import cost_sources
+    from engine.store.summary import cost_sources
 
     target = check_write_target(output)
     if target.exists() and not force:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from engine.errors import SpecError
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 from placelab.cli_common import (
     USER_RUNS_DIR,
     JsonOpt,

@@ -23,11 +23,11 @@ import typer
 
 from engine.errors import PlacelabError, RunError, SpecError, quote
 from engine.jsonio import atomic_write_bytes, check_write_target
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 from placelab.cli_common import USER_RUNS_DIR, JsonOpt, RunsDirOpt, emit, load_runs
 
 if TYPE_CHECKING:
-    from engine.runs import Run
+    from engine.store.runs import Run
 
 __all__ = ["FIGURES", "FORMATS", "register"]
 

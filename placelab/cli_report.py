@@ -19,7 +19,7 @@ import typer
 
 from engine.errors import SpecError, quote
 from engine.jsonio import atomic_write_bytes, check_write_target
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 from placelab.cli_common import USER_RUNS_DIR, JsonOpt, RunsDirOpt, emit, load_runs
 
 __all__ = ["FORMATS", "register"]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from engine.errors import SpecError
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 from placelab.cli_common import USER_RUNS_DIR, JsonOpt, ModeOpt, RunsDirOpt, SimParamOpt, emit, fmt_s, text_table
 from placelab.cli_learn import ProgressLine
 

@@ -18,11 +18,11 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 
 #: One job per group of kernels, each compiled in its own process: the three simulation modes
-#: (``engine.simulator.KERNELS``), the list schedulers (``policies/_listsched_kernels.py``) and the DAG helpers
-#: (``engine/_dagkernels.py``: levels, t-/b-levels, reachability, the cycle finder), DOPPLER's ASSIGN loop
+#: (``engine.sim.simulator.KERNELS``), the list schedulers (``policies/_listsched_kernels.py``) and the DAG helpers
+#: (``engine/graph/_kernels.py``: levels, t-/b-levels, reachability, the cycle finder), DOPPLER's ASSIGN loop
 #: (``policies/rl/doppler/_assign_kernel.py``). All run at once, also on two
 #: cores: the wall time is then about their CPU time over the cores, or the slowest job. Each kernel gets the
-#: argument types every caller passes (read-only input arrays, ``engine._simlayout.readonly``), so the cache
+#: argument types every caller passes (read-only input arrays, ``engine.graph._kernels.readonly``), so the cache
 #: holds the one version that later processes load.
 JOBS = ("work_conserving", "placeto", "default", "list-scheduling", "dag", "doppler")
 
@@ -53,7 +53,7 @@ def compile_job(name: str) -> float:
     elif name == "doppler":
         _doppler_assign(graph, cluster)
     else:
-        from engine.simulator import Simulator
+        from engine.sim.simulator import Simulator
 
         devices = np.arange(graph.num_ops, dtype=np.int64) % cluster.num_devices
         sim = Simulator(graph, cluster, mode=name)
@@ -76,12 +76,12 @@ def _doppler_assign(graph, cluster) -> None:
 
 
 def _dag_helpers(graph) -> None:
-    """Use every kernel of ``engine/_dagkernels.py``: the helpers of ``engine.dag`` and a graph's cycle check."""
+    """Use every DAG kernel (``engine/graph/_kernels.py``): ``engine.graph.dag``'s helpers and the cycle check."""
     import numpy as np
 
-    from engine import dag
     from engine.errors import GraphError
-    from engine.graph import CompGraph
+    from engine.graph import dag
+    from engine.graph.compgraph import CompGraph
 
     dag.levels(graph)
     dag.t_level(graph)

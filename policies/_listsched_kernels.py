@@ -4,11 +4,11 @@ Private. One kernel covers the select / place loop of every list scheduler (Kwok
 1999): *select* a ready op (highest priority, or the ETF pair with the earliest start), then
 *place* it by a device rule. Kernels are cached on disk (``cache=True``).
 
-Times follow the cluster's simulation mode through :class:`engine.estimator.PlanInputs` (issue 55: plan with
+Times follow the cluster's simulation mode through :class:`engine.sim.estimator.PlanInputs` (issue 55: plan with
 the executed semantics): an op holds its device for ``hold`` and its output is usable ``compute`` after its start;
 a remote input arrives by the mode's transfer rule — one transfer per output, per (output, device) or per edge,
 queued on no channel, the sender's channel, the pair's channel or the sender device itself, each channel held for
-the transfer (+ δ2) — as :mod:`engine._plankernels` works it out.
+the transfer (+ δ2) — as :mod:`engine.sim._plankernels` works it out.
 
 Memory bookkeeping (the "m-" variants of Baechi, SoCC'20), per device, in schedule order:
 persistent bytes of every colocation unit committed there, the output of every placed op
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from engine import _plankernels as _p
+from engine.sim import _plankernels as _p
 from policies import _listsched_heaps as _h
 from policies import _listsched_room as _room
 
@@ -350,8 +350,8 @@ def _commit(i, d, device_rule, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail,
 def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_bytes, capacity, prio, noise,
                   dev_noise, select_rule, device_rule, memory_aware, fav_parent, fill_cap, static_mem, fifo):
     """Schedule every op; returns (device, start, output time, makespan): ``tp`` an
-    :class:`engine._plankernels.Topology`, ``pi`` an :class:`engine.estimator.PlanInputs`, ``tr`` a fresh
-    :class:`engine._plankernels.Transfers`.
+    :class:`engine.sim._plankernels.Topology`, ``pi`` an :class:`engine.sim.estimator.PlanInputs`, ``tr`` a fresh
+    :class:`engine.sim._plankernels.Transfers`.
 
     ``pi.hold[i, d]`` is +inf where op i's unit cannot run on d. ``unit_dev0[u]`` is the committed
     device of unit u or -1. ``fav_parent[i]`` (m-SCT) is the op whose favourite child i is, or -1.

@@ -18,10 +18,10 @@ import numpy as np
 
 from engine.cluster import Cluster
 from engine.errors import PlacementError, SpecError, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.grouping.contract import colocation_groups
 from engine.placement import Placement, compute_matrix
-from engine.simulator import Simulator
+from engine.sim.simulator import Simulator
 
 __all__ = [
     "PLACERS",

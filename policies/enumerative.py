@@ -50,7 +50,7 @@ import numpy as np
 
 from engine.cluster import Cluster
 from engine.errors import PlacementError, SpecError, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.placement import Placement, compute_matrix
 from policies.base import PlacementUnits, Progress, register
 from policies.meta_ops import META_OP_SOURCES, meta_ops_of
@@ -130,7 +130,7 @@ class _Assigner:
                 else:
                     continue
                 given = float(g.edge_transfer_s[e])
-                if given == given:  # the graph's own transfer time, on any link (engine.dag.edge_transfer_cost)
+                if given == given:  # the graph's own transfer time, on any link (engine.cluster.edge_transfer_cost)
                     cost += np.where(src != cand[:, p], given, 0.0)
                 else:
                     cost += float(g.edge_bytes[e]) * self.bw_inv[src, cand[:, p]] + self.lat[src, cand[:, p]]

@@ -35,7 +35,7 @@ import numpy as np
 
 from engine.cluster import Cluster
 from engine.errors import PlacementError
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.placement import Placement, check_placement
 from policies.base import PlacementUnits, Progress, register
 

@@ -81,12 +81,12 @@ from engine.executor.fidelity import (
     repeat_agreement,
     replay_makespan,
 )
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.placement import Placement
-from engine.run_records import write_placement_files, write_schedule_tables
-from engine.runs import RunStore
-from engine.schedule import Schedule
-from engine.simulator import Simulator
+from engine.sim.schedule import Schedule
+from engine.sim.simulator import Simulator
+from engine.store.records import write_placement_files, write_schedule_tables
+from engine.store.runs import RunStore
 from policies.base import make_placer
 
 __all__ = ["DEFAULT_PLACERS", "SAMPLES", "Validation", "validate"]

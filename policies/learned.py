@@ -20,9 +20,9 @@ from typing import Any
 
 from engine.cluster import Cluster
 from engine.errors import SpecError, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.placement import Placement
-from engine.runs import resolve_run
+from engine.store.runs import resolve_run
 from policies.base import Progress, register
 from policies.rl.core.config import LearnedPlacerInfo
 from policies.rl.core.registry import learned_placers

@@ -37,7 +37,7 @@ Common rules
   scheduling is per op, and the first op of a unit to be placed commits the unit's device
   (its later ops are forced there). Pinned units and units only one device can run are
   committed before scheduling starts.
-* Times as the cluster's simulation mode executes them (:mod:`engine.estimator`, issue 55): an op holds its
+* Times as the cluster's simulation mode executes them (:mod:`engine.sim.estimator`, issue 55): an op holds its
   device for its compute plus the mode's per-op overhead (δ1, ``dispatch_s``); a remote input arrives by the
   mode's transfer rule — placeto's one transfer per output on the sender's one FIFO channel with δ2, default's one
   per (output, device), work-conserving's one per edge, uncontended or on a device's or a pair's channel, or
@@ -68,13 +68,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from engine import _plankernels as _p
 from engine.cluster import Cluster
-from engine.dag import b_level
-from engine.estimator import TIE_OP, PlanInputs, plan_inputs
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
+from engine.graph.dag import b_level
 from engine.placement import Placement
-from engine.simulator import Simulator
+from engine.sim import _plankernels as _p
+from engine.sim.estimator import TIE_OP, PlanInputs, plan_inputs
+from engine.sim.simulator import Simulator
 from policies import _listsched_kernels as _k
 from policies.base import PlacementUnits, Progress, register, relieve_memory
 
@@ -129,7 +129,7 @@ class ListScheduling:
             fill_cap: np.ndarray | None = None, unit_dev: np.ndarray | None = None,
             fifo: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
         """One list-scheduling pass: (device, start, output time) per op and the schedule's makespan, under the
-        cluster's simulation mode (:mod:`engine.estimator`). ``unit_dev`` commits units up front (-1: free)."""
+        cluster's simulation mode (:mod:`engine.sim.estimator`). ``unit_dev`` commits units up front (-1: free)."""
         g = self.graph
         n, nd = g.num_ops, self.cluster.num_devices
         fav = np.full(n, -1, np.int64) if fav_parent is None else fav_parent

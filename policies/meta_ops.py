@@ -37,7 +37,7 @@ import warnings
 import numpy as np
 
 from engine.errors import quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.workloads.doppler import MetaOp
 
 __all__ = ["FORMATION", "META_OP_SOURCES", "infer_meta_ops", "meta_ops_of", "reduce_mask", "tagged_meta_ops"]

@@ -49,7 +49,7 @@ import numpy as np
 
 from engine.cluster import Cluster
 from engine.errors import PlacementError, SpecError, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.placement import Placement
 from policies.base import PlacementUnits, Progress, register, relieve_memory
 

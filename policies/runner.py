@@ -12,11 +12,13 @@ from typing import Any
 
 from engine.cluster import Cluster
 from engine.errors import PlacelabError
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.jsonio import atomic_write_bytes
 from engine.limits import MAX_COUNT, check_at_most, check_seed, check_simulations
 from engine.placement import Placement
-from engine.run_records import (
+from engine.sim.schedule import Schedule
+from engine.sim.simulator import Simulator
+from engine.store.records import (
     SINGLE_DEVICE_KEYS,
     estimate_warning,
     placement_metrics,
@@ -24,9 +26,7 @@ from engine.run_records import (
     single_device_metrics,
     write_placement_files,
 )
-from engine.runs import RunStore
-from engine.schedule import Schedule
-from engine.simulator import Simulator
+from engine.store.runs import RunStore
 from policies.base import PLACERS, budget_words, make_placer, placer_parameters
 from policies.parallel import ParallelMap
 
@@ -139,7 +139,7 @@ def single_device_makespan(graph: CompGraph, cluster: Cluster) -> float | None:
 
 def with_single_device(res: PlaceResult, single_device_s: float | None) -> PlaceResult:
     """``res`` with ``single_device_makespan_s`` and ``ratio_to_single_device`` in its metrics
-    (:func:`engine.run_records.single_device_metrics`)."""
+    (:func:`engine.store.records.single_device_metrics`)."""
     return replace(res, metrics={**res.metrics, **single_device_metrics(res.metrics["makespan_s"], single_device_s)})
 
 
@@ -150,7 +150,7 @@ def with_measurement(graph: CompGraph, res: PlaceResult, measure: Measure) -> Pl
 
 
 def _encoded_files(graph: CompGraph, cluster: Cluster, res: PlaceResult) -> dict[str, bytes]:
-    """A placement run's files as :func:`~engine.run_records.write_placement_files` writes them, as bytes.
+    """A placement run's files as :func:`~engine.store.records.write_placement_files` writes them, as bytes.
 
     They are written into a scratch run in a temporary directory and read back, so a stored
     run's files are the same whichever process encoded them. The scratch goes to memory

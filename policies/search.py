@@ -9,7 +9,7 @@ with ``start_runs`` runs} and then proposes, per step, one of
 * a **swap**: two units on different devices exchange devices (both must be able to run
   there), which keeps the load balance.
 
-Every candidate costs one :meth:`~engine.simulator.Simulator.makespan_and_peak` call and is
+Every candidate costs one :meth:`~engine.sim.simulator.Simulator.makespan_and_peak` call and is
 scored by the memory-penalized runtime (Placeto A.7, see
 :func:`policies.list_scheduling.memory_penalized`), so a placement that does not fit is
 penalized rather than forbidden. Acceptance is Metropolis (Kirkpatrick et al. 1983) with a
@@ -28,9 +28,9 @@ from dataclasses import replace
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.placement import Placement
-from engine.simulator import Simulator
+from engine.sim.simulator import Simulator
 from policies.base import PlacementUnits, Progress, register
 from policies.list_scheduling import CriticalPath, MEtf, memory_penalized
 from policies.trivial import SingleDevice

@@ -11,7 +11,7 @@ short. It is simulated annealing (Kirkpatrick, Gelatt & Vecchi 1983) with
   uniformly random device, a **swap** of two units on different devices (keeps the load), and a
   **segment** move: 2 to ``segment`` consecutive ops of the static critical path through a random op
   (each op followed by the successor with the largest communication cost + b-level, DOPPLER App. E's
-  b-level with the cluster's default link, :func:`engine.dag.b_level`) all go to one device, the device
+  b-level with the cluster's default link, :func:`engine.graph.dag.b_level`) all go to one device, the device
   of the segment's producer or a random one. The schedule's own critical path would need a full
   schedule per step; the static one is computed once;
 * **a calibrated temperature**: the first ``max(20, min(200, evaluations / 50))`` moves are greedy
@@ -22,9 +22,9 @@ short. It is simulated annealing (Kirkpatrick, Gelatt & Vecchi 1983) with
   round starts from the best placement found so far, at half the previous round's initial temperature.
 
 Cost: Placeto A.7's memory-penalized runtime (:func:`policies.list_scheduling.memory_penalized`) from one
-:meth:`~engine.simulator.Simulator.makespan_and_peak` call; where no placement can run out of memory
+:meth:`~engine.sim.simulator.Simulator.makespan_and_peak` call; where no placement can run out of memory
 (the graph's bytes, all of them together, fit on the smallest device: DOPPLER's files carry none) the
-cheaper :meth:`~engine.simulator.Simulator.makespan` and no penalty. A move can shift every later event,
+cheaper :meth:`~engine.sim.simulator.Simulator.makespan` and no penalty. A move can shift every later event,
 so the cost is not updated incrementally: each new candidate is one simulation. Candidates seen before
 are looked up (a bounded cache; near the end most proposals revisit placements), which saves time and
 nothing else: every scored candidate counts as an evaluation, cached or not, so the same seed and
@@ -46,12 +46,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from engine.cluster import Cluster
-from engine.dag import b_level, edge_transfer_cost
+from engine.cluster import Cluster, edge_transfer_cost
 from engine.errors import SpecError, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
+from engine.graph.dag import b_level
 from engine.placement import Placement
-from engine.simulator import Simulator
+from engine.sim.simulator import Simulator
 from policies.base import PlacementUnits, Progress, budget_words, register
 from policies.list_scheduling import CriticalPath, Heft, MEtf, MTopo, memory_penalized
 from policies.trivial import SingleDevice

@@ -46,11 +46,11 @@ from typing import Any
 
 from engine.cluster import Cluster, parse_simulation_options
 from engine.errors import RunError, SpecError
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.limits import MAX_COUNT, MAX_SEED, MAX_SWEEP_TASKS, check_at_most, check_seed, check_simulations
-from engine.runs import Run, RunStore
-from engine.simulator import Simulator
+from engine.sim.simulator import Simulator
 from engine.specs import expand_graph_specs, load_cluster, load_graph
+from engine.store.runs import Run, RunStore
 from policies.base import PLACERS, make_placer
 from policies.parallel import ParallelMap
 from policies.runner import PlaceFailed, PlaceResult, place_task, store_result

@@ -13,7 +13,7 @@ import numpy as np
 
 from engine.cluster import Cluster
 from engine.errors import PlacementError, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.placement import Placement
 from policies.base import PlacementUnits, Progress, register
 

@@ -5,11 +5,11 @@ is a dated record, not updated when the code changes, so it may name a file that
 Inline code only (fenced blocks hold commands and code, not names):
 
 * a **repository path** — a code span without spaces whose first part is a folder or file at the repository's
-  top (``engine/simulator.py``, ``runs/``, ``Makefile``) — must exist. ``path:LINE`` and ``path:FIRST-LAST``
+  top (``engine/sim/simulator.py``, ``runs/``, ``Makefile``) — must exist. ``path:LINE`` and ``path:FIRST-LAST``
   must be within the file, ``path::test_name`` must name a test of it, ``{a,b}`` stands for each of ``a`` and
   ``b``, a ``*`` must match at least one file, a trailing ``…`` names the folder before it. A span with a
   placeholder (``<run_id>``, ``YYYY``) is a pattern, not a name, and is skipped.
-* a **dotted symbol** of placelab's packages (``engine.simulator.simulate``, ``policies.…``, ``dashboard.…``,
+* a **dotted symbol** of placelab's packages (``engine.sim.simulator.simulate``, ``policies.…``, ``dashboard.…``,
   ``placelab.…``, optionally followed by its call ``(…)``) must import and resolve attribute by attribute.
 """
 
@@ -96,25 +96,25 @@ def unresolved(symbol: str) -> str | None:
 
 def test_parser_finds_names_and_skips_patterns(tmp_path):
     md = tmp_path / "x.md"
-    md.write_text("`engine/simulator.py:12` `runs/<run_id>/` `policies/{base,trivial}.py` `placelab train -g x`\n"
-                  "`engine.simulator.simulate(g, c)` `placelab.graph/1` `docs/lab/YYYY-MM-DD-topic.md` `x.py`\n"
+    md.write_text("`engine/sim/simulator.py:12` `runs/<run_id>/` `policies/{base,trivial}.py` `placelab train -g x`\n"
+                  "`engine.sim.simulator.simulate(g, c)` `placelab.graph/1` `docs/lab/YYYY-MM-DD-topic.md` `x.py`\n"
                   "```\n`engine/nothing.py`\n```\n", encoding="utf-8")
-    assert named_paths(md) == ["engine/simulator.py:12", "policies/{base,trivial}.py"]
-    assert named_symbols(md) == ["engine.simulator.simulate"]
+    assert named_paths(md) == ["engine/sim/simulator.py:12", "policies/{base,trivial}.py"]
+    assert named_symbols(md) == ["engine.sim.simulator.simulate"]
     assert _expand("a/{b,c}/d{1,2}") == ["a/b/d1", "a/b/d2", "a/c/d1", "a/c/d2"]
 
 
 def test_missing_names_are_caught():
-    assert missing_path("engine/simulator.py") is None and missing_path("policies/{base,trivial}.py") is None
+    assert missing_path("engine/sim/simulator.py") is None and missing_path("policies/{base,trivial}.py") is None
     assert missing_path("engine/nothing.py") == "engine/nothing.py: no such file"
     assert missing_path("policies/{base,nothing}.py") == "policies/nothing.py: no such file"
-    assert missing_path("engine/_simkernel_*.py") is None and missing_path("engine/_nothing_*.py") is not None
+    assert missing_path("engine/sim/_kernel_*.py") is None and missing_path("engine/_nothing_*.py") is not None
     assert missing_path("engine/errors.py:1-2") is None
     assert missing_path("engine/errors.py:100000").startswith("engine/errors.py has ")
     assert missing_path("tests/test_docs_names.py::test_missing_names_are_caught") is None
     assert missing_path("tests/test_docs_names.py::test_nothing") == "tests/test_docs_names.py: no test test_nothing"
-    assert unresolved("engine.simulator.simulate") is None
-    assert unresolved("engine.simulator.simulates") == "engine.simulator has no simulates"
+    assert unresolved("engine.sim.simulator.simulate") is None
+    assert unresolved("engine.sim.simulator.simulates") == "engine.sim.simulator has no simulates"
     assert unresolved("engine.nothing.x") == "engine has no nothing"
 
 

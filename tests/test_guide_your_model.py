@@ -15,8 +15,8 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.figures.theme import SYSTEM_CHROMIUM
 from engine.placement import load_placement
-from engine.runs import RunStore
 from engine.specs import load_cluster, load_graph
+from engine.store.runs import RunStore
 from placelab.cli import main
 
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guide" / "your-model.md"

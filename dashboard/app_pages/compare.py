@@ -31,7 +31,7 @@ from dashboard.widgets.compare_sections import cdfs, learning_curves_section, sw
 from dashboard.widgets.link import flag_param, linked_flag, linked_runs, set_page_params
 from dashboard.widgets.report_buttons import report_buttons
 from dashboard.widgets.ui import show_figure, show_table, table_downloads
-from engine.runs import Run
+from engine.store.runs import Run
 
 #: Runs preselected from one group.
 RUNS_SHOWN_FIRST = 8

@@ -12,7 +12,7 @@ from dashboard.widgets.graph_picker import graph_picker
 from dashboard.widgets.schedule import show_graph_view
 from dashboard.widgets.ui import guard, show_figure
 from engine.cluster import Cluster
-from engine.summary import graph_summary
+from engine.store.summary import graph_summary
 
 
 @st.cache_data(max_entries=8, show_spinner=False)

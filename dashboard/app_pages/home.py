@@ -12,7 +12,7 @@ from dashboard.data.runs import PLACEMENT_KINDS, bar_labels, has_placement, list
 from dashboard.figures import makespan_bars, timeline
 from dashboard.stores import example_runs_dir, runs_dir
 from dashboard.widgets.ui import guard, show_figure, show_table
-from engine.runs import Run
+from engine.store.runs import Run
 
 #: Most runs in the picture of the newest comparison.
 RUNS_PICTURED = 8

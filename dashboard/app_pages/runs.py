@@ -16,8 +16,8 @@ from dashboard.widgets.link import linked_choice, linked_runs, set_page_params
 from dashboard.widgets.measured import show_measured_run
 from dashboard.widgets.run_panel import downloads, edit
 from dashboard.widgets.ui import show_table, table_downloads
-from engine.run_meta import STATUSES
-from engine.runs import Run
+from engine.store.meta import STATUSES
+from engine.store.runs import Run
 
 ALL = "(all)"
 

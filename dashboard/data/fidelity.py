@@ -13,10 +13,10 @@ from dashboard.data.runs import is_example
 from engine.cluster import cluster_from_dict
 from engine.executor.calibration import describe_bus
 from engine.executor.fidelity import load_measured_schedule
-from engine.run_records import PlacementRun, load_placement_run
-from engine.runs import Run, RunStore
-from engine.schedule import Schedule
-from engine.simulator import Simulator
+from engine.sim.schedule import Schedule
+from engine.sim.simulator import Simulator
+from engine.store.records import PlacementRun, load_placement_run
+from engine.store.runs import Run, RunStore
 
 __all__ = ["EXTRA_PREDICTIONS", "PER_RUN", "RECALIBRATED", "REPLAY", "notes", "run_label", "scatter_series",
            "statistics_rows", "timeline_modes", "timeline_schedules"]

@@ -7,7 +7,7 @@ from collections import OrderedDict
 from functools import lru_cache
 
 from dashboard.stores import REPO_ROOT
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 
 __all__ = ["EXAMPLES_DIR", "EXAMPLE_SPECS", "MAX_UPLOAD_BYTES", "example_sources", "graph_from_spec",
            "graph_from_upload"]

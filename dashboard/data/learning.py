@@ -13,7 +13,7 @@ import pandas as pd
 from dashboard.data.format import graph_label
 from dashboard.data.runs import run_label, setting_of
 from engine.errors import RunError
-from engine.runs import Run, RunStore
+from engine.store.runs import Run, RunStore
 
 __all__ = ["HEALTH_RANDOM_CAP", "MAX_CURVE_POINTS", "health_row", "health_stored", "health_table", "learning_curve",
            "learning_curve_csv", "random_table", "seed_groups", "training_health"]
@@ -27,7 +27,7 @@ HEALTH_RANDOM_CAP = 5000
 
 @lru_cache(maxsize=32)
 def _curve_table(path: str, mtime_ns: int, size: int) -> dict[str, list]:
-    from engine.tables import read_csv
+    from engine.store.tables import read_csv
 
     return read_csv(Path(path))
 

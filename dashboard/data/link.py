@@ -34,9 +34,9 @@ from dashboard.data.graphs import example_sources, graph_from_spec
 from dashboard.data.whatif import Edit
 from engine.cluster import Cluster, SimulationSettings
 from engine.errors import PlacelabError, SpecError, one_line
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.limits import exhaustion
-from engine.runs import Run, RunStore
+from engine.store.runs import Run, RunStore
 
 __all__ = [
     "CDF",

@@ -7,7 +7,7 @@ in the background (:mod:`dashboard.background`, kind ``execute``); that process 
 graph to a measurable step, executes it on this machine's devices (:mod:`engine.executor`),
 simulates the same scaled graph and stores one run with both schedules. The pages poll the
 job and then read the run: ``measured_*`` metrics and ``measured_ops.csv`` /
-``measured_transfers.csv`` (:mod:`engine.run_records`), written the same way by
+``measured_transfers.csv`` (:mod:`engine.store.records`), written the same way by
 ``placelab place/compare --execute --save``. :func:`start_validation` does the same for ``placelab
 validate … --save`` (kind ``validate``): the Fidelity page's new validation run.
 """
@@ -24,11 +24,11 @@ from typing import Any
 from dashboard.background import JOBS_DIR, Job, launch, list_jobs, made_by
 from engine.cluster import Cluster, cluster_to_dict
 from engine.executor import ExecutionError, check_executable
-from engine.graph import CompGraph
-from engine.graph_io import graph_to_dict
+from engine.graph.compgraph import CompGraph
+from engine.graph.io import graph_to_dict
 from engine.jsonio import atomic_write_json
 from engine.placement import Placement
-from engine.runs import Run, RunStore
+from engine.store.runs import Run, RunStore
 
 __all__ = ["execute_command", "execution_job", "execution_problem", "failure_message", "has_measurement",
            "measured_summary", "run_title", "start_execution", "start_validation", "validate_command",

@@ -18,9 +18,9 @@ from dashboard.data.format import UNKNOWN
 from dashboard.data.runs import replay, run_metrics
 from engine.cluster import Cluster
 from engine.errors import PlacelabError
-from engine.graph import CompGraph
-from engine.run_records import SINGLE_DEVICE_KEYS, save_placement_run
-from engine.runs import Run, RunStore
+from engine.graph.compgraph import CompGraph
+from engine.store.records import SINGLE_DEVICE_KEYS, save_placement_run
+from engine.store.runs import Run, RunStore
 
 __all__ = ["DEFAULT_PLACERS", "HIDDEN_PARAMETERS", "SCRATCH_KEPT", "UNKNOWN_SIZES", "checked_params",
            "default_run_name", "keep_result", "parse_param", "prune_scratch", "result_from_run", "results_from_runs",

@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 
 from dashboard.data.format import graph_label
-from engine.runs import Run, RunStore
-from engine.summary import run_summary
+from engine.store.runs import Run, RunStore
+from engine.store.summary import run_summary
 
 __all__ = ["local_time", "runs_table", "summary_table"]
 
@@ -31,7 +31,7 @@ def local_time(iso: str | None, tz: str | None = None) -> str | None:
 
 
 def summary_table(runs: list[Run], sources: list[str], tz: str | None = None) -> pd.DataFrame:
-    """The Runs page's table: each run's summary (:func:`engine.summary.run_summary`) after its ``sources``
+    """The Runs page's table: each run's summary (:func:`engine.store.summary.run_summary`) after its ``sources``
     entry ("example" or "yours"), with the makespan and lower bound in ms (as every page shows times), the
     creation time by :func:`local_time` in ``tz``, tags joined by commas, and None where a run has no value, an
     empty text included (shown as ``dashboard.figures.tables.MISSING``)."""

@@ -9,10 +9,10 @@ from typing import Any
 from dashboard.data.format import graph_label
 from dashboard.stores import example_runs_dir, run_store, runs_dir
 from engine.errors import PlacelabError
-from engine.run_records import PlacementRun, estimate_warning, load_placement_run, single_device_metrics
-from engine.runs import Run, RunStore
-from engine.schedule import Schedule
-from engine.simulator import Simulator
+from engine.sim.schedule import Schedule
+from engine.sim.simulator import Simulator
+from engine.store.records import PlacementRun, estimate_warning, load_placement_run, single_device_metrics
+from engine.store.runs import Run, RunStore
 from policies.runner import single_device_makespan
 
 __all__ = ["PLACEMENT_KINDS", "bar_labels", "comparison_row", "default_setting", "estimate_warnings", "has_placement",
@@ -99,7 +99,7 @@ def run_metrics(run: Run) -> dict[str, Any]:
 
 def estimate_warnings(rows: list[dict[str, Any]]) -> str | None:
     """The makespan bars' rows (``label`` and metrics) whose placer's own estimate is far off the simulated
-    makespan (:func:`engine.run_records.estimate_warning`), as one message; None where there are none."""
+    makespan (:func:`engine.store.records.estimate_warning`), as one message; None where there are none."""
     lines = [f"**{r['label']}**: {w} (own estimate {r['predicted_makespan_s'] * 1e3:.4g} ms, simulated "
              f"{r['makespan_s'] * 1e3:.4g} ms)" for r in rows
              if (w := estimate_warning(r.get("makespan_s"), r.get("predicted_makespan_s")))]

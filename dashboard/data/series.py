@@ -6,7 +6,7 @@ from typing import Any
 
 from dashboard.data.runs import run_label
 from engine.errors import RunError
-from engine.runs import Run
+from engine.store.runs import Run
 
 __all__ = ["METHOD_LABELS", "cdf_series", "eval_series", "experiment_series"]
 

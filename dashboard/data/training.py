@@ -12,7 +12,7 @@ from dashboard.background import Job, job_of_run, list_jobs, made_by
 from dashboard.data.format import fmt_ms
 from dashboard.data.graphs import example_sources, graph_from_spec
 from dashboard.visitor import graphs_spec, shown_spec
-from engine.runs import Run, RunStore
+from engine.store.runs import Run, RunStore
 
 __all__ = ["ACTIVE", "KEY_PARAMETERS", "STOP_PHRASES", "SUGGESTED_GRAPHS", "TrainingState", "check_training_input",
            "command_text", "episode_progress", "graphs_of", "progress_text", "run_row", "shown_status",

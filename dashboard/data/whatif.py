@@ -4,7 +4,7 @@ text in the link, their replay through the simulator, and what changed per devic
 An edit moves one op, a scope (every op whose ``/``-separated scope is it or lies under it, as the graph
 explorer nests them) or the ops one device runs in a time range of the schedule before the edit (a busy bin
 of the timeline) to one device. Edits apply in order to the placement a placer returned, and the edited
-placement is simulated by the same :class:`~engine.simulator.Simulator` (graph, cluster, mode and settings)
+placement is simulated by the same :class:`~engine.sim.simulator.Simulator` (graph, cluster, mode and settings)
 as the result, so the new makespan is the one ``placelab simulate`` gives for the edited placement.
 
 A placement's constraints hold under edits (:class:`engine.placement.Constraints`): a colocation group
@@ -36,12 +36,12 @@ from dashboard.figures.scope_tree import ancestors
 from dashboard.figures.timeline import ops_in_window
 from engine.cluster import Cluster
 from engine.errors import PlacelabError, SpecError, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.placement import Placement
-from engine.run_records import single_device_metrics
-from engine.runs import Run, RunStore
-from engine.schedule import Schedule
-from engine.simulator import Simulator
+from engine.sim.schedule import Schedule
+from engine.sim.simulator import Simulator
+from engine.store.records import single_device_metrics
+from engine.store.runs import Run, RunStore
 
 __all__ = ["MAX_EDITS", "MOVES", "WHATIF_TAG", "Edit", "Outcome", "apply_edit", "default_name", "device_changes",
            "edits_text", "moved_mask", "parse_edit", "read_edits", "replay_edits", "save_edited", "scope_choices"]

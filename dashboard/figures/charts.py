@@ -12,9 +12,9 @@ from dashboard.figures.colors import LOWER_BOUND_COLOR, device_color, run_colors
 from dashboard.figures.numbers import fmt_bytes, plain_number
 from dashboard.figures.timeline import union_intervals
 from engine.cluster import Cluster
-from engine.graph import CompGraph
-from engine.run_records import estimate_warning
-from engine.schedule import Schedule
+from engine.graph.compgraph import CompGraph
+from engine.sim.schedule import Schedule
+from engine.store.records import estimate_warning
 
 __all__ = ["PHASE_ORDER", "SINGLE_DEVICE_LABEL", "cdf_figure", "copy_engine_load", "load_profile", "makespan_bars",
            "memory_over_time", "phase_compute"]
@@ -135,7 +135,7 @@ def makespan_bars(rows: Sequence[Mapping[str, Any]], *, title: str = "Makespan")
     share one); the lower bound in its own grey (:data:`~dashboard.figures.colors.LOWER_BOUND_COLOR`);
     out-of-memory bars are hatched and say so. A row's ratio to single-device follows its value (``12.5 · ×0.60``; the
     x axis title says what it is), and an estimate far off the simulated makespan
-    (:func:`engine.run_records.estimate_warning`) adds ``⚠`` to the value and its note to the hover.
+    (:func:`engine.store.records.estimate_warning`) adds ``⚠`` to the value and its note to the hover.
     One shared lower bound is a dashed horizontal line, different lower
     bounds (different graphs) a short mark on each bar; either is named in the legend, never
     written over the bars. The axis starts at 0 and leaves room for the value labels.

@@ -40,7 +40,7 @@ LOWER_BOUND_COLOR = "#808080"
 _MEMCPY_TINT = 0.35
 #: The farthest shade of a placer's colour, as a share of the way to white (dark colours) or black (light).
 _SHADE_RANGE = 0.45
-#: A run id (``engine.runs``): ``YYYYmmdd-HHMMSS-<kind>-<placer>-<4 hex>``.
+#: A run id (``engine.store.runs``): ``YYYYmmdd-HHMMSS-<kind>-<placer>-<4 hex>``.
 _RUN_ID = re.compile(r"\d{8}-\d{6}-[a-z0-9]+-(?P<placer>[a-z0-9-]+)-[0-9a-f]{4}")
 
 

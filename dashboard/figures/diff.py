@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 
 __all__ = ["moved_ops", "placement_diff"]
 

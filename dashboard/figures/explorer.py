@@ -27,8 +27,8 @@ from dashboard.figures.graph_view import _fmt_b, _fmt_s, _scale_colors
 from dashboard.figures.op_types import dominant_types, type_colors
 from dashboard.figures.scope_tree import ancestors, collapsed_graph
 from dashboard.figures.theme import device_color
-from engine.dag import levels
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
+from engine.graph.dag import levels
 
 __all__ = ["CAPTION_PX", "CAPTION_W", "EXPLORER_COLOR_BY", "FRAME_PX", "MARGIN_PX", "Explorer", "explorer_elements",
            "focus_selector", "framed", "nested_layout", "reveal", "scope_node_id"]

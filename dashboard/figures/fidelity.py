@@ -17,8 +17,8 @@ import plotly.graph_objects as go
 
 from dashboard.figures.theme import PALETTE, device_color, memcpy_color
 from engine.cluster import Cluster
-from engine.graph import CompGraph
-from engine.schedule import Schedule
+from engine.graph.compgraph import CompGraph
+from engine.sim.schedule import Schedule
 
 __all__ = ["fidelity_scatter", "measured_bars", "measured_vs_simulated"]
 

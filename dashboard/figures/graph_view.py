@@ -1,6 +1,6 @@
 """Placement graph view: a pyvis (vis-network) page with a precomputed layered DAG layout.
 
-Nodes sit at their topological level (``engine.dag.levels``) from left to right, physics is
+Nodes sit at their topological level (``engine.graph.dag.levels``) from left to right, physics is
 off, so the page opens instantly and the picture is stable. Graphs larger than
 :data:`GRAPH_VIEW_MAX_OPS` ops are shown aggregated by the explorer's scope hierarchy (layer
 scopes, or bands of levels for unscoped graphs) — and the page says which view it is. The app
@@ -23,8 +23,8 @@ from pyvis.network import Network
 from dashboard.figures.op_types import dominant_types, type_colors
 from dashboard.figures.scope_tree import collapsed_graph, hierarchy_scopes, initial_expanded
 from dashboard.figures.theme import device_color
-from engine.dag import levels
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
+from engine.graph.dag import levels
 
 __all__ = ["COLOR_BY", "GRAPH_VIEW_MAX_OPS", "graph_view_mode", "op_groups", "placement_graph_html"]
 

@@ -3,7 +3,7 @@
 A collapsed scope holds ops of many types, and counting them paints it by its bookkeeping: a Keras layer
 holds more variables, reads and assigns than convolutions, so on ``gen:nasnet`` most scopes read
 "Variable". The rule here looks at the work instead, with the cost model's times (the fastest kind,
-:meth:`~engine.graph.CompGraph.min_compute`):
+:meth:`~engine.graph.compgraph.CompGraph.min_compute`):
 
 * **A node's type** (:func:`dominant_types`) is the type with the most compute among its ops; ties go to
   the type with more ops, then to the first name in alphabetical order. When none of its ops has any

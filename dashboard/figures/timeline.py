@@ -15,8 +15,8 @@ import plotly.graph_objects as go
 from dashboard.figures.colors import device_color, memcpy_color
 from dashboard.figures.numbers import fmt_bytes
 from engine.cluster import Cluster
-from engine.graph import CompGraph
-from engine.schedule import Schedule
+from engine.graph.compgraph import CompGraph
+from engine.sim.schedule import Schedule
 
 __all__ = ["LANE_MAX_OPS", "TIMELINE_MAX_OPS", "bin_at_points", "busy_per_bin", "lane_intervals", "lane_names",
            "match_ops", "ops_in_window", "timeline", "union_intervals"]

@@ -13,7 +13,7 @@ from dashboard.report.html_file import html_bytes
 from dashboard.report.pptx_file import pptx_bytes
 from dashboard.report.slides import build_deck, report_command
 from engine.errors import PlacelabError, SpecError, quote
-from engine.runs import Run
+from engine.store.runs import Run
 
 __all__ = ["REPORT_FORMATS", "report_bytes"]
 

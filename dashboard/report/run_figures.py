@@ -18,7 +18,7 @@ from dashboard.figures.curves import learning_curves
 from dashboard.figures.fidelity import measured_bars
 from dashboard.figures.timeline import timeline
 from engine.errors import RunError
-from engine.runs import Run
+from engine.store.runs import Run
 
 __all__ = ["SCHEDULE_FIGURES", "bar_rows", "cdf_of", "curves_of", "makespan_figure", "measured_figure",
            "run_figure", "schedule_figure", "setting_title", "settings_warning"]

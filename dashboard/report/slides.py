@@ -39,8 +39,8 @@ from dashboard.report.run_figures import (
     settings_warning,
 )
 from engine.errors import RunError, SpecError
-from engine.run_meta import code_version
-from engine.runs import Run, user_runs_dir
+from engine.store.meta import code_version
+from engine.store.runs import Run, user_runs_dir
 from placelab.reproduce.results_doc import table_rows
 
 if TYPE_CHECKING:

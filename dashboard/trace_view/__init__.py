@@ -22,8 +22,8 @@ import streamlit as st
 
 from dashboard.trace_view.payload import trace_payload
 from engine.cluster import Cluster
-from engine.graph import CompGraph
-from engine.schedule import Schedule
+from engine.graph.compgraph import CompGraph
+from engine.sim.schedule import Schedule
 
 __all__ = ["clicked_op", "show_trace_view", "trace_payload"]
 

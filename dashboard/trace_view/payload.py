@@ -16,8 +16,8 @@ import numpy as np
 from dashboard.figures.theme import device_color, memcpy_color
 from dashboard.figures.timeline import lane_names
 from engine.cluster import Cluster
-from engine.graph import CompGraph
-from engine.schedule import Schedule
+from engine.graph.compgraph import CompGraph
+from engine.sim.schedule import Schedule
 
 __all__ = ["b64", "trace_payload"]
 

@@ -32,9 +32,9 @@ from dashboard.figures.explorer import (
 )
 from dashboard.figures.scope_tree import hierarchy_scopes, initial_expanded
 from dashboard.figures.timeline import match_ops
-from engine.dag import levels
 from engine.errors import quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
+from engine.graph.dag import levels
 
 #: Visible nodes the explorer opens scopes up to on first view: few enough that the first view, fit to
 #: the frame, is drawn at a zoom where the labels show (``min-zoomed-font-size`` below); measured with

@@ -30,7 +30,7 @@ def show_in_picker(spec: str, label: str) -> None:
 
 
 def _upload() -> bool:
-    from engine.formats import FORMATS
+    from engine.graph.formats import FORMATS
     from engine.specs import _load_importers
 
     _load_importers()

@@ -28,7 +28,7 @@ from dashboard.stores import example_runs_dir, run_store, scratch_store
 from dashboard.visitor import keep_upload
 from dashboard.widgets.graph_picker import show_in_picker
 from engine.errors import PlacelabError
-from engine.runs import Run, RunStore
+from engine.store.runs import Run, RunStore
 
 __all__ = ["app_stores", "choices_param", "flag_param", "linked_choice", "linked_choices", "linked_flag", "linked_runs",
            "read_link", "set_page_params", "show_link_warnings", "take", "write_link"]

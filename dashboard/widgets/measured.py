@@ -13,7 +13,7 @@ from dashboard.figures import timeline
 from dashboard.figures.fidelity import measured_vs_simulated
 from dashboard.widgets.ui import guard, show_error, show_figure
 from engine.executor.fidelity import load_measured_schedule
-from engine.runs import Run, RunStore
+from engine.store.runs import Run, RunStore
 
 __all__ = ["POLL_S", "execution_panel", "show_measured_run"]
 

@@ -18,7 +18,7 @@ from dashboard.stores import scratch_store
 from dashboard.widgets.ui import show_error
 from engine.errors import PlacelabError
 from engine.limits import exhaustion
-from engine.simulator import Simulator
+from engine.sim.simulator import Simulator
 from policies import PLACERS
 from policies.base import placer_parameters
 from policies.runner import place_and_simulate

@@ -8,7 +8,7 @@ import streamlit as st
 
 from dashboard import state as keys
 from dashboard.report.export import REPORT_FORMATS, report_bytes
-from engine.runs import Run
+from engine.store.runs import Run
 
 __all__ = ["report_buttons"]
 

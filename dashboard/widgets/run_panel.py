@@ -16,8 +16,8 @@ from dashboard.figures import load_profile, memory_over_time, timeline
 from dashboard.perfetto import open_in_perfetto
 from dashboard.widgets.link import linked_choice, set_page_params
 from dashboard.widgets.ui import figure_export_controls, guard
-from engine.run_records import export_trace
-from engine.runs import Run, RunStore
+from engine.store.records import export_trace
+from engine.store.runs import Run, RunStore
 
 __all__ = ["FIGURES", "downloads", "edit"]
 

@@ -31,8 +31,8 @@ from dashboard.widgets.explorer import op_index, pick_op, selected_op, show_expl
 from dashboard.widgets.link import linked_choice, set_page_params
 from dashboard.widgets.ui import presentation, show_figure
 from engine.cluster import Cluster
-from engine.graph import CompGraph
-from engine.schedule import Schedule
+from engine.graph.compgraph import CompGraph
+from engine.sim.schedule import Schedule
 
 #: The learning curves' smoothing weights (the slider's steps) and the one they start at.
 SMOOTHINGS = tuple(round(i * 0.01, 2) for i in range(100))

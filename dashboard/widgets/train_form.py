@@ -16,7 +16,7 @@ from dashboard.context import current_cluster, current_graph, graph_spec, keep
 from dashboard.data.training import KEY_PARAMETERS, SUGGESTED_GRAPHS, check_training_input, command_text
 from dashboard.visitor import check_training, keep_upload
 from dashboard.widgets.ui import guard
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 
 __all__ = ["start_form"]
 

@@ -27,7 +27,7 @@ from dashboard.figures import learning_curves
 from dashboard.visitor import check_training
 from dashboard.widgets.schedule import curve_controls
 from dashboard.widgets.ui import guard, show_error, show_figure, show_table
-from engine.runs import Run, RunStore
+from engine.store.runs import Run, RunStore
 
 __all__ = ["MAX_CARDS", "POLL_S", "training_runs"]
 

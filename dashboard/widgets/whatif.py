@@ -50,7 +50,7 @@ from dashboard.widgets.link import set_page_params, write_link
 from dashboard.widgets.schedule import op_at_points
 from dashboard.widgets.ui import show_error, show_figure, show_table, table_downloads
 from engine.errors import PlacelabError, SpecError
-from engine.simulator import Simulator
+from engine.sim.simulator import Simulator
 
 __all__ = ["edits_param", "restore_edits", "show_whatif"]
 

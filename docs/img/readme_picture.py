@@ -25,8 +25,8 @@ PLACERS = ("heft", "m-etf", "metis", "single-device")  # the first one's timelin
 
 def place(runs_dir: str) -> list[str]:
     """Run :data:`PLACERS` on gen:chainmm / p100x4 into the store ``runs_dir``; their run ids."""
-    from engine.runs import RunStore
     from engine.specs import load_cluster, load_graph
+    from engine.store.runs import RunStore
     from policies.runner import place_and_simulate
 
     graph, cluster = load_graph("gen:chainmm"), load_cluster("p100x4")

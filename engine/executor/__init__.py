@@ -1,6 +1,6 @@
 """Real execution of placed graphs on this machine's devices, and its calibration (issue #14).
 
-Entry points: :func:`execute` (next to :func:`engine.simulator.simulate`, same result type),
+Entry points: :func:`execute` (next to :func:`engine.sim.simulator.simulate`, same result type),
 :class:`Executor` for many runs with the same workers, :func:`scale_graph` for graphs whose
 step is too long or too short to measure, and :mod:`engine.executor.calibration` for the
 ``placelab.cluster/1`` file that predicts this executor. torch is imported only inside the

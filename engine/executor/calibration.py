@@ -61,7 +61,7 @@ import numpy as np
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings, cluster_from_dict, cluster_to_dict
 from engine.errors import ClusterError, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.jsonio import atomic_write_text, dumps
 
 __all__ = ["bus_capacity", "bus_states", "cache_dir", "calibrate", "derive", "describe_bus", "local_cache_path",

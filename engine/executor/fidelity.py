@@ -19,7 +19,7 @@ predicting another's): how much of a mode's error the run-to-run noise could exp
 error-free prediction could reach against the mean of the measured repeats.
 
 :func:`load_measured_schedule` reads back a measured schedule a run stored with
-:func:`engine.run_records.write_schedule_tables` (prefix ``measured``).
+:func:`engine.store.records.write_schedule_tables` (prefix ``measured``).
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ import numpy as np
 
 from engine.cluster import Cluster, Link
 from engine.errors import quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.placement import compute_matrix
-from engine.runs import Run
-from engine.schedule import Schedule
+from engine.sim.schedule import Schedule
+from engine.store.runs import Run
 
 __all__ = ["fidelity_stats", "load_measured_schedule", "noise_ceiling", "refine_cluster", "repeat_agreement",
            "replay_graph", "replay_makespan"]
@@ -207,7 +207,7 @@ def replay_makespan(graph: CompGraph, cluster: Cluster, devices: np.ndarray, run
     ``cluster`` (:func:`replay_graph`, whole or half). Measured copies took the time they took
     beside each other: replaying them, the copies do not share a bus again (``copy_bus_shared``
     off); predicted copies (``copies=False``) keep the cluster's rule."""
-    from engine.simulator import Simulator
+    from engine.sim.simulator import Simulator
 
     if copies and cluster.simulation.copy_bus_shared:
         cluster = cluster.with_simulation(copy_bus_shared=False)

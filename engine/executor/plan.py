@@ -1,4 +1,4 @@
-"""What each worker runs, and how its measurements become a :class:`~engine.schedule.Schedule`.
+"""What each worker runs, and how its measurements become a :class:`~engine.sim.schedule.Schedule`.
 
 Pure numpy/Python (no torch): the parent process builds one :class:`WorkerPlan` per device
 from a placed graph, ships it to the worker, and assembles the workers' timestamps into the
@@ -17,8 +17,8 @@ import numpy as np
 
 from engine.cluster import Cluster
 from engine.errors import SpecError, quote
-from engine.graph import CompGraph
-from engine.schedule import Schedule
+from engine.graph.compgraph import CompGraph
+from engine.sim.schedule import Schedule
 
 __all__ = ["WorkerPlan", "build_plans", "measured_schedule", "scale_graph"]
 

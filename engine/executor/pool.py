@@ -28,9 +28,9 @@ from engine.executor.cores import default_cores
 from engine.executor.kernels import KernelModel
 from engine.executor.plan import build_plans, measured_schedule, transfer_table
 from engine.executor.worker import worker_main
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.placement import Constraints, Placement
-from engine.schedule import Schedule
+from engine.sim.schedule import Schedule
 
 __all__ = ["ExecutionError", "Executor", "Measurement", "check_executable", "execute"]
 
@@ -296,7 +296,7 @@ def execute(graph: CompGraph, cluster: Cluster, placement: Placement | np.ndarra
             warmup: int = 1, cores: list[int] | None = None) -> Schedule:
     """Run ``placement`` of ``graph`` for real on this machine and return the measured Schedule.
 
-    The counterpart of :func:`engine.simulator.simulate`: same arguments, same result type,
+    The counterpart of :func:`engine.sim.simulator.simulate`: same arguments, same result type,
     with ``mode == "measured"``. Starts workers, runs ``warmup`` unmeasured steps and
     ``repeats`` measured ones, and returns the schedule of the median repeat. For many
     placements, or for the spread over repeats, keep an :class:`Executor` open and use

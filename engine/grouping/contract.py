@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.errors import GraphError, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 
 __all__ = ["Grouping", "colocation_groups", "contract"]
 

@@ -27,7 +27,7 @@ from functools import partial
 
 import numpy as np
 
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.grouping.contract import colocation_groups
 from engine.grouping.dynamic_order import TopologicalOrder, reaches
 

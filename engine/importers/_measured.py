@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import GraphError, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 
 __all__ = ["check_measure_options", "with_measured_times"]
 

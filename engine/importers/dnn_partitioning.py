@@ -45,8 +45,8 @@ import numpy as np
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.errors import ClusterError, GraphError, PlacementError, quote
-from engine.formats import register_format
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
+from engine.graph.formats import register_format
 from engine.jsonio import read_json_file
 from engine.limits import MAX_DEVICES, check_at_most
 from engine.placement import Placement, check_placement

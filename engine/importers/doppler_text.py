@@ -58,8 +58,8 @@ import warnings
 import numpy as np
 
 from engine.errors import GraphError, quote
-from engine.formats import register_format
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
+from engine.graph.formats import register_format
 from engine.jsonio import read_file_bytes
 
 __all__ = [

@@ -14,8 +14,8 @@ import os
 import tempfile
 
 from engine.errors import GraphError, first_line, quote
-from engine.formats import register_format
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
+from engine.graph.formats import register_format
 from engine.quiet import quiet_tensorflow_start
 
 __all__ = ["load_keras_file"]

@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 
 from engine.errors import GraphError, one_line, quote
-from engine.formats import register_format
-from engine.graph import CompGraph
-from engine.graph_io import GRAPH_SCHEMA
+from engine.graph.compgraph import CompGraph
+from engine.graph.formats import register_format
+from engine.graph.io import GRAPH_SCHEMA
 from engine.jsonio import MAX_FILE_BYTES, read_json_file
 
 __all__ = ["graph_from_node_link", "graph_to_node_link", "load_graphml", "load_node_link"]

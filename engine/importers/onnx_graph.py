@@ -57,8 +57,8 @@ from typing import Any
 import numpy as np
 
 from engine.errors import GraphError, quote
-from engine.formats import register_format
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
+from engine.graph.formats import register_format
 from engine.importers.tensorflow_graph import CostFn, roofline_cost
 from engine.jsonio import read_file_bytes
 from engine.limits import check_total

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import GraphError, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.importers._torch_trace import Trace, buffers_restored, trace_step
 from engine.importers.tensorflow_graph import CostFn, roofline_cost
 

@@ -41,7 +41,7 @@ by ``torch.cuda.synchronize()`` so the time covers the kernel, not just its laun
 Storing the measurements
 ------------------------
 The measured times *are* the graph's per-kind compute (``compute_by_kind[:, kind]``), so
-``engine.graph_io.save_graph(g, path)`` writes them into the ``placelab.graph/1`` file (each op's
+``engine.graph.io.save_graph(g, path)`` writes them into the ``placelab.graph/1`` file (each op's
 ``compute`` is ``{kind: seconds}``) and ``load_graph_json`` reads them back: a profile is taken
 once and reused without torch. Combine kinds from several machines by building a graph with one
 column per kind from graphs measured on each.
@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import GraphError, first_line, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.importers._measured import check_measure_options, with_measured_times
 from engine.importers.pytorch_graph import (
     _import_torch,

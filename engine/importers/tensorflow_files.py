@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.errors import GraphError, first_line, one_line, quote
-from engine.formats import register_format
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
+from engine.graph.formats import register_format
 from engine.importers._tf_ops import _CALLS, _DROPPED, _MAX_CALL_DEPTH, _PASS_THROUGH, _attr, import_tensorflow
 from engine.importers.tensorflow_graph import CostFn, graph_from_tf_graph
 from engine.quiet import quiet_stderr, quiet_tensorflow_start

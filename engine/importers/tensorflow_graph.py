@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import GraphError, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.importers._tf_keras import _trace_keras_forward, _trace_keras_step
 from engine.importers._tf_ops import (
     _DROPPED,

@@ -54,7 +54,7 @@ Mapping of executed nodes to ops (the same pruning as ``graph_from_keras``)
   time is the sum of all of them, i.e. its whole body.
 
 The result has one compute kind, ``kind`` (default ``"cpu"``). Storing the measurements works as
-for PyTorch (``engine/importers/pytorch_measured.py``): ``engine.graph_io.save_graph`` writes them
+for PyTorch (``engine/importers/pytorch_measured.py``): ``engine.graph.io.save_graph`` writes them
 as each op's ``compute`` ``{kind: seconds}`` and ``load_graph_json`` reads them back without
 TensorFlow.
 """
@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import GraphError, first_line, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.importers._measured import check_measure_options, with_measured_times
 from engine.importers._tf_keras import _KerasStep, _step_specs, _trace_keras_step
 from engine.importers._tf_ops import _CALLS, import_tensorflow

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from engine.costmodel import FP32, P100, GraphBuilder, RooflineModel
 from engine.errors import SpecError, quote
 from engine.generators import register
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.limits import GENERATOR_DIM, GENERATOR_GPUS
 
 __all__ = ["MetaOp", "chainmm", "ffnn", "llama_block", "llama_layer", "meta_ops"]

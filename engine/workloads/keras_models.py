@@ -29,7 +29,7 @@ from pathlib import Path
 
 from engine.errors import GraphError, SpecError, quote
 from engine.generators import register
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.limits import GENERATOR_BATCH, GRAPH_CACHE_MAX_BYTES, GRAPH_CACHE_MAX_ENTRIES
 
 __all__ = ["cache_dir", "cached_graph", "inception_v3", "nasnet", "trim_cache"]
@@ -66,7 +66,7 @@ def _cached(key: str, build: Callable[[], CompGraph], use_cache: bool) -> CompGr
 def cached_graph(path: Path, build: Callable[[], CompGraph]) -> CompGraph:
     """The graph cached at ``path`` (marked as just used), else ``build()``'s, stored there; the cache is then
     trimmed to its bounds (:func:`trim_cache`)."""
-    from engine.graph_io import load_graph_json, save_graph
+    from engine.graph.io import load_graph_json, save_graph
 
     if path.is_file():
         try:

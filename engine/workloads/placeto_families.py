@@ -44,7 +44,7 @@ import numpy as np
 from engine.costmodel import FP32
 from engine.errors import SpecError, quote
 from engine.generators import register
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.grouping.rules import merge_and_colocate, mirhoseini_groups
 from engine.limits import GENERATOR_CELLS, GENERATOR_DIM, GENERATOR_NODES, GENERATOR_SEED, Bound
 from engine.workloads.recurrent import TrainGraph, build_nmt, embed, softmax_loss, total_loss

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from engine.cluster import Cluster
 from engine.errors import SpecError, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.jsonio import read_json_file
 
 __all__ = [

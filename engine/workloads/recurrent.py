@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from engine.costmodel import CPU_HASWELL_18C, FP32, K80, GraphBuilder, RooflineModel
 from engine.errors import SpecError
 from engine.generators import register
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.limits import GENERATOR_BATCH, GENERATOR_DIM, GENERATOR_LAYERS, GENERATOR_LENGTH
 
 __all__ = ["TrainGraph", "nmt", "rnnlm"]

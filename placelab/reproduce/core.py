@@ -91,7 +91,7 @@ class PublishedGraphs:
     """The graphs a reproduction can run on instead of ours (``placelab reproduce NAME --graphs-dir DIR``,
     :mod:`placelab.reproduce.published`): where to get them, one entry per row, and why a row's first
     file name is preferred to the others when both are there. ``format``: the registered graph format
-    (:mod:`engine.formats`) the authors' files are in; a file of another format under one of their names
+    (:mod:`engine.graph.formats`) the authors' files are in; a file of another format under one of their names
     is refused, and a malformed one is read by that format's importer, which names the line."""
 
     where: str

@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.errors import GraphError, SpecError, quote
-from engine.formats import FORMATS
+from engine.graph.formats import FORMATS
 from engine.jsonio import read_file_bytes
 from engine.specs import detect_format, load_graph
 from placelab.reproduce.core import (

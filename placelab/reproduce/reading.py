@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import PlacelabError
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 from placelab.reproduce.core import Cell
 
 __all__ = ["compare_cells", "curve", "device_profile", "error_cell", "execution_cell", "median_ratio", "train_cells"]

@@ -32,7 +32,7 @@ from typing import Any, NoReturn
 
 from engine.errors import PlacelabError, RunError, one_line
 from engine.jsonio import atomic_write_text, check_write_target
-from engine.runs import Run, RunStore
+from engine.store.runs import Run, RunStore
 from placelab.reproduce.core import Reproduction, all_reproductions
 from placelab.reproduce.papers import agreement, lower_is_better, paper_table
 from placelab.reproduce.published import graphs_label

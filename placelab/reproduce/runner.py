@@ -42,8 +42,8 @@ from dataclasses import replace
 from typing import Any
 
 from engine.errors import PlacelabError, RunError, SpecError, one_line, quote
-from engine.run_meta import code_version, iso_timestamp
-from engine.runs import Run, RunStore, user_runs_dir
+from engine.store.meta import code_version, iso_timestamp
+from engine.store.runs import Run, RunStore, user_runs_dir
 from placelab.reproduce.core import REF, Reproduction, Step, all_reproductions, get, search_column_name
 from placelab.reproduce.papers import TABLE_COLUMNS, agreement, join, lower_is_better, paper_table
 from placelab.reproduce.published import GraphSources, graph_records, resolve

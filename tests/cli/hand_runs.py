@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from engine.graph_io import graph_from_dict
-from engine.runs import RunStore
+from engine.graph.io import graph_from_dict
 from engine.specs import load_cluster
+from engine.store.runs import RunStore
 from policies.runner import place_and_simulate
 
 GRAPH = {"schema": "placelab.graph/1", "name": "hand",

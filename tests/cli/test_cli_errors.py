@@ -233,7 +233,7 @@ def test_doppler_stage_real_that_cannot_execute_is_one_sentence_and_stores_nothi
 
 
 def test_runs_show_run_without_placement(env, capsys):
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
 
     run = RunStore(env / "runs").create("train", graph_name="g", graph_hash="h", cluster="k80x2", placer=None,
                                         parameters={}, seed=None)

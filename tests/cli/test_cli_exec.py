@@ -13,8 +13,8 @@ from cli_run import run_cli
 from engine.cluster import SIMULATION_MODES, cluster_to_dict
 from engine.executor import calibration
 from engine.executor.calibration import machine_cluster
-from engine.runs import RunStore
 from engine.specs import load_cluster
+from engine.store.runs import RunStore
 
 pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the executor needs 2 CPU cores")
 
@@ -157,7 +157,7 @@ def test_compare_execute_measures_every_placer(capsys, tmp_path, two):
 def test_execute_a_placement_file_stores_measured_beside_simulated(capsys, tmp_path, two):
     from engine.executor import scale_graph
     from engine.placement import load_placement
-    from engine.simulator import Simulator
+    from engine.sim.simulator import Simulator
     from engine.specs import load_graph
 
     placement = tmp_path / "p.json"

@@ -147,8 +147,8 @@ def test_eval_on_sixteen_graphs_of_different_sizes(capsys, files):
     # depends on the allocator; tests/policies/rl/test_agent.py forces the reuse.)
     import numpy as np
 
-    from engine.runs import RunStore
     from engine.specs import load_cluster, load_graph
+    from engine.store.runs import RunStore
     from policies.rl.core.jobs import load_policy, policy_place
     from policies.rl.core.task import task_for
 

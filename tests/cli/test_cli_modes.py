@@ -13,7 +13,7 @@ import pytest
 from cli_run import run_cli
 
 from engine.generators import from_spec
-from engine.graph_io import save_graph
+from engine.graph.io import save_graph
 
 S = 10**13
 DIAMOND = "6\n4,5,\n0,0,1,2,\n1,2,3,3,\n" + "".join(f"{c},{4 * c},einsummable,\n" for c in (S, 2 * S, 3 * S, S))

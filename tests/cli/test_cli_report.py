@@ -26,9 +26,9 @@ from hand_runs import GRAPH, Store
 
 from dashboard.figures.theme import SYSTEM_CHROMIUM
 from dashboard.report.export import REPORT_FORMATS
-from engine.graph_io import graph_from_dict
-from engine.runs import RunStore
+from engine.graph.io import graph_from_dict
 from engine.specs import load_cluster
+from engine.store.runs import RunStore
 from placelab import cli_report
 from policies.runner import place_and_simulate, store_result
 
@@ -68,7 +68,7 @@ def store(tmp_path_factory) -> ReportStore:
     # once, and a prefix test read "ambiguous": here the n-th run ends in n's digit four times (1111, 2222, ...)
     suffixes = (f"{i % 16:x}" * 4 for i in range(1, 1000))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("engine.runs.secrets.token_hex", lambda nbytes: next(suffixes))
+        mp.setattr("engine.store.runs.secrets.token_hex", lambda nbytes: next(suffixes))
         return ReportStore(tmp_path_factory.mktemp("report") / "runs")
 
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from engine.generators import from_spec
-from engine.graph_io import save_graph
+from engine.graph.io import save_graph
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Libraries no command below needs: the model importers', the learned placers', the app's and Ray's.

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from engine.errors import RunError
-from engine.run_records import load_placement_run
-from engine.runs import Run, RunStore
+from engine.store.records import load_placement_run
+from engine.store.runs import Run, RunStore
 
 REPO = Path(__file__).resolve().parents[2]
 GRAPH = "gen:random?ops=12&seed=1"

@@ -23,8 +23,8 @@ from cli_run import run_cli
 from test_cli_errors import CHAIN, assert_bad_input
 
 from engine.errors import RunError, WriteError
-from engine.runs import RunStore
-from engine.tables import write_csv
+from engine.store.runs import RunStore
+from engine.store.tables import write_csv
 from policies.rl.core.trainer import Trainer
 
 torch.set_num_threads(1)
@@ -312,9 +312,9 @@ def test_disk_full_in_tensorboard(store, capsys, monkeypatch):
 
 
 def test_disk_full_appending_the_learning_curve(store, capsys, monkeypatch):
-    import engine.run_dir
+    import engine.store.run_dir
 
-    real, calls = engine.run_dir.append_csv_rows, []
+    real, calls = engine.store.run_dir.append_csv_rows, []
 
     def append(path, rows):
         calls.append(path)
@@ -322,17 +322,17 @@ def test_disk_full_appending_the_learning_curve(store, capsys, monkeypatch):
             raise enospc()
         real(path, rows)
 
-    monkeypatch.setattr(engine.run_dir, "append_csv_rows", append)
+    monkeypatch.setattr(engine.store.run_dir, "append_csv_rows", append)
     code, err = train_saved(capsys)
     assert_failed_for_space(store, code, err)
 
 
 def test_disk_full_for_run_json_too(store, capsys, monkeypatch):
     """When even run.json cannot be written, the line says so, and the run reads interrupted (not running)."""
-    import engine.run_dir
-    import engine.runs
+    import engine.store.run_dir
+    import engine.store.runs
 
-    real, calls = engine.runs.atomic_write_json, []
+    real, calls = engine.store.runs.atomic_write_json, []
 
     def write(path, obj, **kwargs):
         calls.append(path)
@@ -340,8 +340,8 @@ def test_disk_full_for_run_json_too(store, capsys, monkeypatch):
             raise WriteError(f"cannot write {path}: {os.strerror(errno.ENOSPC)}")
         real(path, obj, **kwargs)
 
-    monkeypatch.setattr(engine.runs, "atomic_write_json", write)  # the store creates run.json
-    monkeypatch.setattr(engine.run_dir, "atomic_write_json", write)  # the run updates it
+    monkeypatch.setattr(engine.store.runs, "atomic_write_json", write)  # the store creates run.json
+    monkeypatch.setattr(engine.store.run_dir, "atomic_write_json", write)  # the run updates it
     code, err = train_saved(capsys)
     (run,) = store.list()
     assert_one_error(code, err, f"training run {run.id} stopped: no space left on device",
@@ -454,17 +454,17 @@ def test_train_resume_refuses_a_changed_graph(store, capsys):
 # ---- 10. racing deletes ---------------------------------------------------------------------
 
 def test_delete_of_a_run_another_delete_just_removed(store, capsys, monkeypatch):
-    import engine.runs
+    import engine.store.runs
 
     run_id = place_run(capsys)
-    real = engine.runs.live_lock_held
+    real = engine.store.runs.live_lock_held
 
     def other_delete_first(path):  # the other `runs delete` wins the race right after this one found the run
-        monkeypatch.setattr(engine.runs, "live_lock_held", real)
+        monkeypatch.setattr(engine.store.runs, "live_lock_held", real)
         RunStore(store.root).delete(run_id)
         return real(path)
 
-    monkeypatch.setattr(engine.runs, "live_lock_held", other_delete_first)
+    monkeypatch.setattr(engine.store.runs, "live_lock_held", other_delete_first)
     # before: internal error: FileNotFoundError: ... .live.lock (exit 1)
     assert_bad_input(*run_cli(capsys, "runs", "delete", run_id), f"run {run_id} was deleted by another process")
     assert not (store.root / run_id).exists()

@@ -19,7 +19,7 @@ import json
 import pytest
 from cli_run import run_cli
 
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 from policies.sweep import sweep_pivot, sweep_rows
 
 MS = 1e-3

@@ -10,7 +10,7 @@ import pytest
 
 from engine.generators import random_dag
 from engine.presets import PRESETS
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 from policies.runner import place_and_simulate
 
 

@@ -29,7 +29,7 @@ def test_home_with_missing_runs_dir(tmp_path, monkeypatch):
 def test_home_lists_stored_runs(tmp_path, monkeypatch):
     from engine.generators import random_dag
     from engine.presets import PRESETS
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
     from policies.runner import place_and_simulate
 
     graph, cluster = random_dag(ops=30, seed=2), PRESETS["k80x2"]()

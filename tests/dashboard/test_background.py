@@ -16,7 +16,7 @@ from dashboard.background import (
     resume_command,
     train_command,
 )
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 
 
 def wait_exit(root, timeout=300):

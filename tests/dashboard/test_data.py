@@ -20,9 +20,9 @@ from dashboard.data.place import (
 from dashboard.data.runs import comparison_row, run_metrics
 from engine.generators import random_dag
 from engine.presets import PRESETS
-from engine.run_records import SINGLE_DEVICE_KEYS
-from engine.runs import RunStore
-from engine.simulator import Simulator
+from engine.sim.simulator import Simulator
+from engine.store.records import SINGLE_DEVICE_KEYS
+from engine.store.runs import RunStore
 from policies.runner import place_and_simulate
 
 

@@ -9,8 +9,8 @@ from dashboard.figures.explorer import HIGHLIGHT, _wrap, explorer_elements, focu
 from dashboard.figures.op_types import NO_COMPUTE_COLOR
 from dashboard.figures.scope_tree import hierarchy_scopes
 from dashboard.figures.theme import device_color
-from engine.dag import levels
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
+from engine.graph.dag import levels
 
 # a→b→c→d→e and a→c; scopes enc/l0 (a, b), enc/l1 (c), dec (d), none (e); levels 0..4
 SCOPES = ["enc/l0", "enc/l0", "enc/l1", "dec", ""]

@@ -10,7 +10,7 @@ import pytest
 from dashboard.figures import table_latex
 from dashboard.figures.diff import moved_ops, placement_diff
 from dashboard.figures.theme import SYSTEM_CHROMIUM, export_figure, figure_html, figure_image, run_color
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 
 
 def test_table_latex_escapes_and_aligns():

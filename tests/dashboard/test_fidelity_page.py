@@ -16,9 +16,9 @@ from dashboard.background import launch, list_jobs
 from dashboard.data.measured import validate_command, validation_job
 from engine.executor.calibration import machine_cluster
 from engine.placement import placement_from_dict
-from engine.runs import RunStore
-from engine.simulator import Simulator
+from engine.sim.simulator import Simulator
 from engine.specs import load_cluster, load_graph
+from engine.store.runs import RunStore
 from policies.fidelity import validate
 
 

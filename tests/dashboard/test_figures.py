@@ -7,10 +7,10 @@ from dashboard.figures import cdf_figure, learning_curves, load_profile, makespa
 from dashboard.figures.charts import SINGLE_DEVICE_LABEL, copy_engine_load, phase_compute
 from dashboard.figures.curves import bootstrap_band, ema, rolling_median, thin_rows
 from engine.generators import random_dag
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.presets import PRESETS
-from engine.schedule import Schedule
-from engine.simulator import simulate
+from engine.sim.schedule import Schedule
+from engine.sim.simulator import simulate
 
 MEMCPY = "memcpy (copy engines busy)"
 

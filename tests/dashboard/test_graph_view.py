@@ -11,7 +11,7 @@ from dashboard.figures.colors import PALETTE
 from dashboard.figures.op_types import NO_COMPUTE_COLOR
 from dashboard.figures.theme import device_color
 from engine.generators import random_dag
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 
 
 def _data(page: str) -> tuple[list[dict], list[dict]]:

@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.data import link
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 
 APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
 REPO_RUNS = Path(__file__).resolve().parents[2] / "runs"

@@ -24,9 +24,9 @@ from dashboard.data.measured import (
 from engine.executor import scale_graph
 from engine.executor.calibration import machine_cluster
 from engine.presets import PRESETS
-from engine.runs import RunStore
-from engine.simulator import Simulator
+from engine.sim.simulator import Simulator
 from engine.specs import load_graph
+from engine.store.runs import RunStore
 
 GRAPH = "gen:random?ops=12&seed=3"
 TWO_CORES = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the executor needs 2 CPU cores")
@@ -180,7 +180,7 @@ def test_compare_shows_measured_numbers_of_executed_runs(executed_runs):
 
 def _panel(root: str, job_id: str) -> None:
     from dashboard.widgets.measured import execution_panel
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
 
     execution_panel(RunStore(root), job_id, key="x")
 

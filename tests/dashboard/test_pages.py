@@ -199,7 +199,7 @@ def test_place_timeline_and_explorer_are_linked(empty_runs):
     assert len(marker) == 1 and marker[0]["text"] == [g_names[0][3:]]
     # a click on a bar of the timeline names its op: trace 0 is device 0's op bars
     from engine.presets import PRESETS
-    from engine.simulator import Simulator
+    from engine.sim.simulator import Simulator
     from engine.specs import load_graph
     from policies.runner import place_and_simulate
 
@@ -212,7 +212,7 @@ def test_place_timeline_and_explorer_are_linked(empty_runs):
 
 
 def test_place_two_placers_and_save(empty_runs):
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
 
     app = page_app("place", "gen:random?ops=200&seed=1").run()
     assert not app.exception
@@ -294,7 +294,7 @@ def test_compare_selected_runs(stored_runs):
     # bars, two timelines, the eval CDF
     assert len(charts(app)) == 4
     # the placement diff in the explorer: the ops that moved get a red border
-    from engine.run_records import load_placement_run
+    from engine.store.records import load_placement_run
 
     runs = [load_placement_run(_store.load(i)) for i in ids]
     moved = int((runs[0].placement.devices != runs[1].placement.devices).sum())
@@ -584,7 +584,7 @@ def test_a_click_on_a_timeline_bin_or_a_dragged_range_zooms_the_window_and_a_cli
     from dashboard.widgets import schedule as views
     from engine.generators import random_dag
     from engine.presets import PRESETS
-    from engine.simulator import Simulator
+    from engine.sim.simulator import Simulator
 
     g, c = random_dag(ops=6000, seed=2), PRESETS["k80x2"]()
     sched = Simulator(g, c).run(np.arange(g.num_ops) % 2)

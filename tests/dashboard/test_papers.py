@@ -366,7 +366,7 @@ def test_bundled_latex_tables_print_no_exponents():
     import re
     from pathlib import Path
 
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
 
     runs = RunStore(Path(__file__).resolve().parents[2] / "runs").list(kind="reproduce")
     assert runs

@@ -22,8 +22,8 @@ from dashboard.background import list_jobs
 from dashboard.visitor import PATH_REFUSED, POLICY_REFUSED, RUNS_DIR_REFUSED
 from engine.errors import SpecError
 from engine.generators import random_dag
-from engine.graph_io import save_graph
-from engine.runs import RunStore
+from engine.graph.io import save_graph
+from engine.store.runs import RunStore
 
 TIMEOUT = 300  # generous: only catches a hang, never a busy machine's slowness (issue 34)
 SERVER_PATHS = ["/etc/passwd", "/", "/root", "../../etc", "../../etc/passwd", "/etc/passwd?unit_s=1", "~",
@@ -389,7 +389,7 @@ def test_every_text_box_of_every_page_is_guarded_or_harmless(name, learning_runs
 
 def _upload_app(tmp_path) -> tuple[AppTest, object]:
     """The Train page whose current graph was uploaded (60 ops, parsed as the Graphs page parses an upload)."""
-    from engine.graph_io import graph_to_dict
+    from engine.graph.io import graph_to_dict
     from engine.specs import load_uploaded_graph
 
     data = json.dumps(graph_to_dict(random_dag(ops=60, seed=4, name="my-upload"))).encode()

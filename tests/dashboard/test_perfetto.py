@@ -8,7 +8,7 @@ import pytest
 from test_pages import page_app
 
 from dashboard.perfetto import DEFAULT_URL, perfetto_url
-from engine.run_records import export_trace
+from engine.store.records import export_trace
 
 
 def _perfetto(app) -> list:

@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 import dashboard.report.export as export
 from dashboard.report.html_file import html_bytes
 from dashboard.report.slides import TABLE_ROWS, build_deck
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 
 pptx = pytest.importorskip("pptx")
 REPO = Path(__file__).resolve().parents[2]

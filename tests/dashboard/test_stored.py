@@ -5,7 +5,7 @@ import pytest
 from dashboard.data.learning import learning_curve, seed_groups
 from dashboard.data.runs import setting_of
 from dashboard.data.series import cdf_series, eval_series, experiment_series
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 
 
 def _run(store, kind, name, seed=0, parameters=None):

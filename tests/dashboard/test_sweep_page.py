@@ -2,7 +2,7 @@
 
 from streamlit.testing.v1 import AppTest
 
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 from policies.sweep import SweepSpec, run_sweep
 
 

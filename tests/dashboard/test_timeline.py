@@ -20,9 +20,9 @@ from dashboard.figures.timeline import (
     union_intervals,
 )
 from engine.generators import random_dag
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.presets import PRESETS
-from engine.simulator import simulate
+from engine.sim.simulator import simulate
 
 TIMELINE = importlib.import_module("dashboard.figures.timeline")
 _LANE = 0.8  # a lane's height in lane units: a full column of a binned lane
@@ -237,8 +237,8 @@ def _union_in(intervals, lo, hi):
 
 def _tables(tmp_path, g, c, s):
     """``schedule_ops.csv`` and ``schedule_transfers.csv`` as a stored run writes them (the CSV export)."""
-    from engine.run_records import write_schedule_tables
-    from engine.runs import RunStore
+    from engine.store.records import write_schedule_tables
+    from engine.store.runs import RunStore
 
     run = RunStore(tmp_path / "runs").create("place", graph_name=g.name, graph_hash="0", cluster=c.name, placer="x",
                                              parameters={}, seed=0)

@@ -14,7 +14,7 @@ from dashboard.figures.theme import device_color, memcpy_color
 from dashboard.figures.timeline import TIMELINE_MAX_OPS, lane_names, match_ops
 from dashboard.trace_view import clicked_op, trace_payload
 from engine.presets import PRESETS
-from engine.simulator import Simulator
+from engine.sim.simulator import Simulator
 from engine.specs import load_graph
 
 

@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.background import launch, list_jobs
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 
 # Generous limits (issue 34): they only catch a hang, so a busy machine (a 2-core CI box at load 14) never fails a
 # test on a clock. A training process needs ~10 s on an idle machine to import torch before its first episode.
@@ -124,7 +124,7 @@ def test_a_run_card_draws_its_placers_colour_and_downloads_its_curve_without_a_s
 
     import streamlit
 
-    from engine.tables import read_csv
+    from engine.store.tables import read_csv
     from policies.rl.core.run_files import CURVE
 
     store, ids = learning_runs

@@ -19,7 +19,7 @@ def test_local_time_is_readable_in_the_viewers_zone():
 def test_home_table_in_ms_with_missing_values_as_none(tmp_path):
     from engine.generators import random_dag
     from engine.presets import PRESETS
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
     from policies.runner import place_and_simulate
 
     store = RunStore(tmp_path)
@@ -38,7 +38,7 @@ def test_runs_page_table_in_ms_and_local_times(tmp_path):
     """The Runs page showed makespans in seconds and raw ISO timestamps (2026-11-27T06:03:48.942448+00:00)."""
     from engine.generators import random_dag
     from engine.presets import PRESETS
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
     from policies.runner import place_and_simulate
 
     store = RunStore(tmp_path)
@@ -52,7 +52,7 @@ def test_runs_page_table_in_ms_and_local_times(tmp_path):
 
 
 def test_home_page_shows_dashes_not_none(tmp_path, monkeypatch):
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
 
     run = RunStore(tmp_path).create("reproduce", graph_name="g", graph_hash="0", cluster="", placer=None,
                                     parameters={}, seed=None)

@@ -25,8 +25,8 @@ from dashboard.data.whatif import (
 )
 from engine.cluster import cluster_from_dict
 from engine.errors import RunError, SpecError
-from engine.graph_io import graph_from_dict
-from engine.simulator import Simulator, simulate
+from engine.graph.io import graph_from_dict
+from engine.sim.simulator import Simulator, simulate
 
 MS = 1e-3
 
@@ -179,7 +179,7 @@ def test_an_edit_that_does_not_fit_in_memory_reads_oom(mode):
 
 
 def test_a_run_json_with_a_parent_of_the_wrong_type_is_refused(tmp_path):
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
 
     store = RunStore(tmp_path)
     run = store.create("place", graph_name="g", graph_hash="0", cluster="k80x2", placer="x", parameters={}, seed=0)
@@ -301,8 +301,8 @@ def test_the_link_holds_the_edits_and_a_reload_restores_them(empty_runs):
 
 
 def test_save_as_run_stores_the_edited_placement_with_its_parent(empty_runs):
-    from engine.run_records import load_placement_run
-    from engine.runs import RunStore
+    from engine.store.records import load_placement_run
+    from engine.store.runs import RunStore
     from tests.dashboard.test_pages import page_app
 
     graph, base, _, _, _ = expected_after({})

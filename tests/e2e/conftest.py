@@ -56,7 +56,7 @@ def app_url(tmp_path_factory, fake_perfetto):
         pytest.skip(f"browser e2e test needs Debian chromium at {CHROMIUM}, which is missing")
     from engine.generators import random_dag
     from engine.presets import PRESETS
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
     from policies.runner import place_and_simulate
 
     root = tmp_path_factory.mktemp("e2e") / "runs"

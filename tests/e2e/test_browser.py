@@ -350,7 +350,7 @@ def check_whatif(page) -> tuple[str, str]:
     shown."""
     from engine.placement import Placement
     from engine.presets import PRESETS
-    from engine.simulator import Simulator
+    from engine.sim.simulator import Simulator
     from engine.specs import load_graph
 
     graph, op = load_graph("gen:chainmm"), "m5.DxE/shard0"

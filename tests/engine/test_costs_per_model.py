@@ -11,14 +11,14 @@ import pytest
 from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.costmodel import DEVICE_SPECS, K80, P100, V100, GraphBuilder, RooflineModel, op_time
 from engine.errors import ClusterError
-from engine.graph import CompGraph
-from engine.graph_io import load_graph_json, save_graph
+from engine.graph.compgraph import CompGraph
+from engine.graph.io import load_graph_json, save_graph
 from engine.grouping.contract import contract
-from engine.objectives import lower_bound
 from engine.placement import compute_matrix
 from engine.presets import PRESETS
-from engine.simulator import Simulator
-from engine.summary import cost_sources, device_columns, graph_summary
+from engine.sim.objectives import lower_bound
+from engine.sim.simulator import Simulator
+from engine.store.summary import cost_sources, device_columns, graph_summary
 
 # (flops, bytes moved) of a compute-bound, a memory-bound and a balanced op
 OPS = [(4e12, 1e6), (1e6, 3e9), (1e11, 4e8)]

@@ -1,4 +1,4 @@
-"""Tests for engine.dag: levels, t/b-levels, critical path and Placeto §2.2 pooling sets."""
+"""Tests for engine.graph.dag: levels, t/b-levels, critical path and Placeto §2.2 pooling sets."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.dag import (
+from engine.generators import random_dag
+from engine.graph.compgraph import CompGraph
+from engine.graph.dag import (
     ancestors,
     b_level,
     critical_path,
@@ -21,8 +23,6 @@ from engine.dag import (
     reachability,
     t_level,
 )
-from engine.generators import random_dag
-from engine.graph import CompGraph
 
 NAN = float("nan")
 A, B, C, D, E = range(5)

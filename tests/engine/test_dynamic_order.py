@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.generators import random_dag
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.grouping.dynamic_order import TopologicalOrder
 from engine.grouping.rules import merge_and_colocate, mirhoseini_groups
 

@@ -20,7 +20,7 @@ from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.executor import ExecutionError, Executor, execute, scale_graph
 from engine.executor.cores import default_cores
 from engine.executor.plan import transfer_table
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.placement import Placement
 
 pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the executor tests need 2 CPU cores")

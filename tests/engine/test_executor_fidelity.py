@@ -35,9 +35,9 @@ from engine.executor.fidelity import (
     replay_makespan,
 )
 from engine.generators import random_dag
-from engine.run_records import load_placement_run
-from engine.runs import RunStore
-from engine.simulator import Simulator
+from engine.sim.simulator import Simulator
+from engine.store.records import load_placement_run
+from engine.store.runs import RunStore
 from policies import make_placer
 from policies.fidelity import validate
 from tests.clusters import uniform_cluster

@@ -9,7 +9,7 @@ import pytest
 from engine import generators
 from engine.errors import SpecError
 from engine.generators import from_spec, generator_descriptions, random_dag, register
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.limits import Bound
 
 

@@ -1,4 +1,4 @@
-"""Tests for engine.graph.CompGraph: construction, validation messages and views."""
+"""Tests for engine.graph.compgraph.CompGraph: construction, validation messages and views."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from engine.errors import GraphError
 from engine.generators import random_dag
-from engine.graph import PHASES, CompGraph
+from engine.graph.compgraph import PHASES, CompGraph
 
 NAN = float("nan")
 

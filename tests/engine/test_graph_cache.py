@@ -9,7 +9,7 @@ import os
 import pytest
 
 from engine.generators import random_dag
-from engine.graph_io import save_graph
+from engine.graph.io import save_graph
 from engine.workloads import keras_models
 from engine.workloads.keras_models import cached_graph, trim_cache
 

@@ -1,4 +1,4 @@
-"""Tests for engine.graph_io (placelab.graph/1) and the JSON reading of engine.jsonio."""
+"""Tests for engine.graph.io (placelab.graph/1) and the JSON reading of engine.jsonio."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from engine import jsonio
 from engine.errors import GraphError
-from engine.graph import PHASES
-from engine.graph_io import GRAPH_SCHEMA, graph_from_dict, graph_to_dict, load_graph_json, save_graph
+from engine.graph.compgraph import PHASES
+from engine.graph.io import GRAPH_SCHEMA, graph_from_dict, graph_to_dict, load_graph_json, save_graph
 from engine.jsonio import dumps, loads, read_json_file
 
 HAS_ORJSON = importlib.util.find_spec("orjson") is not None

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from engine.generators import random_dag
-from engine.graph import CompGraph
-from engine.graph_io import graph_from_dict
+from engine.graph.compgraph import CompGraph
+from engine.graph.io import graph_from_dict
 from engine.grouping.contract import contract
 from engine.grouping.rules import (
     forward_scope,

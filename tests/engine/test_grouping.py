@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 
 from engine.errors import GraphError
-from engine.graph import CompGraph
-from engine.graph_io import graph_from_dict
+from engine.graph.compgraph import CompGraph
+from engine.graph.io import graph_from_dict
 from engine.grouping.contract import colocation_groups, contract
 
 

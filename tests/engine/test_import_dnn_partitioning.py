@@ -22,7 +22,7 @@ from engine.importers.dnn_partitioning import (
     load_dnn_partitioning,
     load_expert_placement,
 )
-from engine.simulator import simulate
+from engine.sim.simulator import simulate
 from engine.specs import detect_format, load_graph
 
 # the copy shipped in the repository (engine/workloads/published.py), found relative to this file

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.errors import GraphError
-from engine.graph import PHASES, CompGraph
-from engine.graph_io import GRAPH_SCHEMA
+from engine.graph.compgraph import PHASES, CompGraph
+from engine.graph.io import GRAPH_SCHEMA
 from engine.importers.networkx_formats import (
     _is_graphml,
     _is_node_link,

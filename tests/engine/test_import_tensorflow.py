@@ -213,7 +213,7 @@ def test_resnet50_step_is_faster_on_v100x8_than_on_k80x2_by_the_rooflines():
     importer counted (k80x2 is Placeto's simulator, 5.7 µs after every non-zero op; v100x8 adds none)."""
     from engine.costmodel import K80, V100, op_time
     from engine.presets import PRESETS
-    from engine.simulator import Simulator
+    from engine.sim.simulator import Simulator
 
     cap = _Capture()
     g = graph_from_keras(keras.applications.ResNet50(weights=None, input_shape=(224, 224, 3)), BATCH,

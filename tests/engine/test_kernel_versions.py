@@ -1,5 +1,5 @@
 """Each numba kernel is compiled in one version only: every caller passes the same argument types (input
-arrays read-only, ``engine._simlayout.readonly``), so the version ``make setup`` puts in numba's cache
+arrays read-only, ``engine.graph._kernels.readonly``), so the version ``make setup`` puts in numba's cache
 (``placelab/warmup.py``) is the one every later process loads. Before, a placement given as a
 :class:`~engine.placement.Placement` (read-only) and one given as a plain array (writable) were two versions
 of each simulator kernel, and a cluster with a measured copy curve a third of the work-conserving one: each
@@ -20,12 +20,14 @@ REPO = Path(__file__).resolve().parents[2]
 SCRIPT = r"""
 import json
 import numpy as np
-from engine import _dagkernels, _simkernel_default, _simkernel_placeto, _simkernel_wc, dag
-from engine.cluster import Cluster, Device, Link
+from engine.cluster import Cluster, Device, Link, edge_transfer_cost
+from engine.graph import _kernels as _dagkernels
+from engine.graph import dag
+from engine.sim import _kernel_default, _kernel_placeto, _kernel_wc
 from engine.generators import random_dag
 from engine.placement import Placement
 from engine.presets import PRESETS
-from engine.simulator import Simulator
+from engine.sim.simulator import Simulator
 from placelab import warmup
 
 for job in warmup.JOBS:
@@ -45,16 +47,16 @@ for cluster in clusters:
             sim.run(devices, record_memory=True)
             sim.makespan(devices)
             sim.makespan_and_peak(devices)
-costs = dag.edge_transfer_cost(graph, clusters[0], writable)
+costs = edge_transfer_cost(graph, clusters[0], writable)
 frozen_costs = costs.copy()
 frozen_costs.setflags(write=False)
 for edge_cost in (None, costs, frozen_costs):
     dag.t_level(graph, edge_cost=edge_cost)
     dag.b_level(graph, node_cost=np.ones(graph.num_ops), edge_cost=edge_cost)
     dag.critical_path(graph, edge_cost=edge_cost)
-kernels = {"simulate_placeto": _simkernel_placeto.simulate_placeto,
-           "simulate_default": _simkernel_default.simulate_default,
-           "simulate_wc": _simkernel_wc.simulate_wc,
+kernels = {"simulate_placeto": _kernel_placeto.simulate_placeto,
+           "simulate_default": _kernel_default.simulate_default,
+           "simulate_wc": _kernel_wc.simulate_wc,
            "longest_from_sources": _dagkernels.longest_from_sources,
            "longest_to_sinks": _dagkernels.longest_to_sinks}
 print(json.dumps({name: len(k.signatures) for name, k in kernels.items()}))

@@ -1,4 +1,4 @@
-"""Tests for engine.objectives: makespan, memory-penalized runtime, sqrt runtime, lower bound."""
+"""Tests for engine.sim.objectives: makespan, memory-penalized runtime, sqrt runtime, lower bound."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
-from engine.graph import CompGraph
-from engine.graph_io import graph_from_dict
-from engine.objectives import (
+from engine.graph.compgraph import CompGraph
+from engine.graph.io import graph_from_dict
+from engine.sim.objectives import (
     default_failing_signal,
     lower_bound,
     makespan,
     memory_penalized_runtime,
     sqrt_runtime,
 )
-from engine.simulator import simulate
+from engine.sim.simulator import simulate
 
 GB = 1e9
 

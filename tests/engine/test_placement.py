@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from engine.cluster import Device
 from engine.errors import PlacementError
-from engine.graph_io import GRAPH_SCHEMA, graph_from_dict
+from engine.graph.io import GRAPH_SCHEMA, graph_from_dict
 from engine.jsonio import atomic_write_json
 from engine.placement import (
     PLACEMENT_SCHEMA,

@@ -10,7 +10,7 @@ from engine.errors import GraphError
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from engine.graph_io import load_graph_json, save_graph  # noqa: E402
+from engine.graph.io import load_graph_json, save_graph  # noqa: E402
 from engine.importers.pytorch_graph import graph_from_torch  # noqa: E402
 from engine.importers.pytorch_measured import measure_torch_step  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Tests for engine.run_records: storing a placed-and-simulated run and reading it back.
+"""Tests for engine.store.records: storing a placed-and-simulated run and reading it back.
 
 Graph and schedule, worked out by hand (1 GB/s link, so 10^6 bytes take 1 ms; no overheads)::
 
@@ -21,9 +21,10 @@ import pytest
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.errors import RunError
-from engine.graph_io import graph_from_dict
+from engine.graph.io import graph_from_dict
 from engine.placement import Placement
-from engine.run_records import (
+from engine.sim.simulator import Simulator
+from engine.store.records import (
     ESTIMATE_TOLERANCE,
     SINGLE_DEVICE_KEYS,
     estimate_error,
@@ -34,9 +35,8 @@ from engine.run_records import (
     save_placement_run,
     single_device_metrics,
 )
-from engine.runs import RunStore
-from engine.simulator import Simulator
-from engine.summary import run_summary
+from engine.store.runs import RunStore
+from engine.store.summary import run_summary
 
 MS = 1e-3
 DEVICES = [0, 1, 2, 0]  # a, b, c, d

@@ -1,4 +1,4 @@
-"""Tests for engine.runs: the run store, atomic writes and run tables."""
+"""Tests for engine.store.runs: the run store, atomic writes and run tables."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 from engine.errors import RunError, WriteError
 from engine.jsonio import atomic_write_json, atomic_write_text
-from engine.run_locks import LIVE_LOCK, release_live_lock
-from engine.run_meta import RUN_SCHEMA, code_version
-from engine.runs import Run, RunStore
+from engine.store.locks import LIVE_LOCK, release_live_lock
+from engine.store.meta import RUN_SCHEMA, code_version
+from engine.store.runs import Run, RunStore
 
 ID_RE = re.compile(r"\d{8}-\d{6}-(?P<kind>[a-z0-9-]+?)-(?P<placer>[a-z0-9-]+)-[0-9a-f]{4}")
 

@@ -1,4 +1,4 @@
-"""Tests for engine.schedule: the Schedule's derived figures and its memory timeline."""
+"""Tests for engine.sim.schedule: the Schedule's derived figures and its memory timeline."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
-from engine.graph import CompGraph
-from engine.schedule import MemoryTimeline, Schedule
-from engine.simulator import simulate
+from engine.graph.compgraph import CompGraph
+from engine.sim.schedule import MemoryTimeline, Schedule
+from engine.sim.simulator import simulate
 
 
 def make_schedule(**changes) -> Schedule:

@@ -14,9 +14,9 @@ import pytest
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.errors import PlacementError, SimulationError
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.placement import Placement
-from engine.simulator import Simulator, simulate
+from engine.sim.simulator import Simulator, simulate
 
 D1, D2 = 0.25, 0.5  # δ1, δ2 of the placeto clusters below
 

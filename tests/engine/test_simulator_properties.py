@@ -1,8 +1,8 @@
 """Property tests of the compiled simulator (CONTRACTS §4).
 
 * Parity: on random small DAGs, placements and clusters the kernel
-  (:func:`engine.simulator.simulate`) agrees with the slow per-edge-event reference
-  (:func:`engine.reference_sim.reference_simulate`) on the makespan, every op's start and
+  (:func:`engine.sim.simulator.simulate`) agrees with the slow per-edge-event reference
+  (:func:`engine.sim.reference.reference_simulate`) on the makespan, every op's start and
   end, every transfer and each device's peak memory.
 * Invariants that need no reference: dependencies respected, one op at a time per device
   (δ1 after every non-zero op), FIFO channels, makespan above the lower bound, memory
@@ -22,13 +22,13 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
-from engine.dag import critical_path
 from engine.generators import random_dag
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
+from engine.graph.dag import critical_path
 from engine.placement import Constraints
 from engine.presets import PRESETS
-from engine.reference_sim import reference_simulate
-from engine.simulator import Simulator, simulate
+from engine.sim.reference import reference_simulate
+from engine.sim.simulator import Simulator, simulate
 
 REL = 1e-12
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

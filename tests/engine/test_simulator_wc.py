@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.errors import ClusterError
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.importers.doppler_text import graph_from_doppler_text
 from engine.presets import PRESETS
-from engine.reference_sim_wc import reference_simulate_wc
-from engine.simulator import Simulator, simulate, wc_durations
+from engine.sim.reference_wc import reference_simulate_wc
+from engine.sim.simulator import Simulator, simulate, wc_durations
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 

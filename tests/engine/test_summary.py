@@ -1,4 +1,4 @@
-"""Tests for engine.summary: graph_summary and run_summary, with numbers worked out by hand.
+"""Tests for engine.store.summary: graph_summary and run_summary, with numbers worked out by hand.
 
 The graph (seconds; bytes)::
 
@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 
 from engine.cluster import Cluster, Device, Link
-from engine.graph_io import graph_from_dict
-from engine.runs import RunStore
-from engine.summary import graph_summary, run_summary
+from engine.graph.io import graph_from_dict
+from engine.store.runs import RunStore
+from engine.store.summary import graph_summary, run_summary
 
 GRAPH = graph_from_dict({
     "schema": "placelab.graph/1", "name": "summary",

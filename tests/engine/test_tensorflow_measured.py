@@ -20,7 +20,7 @@ from engine.errors import GraphError
 tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
-from engine.graph_io import load_graph_json, save_graph  # noqa: E402
+from engine.graph.io import load_graph_json, save_graph  # noqa: E402
 from engine.importers.tensorflow_graph import graph_from_keras  # noqa: E402
 from engine.importers.tensorflow_measured import measure_tf_step  # noqa: E402
 

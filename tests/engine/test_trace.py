@@ -1,4 +1,4 @@
-"""Tests for engine.trace: Chrome Trace Event export of a schedule.
+"""Tests for engine.sim.trace: Chrome Trace Event export of a schedule.
 
 The expected timestamps are worked out by hand from CONTRACTS §4 for a five-op graph:
 
@@ -22,9 +22,9 @@ import pytest
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.generators import random_dag
-from engine.graph import CompGraph
-from engine.simulator import simulate
-from engine.trace import (
+from engine.graph.compgraph import CompGraph
+from engine.sim.simulator import simulate
+from engine.sim.trace import (
     COMPUTE_TID,
     MEMCPY_TID,
     device_pid,

@@ -9,9 +9,9 @@ import pytest
 
 from engine.cluster import Device
 from engine.errors import GraphError
-from engine.graph import CompGraph
-from engine.graph_io import graph_from_dict, graph_to_dict
-from engine.simulator import simulate
+from engine.graph.compgraph import CompGraph
+from engine.graph.io import graph_from_dict, graph_to_dict
+from engine.sim.simulator import simulate
 from tests.clusters import uniform_cluster
 
 
@@ -73,7 +73,8 @@ def test_given_time_replaces_bytes_over_bandwidth(mode):
 
 
 def test_edge_transfer_cost_and_levels_with_communication():
-    from engine.dag import b_level, edge_transfer_cost, t_level
+    from engine.cluster import edge_transfer_cost
+    from engine.graph.dag import b_level, t_level
     from engine.importers.doppler_text import graph_from_doppler_text
 
     s = 10**13  # one second in the authors' units

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from engine.errors import SpecError
-from engine.simulator import simulate
+from engine.sim.simulator import simulate
 from engine.specs import load_cluster, load_graph
 from engine.workloads.published import (
     DATA_DIR,

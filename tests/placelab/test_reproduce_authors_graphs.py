@@ -12,9 +12,9 @@ import pytest
 
 from engine.importers.doppler_text import graph_from_doppler_text
 from engine.presets import PRESETS
-from engine.runs import RunStore
-from engine.simulator import Simulator
+from engine.sim.simulator import Simulator
 from engine.specs import load_graph
+from engine.store.runs import RunStore
 from placelab.cli import run_command
 from placelab.reproduce import core, doppler
 from placelab.reproduce.published import resolve

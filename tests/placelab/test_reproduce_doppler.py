@@ -9,9 +9,9 @@ import typer
 from engine.errors import SpecError
 from engine.placement import load_placement
 from engine.presets import PRESETS
-from engine.runs import RunStore
-from engine.simulator import Simulator
+from engine.sim.simulator import Simulator
 from engine.specs import load_graph
+from engine.store.runs import RunStore
 from placelab.cli import app, run_command
 from placelab.reproduce import core, doppler
 from placelab.reproduce.core import Build, Reproduction, Step

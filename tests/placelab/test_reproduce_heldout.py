@@ -3,7 +3,7 @@ written by hand, every ratio worked out beside it."""
 
 import pytest
 
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 from placelab.reproduce import core, heldout
 from placelab.reproduce.papers import join, paper_table
 from placelab.reproduce.results_doc import table_rows

@@ -164,7 +164,7 @@ def test_table1_placement_cells_are_placements_sampled_until_the_best(tmp_path):
     """A train step's placement cell is the placements sampled (one per episode) when its best was found,
     not the placements its intermediate rewards simulated; a run stored before they were counted
     leaves the cell empty and says why."""
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
     from placelab.reproduce.reading import train_cells
 
     store = RunStore(tmp_path)

@@ -6,8 +6,8 @@ import pytest
 
 from engine.errors import RunError, SpecError
 from engine.presets import PRESETS
-from engine.runs import RunStore
 from engine.specs import load_graph
+from engine.store.runs import RunStore
 from placelab.cli import run_command
 from placelab.reproduce.runner import JOURNAL, reproduce, run_step
 from policies.runner import place_and_simulate

@@ -7,8 +7,8 @@ import pytest
 
 from engine.errors import SpecError
 from engine.presets import PRESETS
-from engine.runs import RunStore
 from engine.specs import load_graph
+from engine.store.runs import RunStore
 from placelab.cli import run_command
 from placelab.reproduce import core
 from placelab.reproduce.core import Cell, SearchColumn, Step, search_column_name

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.simulator import KERNELS
+from engine.sim.simulator import KERNELS
 from placelab import warmup
 from policies.base import PLACERS
 
@@ -30,8 +30,8 @@ def test_the_list_scheduling_job_covers_every_placer_of_the_kernels_module():
 
 
 def test_the_dag_job_uses_every_kernel_of_the_dag_module():
-    """In a fresh process, after the job alone, every compiled function of engine/_dagkernels.py has a version."""
-    script = ("import json; from numba.core.registry import CPUDispatcher; from engine import _dagkernels as k; "
+    """In a fresh process, after the job alone, every compiled function of engine/graph/_kernels.py has a version."""
+    script = ("import json; from numba.core.registry import CPUDispatcher; from engine.graph import _kernels as k; "
               "from placelab import warmup; warmup.compile_job('dag'); "
               "print(json.dumps({n: len(f.signatures) for n, f in vars(k).items() if isinstance(f, CPUDispatcher)}))")
     out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=600)

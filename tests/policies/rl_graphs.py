@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings, save_cluster
-from engine.graph import CompGraph
-from engine.graph_io import graph_from_dict, save_graph
+from engine.graph.compgraph import CompGraph
+from engine.graph.io import graph_from_dict, save_graph
 
 GB = 1e9
 

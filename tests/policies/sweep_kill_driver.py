@@ -14,8 +14,8 @@ import os
 import signal
 import sys
 
-from engine.run_dir import Run
-from engine.runs import RunStore
+from engine.store.run_dir import Run
+from engine.store.runs import RunStore
 from policies.parallel import ParallelMap
 from policies.sweep import SweepSpec, run_sweep
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 import pytest
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
-from engine.graph_io import graph_from_dict
-from engine.runs import RunStore
+from engine.graph.io import graph_from_dict
+from engine.store.runs import RunStore
 from policies.runner import compare, place_and_simulate, search_budget, single_device_makespan
 
 MS = 1e-3

@@ -11,12 +11,12 @@ import pytest
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.errors import PlacementError, SpecError
-from engine.graph import CompGraph
-from engine.graph_io import graph_from_dict
+from engine.graph.compgraph import CompGraph
+from engine.graph.io import graph_from_dict
 from engine.importers.doppler_text import graph_from_doppler_text
 from engine.placement import check_placement
 from engine.presets import PRESETS
-from engine.simulator import simulate
+from engine.sim.simulator import simulate
 from engine.workloads.doppler import chainmm, ffnn, meta_ops
 from policies import make_placer
 from tests.placelab.doppler_files import published_text

@@ -12,15 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import _plankernels as _p
-from engine import estimator
 from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.generators import random_dag
-from engine.graph import CompGraph
-from engine.graph_io import graph_from_dict
+from engine.graph.compgraph import CompGraph
+from engine.graph.io import graph_from_dict
 from engine.placement import check_placement
 from engine.presets import PRESETS
-from engine.simulator import simulate
+from engine.sim import _plankernels as _p
+from engine.sim import estimator
+from engine.sim.simulator import simulate
 from policies import _listsched_kernels as _k
 from policies import make_placer
 from policies.list_scheduling import ListScheduling, favourite_children

@@ -23,7 +23,7 @@ import psutil
 import pytest
 
 from engine.errors import SpecError
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 from policies.parallel import WORKER_NICENESS, ParallelMap, TaskLost
 from policies.runner import compare
 from policies.sweep import SweepSpec, resume_sweep, run_sweep, sweep_rows

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 from policies.parallel import ParallelMap
 from policies.sweep import SweepSpec, run_sweep, sweep_rows
 

@@ -11,11 +11,11 @@ import pytest
 from engine.cluster import Cluster, Device, Link
 from engine.errors import PlacementError, SpecError
 from engine.generators import random_dag
-from engine.graph import CompGraph
-from engine.graph_io import graph_from_dict
+from engine.graph.compgraph import CompGraph
+from engine.graph.io import graph_from_dict
 from engine.placement import check_placement
 from engine.presets import PRESETS
-from engine.simulator import Simulator
+from engine.sim.simulator import Simulator
 from policies import make_placer
 from policies.base import PlacementUnits
 from policies.partitioners import link_costs, unit_graph

@@ -1,4 +1,4 @@
-"""The list schedulers' estimate under each simulation mode (engine.estimator, issue 55: plan with the executed
+"""The list schedulers' estimate under each simulation mode (engine.sim.estimator, issue 55: plan with the executed
 semantics): hand-worked schedules per mode, a property test against the simulator on random DAGs and
 placements, and every list scheduler's own estimate against the simulation of what it returns."""
 
@@ -11,16 +11,16 @@ from hypothesis import strategies as st
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.generators import random_dag
-from engine.graph import CompGraph
-from engine.graph_io import graph_from_dict
+from engine.graph.compgraph import CompGraph
+from engine.graph.io import graph_from_dict
 from engine.presets import PRESETS
-from engine.simulator import simulate
+from engine.sim.simulator import simulate
 from policies import make_placer
 from policies.list_scheduling import ListScheduling
 
 MS = 1e-3
 LIST = ("critical-path", "heft", "m-etf", "m-topo", "m-sct")
-#: every planning configuration of engine.estimator: mode and options
+#: every planning configuration of engine.sim.estimator: mode and options
 CONFIGS = {
     "placeto": dict(mode="placeto", op_overhead_s=0.1 * MS, transfer_gap_s=0.2 * MS),
     "default": dict(mode="default", op_overhead_s=0.1 * MS, transfer_gap_s=0.2 * MS),
@@ -127,7 +127,7 @@ def test_the_guard_says_why_in_the_run_and_in_compare(tmp_path):
     # HEFT's textbook graph (Topcuoglu et al. 2002, as in test_list_scheduling): its schedule spreads over the two
     # devices (8 s, run FIFO) where everything on the fast gpu:1 takes 7 s; the guard returns gpu:1 and says so
     # in the placement's note, which the run's metrics keep and compare's rows carry
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
     from policies.runner import compare
 
     gb = 1e9

@@ -30,7 +30,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 from policies.sweep import sweep_rows
 from tests.ports import free_port
 

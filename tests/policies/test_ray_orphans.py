@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 from policies.ray_runtimes import local_runtime_dir, stop_orphaned_runtimes
 from policies.sweep import SweepSpec, resume_sweep, run_sweep, sweep_rows
 

@@ -2,7 +2,7 @@
 
 from engine.generators import random_dag
 from engine.presets import PRESETS
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 from policies import runner
 
 

@@ -8,11 +8,11 @@ import pytest
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.generators import random_dag
-from engine.graph import CompGraph
-from engine.graph_io import graph_from_dict
+from engine.graph.compgraph import CompGraph
+from engine.graph.io import graph_from_dict
 from engine.placement import Placement, check_placement
 from engine.presets import PRESETS
-from engine.simulator import simulate
+from engine.sim.simulator import simulate
 from policies import make_placer
 from policies.list_scheduling import memory_penalized
 from policies.search import LocalSearch

@@ -11,10 +11,10 @@ import pytest
 
 from engine.errors import SpecError
 from engine.generators import random_dag
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.placement import check_placement
 from engine.presets import PRESETS
-from engine.simulator import Simulator, simulate
+from engine.sim.simulator import Simulator, simulate
 from policies import PLACERS, make_placer
 from policies.list_scheduling import MEtf
 from policies.simulated_annealing import Anneal, budget_text

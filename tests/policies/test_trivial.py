@@ -13,8 +13,8 @@ import pytest
 
 from engine.cluster import Cluster, Device, Link
 from engine.errors import PlacementError
-from engine.graph import CompGraph
-from engine.graph_io import graph_from_dict
+from engine.graph.compgraph import CompGraph
+from engine.graph.io import graph_from_dict
 from engine.placement import check_placement
 from engine.presets import PRESETS
 from policies import make_placer

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.runs import RunStore
 from engine.specs import load_cluster
+from engine.store.runs import RunStore
 from engine.workloads.placeto_families import family
 from policies.parallel import ParallelMap
 from policies.rl.core.jobs import load_policy, load_tasks, policy_place, start_training

@@ -37,12 +37,12 @@ import numpy as np
 from engine.cluster import Cluster, cluster_from_dict, cluster_to_dict
 from engine.errors import PlacelabError, RunError, SpecError, quote
 from engine.limits import MAX_DEVICES
-from engine.objectives import lower_bound
 from engine.placement import Placement
-from engine.run_records import write_placement_files
-from engine.runs import Run, RunStore
-from engine.simulator import Simulator
+from engine.sim.objectives import lower_bound
+from engine.sim.simulator import Simulator
 from engine.specs import expand_graph_specs, load_cluster, load_graph
+from engine.store.records import write_placement_files
+from engine.store.runs import Run, RunStore
 from policies.rl.core.config import LearnedConfig
 from policies.rl.core.measured import REWARDS, check_executable, rewards_for
 from policies.rl.core.registry import make_agent, make_config, stored_params

@@ -30,7 +30,7 @@ import numpy as np
 
 from engine.cluster import Cluster
 from engine.errors import SpecError, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from policies.rl.core.task import PlacementTask
 
 __all__ = ["REWARDS", "MeasuredRuntime", "check_executable", "measured_rewards", "rewards_for"]

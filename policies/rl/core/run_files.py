@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from engine.runs import Run
+from engine.store.runs import Run
 
 __all__ = ["CHECKPOINT", "CURVE", "POLICY", "STOP_REQUEST", "request_stop"]
 

@@ -11,8 +11,8 @@ import threading
 from collections.abc import Iterator
 
 from engine.errors import RunError
-from engine.run_dir import Run
-from engine.run_locks import release_live_lock
+from engine.store.locks import release_live_lock
+from engine.store.run_dir import Run
 from policies.rl.core.run_files import CHECKPOINT
 from policies.rl.core.trainer import Trainer
 

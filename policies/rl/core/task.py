@@ -16,7 +16,7 @@ reachability is taken on the quotient graph's condensation); a placer that place
 attention and softmax step, each convolution branch, forward and backward together), as the RNN
 placer was trained on RNNLM, NMT and Inception-V3; ``groups`` is not used.
 
-Objective (CONTRACTS §4), computed by :mod:`engine.objectives` and nowhere else: the
+Objective (CONTRACTS §4), computed by :mod:`engine.sim.objectives` and nowhere else: the
 memory-penalised runtime of Placeto App. A.7, ``R = makespan + c·max(0, m − M)`` with m the
 largest peak (GB) and M the tightest device's memory (GB); and ``sqrt(makespan)`` or the
 failing signal (Mirhoseini §3.1) for the RNN placer.
@@ -36,11 +36,11 @@ import numpy as np
 
 from engine.cluster import Cluster
 from engine.errors import GraphError, PlacementError, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.grouping.rules import find_root, merge_and_colocate, mirhoseini_groups, renumber, unit_groups
-from engine.objectives import GB, default_failing_signal, lower_bound, penalized_runtime, sqrt_reward
 from engine.placement import compute_matrix
-from engine.simulator import Simulator
+from engine.sim.objectives import GB, default_failing_signal, lower_bound, penalized_runtime, sqrt_reward
+from engine.sim.simulator import Simulator
 from policies.base import PlacementUnits
 
 __all__ = ["GROUPINGS", "Evaluation", "PlacementTask", "check_grouping", "graphs_hash", "learning_groups", "make_task",

@@ -56,7 +56,7 @@ import torch
 
 from engine.errors import RunError
 from engine.jsonio import atomic_write_bytes
-from engine.runs import Run
+from engine.store.runs import Run
 from policies.rl.core.agent import Rollout, backward
 from policies.rl.core.health import window_size
 from policies.rl.core.reinforce import Budget, StoppingRule, linear

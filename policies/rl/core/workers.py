@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from policies.parallel import ParallelMap, TaskLost
 from policies.ray_cluster import where
 from policies.rl.core.agent import Advantages, Rollout, record_entropies

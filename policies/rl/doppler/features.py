@@ -7,14 +7,14 @@ Costs (seconds), App. E:
   cluster's per-op overhead for non-zero ops, as the list schedulers count it).
 * **transfer cost** of an edge u → w: the edge's own ``transfer_s`` where the graph gives one
   (DOPPLER's text files), else latency + bytes / bandwidth of the cluster's default link
-  (:func:`engine.simulator.edge_transfer_cost`; an edge carries its producer's output). The paper
+  (:func:`engine.cluster.edge_transfer_cost`; an edge carries its producer's output). The paper
   multiplies the bytes by a "communication factor" fitted to its machine; here the cluster's
   link gives the time. It is also the *edge feature*.
 
 Static node features X_V (n × 5, App. E.1), each column z-scored over the ops:
 compute, b-level, t-level, transfer in (Σ of the in-edges' costs), transfer out (Σ of the
-out-edges' costs: out-degree × the output's transfer cost). b- and t-levels are :func:`engine.dag.b_level` /
-:func:`engine.dag.t_level` with those node and edge costs: the longest path to an exit
+out-edges' costs: out-degree × the output's transfer cost). b- and t-levels are :func:`engine.graph.dag.b_level` /
+:func:`engine.graph.dag.t_level` with those node and edge costs: the longest path to an exit
 (v's compute included) and from an entry (v's compute excluded), computation and
 communication counted.
 
@@ -41,11 +41,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from engine.cluster import Cluster
-from engine.dag import b_level, t_level
-from engine.graph import CompGraph
+from engine.cluster import Cluster, edge_transfer_cost
+from engine.graph.compgraph import CompGraph
+from engine.graph.dag import b_level, t_level
 from engine.placement import compute_matrix
-from engine.simulator import edge_transfer_cost
 from policies.rl.doppler import _assign_kernel as _k
 
 __all__ = ["DopplerGraph", "EstimatedSchedule", "graph_tensors", "owned", "path_members", "zscore"]

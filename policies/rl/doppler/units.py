@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.errors import GraphError
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.grouping.contract import contract
 from policies.rl.core.task import PlacementTask
 from policies.rl.doppler.rollout import AssignEpisode

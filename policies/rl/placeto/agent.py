@@ -15,7 +15,7 @@ initialisation, the simulated start-time feature), with its devices scored alike
 deviation 7); ``network=paper`` is the §2.2 text as we read it (:mod:`policies.rl.placeto.net`: k
 rounds, means).
 
-Rewards (§2.1, App. A.4, A.7), with R the memory-penalised runtime of :mod:`engine.objectives`:
+Rewards (§2.1, App. A.4, A.7), with R the memory-penalised runtime of :mod:`engine.sim.objectives`:
 
 * intermediate (default): ``r_t = (R(p_t) − R(p_{t+1})) / L``
   (``progressive_placer.py:590-596``)

@@ -97,7 +97,7 @@ def test_checkpoint_keeps_the_placements_sampled(tmp_path):
 def test_cli_max_placements_counts_episodes(tmp_path, capsys):
     """``placelab train --max-placements 10`` (Placeto, batch 4): 12 episodes and 12 placements sampled,
     in the JSON output, the stored metrics and the learning curve."""
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
     from placelab.cli import main
 
     runs = str(tmp_path / "runs")

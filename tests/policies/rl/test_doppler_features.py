@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.generators import random_dag
-from engine.graph_io import graph_from_dict
+from engine.graph.io import graph_from_dict
 from policies.rl.doppler.features import DopplerGraph, EstimatedSchedule, zscore
 from policies.rl.doppler.rollout import assign
 

@@ -360,7 +360,7 @@ def test_an_update_reaches_exactly_the_policies_in_use(variant):
 
 def test_stages_chain_through_stored_runs(tmp_path):
     from engine.errors import SpecError
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
     from policies.rl.core.jobs import start_training
 
     store = RunStore(tmp_path)
@@ -388,7 +388,7 @@ def test_a_run_stored_with_the_earlier_defaults_keeps_its_own(tmp_path):
     clip_grad 1, lr 1e-4 → 1e-7) rebuilds its own networks; starting a new stage from it with today's
     edge width is refused with the setting that matches it."""
     from engine.errors import SpecError
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
     from policies.rl.core.jobs import load_policy, start_training
 
     store = RunStore(tmp_path)

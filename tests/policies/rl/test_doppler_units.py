@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.graph_io import graph_from_dict
+from engine.graph.io import graph_from_dict
 from policies.rl.core.task import make_task
 from policies.rl.doppler.agent import DopplerAgent, teacher_placement
 from policies.rl.doppler.config import DopplerConfig

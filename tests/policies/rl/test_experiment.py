@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 
 torch.set_num_threads(1)
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 from rl_graphs import cluster, diamond, graph, graph_file, two_chains
 
-from engine.runs import RunStore
+from engine.store.runs import RunStore
 from placelab.cli import run_command
 from policies.rl.core.agent import Advantages, backward
 from policies.rl.core.registry import learned_placers, make_agent, make_config

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from rl_graphs import cluster, cluster_file, graph, graph_file, two_chains
 
-from engine.objectives import GB, penalized_runtime
-from engine.runs import RunStore
-from engine.simulator import Simulator
+from engine.sim.objectives import GB, penalized_runtime
+from engine.sim.simulator import Simulator
 from engine.specs import load_graph
+from engine.store.runs import RunStore
 from policies.rl.core.health import (
     NEVER_LEFT_UNIFORM,
     VERDICTS,

@@ -52,7 +52,7 @@ def stage1(files):
             "--seed", "0", "--threads", "1", "--runs-dir", files["runs"], "--stage", "imitation", "--save",
             *[f"--param={k}={v}" for k, v in {**SMALL, "lr": 1e-2, "lr_final": 1e-2}.items()]]
     assert run_command(argv) == 0
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
 
     (run,) = RunStore(files["runs"]).list(kind="train")
     return run.id, run.meta["metrics"]["learning_health"]

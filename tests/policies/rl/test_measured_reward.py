@@ -9,10 +9,10 @@ import torch
 from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.errors import SpecError
 from engine.executor import Executor
-from engine.graph import CompGraph
-from engine.graph_io import save_graph
-from engine.runs import RunStore
-from engine.simulator import Simulator
+from engine.graph.compgraph import CompGraph
+from engine.graph.io import save_graph
+from engine.sim.simulator import Simulator
+from engine.store.runs import RunStore
 from policies.rl.core.jobs import start_training
 from policies.rl.core.measured import measured_rewards, rewards_for
 from policies.rl.core.reinforce import Budget, StoppingRule

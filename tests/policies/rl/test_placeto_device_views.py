@@ -123,7 +123,7 @@ def test_a_run_stored_before_devices_existed_reloads_and_starts_a_new_stage_as_i
     authors' output layer; a new training from it with today's default is refused with the setting
     that matches it, and runs with that setting."""
     from engine.errors import SpecError
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
     from policies.rl.core.jobs import load_policy, start_training
     from policies.rl.core.reinforce import Budget, StoppingRule
     from policies.rl.core.run_files import POLICY

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from engine.cluster import Device
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from policies.rl.core.agent import train_step
 from policies.rl.core.task import make_task
 from policies.rl.rnn.agent import RNNAgent, advantages, max_group_count, vocabulary

@@ -1,4 +1,4 @@
-"""policies.rl.core.task: grouping structure, colocation sets, and the objective (engine.objectives,
+"""policies.rl.core.task: grouping structure, colocation sets, and the objective (engine.sim.objectives,
 CONTRACTS §4) on devices of unequal memory."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 from rl_graphs import GB, cluster, diamond, graph
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
-from engine.objectives import memory_penalized_runtime, sqrt_runtime
-from engine.simulator import simulate
+from engine.sim.objectives import memory_penalized_runtime, sqrt_runtime
+from engine.sim.simulator import simulate
 from policies.rl.core.task import make_task
 
 
@@ -42,7 +42,7 @@ def _small_and_big() -> Cluster:
 
 
 def test_objective_limit_is_the_tightest_device_as_engine_objectives_says():
-    # 3 GB of state on the roomy 5 GB device. CONTRACTS §4 / engine.objectives: M = the tightest
+    # 3 GB of state on the roomy 5 GB device. CONTRACTS §4 / engine.sim.objectives: M = the tightest
     # device's memory (2 GB) → 1 s + 2 s/GB · (3 − 2) GB = 3 s. Reading M as the memory of the
     # device with the peak (5 GB) would give 1 s: the two readings differ here.
     ops = [{"name": "w", "compute": 1.0, "persistent_bytes": 3 * GB}]

@@ -7,8 +7,8 @@ import json
 
 from rl_graphs import cluster_file, diamond, two_chains
 
-from engine.graph_io import save_graph
-from engine.runs import RunStore
+from engine.graph.io import save_graph
+from engine.store.runs import RunStore
 from policies.rl.core.jobs import start_training
 from policies.rl.core.reinforce import Budget
 

@@ -98,7 +98,7 @@ def test_resume_leaves_tensorboard_one_event_per_episode(tmp_path):
     (issue 18: the learning curve CSV was cut back, TensorBoard still showed the episodes twice)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from engine.runs import RunStore
+    from engine.store.runs import RunStore
 
     run = RunStore(tmp_path / "runs").create("train", graph_name="g", graph_hash="", cluster="c", placer="placeto",
                                              parameters={}, seed=0)

@@ -14,8 +14,8 @@ import torch
 from rl_graphs import cluster, diamond, two_chains
 
 from engine.cluster import save_cluster
-from engine.graph_io import save_graph
-from engine.runs import RunStore
+from engine.graph.io import save_graph
+from engine.store.runs import RunStore
 from policies.rl.core.agent import backward
 from policies.rl.core.jobs import resume_training, start_training
 from policies.rl.core.registry import make_agent

@@ -22,12 +22,12 @@ from typing import Any
 
 from engine.cluster import Cluster, cluster_from_dict, cluster_to_dict
 from engine.errors import RunError
-from engine.graph import CompGraph
-from engine.graph_io import graph_from_dict, graph_to_dict
-from engine.objectives import lower_bound
+from engine.graph.compgraph import CompGraph
+from engine.graph.io import graph_from_dict, graph_to_dict
 from engine.placement import Placement, placement_from_dict
-from engine.runs import Run, RunStore
-from engine.schedule import Schedule
+from engine.sim.objectives import lower_bound
+from engine.sim.schedule import Schedule
+from engine.store.runs import Run, RunStore
 
 __all__ = ["ESTIMATE_TOLERANCE", "SINGLE_DEVICE_KEYS", "PlacementRun", "estimate_error", "estimate_warning",
            "export_trace", "load_placement_run", "placement_metrics", "save_placement_run", "single_device_metrics",
@@ -169,8 +169,8 @@ def export_trace(run: Run, path: str) -> dict[str, Any]:
     is deterministic), with memory recorded so the trace carries memory counters.
     """
     from engine.jsonio import atomic_write_text, dumps
-    from engine.simulator import Simulator
-    from engine.trace import schedule_to_chrome_trace
+    from engine.sim.simulator import Simulator
+    from engine.sim.trace import schedule_to_chrome_trace
 
     pr = load_placement_run(run)
     schedule = Simulator(pr.graph, pr.cluster).run(pr.placement, record_memory=True)

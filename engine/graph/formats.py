@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.graph import CompGraph
-from engine.graph_io import GRAPH_SCHEMA, load_graph_json
+from engine.graph.compgraph import CompGraph
+from engine.graph.io import GRAPH_SCHEMA, load_graph_json
 
 __all__ = ["FORMATS", "GraphFormat", "register_format"]
 

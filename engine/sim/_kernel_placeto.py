@@ -1,19 +1,19 @@
-"""The compiled kernel of the ``placeto`` mode of :mod:`engine.simulator` (numba, cached on disk).
+"""The compiled kernel of the ``placeto`` mode of :mod:`engine.sim.simulator` (numba, cached on disk).
 
 Placeto App. A.5 as published (Addanki et al. 2019): per-device FIFO op queues, one
 outgoing FIFO channel per device, and one transfer per output that serves every remote
 consumer at the cluster's single bandwidth ``bw0``. Semantics are those of CONTRACTS §4 and
 ``docs/reference/simulation.md`` (``placeto``); the plain-Python reference the property tests
-hold this kernel to is ``engine/reference_sim.py``. The event loop pieces, channel
+hold this kernel to is ``engine/sim/reference.py``. The event loop pieces, channel
 bookkeeping and memory accounting it shares with the ``default`` kernel are in
-:mod:`engine._simcore`; arrays and columns are named in :mod:`engine._simlayout` (``L``).
+:mod:`engine.sim._core`; arrays and columns are named in :mod:`engine.sim._layout` (``L``).
 
 Speed tricks (the one place they are allowed: CONTRIBUTING.md, "The simulator")
 -------------------------------------------------------------------------------
 * Compiled with ``_nrt=False`` (no reference counting, so helper calls cost nothing) and
   numpy's error model (no division-by-zero checks: bandwidths are validated > 0); every
   helper and event handler is inlined. Nothing here allocates: a
-  :class:`engine._simlayout.QueueWorkspace` holds every array, allocated once per (graph,
+  :class:`engine.sim._layout.QueueWorkspace` holds every array, allocated once per (graph,
   cluster) and reused for each placement.
 * Only two kinds of heap events exist. Consumers on the producer's own device are served
   when it starts (their ready time is known then), idle devices get no wake-up events, and
@@ -40,8 +40,8 @@ from __future__ import annotations
 
 from numba import njit
 
-from engine import _simcore as core
-from engine import _simlayout as L
+from engine.sim import _core as core
+from engine.sim import _layout as L
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -141,8 +141,8 @@ def _on_device_start(t, d, g, dev, dur, memory, ws):
 
 @njit(cache=True, _nrt=False, error_model="numpy")
 def simulate_placeto(g, dev, dur, memory, ws):
-    """Simulate one placement: ``g`` a :class:`~engine._simlayout.QueueInputs`, ``ws`` a
-    :class:`~engine._simlayout.QueueWorkspace`, ``memory`` a memory level. Results are left in
+    """Simulate one placement: ``g`` a :class:`~engine.sim._layout.QueueInputs`, ``ws`` a
+    :class:`~engine.sim._layout.QueueWorkspace`, ``memory`` a memory level. Results are left in
     the workspace. Returns ``(makespan, transfer rows, memory records)``.
 
     SimPy's ``step()``: pop the earliest event and hand it to the handler of its kind.

@@ -1,6 +1,6 @@
-"""Compiled DAG kernels (numba) over the CSR arrays of :class:`engine.graph.CompGraph`.
+"""Compiled DAG kernels (numba) over the CSR arrays of :class:`engine.graph.compgraph.CompGraph`.
 
-Private: the public API is in :mod:`engine.graph` and :mod:`engine.dag`. Kernels are
+Private: the public API is in :mod:`engine.graph.compgraph` and :mod:`engine.graph.dag`. Kernels are
 cached on disk (``cache=True``) so only the first run on a machine pays for compilation.
 """
 
@@ -8,6 +8,23 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+
+def readonly(a: np.ndarray) -> np.ndarray:
+    """``a`` as a read-only array: itself when it is one, else a read-only view (no copy).
+
+    numba compiles a kernel once per argument types, and a read-only array is another type than a
+    writable one. A placement from :class:`~engine.placement.Placement` is read-only, one from an RL
+    loop writable; a graph's arrays are read-only, a duration vector writable. Every array a kernel only
+    reads goes in read-only, so each kernel has one compiled version: the one ``make setup`` puts in
+    numba's cache (``placelab/warmup.py``), not a second compiled in the first process that needs it
+    (docs/lab/2026-11-27-byte-code-and-kernel-versions.md).
+    """
+    if not a.flags.writeable:
+        return a
+    view = a.view()
+    view.flags.writeable = False
+    return view
 
 
 @njit(cache=True)

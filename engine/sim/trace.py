@@ -1,4 +1,4 @@
-"""Export a :class:`~engine.schedule.Schedule` as a Chrome trace that Perfetto opens.
+"""Export a :class:`~engine.sim.schedule.Schedule` as a Chrome trace that Perfetto opens.
 
 Format: the JSON Object Format of Google's *Trace Event Format* document (Duncan, Sinnott
 et al., "Trace Event Format", docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU),
@@ -45,8 +45,8 @@ import numpy as np
 
 from engine.cluster import Cluster
 from engine.errors import quote
-from engine.graph import CompGraph
-from engine.schedule import Schedule
+from engine.graph.compgraph import CompGraph
+from engine.sim.schedule import Schedule
 
 __all__ = [
     "COMPUTE_TID",

@@ -32,7 +32,7 @@ Per mode (simulation.md's sections of the same names):
 What a planner cannot know, and this model does not claim: the work-conserving ``noise`` (expected times are
 used), ``choose=b_level`` (devices are modelled FIFO), ``memory_aware`` waiting and the shared copy bus (a
 copy runs at full speed). Where a cluster sets one of these, a plan's estimate and its simulation differ and
-``compare`` says so (:data:`engine.run_records.ESTIMATE_TOLERANCE`).
+``compare`` says so (:data:`engine.store.records.ESTIMATE_TOLERANCE`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from typing import NamedTuple
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.placement import compute_matrix
 
 __all__ = [

@@ -1,7 +1,7 @@
-"""One stored run: its directory and its ``run.json`` (CONTRACTS §6; the store is :mod:`engine.runs`).
+"""One stored run: its directory and its ``run.json`` (CONTRACTS §6; the store is :mod:`engine.store.runs`).
 
 Writes are atomic, ``run.json`` changes are read-modify-writes under the run's lock, and a
-run's liveness is a kernel lock held by the process running it (:mod:`engine.run_locks`).
+run's liveness is a kernel lock held by the process running it (:mod:`engine.store.locks`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.errors import RunError, quote
 from engine.jsonio import atomic_write_json, file_kind, special_file
-from engine.run_locks import (
+from engine.store.locks import (
     LIVE_LOCK,
     META_LOCK,
     LockFileError,
@@ -24,8 +24,8 @@ from engine.run_locks import (
     meta_lock,
     release_live_lock,
 )
-from engine.run_meta import RUN_JSON, STATUSES, iso_timestamp, read_meta
-from engine.tables import append_csv_rows, append_json_line, read_csv, read_json_lines, write_csv
+from engine.store.meta import RUN_JSON, STATUSES, iso_timestamp, read_meta
+from engine.store.tables import append_csv_rows, append_json_line, read_csv, read_json_lines, write_csv
 
 __all__ = ["Run", "lock_file_error"]
 
@@ -300,6 +300,6 @@ class Run:
 
 
 def lock_file_error(run_id: str, exc: LockFileError) -> RunError:
-    """The one line for a run whose lock file is not a regular file (:class:`~engine.run_locks.LockFileError`)."""
+    """The one line for a run whose lock file is not a regular file (:class:`~engine.store.locks.LockFileError`)."""
     return RunError(f"run {run_id}: {Path(exc.filename).name} is {file_kind(exc.mode)}, not a regular file; "
                     "remove it (placelab cannot tell whether the run is running while it is there)")

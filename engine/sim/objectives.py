@@ -1,4 +1,4 @@
-"""Objectives over a simulated :class:`~engine.schedule.Schedule` (CONTRACTS §4).
+"""Objectives over a simulated :class:`~engine.sim.schedule.Schedule` (CONTRACTS §4).
 
 * :func:`makespan` — seconds for one step.
 * :func:`memory_penalized_runtime` — Placeto App. A.7: ``R = makespan + c·max(0, peak_GB − M)``.
@@ -19,10 +19,10 @@ import math
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.dag import critical_path
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
+from engine.graph.dag import critical_path
 from engine.placement import compute_matrix
-from engine.schedule import Schedule
+from engine.sim.schedule import Schedule
 
 __all__ = [
     "default_failing_signal",

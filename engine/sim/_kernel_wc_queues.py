@@ -1,18 +1,18 @@
-"""The queues of the ``work_conserving`` kernel (:mod:`engine._simkernel_wc`; numba, inlined).
+"""The queues of the ``work_conserving`` kernel (:mod:`engine.sim._kernel_wc`; numba, inlined).
 
 Each device's requests live in its own segment of ``ready`` (segment sizes = ops placed
 there, from ``dev_i[d, Q_OFF]``): a FIFO for ``choose=FIFO``, a binary heap keyed by
 (−priority, request number) for ``choose=PRIORITY`` (``docs/reference/simulation.md``,
 ``work_conserving``: the ``choose`` and ``memory_aware`` options). Each channel and each
 device's queue of copies is a linked list of transfer rows through ``row_next``. Arrays and
-columns: :mod:`engine._simlayout` (``L``).
+columns: :mod:`engine.sim._layout` (``L``).
 """
 
 from __future__ import annotations
 
 from numba import njit
 
-from engine import _simlayout as L
+from engine.sim import _layout as L
 
 
 @njit(cache=True, _nrt=False, inline="always")

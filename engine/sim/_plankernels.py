@@ -1,7 +1,7 @@
-"""Compiled pieces of the planner's estimator (:mod:`engine.estimator`): when an output is on another device.
+"""Compiled pieces of the planner's estimator (:mod:`engine.sim.estimator`): when an output is on another device.
 
 Private; used by the list-scheduling kernel (``policies/_listsched_kernels.py``). The rules are the ones
-:class:`engine.estimator.PlanInputs` encodes for the cluster's simulation mode. A transfer is *committed* (it
+:class:`engine.sim.estimator.PlanInputs` encodes for the cluster's simulation mode. A transfer is *committed* (it
 takes its channel, its arrival is recorded) when both ends are known: at once when the producer is placed, for
 consumers whose colocation unit is already committed (*eager*, as the simulator sends an output the moment it is
 ready), else when the consumer is placed (*lazy*: its channel may by then be promised to later outputs, so the
@@ -16,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from engine.estimator import (
+from engine.sim.estimator import (
     CHANNEL_DEVICE,
     CHANNEL_NONE,
     CHANNEL_SENDER,
@@ -73,7 +73,7 @@ def dest(x, dev, unit_dev, op_unit):
 @njit(cache=True, _nrt=False)
 def group_time(p, a, b, e, cur, commit, tp, pi, dev, unit_dev, op_unit):
     """``(channel seconds, extra flight seconds)`` of the transfer of ``p``'s output from device ``a`` to ``b`` that
-    serves edge ``e`` to op ``cur`` (:mod:`engine.estimator`; the rules of simulation.md: placeto takes out_bytes
+    serves edge ``e`` to op ``cur`` (:mod:`engine.sim.estimator`; the rules of simulation.md: placeto takes out_bytes
     / the default bandwidth or the largest given time of its remote edges; default the largest bytes among the
     edges to ``b`` and the largest given time there, latency in flight unless a given time dominates;
     work-conserving the edge's own time, or with sender copies the longest among the edges to ``b``, latency in
@@ -141,7 +141,7 @@ def arrival(p, a, b, e, cur, commit, tp, pi, tr, dev, unit_dev, op_unit, out_t, 
     elif pi.channel != CHANNEL_NONE:
         ts = max(ts, tr.chan_free[ch])
     # the lands in the simulator's float order: a sender's copy lands its latency after it ends; a send on a
-    # channel ``extra + busy`` after its start (_simcore.send); per edge its own time after it (extra 0)
+    # channel ``extra + busy`` after its start (_core.send); per edge its own time after it (extra 0)
     arrive = ts + busy + extra if pi.channel == CHANNEL_SENDER else ts + extra + busy
     if commit:
         if pi.channel == CHANNEL_SENDER:
@@ -201,7 +201,7 @@ def inputs_on(i, d, commit, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail):
 @njit(cache=True, _nrt=False)
 def tie(s, d, r, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail):
     """Op ``s``'s place among the ops whose inputs are all on device ``d`` at the same instant ``r``, by the
-    mode's rule (:data:`engine.estimator.TIE_OP` ...): the key of the input that came last (the latest-placed
+    mode's rule (:data:`engine.sim.estimator.TIE_OP` ...): the key of the input that came last (the latest-placed
     producer among those arriving at ``r``), then the op index."""
     n = len(dev)
     if pi.tie == TIE_OP:

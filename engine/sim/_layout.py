@@ -1,7 +1,7 @@
 """The simulator kernels' array layout: their inputs, workspaces, named columns and codes.
 
-Every compiled kernel (``engine/_simkernel_placeto.py``, ``engine/_simkernel_default.py``,
-``engine/_simkernel_wc.py``) and their shared pieces (``engine/_simcore.py``) read their
+Every compiled kernel (``engine/sim/_kernel_placeto.py``, ``engine/sim/_kernel_default.py``,
+``engine/sim/_kernel_wc.py``) and their shared pieces (``engine/sim/_core.py``) read their
 arrays through the names below; nothing else in them says what a column holds. The column
 names are module-level integers, which numba reads as compile-time constants, so a named
 column costs nothing. The arrays travel in named tuples (numba types them field by field):
@@ -13,8 +13,8 @@ One concept has one column in every kernel: columns shared by the kernels come f
 the same index; a kernel's own columns follow, named for what they hold.
 
 numba's on-disk cache (``cache=True``) is keyed on the file of each compiled kernel only: after
-editing this module, ``engine/_simcore.py`` or ``engine/_simkernel_wc_queues.py`` alone, delete
-``engine/__pycache__/_simkernel_*.nb*`` (or touch the kernel modules), or the old kernels load.
+editing this module, ``engine/sim/_core.py`` or ``engine/sim/_kernel_wc_queues.py`` alone, delete
+``engine/sim/__pycache__/_kernel_*.nb*`` (or touch the kernel modules), or the old kernels load.
 
 Workspace arrays (``n`` ops, ``m`` edges, ``D`` devices)
 --------------------------------------------------------
@@ -60,24 +60,6 @@ import numpy as np
 
 # ------------------------------------------------------------------------------ every kernel
 MEM_OFF, MEM_PEAK, MEM_RECORD = range(3)
-
-
-def readonly(a: np.ndarray) -> np.ndarray:
-    """``a`` as a read-only array: itself when it is one, else a read-only view (no copy).
-
-    numba compiles a kernel once per argument types, and a read-only array is another type than a
-    writable one. A placement from :class:`~engine.placement.Placement` is read-only, one from an RL
-    loop writable; a graph's arrays are read-only, a duration vector writable. Every array a kernel only
-    reads goes in read-only, so each kernel has one compiled version: the one ``make setup`` puts in
-    numba's cache (``placelab/warmup.py``), not a second compiled in the first process that needs it
-    (docs/lab/2026-11-27-byte-code-and-kernel-versions.md).
-    """
-    if not a.flags.writeable:
-        return a
-    view = a.view()
-    view.flags.writeable = False
-    return view
-
 
 # counts: int64 [N_COUNTS]
 HEAP_SIZE, MEM_RECORDS, EVENT_SEQ, ROWS, TIE_SEQ = range(5)

@@ -6,8 +6,8 @@ same graph (RL training, local search) build a :class:`Simulator` once and call
 per-graph preparation. The mode and its options come from ``cluster.simulation``
 (:meth:`engine.cluster.Cluster.with_simulation` changes them); :data:`KERNELS` maps each mode
 to the class that prepares and calls its compiled kernel (one module per mode:
-``engine/_simkernel_placeto.py``, ``engine/_simkernel_default.py``, ``engine/_simkernel_wc.py``; the
-pieces they share are in ``engine/_simcore.py``, their arrays and named columns in ``engine/_simlayout.py``).
+``engine/sim/_kernel_placeto.py``, ``engine/sim/_kernel_default.py``, ``engine/sim/_kernel_wc.py``; the
+pieces they share are in ``engine/sim/_core.py``, their arrays and named columns in ``engine/sim/_layout.py``).
 
 Modes
 -----
@@ -50,15 +50,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine import _dagkernels, _simkernel_default, _simkernel_placeto, _simkernel_wc
-from engine import _simlayout as L
-from engine.cluster import Cluster, SimulationSettings
-from engine.dag import edge_transfer_cost
+from engine.cluster import Cluster, SimulationSettings, edge_transfer_cost
 from engine.errors import SimulationError, quote
-from engine.estimator import given_transfer_times
-from engine.graph import CompGraph
+from engine.graph import _kernels as _dagkernels
+from engine.graph._kernels import readonly
+from engine.graph.compgraph import CompGraph
 from engine.placement import Constraints, Placement
-from engine.schedule import Schedule
+from engine.sim import _kernel_default, _kernel_placeto, _kernel_wc
+from engine.sim import _layout as L
+from engine.sim.estimator import given_transfer_times
+from engine.sim.schedule import Schedule
 
 __all__ = ["KERNELS", "MakespanStats", "Simulator", "simulate", "wc_durations"]
 
@@ -93,7 +94,7 @@ class MakespanStats:
 
 
 class _Kernel:
-    """What every kernel class shares: the workspace layout (:mod:`engine._simlayout`) and the
+    """What every kernel class shares: the workspace layout (:mod:`engine.sim._layout`) and the
     schedule read from it."""
 
     graph: CompGraph
@@ -122,7 +123,7 @@ class _Kernel:
 
 class _QueueKernel(_Kernel):
     """What the ``placeto`` and ``default`` kernels share: their inputs and workspace
-    (:class:`engine._simlayout.QueueInputs`, :class:`engine._simlayout.QueueWorkspace`)."""
+    (:class:`engine.sim._layout.QueueInputs`, :class:`engine.sim._layout.QueueWorkspace`)."""
 
     kernel = None
 
@@ -152,19 +153,19 @@ class _QueueKernel(_Kernel):
 
 
 class _PlacetoKernel(_QueueKernel):
-    """``placeto``: :func:`engine._simkernel_placeto.simulate_placeto`."""
+    """``placeto``: :func:`engine.sim._kernel_placeto.simulate_placeto`."""
 
-    kernel = staticmethod(_simkernel_placeto.simulate_placeto)
+    kernel = staticmethod(_kernel_placeto.simulate_placeto)
 
 
 class _DefaultKernel(_QueueKernel):
-    """``default``: :func:`engine._simkernel_default.simulate_default`."""
+    """``default``: :func:`engine.sim._kernel_default.simulate_default`."""
 
-    kernel = staticmethod(_simkernel_default.simulate_default)
+    kernel = staticmethod(_kernel_default.simulate_default)
 
 
 class _WorkConservingKernel(_Kernel):
-    """``work_conserving``: :func:`engine._simkernel_wc.simulate_wc`."""
+    """``work_conserving``: :func:`engine.sim._kernel_wc.simulate_wc`."""
 
     def __init__(self, graph: CompGraph, cluster: Cluster) -> None:
         s = self.settings = cluster.simulation
@@ -177,7 +178,7 @@ class _WorkConservingKernel(_Kernel):
         self.inputs = L.WCInputs(
             num_devices=cluster.num_devices, out_ptr=graph.succ.ptr, out_edge=order.astype(np.int64),
             out_dst=graph.edge_dst[order], pred_ptr=graph.pred.ptr, pred_edge=graph.pred.edge, pred_src=graph.pred.idx,
-            edge_bytes=graph.edge_bytes, edge_given=L.readonly(given),
+            edge_bytes=graph.edge_bytes, edge_given=readonly(given),
             bandwidth=np.ascontiguousarray(cluster.bandwidth), latency=np.ascontiguousarray(cluster.latency),
             out_bytes=graph.output_bytes,
             persistent=graph.persistent_bytes, temp=graph.temp_bytes, need=graph.temp_bytes + graph.output_bytes,
@@ -196,8 +197,8 @@ class _WorkConservingKernel(_Kernel):
             return self.no_priority
         g = self.graph
         ec = edge_transfer_cost(g, self.cluster, dev) * edge_noise
-        return _dagkernels.longest_to_sinks(g.topo_order, g.succ.ptr, g.succ.idx, g.succ.edge, L.readonly(dur),
-                                            L.readonly(ec))
+        return _dagkernels.longest_to_sinks(g.topo_order, g.succ.ptr, g.succ.idx, g.succ.edge, readonly(dur),
+                                            readonly(ec))
 
     def __call__(self, dev: np.ndarray, dur: np.ndarray, record_memory: bool, run: int = 0, memory: bool = True):
         """``memory=False``: op and transfer times only (peaks not computed), unless memory-aware."""
@@ -208,7 +209,7 @@ class _WorkConservingKernel(_Kernel):
                 self.sender_copies == L.SHARED_BUS)
         dur, edge_noise = wc_durations(self.settings, dur, self.graph.num_edges, run, self.no_noise)
         level = self.memory_level(record_memory, memory or self.settings.memory_aware)
-        makespan, nrows, nmem, _done = _simkernel_wc.simulate_wc(
+        makespan, nrows, nmem, _done = _kernel_wc.simulate_wc(
             self.inputs, dev, dur, self.priority(dev, dur, edge_noise), edge_noise, level, ws)
         return ws, float(makespan), int(nrows), int(nmem)
 
@@ -262,7 +263,7 @@ class Simulator:
 
     def _prepare(self, devices: np.ndarray | Placement) -> tuple[np.ndarray, np.ndarray]:
         dev = devices.devices if isinstance(devices, Placement) else devices
-        dev = L.readonly(np.ascontiguousarray(dev, dtype=np.int64))
+        dev = readonly(np.ascontiguousarray(dev, dtype=np.int64))
         return dev, self.constraints.check(dev)
 
     def run(self, devices: np.ndarray | Placement, *, record_memory: bool = False, run: int = 0) -> Schedule:

@@ -3,8 +3,8 @@
 It follows the semantics in ``docs/reference/simulation.md`` (DOPPLER §2, Algorithms 1–2) the obvious
 way — Python objects, ``heapq`` of ``(time, creation number, event)``, a ``deque`` per device
 and per channel, a linear search for the op a device serves next — and shares no code
-with :mod:`engine._simkernel_wc`. Durations (noise included) come from the caller, so both
-see the same numbers: :func:`engine.simulator.wc_durations` draws them. One execution is a
+with :mod:`engine.sim._kernel_wc`. Durations (noise included) come from the caller, so both
+see the same numbers: :func:`engine.sim.simulator.wc_durations` draws them. One execution is a
 :class:`_Execution`: its state, and one method per event kind (``end``, ``free``, ``copied``,
 ``land``) called by :meth:`_Execution.run`, as SimPy's ``step()`` does.
 
@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from engine.cluster import Cluster
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 
 __all__ = ["WCReferenceResult", "reference_simulate_wc"]
 

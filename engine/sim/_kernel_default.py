@@ -1,4 +1,4 @@
-"""The compiled kernel of the ``default`` mode of :mod:`engine.simulator` (numba, cached on disk).
+"""The compiled kernel of the ``default`` mode of :mod:`engine.sim.simulator` (numba, cached on disk).
 
 The event loop of Placeto's simulator (App. A.5, Addanki et al. 2019) with per-pair links:
 one transfer per (output, destination device), carrying the largest bytes among the edges
@@ -6,10 +6,10 @@ it serves, arriving ``latency + bytes / bandwidth`` after it starts; each device
 serialized on one outgoing channel, busy for ``bytes / bandwidth + transfer_gap`` (latency
 is pipelined). Ops ready at the same time on one device start by lower op index. Semantics
 are those of CONTRACTS §4 and ``docs/reference/simulation.md`` (``default``); the plain-Python
-reference the property tests hold this kernel to is ``engine/reference_sim.py``. The event
+reference the property tests hold this kernel to is ``engine/sim/reference.py``. The event
 loop pieces, channel bookkeeping and memory accounting it shares with the ``placeto``
-kernel, and the speed tricks of both, are in :mod:`engine._simcore` and
-:mod:`engine._simkernel_placeto`; arrays and columns are named in :mod:`engine._simlayout`.
+kernel, and the speed tricks of both, are in :mod:`engine.sim._core` and
+:mod:`engine.sim._kernel_placeto`; arrays and columns are named in :mod:`engine.sim._layout`.
 
 Events: an arrival's payload is ``producer * D + destination``; device starts come after
 the arrivals of the same instant.
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from numba import njit
 
-from engine import _simcore as core
-from engine import _simlayout as L
+from engine.sim import _core as core
+from engine.sim import _layout as L
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -112,8 +112,8 @@ def _on_device_start(t, d, g, dev, dur, memory, ws):
 
 @njit(cache=True, _nrt=False, error_model="numpy")
 def simulate_default(g, dev, dur, memory, ws):
-    """Simulate one placement: ``g`` a :class:`~engine._simlayout.QueueInputs`, ``ws`` a
-    :class:`~engine._simlayout.QueueWorkspace`, ``memory`` a memory level. Results are left in
+    """Simulate one placement: ``g`` a :class:`~engine.sim._layout.QueueInputs`, ``ws`` a
+    :class:`~engine.sim._layout.QueueWorkspace`, ``memory`` a memory level. Results are left in
     the workspace. Returns ``(makespan, transfer rows, memory records)``.
 
     SimPy's ``step()``: pop the earliest event and hand it to the handler of its kind.

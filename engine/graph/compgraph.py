@@ -292,7 +292,7 @@ class CompGraph:
                 etime.astype(np.float64), rank)
 
     def _check_acyclic(self) -> np.ndarray:
-        from engine import _dagkernels
+        from engine.graph import _kernels as _dagkernels
 
         order = _dagkernels.topo_order(len(self.op_names), self.succ.ptr, self.succ.idx, self.pred.ptr)
         if len(order) < len(self.op_names):

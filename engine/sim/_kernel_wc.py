@@ -1,13 +1,13 @@
-"""The compiled kernel of the ``work_conserving`` mode of :mod:`engine.simulator` (numba).
+"""The compiled kernel of the ``work_conserving`` mode of :mod:`engine.sim.simulator` (numba).
 
 DOPPLER §2, Algorithms 1–2 (Yao et al. 2025): a single-threaded event loop that starts an
 op as soon as its inputs are on its device and its device is free, and a transfer as soon
 as its data exists (and, with contention, its channel is free). The semantics, options and
-their sources are in ``engine/simulator.py`` and ``docs/reference/simulation.md``
+their sources are in ``engine/sim/simulator.py`` and ``docs/reference/simulation.md``
 (``work_conserving``); the plain-Python reference that the property tests hold this kernel
-to is ``engine/reference_sim_wc.py``. It runs on the shared core (:mod:`engine._simcore`:
+to is ``engine/sim/reference_wc.py``. It runs on the shared core (:mod:`engine.sim._core`:
 event heap, memory accounting) with the arrays, columns and codes of
-:mod:`engine._simlayout` (``L``); speed tricks as in :mod:`engine._simkernel_placeto`
+:mod:`engine.sim._layout` (``L``); speed tricks as in :mod:`engine.sim._kernel_placeto`
 (helpers and handlers inlined: faster than calls, docs/lab/2026-11-26-simulator-kernel-layout.md).
 
 Events: heap keys are ``seq << SEQ_SHIFT | kind << WC_KIND_SHIFT | payload``; ``seq`` counts
@@ -19,7 +19,7 @@ call without contention or sender copies), a device is done with its copies and 
 its own device at once, while its op's end is handled: they ask for the device before it
 picks its next op.
 
-Queues (each device's requests, channels, copies): :mod:`engine._simkernel_wc_queues`.
+Queues (each device's requests, channels, copies): :mod:`engine.sim._kernel_wc_queues`.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from engine import _simcore as core
-from engine import _simkernel_wc_queues as queues
-from engine import _simlayout as L
+from engine.sim import _core as core
+from engine.sim import _kernel_wc_queues as queues
+from engine.sim import _layout as L
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -362,7 +362,7 @@ def _reset(g, dev, ws):
 def simulate_wc(g, dev, dur, prio, noise, memory, ws):
     """Simulate one placement; results are left in the workspace arrays.
 
-    ``g`` is a :class:`~engine._simlayout.WCInputs`: each op's out-edges in the order the
+    ``g`` is a :class:`~engine.sim._layout.WCInputs`: each op's out-edges in the order the
     source listed them; a transfer along edge ``e`` takes ``edge_given[e]`` (NaN: latency +
     bytes / bandwidth of the link) times ``noise[e]``. ``prio`` is only read with
     ``choose=PRIORITY``; ``need`` (temp + output bytes per op) only when memory-aware.

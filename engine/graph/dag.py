@@ -1,4 +1,4 @@
-"""DAG helpers on :class:`~engine.graph.CompGraph`: levels, critical paths, reachability.
+"""DAG helpers on :class:`~engine.graph.compgraph.CompGraph`: levels, critical paths, reachability.
 
 * t-level / b-level follow DOPPLER App. E (Yao et al. 2025): the t-level of v is the sum of
   computation and communication costs on the longest path from an entry op to v (v's own
@@ -8,23 +8,19 @@
 
 All costs are in seconds; by default an op costs its time on its fastest device kind and an
 edge costs nothing (communication-free), which is the usual list-scheduling convention
-when no cluster is fixed. :func:`edge_transfer_cost` gives the edge costs of a cluster (and
+when no cluster is fixed. :func:`engine.cluster.edge_transfer_cost` gives the edge costs of a cluster (and
 of a placement): pass it as ``edge_cost`` for DOPPLER's t-/b-levels with communication.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine import _dagkernels as _k
-from engine._simlayout import readonly
-from engine.graph import CompGraph
-
-if TYPE_CHECKING:  # pragma: no cover
-    from engine.cluster import Cluster
+from engine.graph import _kernels as _k
+from engine.graph._kernels import readonly
+from engine.graph.compgraph import CompGraph
 
 __all__ = [
     "CriticalPath",
@@ -32,7 +28,6 @@ __all__ = [
     "b_level",
     "critical_path",
     "descendants",
-    "edge_transfer_cost",
     "levels",
     "parallel",
     "parallelism_profile",
@@ -48,24 +43,6 @@ def _costs(g: CompGraph, node_cost, edge_cost) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("node_cost must have one entry per op and edge_cost one per edge")
     return readonly(np.ascontiguousarray(nc)), readonly(np.ascontiguousarray(ec))
 
-
-def edge_transfer_cost(graph: CompGraph, cluster: Cluster, devices: np.ndarray | None = None) -> np.ndarray:
-    """Seconds each edge's transfer takes (one value per edge id).
-
-    With ``devices`` (a placement): 0 for an edge within one device, else the edge's given
-    ``transfer_s`` or latency + bytes / bandwidth of the link between the two devices.
-    Without: every edge as if it crossed the cluster's default link (the communication
-    cost of DOPPLER App. E, for t-levels and b-levels before placement). Use it as the
-    ``edge_cost`` of :func:`engine.dag.b_level` / :func:`engine.dag.t_level`.
-    """
-    given = graph.edge_transfer_s
-    if devices is None:
-        by_link = cluster.link.latency_s + graph.edge_bytes / cluster.link.bandwidth_bytes_per_s
-        return np.where(np.isnan(given), by_link, given)
-    dev = np.asarray(devices, dtype=np.int64)
-    a, b = dev[graph.edge_src], dev[graph.edge_dst]
-    by_link = cluster.latency[a, b] + graph.edge_bytes / cluster.bandwidth[a, b]
-    return np.where(a == b, 0.0, np.where(np.isnan(given), by_link, given))
 
 
 def levels(g: CompGraph) -> np.ndarray:

@@ -11,14 +11,14 @@ Assumptions
   torn last line.
 - A run whose ``run.json`` says ``running`` but whose process is gone reads as
   ``interrupted``. Liveness is a lock, not a pid: the process running a run holds an
-  exclusive ``flock`` on the run's ``.live.lock`` (see :mod:`engine.run_locks`), which the
+  exclusive ``flock`` on the run's ``.live.lock`` (see :mod:`engine.store.locks`), which the
   kernel drops when that process ends, ``kill -9`` included; a reused pid proves nothing.
   A run without a lock file (stored by an older placelab) reads as ``interrupted`` on its
   own host, and from another host by ``updated`` being older than 24 hours.
 - ``run.json`` changes are read-modify-writes under the run's ``.run.json.lock``, so
   concurrent changes (a rename while a trainer records progress) are never lost. A running
   run cannot be started a second time (``--resume``) nor deleted.
-- A ``run.json`` that is not what placelab writes (:mod:`engine.run_meta`) makes its run
+- A ``run.json`` that is not what placelab writes (:mod:`engine.store.meta`) makes its run
   unreadable: :meth:`RunStore.list` skips it with one line in ``problems``, :meth:`RunStore.load`
   raises one :class:`RunError` naming the run, and the run can still be deleted.
 - A run is a real folder inside the store: a symbolic link in the store (to a folder elsewhere, or a
@@ -47,9 +47,9 @@ from typing import Any
 
 from engine.errors import RunError, quote
 from engine.jsonio import atomic_write_json
-from engine.run_dir import Run, lock_file_error
-from engine.run_locks import LIVE_LOCK, META_LOCK, LockFileError, hold_live_lock, live_lock_held, release_live_lock
-from engine.run_meta import RUN_JSON, RUN_SCHEMA, code_version, iso_timestamp, read_meta
+from engine.store.locks import LIVE_LOCK, META_LOCK, LockFileError, hold_live_lock, live_lock_held, release_live_lock
+from engine.store.meta import RUN_JSON, RUN_SCHEMA, code_version, iso_timestamp, read_meta
+from engine.store.run_dir import Run, lock_file_error
 
 __all__ = ["RUNS_DIR_ENV", "Run", "RunStore", "resolve_run", "user_runs_dir"]
 

@@ -2,9 +2,9 @@
 
 For every kernel: the event heap and the memory accounting (allocations, frees and their log
 at a memory level). For the ``placeto`` and ``default`` kernels
-(``engine/_simkernel_placeto.py``, ``engine/_simkernel_default.py``): the pieces of their
+(``engine/sim/_kernel_placeto.py``, ``engine/sim/_kernel_default.py``): the pieces of their
 shared event loop, channel bookkeeping and memory rules. Arrays, columns, event keys and
-memory levels are named in :mod:`engine._simlayout`; ``ws`` is a workspace of that module.
+memory levels are named in :mod:`engine.sim._layout`; ``ws`` is a workspace of that module.
 
 The event heap holds ``(time, key)`` pairs in two parallel arrays, ordered by time, then
 key, so ties break deterministically (SimPy's ``(time, priority, counter)`` idea with the
@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from engine import _simlayout as L
+from engine.sim import _layout as L
 
 
 @njit(cache=True, _nrt=False, inline="always")
@@ -107,8 +107,8 @@ def clear(a, rows, value):
 
 
 # ==================================================================================================
-# The event loop that ``placeto`` (engine/_simkernel_placeto.py) and ``default``
-# (engine/_simkernel_default.py) share: per-device FIFO ready queues, one outgoing channel per
+# The event loop that ``placeto`` (engine/sim/_kernel_placeto.py) and ``default``
+# (engine/sim/_kernel_default.py) share: per-device FIFO ready queues, one outgoing channel per
 # device, and the memory accounting of CONTRACTS §4 (docs/reference/simulation.md, "What every
 # mode shares").
 #

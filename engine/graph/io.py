@@ -1,7 +1,7 @@
 """Read and write the ``placelab.graph/1`` JSON format (CONTRACTS §1).
 
 Parsing is one pass over the ops that collects columns, followed by vectorised checks in
-:class:`~engine.graph.CompGraph`; a valid 10^6-op file loads in a few seconds. Every
+:class:`~engine.graph.compgraph.CompGraph`; a valid 10^6-op file loads in a few seconds. Every
 rejection is one :class:`~engine.errors.GraphError` sentence that names the op or edge.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import GraphError, quote
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.jsonio import atomic_write_text, dumps, read_json_file
 
 __all__ = ["GRAPH_SCHEMA", "graph_from_dict", "graph_to_dict", "load_graph_json", "save_graph"]

@@ -1,4 +1,4 @@
-"""A slow, plain reference simulator used to check :mod:`engine.simulator` and to measure it.
+"""A slow, plain reference simulator used to check :mod:`engine.sim.simulator` and to measure it.
 
 It is written the way Placeto's published simulator is (App. A.5: Python dicts, one heap
 event per edge dependency, per-device FIFO queues of ``((time, counter), item)``, event
@@ -14,7 +14,7 @@ processed them. An op that takes no time still allocates its temp bytes and outp
 start and releases what it frees right after, before the next allocation: a zero-time
 op's buffers count towards the peak for that instant.
 
-Not for production use: it is ~50x slower than :class:`engine.simulator.Simulator`.
+Not for production use: it is ~50x slower than :class:`engine.sim.simulator.Simulator`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
 from engine.placement import Constraints
 
 __all__ = ["ReferenceResult", "reference_simulate"]

@@ -7,13 +7,13 @@ from typing import Any
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.dag import critical_path, parallelism_profile
-from engine.graph import CompGraph
+from engine.graph.compgraph import CompGraph
+from engine.graph.dag import critical_path, parallelism_profile
 from engine.grouping.contract import colocation_groups
 from engine.grouping.rules import mirhoseini_groups, unit_groups
-from engine.objectives import lower_bound
-from engine.runs import Run
-from engine.simulator import Simulator
+from engine.sim.objectives import lower_bound
+from engine.sim.simulator import Simulator
+from engine.store.runs import Run
 
 __all__ = ["graph_summary", "run_summary"]
 

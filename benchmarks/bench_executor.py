@@ -27,7 +27,7 @@
    (``engine.executor.calibration.bus_capacity``: ~1.15 when the two workers' copies share the
    memory bandwidth, ~2 when they do not; the 2-core development VM switches between the two,
    ``bench_copy_bus.py``). Each graph is validated on two placement samples
-   (``policies.fidelity``, ``--samples``): ``random`` (the baselines', then uniformly random
+   (``placelab.fidelity``, ``--samples``): ``random`` (the baselines', then uniformly random
    placements) and ``perturbed`` (the baselines', then the baselines with a growing share of ops
    redrawn at random, good to random, as a learner visits them: DOPPLER App. G.1 Fig. 26). The
    *noise ceiling* row (``engine.executor.fidelity.noise_ceiling``) is the Spearman correlation an
@@ -69,8 +69,8 @@ from engine.executor.fidelity import fidelity_stats, refine_cluster, replay_make
 from engine.graph.compgraph import CompGraph
 from engine.sim.simulator import Simulator
 from engine.specs import load_graph
+from placelab.fidelity import SAMPLES, Validation, validate
 from policies import make_placer
-from policies.fidelity import SAMPLES, Validation, validate
 
 GRAPHS = ("gen:chainmm", "gen:ffnn", "gen:family-cifar10")
 

@@ -4,7 +4,7 @@ Three figures, each against the in-process (sequential) path in the same run:
 
 * **Ray start-up** — ``ray.init`` of a local runtime with ``--workers`` CPUs, and the warm-up
   of its workers (imports and compiled simulator kernels, paid by the first task on each).
-* **Sweep** — ``placelab sweep``'s code path (:func:`policies.sweep.run_sweep`, every result
+* **Sweep** — ``placelab sweep``'s code path (:func:`placelab.sweep.run_sweep`, every result
   stored in a temporary run store) over 8 Placeto family graphs (the first 4 test graphs of
   ``cifar10`` and of ``nmt``) × 6 placers × 2 seeds = 96 tasks on ``k80x2``: wall time
   sequential vs on Ray, with and without the start-up. Goal: ≥ 1.7× with 2 workers.
@@ -37,10 +37,10 @@ import sys
 import tempfile
 import time
 
+from engine.parallel.tasks import ParallelMap
 from engine.specs import expand_graph_specs
 from engine.store.runs import RunStore
-from policies.parallel import ParallelMap
-from policies.sweep import SweepSpec, run_sweep
+from placelab.sweep import SweepSpec, run_sweep
 
 PLACERS = "single-device,random,m-etf,heft,critical-path,metis"
 GRAPHS = ",".join(expand_graph_specs("family:cifar10:test")[:4] + expand_graph_specs("family:nmt:test")[:4])

@@ -97,7 +97,7 @@ def page(spec: str, repeats: int) -> None:
     from engine.presets import PRESETS
     from engine.sim.simulator import Simulator
     from engine.specs import load_graph
-    from policies.runner import place_and_simulate
+    from placelab.runner import place_and_simulate
 
     os.environ["PLACELAB_RUNS_DIR"] = tempfile.mkdtemp(prefix="bench-whatif-")
     source = ("from dashboard.context import set_graph, current_graph\nfrom engine.specs import load_graph\n"

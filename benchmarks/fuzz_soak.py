@@ -55,7 +55,7 @@ def kill_round(rng: random.Random, workers: int, timeout: float) -> dict:
     import psutil
 
     from engine.store.runs import RunStore
-    from policies.sweep import SweepSpec, sweep_rows
+    from placelab.sweep import SweepSpec, sweep_rows
 
     graphs, clusters, placers, seeds = KILL_SWEEP
     plan = SweepSpec.from_specs(graphs, clusters, placers, seeds=seeds).plan()

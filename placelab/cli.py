@@ -165,7 +165,7 @@ def place(graph: GraphArg, cluster: ClusterOpt,
           time_scale: cli_exec.TimeScaleOpt = None,
           runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Run a placer, simulate its placement, optionally save it as a run (and execute it: --execute)."""
-    from policies.runner import place_and_simulate
+    from placelab.runner import place_and_simulate
 
     if output is not None:  # `-o ''` is refused, not ignored
         check_write_target(output)
@@ -205,7 +205,7 @@ def compare(graph: GraphArg, cluster: ClusterOpt,
 
     Per placer: the simulated makespan, its own estimate (est.), ×single-device and ×lower bound."""
     from engine.sim.objectives import lower_bound
-    from policies.runner import compare as run_compare
+    from placelab.runner import compare as run_compare
 
     names = [p.strip() for p in placers.split(",") if p.strip()] if placers is not None else default_compare_placers()
     if names == []:

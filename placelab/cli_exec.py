@@ -157,7 +157,7 @@ def validate_cmd(graph: GraphArg, cluster: ClusterOpt,
                  runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Execute N placements and simulate them in every mode: Pearson, Spearman, relative errors."""
     from engine.executor.calibration import describe_bus, shared_bus_capacity
-    from policies.fidelity import validate
+    from placelab.fidelity import validate
 
     if refine_out is not None:
         check_write_target(refine_out)  # before minutes of measuring

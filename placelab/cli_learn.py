@@ -196,7 +196,7 @@ def experiment(family: Annotated[str, typer.Option(help="graph family: nmt, ptb 
                workers: WorkersOpt = None, address: AddressOpt = None,
                runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Placeto §4.2 generalization: Zero-Shot vs Optimized vs Random on a family's test graphs."""
-    from policies.parallel import ParallelMap
+    from engine.parallel.tasks import ParallelMap
     from policies.rl.core.experiment import generalization
     from policies.rl.core.registry import make_config
 

@@ -3,7 +3,7 @@
 A ``placelab`` command killed hard (``kill -9``) while it ran a local Ray runtime (``--workers N``)
 leaves two of Ray's processes behind (``ray::DashboardAgent``, ``ray::RuntimeEnvAgent``), which
 ignore SIGTERM. The next ``--workers`` command stops them before it starts Ray; this command does
-it on demand (see :func:`policies.ray_runtimes.stop_orphaned_runtimes`). Runtimes of commands still
+it on demand (see :func:`engine.parallel.ray_runtimes.stop_orphaned_runtimes`). Runtimes of commands still
 running, and Ray clusters started with ``ray start``, are left alone.
 """
 
@@ -21,7 +21,7 @@ ray_app = typer.Typer(no_args_is_help=True, help="Local Ray runtimes started by 
 @ray_app.command("stop")
 def stop(as_json: JsonOpt = False) -> None:
     """Stop the Ray processes left running by placelab commands that were killed (kill -9)."""
-    from policies.ray_runtimes import local_runtime_dir, stop_orphaned_runtimes
+    from engine.parallel.ray_runtimes import local_runtime_dir, stop_orphaned_runtimes
 
     out = stop_orphaned_runtimes()
     stopped = out["stopped"]

@@ -1,7 +1,7 @@
 """``placelab sweep``: graphs × clusters × placers × seeds as independent tasks, in-process or on Ray.
 
 Also the ``--workers`` / ``--address`` options that every command running independent tasks
-shares (``compare``, ``sweep``): see :mod:`policies.parallel`.
+shares (``compare``, ``sweep``): see :mod:`engine.parallel.tasks`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from placelab.cli_common import USER_RUNS_DIR, JsonOpt, ModeOpt, RunsDirOpt, Sim
 from placelab.cli_learn import ProgressLine
 
 if TYPE_CHECKING:  # imported where used: the placers' registry loads with policies (issue #57, item 4)
-    from policies.parallel import ParallelMap
+    from engine.parallel.tasks import ParallelMap
 
 __all__ = ["AddressOpt", "WorkersOpt", "executor", "register"]
 
@@ -29,7 +29,7 @@ AddressOpt = Annotated[str | None, typer.Option(
 
 def executor(workers: int | None, address: str | None) -> ParallelMap:
     """The executor the ``--workers`` / ``--address`` options ask for (in-process without either)."""
-    from policies.parallel import ParallelMap
+    from engine.parallel.tasks import ParallelMap
 
     return ParallelMap(workers=workers, address=address)
 
@@ -52,8 +52,8 @@ def sweep(graphs: Annotated[str | None, typer.Option(
           tag: Annotated[list[str] | None, typer.Option(help="run tag")] = None,
           runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Every graph × cluster × placer × seed as a task; one run per result and a sweep run indexing them."""
-    from policies.ray_cluster import nodes_line
-    from policies.sweep import SEARCH_PLACER, SweepSpec, resume_sweep, run_sweep, search_pivot, sweep_pivot
+    from engine.parallel.ray_cluster import nodes_line
+    from placelab.sweep import SEARCH_PLACER, SweepSpec, resume_sweep, run_sweep, search_pivot, sweep_pivot
 
     store = RunStore(runs_dir)
     ex = executor(workers, address)

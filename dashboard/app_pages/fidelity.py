@@ -28,7 +28,7 @@ from dashboard.widgets.link import linked_choice, linked_runs, set_page_params
 from dashboard.widgets.ui import guard, show_figure, show_table
 from dashboard.widgets.validation import new_validation
 
-#: The statistics' columns in words (their keys: policies/fidelity.py); errors are in % of the measured makespan.
+#: The statistics' columns in words (their keys: placelab/fidelity.py); errors are in % of the measured makespan.
 COLUMNS = {"mode": "prediction", "placements": "placements", "pearson": "Pearson correlation",
            "spearman": "Spearman rank correlation", "median_rel_error": "median error (%)",
            "max_rel_error": "largest error (%)", "mean_ratio": "predicted / measured (mean)"}

@@ -1,7 +1,7 @@
 """A ``placelab validate`` run as the Fidelity page shows it: the statistics per prediction, the notes that
 explain its rows, the predicted-vs-measured series, and a placement measured and simulated in any mode.
 
-The metric keys of a validate run (``policies/fidelity.py``, ``placelab validate``) are read here only.
+The metric keys of a validate run (``placelab/fidelity.py``, ``placelab validate``) are read here only.
 """
 
 from __future__ import annotations

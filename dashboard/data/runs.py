@@ -13,7 +13,7 @@ from engine.sim.schedule import Schedule
 from engine.sim.simulator import Simulator
 from engine.store.records import PlacementRun, estimate_warning, load_placement_run, single_device_metrics
 from engine.store.runs import Run, RunStore
-from policies.runner import single_device_makespan
+from placelab.runner import single_device_makespan
 
 __all__ = ["PLACEMENT_KINDS", "bar_labels", "comparison_row", "default_setting", "estimate_warnings", "has_placement",
            "is_example", "list_runs", "replay", "run_label", "run_metrics", "setting_label", "setting_of"]

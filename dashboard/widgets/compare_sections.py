@@ -28,7 +28,7 @@ from dashboard.widgets.schedule import curve_controls, show_graph_view
 from dashboard.widgets.ui import guard, show_figure, show_table, table_downloads
 from engine.executor.fidelity import load_measured_schedule
 from engine.store.runs import Run
-from policies.sweep import sweep_pivot, sweep_rows
+from placelab.sweep import sweep_pivot, sweep_rows
 
 __all__ = ["cdfs", "learning_curves_section", "sweeps", "timelines"]
 

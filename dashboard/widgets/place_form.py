@@ -19,9 +19,9 @@ from dashboard.widgets.ui import show_error
 from engine.errors import PlacelabError
 from engine.limits import exhaustion
 from engine.sim.simulator import Simulator
+from placelab.runner import place_and_simulate
 from policies import PLACERS
 from policies.base import placer_parameters
-from policies.runner import place_and_simulate
 
 __all__ = ["parameter_widgets", "placer_settings", "run_placers"]
 

@@ -27,7 +27,7 @@ def place(runs_dir: str) -> list[str]:
     """Run :data:`PLACERS` on gen:chainmm / p100x4 into the store ``runs_dir``; their run ids."""
     from engine.specs import load_cluster, load_graph
     from engine.store.runs import RunStore
-    from policies.runner import place_and_simulate
+    from placelab.runner import place_and_simulate
 
     graph, cluster = load_graph("gen:chainmm"), load_cluster("p100x4")
     return [place_and_simulate(graph, cluster, name, store=RunStore(runs_dir)).run_id for name in PLACERS]

@@ -29,7 +29,7 @@ jumps between them on its own, while both workers' compute keeps its speed
 (docs/lab/2026-11-24-noise-ceiling-and-copy-bus.md; :func:`probe_bus` takes one quick reading,
 :func:`bus_states` splits a series of them; ``benchmarks/bench_copy_bus.py``). A calibration
 records the state it met; ``validate --recalibrate`` reports the state of every probe and predicts
-each run from the probes before and after it (``policies.fidelity``).
+each run from the probes before and after it (``placelab.fidelity``).
 
 The cluster simulates in the ``work_conserving`` mode — the executor's dispatch rule — with
 ``copy_occupies_sender=true``: a worker copies an op's outputs itself, right after the op

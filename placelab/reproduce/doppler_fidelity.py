@@ -3,7 +3,7 @@
 The paper runs the assignments DOPPLER visits while imitation-training on ChainMM on its real
 engine and in its simulator, and reports Pearson 0.79 and Spearman 0.69 between the two. Ours
 is ``placelab validate`` on this machine's ``local`` cluster, one CPU worker per core (issue #14's
-executor, calibrated on first use), on the ``perturbed`` sample (``policies.fidelity``): the
+executor, calibrated on first use), on the ``perturbed`` sample (``placelab.fidelity``): the
 baselines' placements, then each with a growing share of its ops redrawn at random, good to
 random, as a training run visits them. Each is executed ``--repeats`` times and simulated in every
 mode. The cells are the calibrated ``work_conserving`` mode's correlations; the other modes' and

@@ -3,7 +3,7 @@
 Each step is a ``placelab`` command run in this process (the public CLI, with ``--json``), so
 its output is exactly what the command prints and the recorded command is exactly what reruns
 it. Steps are independent; ``workers`` hands them to the parallel runner
-(:mod:`policies.parallel`, Ray) when this installation has it. A step that fails on bad input
+(:mod:`engine.parallel.tasks`, Ray) when this installation has it. A step that fails on bad input
 (a placer that does not apply, a graph it cannot place) records its one-line error and the
 reproduction goes on: the cells it would have filled carry the error as their note.
 
@@ -42,12 +42,12 @@ from dataclasses import replace
 from typing import Any
 
 from engine.errors import PlacelabError, RunError, SpecError, one_line, quote
+from engine.parallel.tasks import ParallelMap
 from engine.store.meta import code_version, iso_timestamp
 from engine.store.runs import Run, RunStore, user_runs_dir
 from placelab.reproduce.core import REF, Reproduction, Step, all_reproductions, get, search_column_name
 from placelab.reproduce.papers import TABLE_COLUMNS, agreement, join, lower_is_better, paper_table
 from placelab.reproduce.published import GraphSources, graph_records, resolve
-from policies.parallel import ParallelMap
 
 __all__ = ["JOURNAL", "CommandRunner", "reproduce", "run_step"]
 

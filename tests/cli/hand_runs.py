@@ -18,7 +18,7 @@ from pathlib import Path
 from engine.graph.io import graph_from_dict
 from engine.specs import load_cluster
 from engine.store.runs import RunStore
-from policies.runner import place_and_simulate
+from placelab.runner import place_and_simulate
 
 GRAPH = {"schema": "placelab.graph/1", "name": "hand",
          "ops": [{"name": "a", "compute": 0.001, "output_bytes": 1000}, {"name": "d", "compute": 0.004},

@@ -214,7 +214,7 @@ def test_largest_seed_places_with_kahip(env, capsys):
 
 
 def test_seed_range_holds_for_the_python_api_too():
-    from policies.runner import place_and_simulate
+    from placelab.runner import place_and_simulate
 
     with pytest.raises(SpecError, match="seed must be <= 2,147,483,647"):
         place_and_simulate(random_dag(ops=12, seed=1), PRESETS["k80x2"](), "kahip", seed=2**31)

@@ -30,7 +30,7 @@ from engine.graph.io import graph_from_dict
 from engine.specs import load_cluster
 from engine.store.runs import RunStore
 from placelab import cli_report
-from policies.runner import place_and_simulate, store_result
+from placelab.runner import place_and_simulate, store_result
 
 pptx = pytest.importorskip("pptx")
 needs_chromium = pytest.mark.skipif(not SYSTEM_CHROMIUM.exists(), reason=f"export needs chromium at {SYSTEM_CHROMIUM}")

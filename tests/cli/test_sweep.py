@@ -20,7 +20,7 @@ import pytest
 from cli_run import run_cli
 
 from engine.store.runs import RunStore
-from policies.sweep import sweep_pivot, sweep_rows
+from placelab.sweep import sweep_pivot, sweep_rows
 
 MS = 1e-3
 GRAPH = {"schema": "placelab.graph/1", "name": "chain3",

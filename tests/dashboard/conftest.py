@@ -11,7 +11,7 @@ import pytest
 from engine.generators import random_dag
 from engine.presets import PRESETS
 from engine.store.runs import RunStore
-from policies.runner import place_and_simulate
+from placelab.runner import place_and_simulate
 
 
 @pytest.fixture(autouse=True)

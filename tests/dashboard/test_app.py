@@ -30,7 +30,7 @@ def test_home_lists_stored_runs(tmp_path, monkeypatch):
     from engine.generators import random_dag
     from engine.presets import PRESETS
     from engine.store.runs import RunStore
-    from policies.runner import place_and_simulate
+    from placelab.runner import place_and_simulate
 
     graph, cluster = random_dag(ops=30, seed=2), PRESETS["k80x2"]()
     res = place_and_simulate(graph, cluster, "round-robin", store=RunStore(tmp_path))

@@ -23,7 +23,7 @@ from engine.presets import PRESETS
 from engine.sim.simulator import Simulator
 from engine.store.records import SINGLE_DEVICE_KEYS
 from engine.store.runs import RunStore
-from policies.runner import place_and_simulate
+from placelab.runner import place_and_simulate
 
 
 def test_the_view_goes_into_the_link_and_comes_back():

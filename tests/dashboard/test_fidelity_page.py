@@ -19,7 +19,7 @@ from engine.placement import placement_from_dict
 from engine.sim.simulator import Simulator
 from engine.specs import load_cluster, load_graph
 from engine.store.runs import RunStore
-from policies.fidelity import validate
+from placelab.fidelity import validate
 
 
 def test_validate_command_scales_or_runs_as_is(tmp_path):

@@ -139,7 +139,7 @@ def test_place_page_executes_and_shows_measured_beside_simulated(empty_runs, loc
 def executed_runs(empty_runs):
     """On one scaled 12-op graph and two CPU workers: round-robin executed (2 repeats), single-device simulated only."""
     from placelab.cli_exec import measuring
-    from policies.runner import place_and_simulate
+    from placelab.runner import place_and_simulate
 
     store, cluster = RunStore(empty_runs), machine_cluster(2, name="two")
     g = scale_graph(load_graph(GRAPH), 20e-3 / (float(load_graph(GRAPH).min_compute().sum()) / 2))

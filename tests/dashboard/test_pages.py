@@ -201,7 +201,7 @@ def test_place_timeline_and_explorer_are_linked(empty_runs):
     from engine.presets import PRESETS
     from engine.sim.simulator import Simulator
     from engine.specs import load_graph
-    from policies.runner import place_and_simulate
+    from placelab.runner import place_and_simulate
 
     g, c = load_graph("gen:chainmm"), PRESETS["k80x2"]()
     sched = Simulator(g, c).run(place_and_simulate(g, c, "round-robin").placement)
@@ -252,7 +252,7 @@ def test_place_shows_the_ratio_to_single_device_and_a_far_off_estimate(empty_run
     or that makes none gets none."""
     from engine.presets import PRESETS
     from engine.specs import load_graph
-    from policies.runner import place_and_simulate
+    from placelab.runner import place_and_simulate
 
     spec = "gen:random?ops=200&seed=1"
     heft = place_and_simulate(load_graph(spec), PRESETS["k80x2"](), "heft").metrics["makespan_s"]
@@ -361,7 +361,7 @@ def test_compare_shows_the_ratio_to_single_device_also_for_runs_stored_before_it
     estimate is far off its simulation is a warning."""
     from engine.generators import random_dag
     from engine.presets import PRESETS
-    from policies.runner import place_and_simulate
+    from placelab.runner import place_and_simulate
 
     store, ids, _ = stored_runs
     single, rr = (store.load(i).meta["metrics"] for i in ids)

@@ -3,7 +3,7 @@
 from streamlit.testing.v1 import AppTest
 
 from engine.store.runs import RunStore
-from policies.sweep import SweepSpec, run_sweep
+from placelab.sweep import SweepSpec, run_sweep
 
 
 def test_compare_page_reads_a_sweep(tmp_path, monkeypatch):

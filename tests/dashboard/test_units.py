@@ -20,7 +20,7 @@ def test_home_table_in_ms_with_missing_values_as_none(tmp_path):
     from engine.generators import random_dag
     from engine.presets import PRESETS
     from engine.store.runs import RunStore
-    from policies.runner import place_and_simulate
+    from placelab.runner import place_and_simulate
 
     store = RunStore(tmp_path)
     res = place_and_simulate(random_dag(ops=30, seed=2), PRESETS["k80x2"](), "round-robin", store=store)
@@ -39,7 +39,7 @@ def test_runs_page_table_in_ms_and_local_times(tmp_path):
     from engine.generators import random_dag
     from engine.presets import PRESETS
     from engine.store.runs import RunStore
-    from policies.runner import place_and_simulate
+    from placelab.runner import place_and_simulate
 
     store = RunStore(tmp_path)
     res = place_and_simulate(random_dag(ops=30, seed=2), PRESETS["k80x2"](), "round-robin", store=store)

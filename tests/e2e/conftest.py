@@ -57,7 +57,7 @@ def app_url(tmp_path_factory, fake_perfetto):
     from engine.generators import random_dag
     from engine.presets import PRESETS
     from engine.store.runs import RunStore
-    from policies.runner import place_and_simulate
+    from placelab.runner import place_and_simulate
 
     root = tmp_path_factory.mktemp("e2e") / "runs"
     graph, cluster = random_dag(ops=60, seed=2), PRESETS["k80x2"]()

@@ -38,8 +38,8 @@ from engine.generators import random_dag
 from engine.sim.simulator import Simulator
 from engine.store.records import load_placement_run
 from engine.store.runs import RunStore
+from placelab.fidelity import validate
 from policies import make_placer
-from policies.fidelity import validate
 from tests.clusters import uniform_cluster
 
 
@@ -168,7 +168,7 @@ def test_validate_executes_and_simulates_every_placement(validation):
 def fake_executor(monkeypatch):
     """``validate``'s executor replaced: each call is logged as ``(placement bytes, repeats, warmup)``; a
     "measured" run is the simulated schedule, its makespan times ``stretch(calls so far)``."""
-    import policies.fidelity as fid
+    import placelab.fidelity as fid
     from engine.executor import Measurement
     from engine.placement import Placement
 
@@ -296,7 +296,7 @@ def test_describe_bus_says_when_the_machine_switched_state_or_the_calibration_me
 
 def test_validate_recalibrates_in_every_round(fake_executor, monkeypatch):
     """The probes run before each round and after the last; the recalibrated cluster is their median."""
-    import policies.fidelity as fid
+    import placelab.fidelity as fid
 
     scales = iter([1.0, 5.0, 2.0, 3.0])
     both = iter([1.5, 1.0, 1.5, 1.5])  # the bus: shared, full, shared, shared
@@ -480,7 +480,7 @@ def test_a_run_without_copies_of_two_sizes_keeps_the_link():
 
 def test_fidelity_page_shows_a_recalibrated_validation(fake_executor, monkeypatch, tmp_path):
     """The recalibrated row in the table and the scatter, and its timeline on the run's own cluster file."""
-    import policies.fidelity as fid
+    import placelab.fidelity as fid
 
     monkeypatch.setattr(fid, "measure", lambda ex, *, kind, repeats: _figures(1.0, 2e-6))
     g = random_dag(ops=10, seed=2)

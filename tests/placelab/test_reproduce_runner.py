@@ -10,7 +10,7 @@ from engine.specs import load_graph
 from engine.store.runs import RunStore
 from placelab.cli import run_command
 from placelab.reproduce.runner import JOURNAL, reproduce, run_step
-from policies.runner import place_and_simulate
+from placelab.runner import place_and_simulate
 from tests.placelab.tiny import TINY_GRAPH
 
 
@@ -74,9 +74,9 @@ def test_scratch_step_runs_leave_only_the_reproduction(tiny_reproduction, tmp_pa
 
 def test_a_step_runs_once_its_references_have_run_and_not_when_they_failed(tmp_path):
     """A step that names another's run gets it filled in; naming a failed step, or a cycle, records why."""
+    from engine.parallel.tasks import ParallelMap
     from placelab.reproduce.core import Step
     from placelab.reproduce.runner import _run_steps
-    from policies.parallel import ParallelMap
 
     place = ("place", TINY_GRAPH, "-c", "k80x2", "--save", "--placer")
     steps = [Step("again", ("simulate", TINY_GRAPH, "-c", "k80x2", "--placement", "{placement:single}")),

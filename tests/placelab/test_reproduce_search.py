@@ -14,7 +14,7 @@ from placelab.reproduce import core
 from placelab.reproduce.core import Cell, SearchColumn, Step, search_column_name
 from placelab.reproduce.papers import join
 from placelab.reproduce.runner import reproduce
-from policies.runner import place_and_simulate
+from placelab.runner import place_and_simulate
 from tests.placelab.test_reproduce_doppler import _parses
 from tests.placelab.tiny import TINY_GRAPH
 

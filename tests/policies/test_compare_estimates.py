@@ -1,4 +1,4 @@
-"""``policies.runner.compare`` reports, per placer, the simulated makespan, the placer's own estimate, ×single-device
+"""``placelab.runner.compare`` reports, per placer, the simulated makespan, the placer's own estimate, ×single-device
 and ×lower bound, and stores them with each run (issue 55).
 
 Worked out by hand on four ops and two GPUs, default mode, no overheads, a 1 MB/s link (1000 B take 1 ms)::
@@ -19,7 +19,7 @@ import pytest
 from engine.cluster import Cluster, Device, Link, SimulationSettings
 from engine.graph.io import graph_from_dict
 from engine.store.runs import RunStore
-from policies.runner import compare, place_and_simulate, search_budget, single_device_makespan
+from placelab.runner import compare, place_and_simulate, search_budget, single_device_makespan
 
 MS = 1e-3
 

@@ -128,7 +128,7 @@ def test_the_guard_says_why_in_the_run_and_in_compare(tmp_path):
     # devices (8 s, run FIFO) where everything on the fast gpu:1 takes 7 s; the guard returns gpu:1 and says so
     # in the placement's note, which the run's metrics keep and compare's rows carry
     from engine.store.runs import RunStore
-    from policies.runner import compare
+    from placelab.runner import compare
 
     gb = 1e9
     ops = [{"name": "A", "compute": 4.0}, {"name": "B", "compute": 2.0}, {"name": "C", "compute": 6.0},

@@ -11,7 +11,7 @@ graphs of the train split (one stored ``train`` run). Then, on each of the 16 te
 The per-graph makespans go to the ``experiment`` run's ``results.csv`` (long format: one row
 per graph and method, for the app's CDFs) and ``per_graph.csv`` (one row per graph).
 
-The Optimized trainings are independent tasks run through :class:`policies.parallel.ParallelMap`
+The Optimized trainings are independent tasks run through :class:`engine.parallel.tasks.ParallelMap`
 (in this process by default; on Ray with ``placelab experiment --workers N / --address A``);
 each is seeded by ``seed`` alone, so the results are the same either way.
 """
@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from engine.cluster import Cluster
+from engine.parallel.tasks import ParallelMap
 from engine.specs import load_cluster
 from engine.store.runs import RunStore
 from engine.workloads.placeto_families import family
-from policies.parallel import ParallelMap
 from policies.rl.core.jobs import load_policy, load_tasks, policy_place, start_training
 from policies.rl.core.registry import make_agent, make_config
 from policies.rl.core.reinforce import Budget, StoppingRule

@@ -56,8 +56,8 @@ import numpy as np
 
 from engine.cluster import Cluster
 from engine.graph.compgraph import CompGraph
-from policies.parallel import ParallelMap, TaskLost
-from policies.ray_cluster import where
+from engine.parallel.ray_cluster import where
+from engine.parallel.tasks import ParallelMap, TaskLost
 from policies.rl.core.agent import Advantages, Rollout, record_entropies
 
 __all__ = ["RolloutWorker", "RolloutWorkers"]
@@ -111,7 +111,7 @@ class RolloutWorker:
         return os.getpid()
 
     def node(self) -> tuple[str, str]:
-        """The node this worker runs on (:func:`policies.ray_cluster.where`)."""
+        """The node this worker runs on (:func:`engine.parallel.ray_cluster.where`)."""
         return where()
 
 

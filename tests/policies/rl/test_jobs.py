@@ -106,7 +106,7 @@ def test_bad_requests_give_one_sentence_errors(tmp_path):
         start_training("placeto", g, c, params={"bogus": 1}, budget=Budget(episodes=4))
     with pytest.raises(SpecError, match="parameter 'reward' must be one of"):
         start_training("placeto", g, c, params={"reward": "sometimes"}, budget=Budget(episodes=4))
-    from policies.runner import place_and_simulate
+    from placelab.runner import place_and_simulate
 
     res = place_and_simulate(two_chains(), cluster(), "single-device", store=store)  # a placement run, no policy
     assert res.metrics["makespan_s"] == pytest.approx(6.0)  # six 1 s ops, one after another on one device

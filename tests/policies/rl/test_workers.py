@@ -141,7 +141,7 @@ def ray_runtime():
     ray = pytest.importorskip("ray")
     if ray.is_initialized():
         ray.shutdown()
-    from policies.parallel import ParallelMap
+    from engine.parallel.tasks import ParallelMap
 
     with ParallelMap(workers=2) as ex:  # one runtime for the module; the trainings join it
         yield ex

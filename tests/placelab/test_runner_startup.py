@@ -3,7 +3,7 @@
 from engine.generators import random_dag
 from engine.presets import PRESETS
 from engine.store.runs import RunStore
-from policies import runner
+from placelab import runner
 
 
 def test_startup_is_paid_once_and_stored_apart(tmp_path, monkeypatch):

@@ -3,7 +3,7 @@
 Issue #34, item 9. Killing a driver that runs a local Ray runtime left raylet's
 ``ray::DashboardAgent`` and ``ray::RuntimeEnvAgent`` running (they ignore SIGTERM); the next local
 runtime (or ``placelab ray stop``) must stop them, going by the state file the driver wrote
-(``policies/ray_runtimes.py``), and never touch a process whose start time is not the recorded one. A
+(``engine/parallel/ray_runtimes.py``), and never touch a process whose start time is not the recorded one. A
 driver killed between storing a combination's run and appending its row to ``sweep.csv`` left a run
 the table does not index, and ``--resume`` ran that combination again: two runs for one cell.
 
@@ -24,9 +24,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from engine.parallel.ray_runtimes import local_runtime_dir, stop_orphaned_runtimes
 from engine.store.runs import RunStore
-from policies.ray_runtimes import local_runtime_dir, stop_orphaned_runtimes
-from policies.sweep import SweepSpec, resume_sweep, run_sweep, sweep_rows
+from placelab.sweep import SweepSpec, resume_sweep, run_sweep, sweep_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPHS, CLUSTERS, PLACERS, SEEDS = "gen:random?ops=20&seed=1", "k80x2", "single-device,random,critical-path", 2
@@ -132,7 +132,7 @@ def test_stop_orphaned_runtimes_kills_every_recorded_process_of_a_killed_ray_dri
     """A driver that only started a local runtime, SIGKILLed from outside: the clean-up leaves none of the
     session's recorded processes running and removes the state file."""
     pytest.importorskip("ray")
-    code = ("import sys, time; from policies.parallel import ParallelMap; ex = ParallelMap(workers=2); ex.start(); "
+    code = ("import sys, time; from engine.parallel.tasks import ParallelMap; ex = ParallelMap(workers=2); ex.start(); "
             "print('ready', flush=True); time.sleep(600)")
     proc = subprocess.Popen([sys.executable, "-c", code], env=_env(tmp_path), stdout=subprocess.PIPE, text=True)
     try:

@@ -15,6 +15,7 @@ from engine.errors import PlacelabError
 from engine.graph.compgraph import CompGraph
 from engine.jsonio import atomic_write_bytes
 from engine.limits import MAX_COUNT, check_at_most, check_seed, check_simulations
+from engine.parallel.tasks import ParallelMap
 from engine.placement import Placement
 from engine.sim.schedule import Schedule
 from engine.sim.simulator import Simulator
@@ -28,7 +29,6 @@ from engine.store.records import (
 )
 from engine.store.runs import RunStore
 from policies.base import PLACERS, budget_words, make_placer, placer_parameters
-from policies.parallel import ParallelMap
 
 __all__ = ["PlaceFailed", "PlaceResult", "compare", "place_and_simulate", "place_task", "result_row", "search_budget",
            "single_device_makespan", "store_result", "with_measurement", "with_single_device"]
@@ -108,7 +108,7 @@ def place_and_simulate(graph: CompGraph, cluster: Cluster, placer: str, *, seed:
 
 def place_task(graph: CompGraph, cluster: Cluster, placer: str, seed: int, budget: int | None,
                params: dict[str, Any] | None, encode: bool = False) -> PlaceResult | PlaceFailed:
-    """One placer run as an independent task (see :mod:`policies.parallel`): nothing is stored.
+    """One placer run as an independent task (see :mod:`engine.parallel.tasks`): nothing is stored.
 
     A placer that does not apply (it raises a placelab error) is an answer, not a failure:
     it comes back as :class:`PlaceFailed` with the one-line message. With ``encode`` the task

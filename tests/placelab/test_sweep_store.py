@@ -3,7 +3,7 @@
 from engine.generators import random_dag
 from engine.presets import PRESETS
 from engine.store.runs import RunStore
-from policies.runner import place_task, store_result
+from placelab.runner import place_task, store_result
 
 
 def test_files_encoded_by_the_task_equal_the_files_stored_directly(tmp_path):

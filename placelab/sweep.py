@@ -1,7 +1,7 @@
 """Sweeps: every combination of graphs × clusters × placers × seeds as independent tasks.
 
 A sweep is a table-building experiment (Placeto Table 1 and its like, over many graphs and
-seeds). Each combination is one task of :mod:`policies.parallel` — placed and simulated in a
+seeds). Each combination is one task of :mod:`engine.parallel.tasks` — placed and simulated in a
 worker (or in this process) — and each result is stored by the driver as it arrives:
 
 * one ``compare`` run per result (placement, schedule, metrics; tag ``sweep:<sweep id>``),
@@ -48,12 +48,12 @@ from engine.cluster import Cluster, parse_simulation_options
 from engine.errors import RunError, SpecError
 from engine.graph.compgraph import CompGraph
 from engine.limits import MAX_COUNT, MAX_SEED, MAX_SWEEP_TASKS, check_at_most, check_seed, check_simulations
+from engine.parallel.tasks import ParallelMap
 from engine.sim.simulator import Simulator
 from engine.specs import expand_graph_specs, load_cluster, load_graph
 from engine.store.runs import Run, RunStore
+from placelab.runner import PlaceFailed, PlaceResult, place_task, store_result
 from policies.base import PLACERS, make_placer
-from policies.parallel import ParallelMap
-from policies.runner import PlaceFailed, PlaceResult, place_task, store_result
 from policies.simulated_annealing import budget_text
 
 __all__ = ["SEARCH_PLACER", "SWEEP_COLUMNS", "SweepSpec", "drop_orphans", "resume_sweep", "run_sweep", "search_caption",

@@ -1,7 +1,7 @@
 """A sweep driver that SIGKILLs itself, for the kill -9 tests (``test_ray_orphans.py``) and the fuzz soak's
 ``--kill-rounds`` (``benchmarks/fuzz_soak.py``); run as a script with ``PYTHONPATH`` at the repository root.
 
-    python tests/policies/sweep_kill_driver.py WHERE N RUNS WORKERS GRAPHS CLUSTERS PLACERS SEEDS
+    python tests/engine/sweep_kill_driver.py WHERE N RUNS WORKERS GRAPHS CLUSTERS PLACERS SEEDS
 
 ``WHERE`` ``row``: it dies at its N-th append to ``sweep.csv`` (the N-th result's run is stored, its row
 not); ``finish``: while its N-th result's run is stored (its ``run.json`` still says running). ``WORKERS``
@@ -14,10 +14,10 @@ import os
 import signal
 import sys
 
+from engine.parallel.tasks import ParallelMap
 from engine.store.run_dir import Run
 from engine.store.runs import RunStore
-from policies.parallel import ParallelMap
-from policies.sweep import SweepSpec, run_sweep
+from placelab.sweep import SweepSpec, run_sweep
 
 
 def main(argv: list[str]) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from engine.parallel.tasks import ParallelMap
 from engine.store.runs import RunStore
-from policies.parallel import ParallelMap
-from policies.sweep import SweepSpec, run_sweep, sweep_rows
+from placelab.sweep import SweepSpec, run_sweep, sweep_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,7 +76,7 @@ def test_local_workers_start_their_own_runtime_beside_a_running_cluster(three_no
     from ray._private.services import get_ray_address_from_environment
 
     assert get_ray_address_from_environment(None, None) == three_nodes.address  # a bare ray.init() would join it
-    code = ("import ray; from policies.parallel import ParallelMap\n"
+    code = ("import ray; from engine.parallel.tasks import ParallelMap\n"
             "with ParallelMap(workers=2):\n"
             "    print(len([n for n in ray.nodes() if n['Alive']]), ray.get_runtime_context().gcs_address)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,

@@ -3,7 +3,7 @@ Ray's token authentication on, and ``placelab sweep`` / ``placelab train`` joini
 from a subprocess, as a user runs them.
 
 Everything stays on loopback: the nodes use ``127.0.0.2`` and up (Ray replaces ``127.0.0.1`` by the machine's
-outward address: policies/ray_cluster.py), every port a node would take by default (client server, dashboard,
+outward address: engine/parallel/ray_cluster.py), every port a node would take by default (client server, dashboard,
 its agent) is a free one, and the reference training's local runtime runs with Ray's single-machine setting
 (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``: its node on 127.0.0.1). The token is a file in the test's folder
 (``RAY_AUTH_TOKEN_PATH``), never ``~/.ray``.
@@ -31,7 +31,7 @@ import psutil
 import pytest
 
 from engine.store.runs import RunStore
-from policies.sweep import sweep_rows
+from placelab.sweep import sweep_rows
 from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -278,7 +278,7 @@ def test_a_node_lost_mid_sweep_its_task_runs_again_on_the_others_once(cluster, t
 
 def test_token_mode_without_a_readable_token_is_refused_before_connecting(tmp_path):
     """``RAY_AUTH_MODE=token`` with no token, or with ``RAY_AUTH_TOKEN_PATH`` naming no file: one line, exit 2,
-    before any connection (a missing token file aborts a process that connects: policies/ray_cluster.py)."""
+    before any connection (a missing token file aborts a process that connects: engine/parallel/ray_cluster.py)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     env.update(RAY_AUTH_MODE="token", HOME=str(tmp_path))  # no ~/.ray/auth_token there
     with socket.socket() as listener:  # something listens: the address is reachable
@@ -301,7 +301,7 @@ def test_token_mode_without_a_readable_token_is_refused_before_connecting(tmp_pa
 def test_what_rays_message_thread_prints_goes_to_stderr(capsys):
     import threading
 
-    from policies.ray_cluster import RayMessagesToStderr
+    from engine.parallel.ray_cluster import RayMessagesToStderr
 
     messages = RayMessagesToStderr()
     messages.install()
@@ -321,7 +321,7 @@ def test_what_rays_message_thread_prints_goes_to_stderr(capsys):
 _HELD_BACK = """
 import threading
 from ray._private import worker as ray_worker
-from policies.parallel import ParallelMap
+from engine.parallel.tasks import ParallelMap
 
 def raylet_says():  # what Ray's message thread does with a message from the cluster (listen_error_messages)
     ray_worker.print_to_stdstream({"lines": ["Raylet is terminated."], "pid": "raylet", "is_err": False},

@@ -11,7 +11,7 @@ order, through the same code path the caller uses with Ray.
 
 On Ray (``ParallelMap(workers=N)`` starts a local Ray runtime with N CPUs, one task per CPU;
 ``ParallelMap(address=...)`` joins an existing cluster, ``HOST:PORT``, ``"auto"`` or ``ray://host:10001``,
-token authentication included: :mod:`policies.ray_cluster`):
+token authentication included: :mod:`engine.parallel.ray_cluster`):
 
 * a task whose worker process dies is retried up to ``max_retries`` times (Ray's task
   retries; exceptions the task raises are *not* retried, they are the task's answer);
@@ -21,7 +21,7 @@ token authentication included: :mod:`policies.ray_cluster`):
 * the workers of a runtime it starts run at the driver's priority (:data:`WORKER_NICENESS`), not Ray's
   default niceness 15, under which a busy machine's other processes starve the job's whole compute;
 * the messages Ray's driver prints about the cluster (a task retried because its node died) go to stderr,
-  not to the command's stdout (:class:`policies.ray_cluster.RayMessagesToStderr`);
+  not to the command's stdout (:class:`engine.parallel.ray_cluster.RayMessagesToStderr`);
 * Ctrl-C (or any exception in ``on_result`` or a task) stops every task still pending or
   running before the exception propagates, so the caller can mark its runs ``interrupted``:
   the executor shuts down the runtime it started (Ray kills its workers) or leaves the cluster
@@ -41,7 +41,7 @@ state file ``<cache>/ray-local/<driver pid>.json`` (``$PLACELAB_CACHE_DIR``, els
 every process of its Ray session (pid and start time: the head processes and their descendants,
 the agents included), and each of those processes carries the environment variable
 ``PLACELAB_RAY_DRIVER=<pid>-<start time>``. A clean shutdown removes the file. The next start of a
-local runtime (and ``placelab ray stop``; :mod:`policies.ray_runtimes`) stops, for every state file
+local runtime (and ``placelab ray stop``; :mod:`engine.parallel.ray_runtimes`) stops, for every state file
 whose driver is gone, the processes recorded in it, or carrying its driver's mark, that still run:
 SIGTERM, then SIGKILL after a few seconds. A process is matched by pid *and* start time, so a
 reused pid is never killed; a driver that still runs (pid and start time match) keeps its runtime.
@@ -62,7 +62,7 @@ from typing import Any
 
 from engine.errors import SpecError
 from engine.limits import check_local_workers
-from policies.ray_cluster import (
+from engine.parallel.ray_cluster import (
     RayMessagesToStderr,
     check_address,
     check_local_start,
@@ -71,7 +71,7 @@ from policies.ray_cluster import (
     node_counts,
     where,
 )
-from policies.ray_runtimes import LocalRuntimeRecord, stop_orphaned_runtimes, stopped_line
+from engine.parallel.ray_runtimes import LocalRuntimeRecord, stop_orphaned_runtimes, stopped_line
 
 __all__ = ["WORKER_NICENESS", "ParallelMap", "TaskLost"]
 
@@ -344,7 +344,7 @@ def _shared_refs(tasks: Sequence[tuple], put: Callable[[Any], Any]) -> dict[int,
 
 
 def _located(fn: Callable[..., Any], *args: Any) -> tuple[tuple[str, str], Any]:
-    """A task on Ray: ``fn(*args)`` and the node it ran on (:func:`policies.ray_cluster.where`)."""
+    """A task on Ray: ``fn(*args)`` and the node it ran on (:func:`engine.parallel.ray_cluster.where`)."""
     return where(), fn(*args)
 
 

@@ -1,4 +1,4 @@
-"""The task mechanism (policies/parallel.py) in-process and on a local Ray runtime with 2 CPUs.
+"""The task mechanism (engine/parallel/tasks.py) in-process and on a local Ray runtime with 2 CPUs.
 
 Ray starts once for this module. The Ray tests check what the issue asks of the mechanism:
 a sweep's results are identical to the sequential path's, a worker killed mid-task is
@@ -23,10 +23,10 @@ import psutil
 import pytest
 
 from engine.errors import SpecError
+from engine.parallel.tasks import WORKER_NICENESS, ParallelMap, TaskLost
 from engine.store.runs import RunStore
-from policies.parallel import WORKER_NICENESS, ParallelMap, TaskLost
-from policies.runner import compare
-from policies.sweep import SweepSpec, resume_sweep, run_sweep, sweep_rows
+from placelab.runner import compare
+from placelab.sweep import SweepSpec, resume_sweep, run_sweep, sweep_rows
 
 GRAPHS = "gen:random?ops=40&seed=1,gen:random?ops=60&seed=2&degree=3"
 PLACERS = "single-device,random,critical-path,local-search"
@@ -71,7 +71,7 @@ def test_bad_executor_options_are_one_sentence(kwargs, words):
 
 
 def test_importing_placelab_and_the_app_pages_does_not_import_ray():
-    code = ("import sys, engine, policies, placelab.cli, policies.sweep, policies.runner, dashboard.app_pages.compare;"
+    code = ("import sys, engine, policies, placelab.cli, placelab.sweep, placelab.runner, dashboard.app_pages.compare;"
             "sys.exit('ray' in sys.modules)")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     assert subprocess.run([sys.executable, "-c", code], env=env, check=False).returncode == 0

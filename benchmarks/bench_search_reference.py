@@ -36,8 +36,8 @@ from engine.errors import PlacelabError
 from engine.presets import PRESETS
 from engine.sim.simulator import Simulator
 from engine.specs import load_graph
-from placelab.reproduce.core import get
 from placelab.reproduce.published import resolve
+from placelab.reproduce.registry import get
 from policies import PLACERS, make_placer
 from policies.list_scheduling import memory_penalized
 from policies.simulated_annealing import Anneal

@@ -81,7 +81,7 @@ def check_number(what: str, value: Any, limit: float, name: str) -> None:
 
 def check_generator(spec: str) -> None:
     """Refuse a ``gen:`` spec, before it is built, unless every parameter is within the app's ceiling of the
-    bound its generator declares (``engine.generators.register``; ``engine.limits.Bound``), and ops × degree
+    bound its generator declares (``engine.workloads.card.generator``; ``engine.limits.Bound``), and ops × degree
     of ``gen:random`` within the app's :data:`~engine.limits.GENERATED_EDGES`; a Keras model is read from the graph
     cache when it is there (no ``cache=false``). An unknown generator or parameter gets the engine's own message."""
     from engine.generators import check_parameters, spec_arguments

@@ -152,7 +152,7 @@ MAX_INPUT_ELEMENTS = 2**30
 @dataclass(frozen=True)
 class Bound:
     """The range of one numeric parameter, declared with it (every parameter of every generator:
-    ``engine.generators.register``): ``low <= value <= high`` wherever it is given (a ``gen:`` spec on the command
+    ``engine.workloads.card.generator``): ``low <= value <= high`` wherever it is given (a ``gen:`` spec on the command
     line, a call), and ``value <= app`` where a visitor of the app typed it (a link, the Graphs and Train pages;
     ``None``: ``high``), checked before anything is built. ``structure``: the value multiplies the graph's ops, and
     the product of a spec's structure values is bounded by :data:`GENERATOR_STRUCTURE`."""
@@ -167,7 +167,7 @@ class Bound:
         return self.high if not app or self.app is None else self.app
 
 
-#: The bounds generator parameters share (each generator names its own: ``engine.generators.register``). The app's
+#: The bounds generator parameters share (each generator names its own: ``engine.workloads.card.generator``). The app's
 #: ceilings keep what a visitor builds in the app server's thread to a few seconds: ``gen:nmt?layers=25&length=40``
 #: is ~76 K ops, ``gen:family-ptb?nodes=128`` 110 K; 10^5 ops of ``gen:random`` build in a second.
 GENERATOR_SEED = Bound(0, MAX_SEED)

@@ -46,7 +46,7 @@ def reproduce(ctx: typer.Context,
                                    "on each row's graph, and each cell ÷ it (×search)")] = None,
               runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Run a paper's table or figure in simulation and store it beside the paper's numbers."""
-    from placelab.reproduce.core import all_reproductions
+    from placelab.reproduce.registry import all_reproductions
     from placelab.reproduce.runner import describe
     from placelab.reproduce.runner import reproduce as run_reproduction
 

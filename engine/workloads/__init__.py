@@ -1,4 +1,4 @@
-"""Graph generators for the papers' workloads, one module per family; each registers with
-:func:`engine.generators.register`. :func:`engine.generators.from_spec` imports them all on
-first use.
+"""Graph generators for the papers' workloads, one module per family, each generator marked with its card
+(:func:`engine.workloads.card.generator`); :data:`engine.generators.GENERATORS` lists the modules. Also the
+bundled published workloads (``published``: ``bench:`` specs) and their data.
 """

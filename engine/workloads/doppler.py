@@ -42,9 +42,9 @@ from dataclasses import dataclass
 
 from engine.costmodel import FP32, P100, GraphBuilder, RooflineModel
 from engine.errors import SpecError, quote
-from engine.generators import register
 from engine.graph.compgraph import CompGraph
 from engine.limits import GENERATOR_DIM, GENERATOR_GPUS
+from engine.workloads.card import generator
 
 __all__ = ["MetaOp", "chainmm", "ffnn", "llama_block", "llama_layer", "meta_ops"]
 
@@ -218,7 +218,7 @@ class _Lowering:
         return self.b.build()
 
 
-@register("chainmm", "DOPPLER CHAINMM: (A×B)+(C×(D×E)), 10000² FP32 matrices, sharded for n GPUs (App. D.1)",
+@generator("chainmm", "DOPPLER CHAINMM: (A×B)+(C×(D×E)), 10000² FP32 matrices, sharded for n GPUs (App. D.1)",
           {"gpus": GENERATOR_GPUS, "size": GENERATOR_DIM})
 def chainmm(gpus: int = 4, size: int = 10000) -> CompGraph:
     """CHAINMM (App. D.1): block-sharded chain ``(A×B) + (C×(D×E))``; matmuls cut the contraction ``gpus`` ways."""
@@ -231,7 +231,7 @@ def chainmm(gpus: int = 4, size: int = 10000) -> CompGraph:
     return lw.build()
 
 
-@register("ffnn", "DOPPLER FFNN: X(2^15×2^5) → ReLU(XW1+b1) (2^16 wide) → Softmax(HW2+b2), sharded (App. D.2)",
+@generator("ffnn", "DOPPLER FFNN: X(2^15×2^5) → ReLU(XW1+b1) (2^16 wide) → Softmax(HW2+b2), sharded (App. D.2)",
           {"gpus": GENERATOR_GPUS})
 def ffnn(gpus: int = 4) -> CompGraph:
     """FFNN (App. D.2): one hidden layer of 2^16 units on a batch of 2^15, softmax output."""
@@ -293,7 +293,7 @@ def _llama(lw: _Lowering, seq: int, dim: int, heads: int, ffn: bool) -> None:
     lw.ewise("residual_ffn", "straight elemwise", x, out)
 
 
-@register("llama-block", "DOPPLER LLAMA-BLOCK: Llama-7B attention block, seq 4096, sharded for n GPUs (App. D.3)",
+@generator("llama-block", "DOPPLER LLAMA-BLOCK: Llama-7B attention block, seq 4096, sharded for n GPUs (App. D.3)",
           {"gpus": GENERATOR_GPUS, "seq": GENERATOR_DIM})
 def llama_block(gpus: int = 4, seq: int = 4096) -> CompGraph:
     """Llama-7B (dim 4096, 32 heads) attention block: RMSNorm, QKV, RoPE, causal attention, Wo, residual."""
@@ -302,7 +302,7 @@ def llama_block(gpus: int = 4, seq: int = 4096) -> CompGraph:
     return lw.build()
 
 
-@register("llama-layer", "DOPPLER LLAMA-LAYER: full Llama-7B layer (attention + SwiGLU FFN), seq 4096 (App. D.3)",
+@generator("llama-layer", "DOPPLER LLAMA-LAYER: full Llama-7B layer (attention + SwiGLU FFN), seq 4096 (App. D.3)",
           {"gpus": GENERATOR_GPUS, "seq": GENERATOR_DIM})
 def llama_layer(gpus: int = 4, seq: int = 4096) -> CompGraph:
     """Llama-7B layer: the attention block followed by RMSNorm, SwiGLU FFN (11008 wide) and residual."""

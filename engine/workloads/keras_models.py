@@ -28,9 +28,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from engine.errors import GraphError, SpecError, quote
-from engine.generators import register
 from engine.graph.compgraph import CompGraph
 from engine.limits import GENERATOR_BATCH, GRAPH_CACHE_MAX_BYTES, GRAPH_CACHE_MAX_ENTRIES
+from engine.workloads.card import generator
 
 __all__ = ["cache_dir", "cached_graph", "inception_v3", "nasnet", "trim_cache"]
 
@@ -115,7 +115,7 @@ def _train_step(make_model: Callable[[], object], batch: int, name: str) -> Comp
     return graph_from_keras(model, batch, optimizer="sgd", loss="categorical_crossentropy", name=name)
 
 
-@register("inception-v3", "Keras Inception-V3 training step (TF import; Mirhoseini 2017, Placeto)",
+@generator("inception-v3", "Keras Inception-V3 training step (TF import; Mirhoseini 2017, Placeto)",
           {"batch": GENERATOR_BATCH})
 def inception_v3(batch: int = 32, cache: bool = True) -> CompGraph:
     """One SGD training step of Keras ``InceptionV3`` (299×299×3 input, 1000 classes).
@@ -131,7 +131,7 @@ def inception_v3(batch: int = 32, cache: bool = True) -> CompGraph:
     return _cached(f"inception-v3?batch={batch}", build, cache)
 
 
-@register("nasnet", "Keras NASNet training step, variant mobile|large (TF import; Placeto)",
+@generator("nasnet", "Keras NASNet training step, variant mobile|large (TF import; Placeto)",
           {"batch": GENERATOR_BATCH})
 def nasnet(variant: str = "mobile", batch: int = 32, cache: bool = True) -> CompGraph:
     """One SGD training step of Keras ``NASNetMobile`` (224×224) or ``NASNetLarge`` (331×331).

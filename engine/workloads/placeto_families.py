@@ -43,10 +43,10 @@ import numpy as np
 
 from engine.costmodel import FP32
 from engine.errors import SpecError, quote
-from engine.generators import register
 from engine.graph.compgraph import CompGraph
 from engine.grouping.rules import merge_and_colocate, mirhoseini_groups
 from engine.limits import GENERATOR_CELLS, GENERATOR_DIM, GENERATOR_NODES, GENERATOR_SEED, Bound
+from engine.workloads.card import generator
 from engine.workloads.recurrent import TrainGraph, build_nmt, embed, softmax_loss, total_loss
 
 __all__ = ["FAMILY_SIZE", "FamilySpec", "family", "family_cifar10", "family_grouping", "family_nmt", "family_ptb"]
@@ -104,7 +104,7 @@ def _draws(name: str, seed: int) -> tuple[tuple[int, ...], ...]:
 _MEMBER = {"index": Bound(0, FAMILY_SIZE - 1), "seed": GENERATOR_SEED}
 
 
-@register("family-nmt", "Placeto nmt family graph #index: 2-layer NMT, unroll 16-32, batch 64-128 (App. A.3)", _MEMBER)
+@generator("family-nmt", "Placeto nmt family graph #index: 2-layer NMT, unroll 16-32, batch 64-128 (App. A.3)", _MEMBER)
 def family_nmt(index: int = 0, seed: int = 0) -> CompGraph:
     _, length, batch = _draws("nmt", seed)[index]
     return build_nmt(f"family-nmt-{index}-s{seed}", 2, 1024, length, batch, 32000)
@@ -113,7 +113,7 @@ def family_nmt(index: int = 0, seed: int = 0) -> CompGraph:
 _ACTS = ("Identity", "Sigmoid", "Tanh", "Relu")
 
 
-@register("family-ptb", "Placeto ptb family graph #index: ENAS recurrent cell, unroll 25-40, batch 1536-3072 (A.3)",
+@generator("family-ptb", "Placeto ptb family graph #index: ENAS recurrent cell, unroll 25-40, batch 1536-3072 (A.3)",
           {**_MEMBER, "nodes": GENERATOR_NODES, "units": GENERATOR_DIM, "vocab": GENERATOR_DIM})
 def family_ptb(index: int = 0, seed: int = 0, nodes: int = 12, units: int = 1000, vocab: int = 10000) -> CompGraph:
     arch, steps, batch = _draws("ptb", seed)[index]
@@ -180,7 +180,7 @@ def _conv_branch(tg: TrainGraph, sc: str, op: int, x: int, batch: int, hw: int, 
     return tg.op("factorized_reduce", "Conv2D", sc, [x], out, flops=2.0 * pix * ch * ch)
 
 
-@register("family-cifar10", "Placeto cifar10 family graph #index: ENAS conv cells, batch 240-360 (App. A.3)",
+@generator("family-cifar10", "Placeto cifar10 family graph #index: ENAS conv cells, batch 240-360 (App. A.3)",
           {**_MEMBER, "cells": GENERATOR_CELLS, "channels": GENERATOR_DIM})
 def family_cifar10(index: int = 0, seed: int = 0, cells: int = 2, channels: int = 20) -> CompGraph:
     arch, _, batch = _draws("cifar10", seed)[index]

@@ -46,9 +46,9 @@ from dataclasses import dataclass, field
 
 from engine.costmodel import CPU_HASWELL_18C, FP32, K80, GraphBuilder, RooflineModel
 from engine.errors import SpecError
-from engine.generators import register
 from engine.graph.compgraph import CompGraph
 from engine.limits import GENERATOR_BATCH, GENERATOR_DIM, GENERATOR_LAYERS, GENERATOR_LENGTH
+from engine.workloads.card import generator
 
 __all__ = ["TrainGraph", "nmt", "rnnlm"]
 
@@ -218,7 +218,7 @@ def total_loss(tg: TrainGraph, losses: list[int]) -> int:
     return tg.op("truediv", "RealDiv", "loss", [s], FP32)
 
 
-@register("rnnlm", "RNNLM training step: 2 LSTM layers of 2048, unroll 40, batch 64 (Mirhoseini 2017 Table 1)",
+@generator("rnnlm", "RNNLM training step: 2 LSTM layers of 2048, unroll 40, batch 64 (Mirhoseini 2017 Table 1)",
           {"layers": GENERATOR_LAYERS, "units": GENERATOR_DIM, "steps": GENERATOR_LENGTH, "batch": GENERATOR_BATCH,
            "vocab": GENERATOR_DIM})
 def rnnlm(layers: int = 2, units: int = 2048, steps: int = 40, batch: int = 64, vocab: int = 10000) -> CompGraph:
@@ -264,7 +264,7 @@ def build_nmt(name: str, layers: int, units: int, length: int, batch: int, vocab
     return tg.build(total_loss(tg, losses))
 
 
-@register("nmt", "NMT training step: encoder-decoder LSTM + attention, layers 2|4 of 1024, length 32|40, batch 64|128",
+@generator("nmt", "NMT training step: encoder-decoder LSTM + attention, layers 2|4 of 1024, length 32|40, batch 64|128",
           {"layers": GENERATOR_LAYERS, "units": GENERATOR_DIM, "length": GENERATOR_LENGTH, "batch": GENERATOR_BATCH,
            "vocab": GENERATOR_DIM})
 def nmt(layers: int = 2, units: int = 1024, length: int = 40, batch: int = 64, vocab: int = 32000) -> CompGraph:

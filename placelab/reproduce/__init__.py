@@ -1,6 +1,7 @@
 """The papers' tables and figures, one command each: ``placelab reproduce NAME [--quick]``.
 
 * :mod:`placelab.reproduce.core` — what a reproduction declares (steps, build, paper table);
+* :mod:`placelab.reproduce.registry` — the list of reproduction modules, each with its ``REPRODUCTIONS``;
 * :mod:`placelab.reproduce.papers` — the papers' numbers (``papers/*.json``) and the joined table;
 * :mod:`placelab.reproduce.runner` — runs the steps and stores the run (CONTRACTS §7);
 * :mod:`placelab.reproduce.reading` — helpers that read the commands' outputs;

@@ -17,10 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import SpecError, quote
-
-__all__ = ["REF", "REPRODUCTIONS", "Build", "Cell", "PublishedGraph", "PublishedGraphs", "Reproduction", "SearchColumn",
-           "Step", "all_reproductions", "get", "register", "search_column_name", "steps_for"]
+__all__ = ["REF", "Build", "Cell", "PublishedGraph", "PublishedGraphs", "Reproduction", "SearchColumn", "Step",
+           "search_column_name", "steps_for"]
 
 
 #: A reference, inside a step's argument, to the run an earlier step stored: ``{run:KEY}`` (its
@@ -191,45 +189,6 @@ class Reproduction:
             elif req not in placers:
                 out.append(f"placer {req}")
         return out
-
-
-REPRODUCTIONS: dict[str, Reproduction] = {}
-
-
-def register(rep: Reproduction) -> Reproduction:
-    """Add a reproduction to :data:`REPRODUCTIONS` (names are unique)."""
-    if rep.name in REPRODUCTIONS:
-        raise ValueError(f"reproduction {quote(rep.name)} is registered twice")
-    REPRODUCTIONS[rep.name] = rep
-    return rep
-
-
-def _load() -> None:
-    import placelab.reproduce
-    from engine._discover import import_submodules
-
-    import_submodules(placelab.reproduce, skip=("core", "papers", "published", "reading", "runner"))
-
-
-def all_reproductions() -> dict[str, Reproduction]:
-    """Every registered reproduction, by name, in registration order."""
-    _load()
-    return REPRODUCTIONS
-
-
-def get(name: str) -> Reproduction:
-    """The reproduction called ``name``.
-
-    Raises
-    ------
-    SpecError
-        An unknown name (the message lists the known ones).
-    """
-    reps = all_reproductions()
-    if name not in reps:
-        raise SpecError(f"unknown reproduction {quote(name)} (available: {', '.join(reps)}; "
-                        "see `placelab reproduce --list`)")
-    return reps[name]
 
 
 def steps_for(items: Sequence[tuple[str, Sequence[str]]], seed: int = 0) -> list[Step]:

@@ -63,9 +63,11 @@ from placelab.reproduce.core import (
     Reproduction,
     SearchColumn,
     Step,
-    register,
 )
 from placelab.reproduce.reading import execution_cell
+
+#: This module's reproductions (listed in :mod:`placelab.reproduce.registry`).
+REPRODUCTIONS: list[Reproduction] = []
 
 __all__ = ["AUTHORS_FILES", "AUTHORS_FILES_8GPU", "EXECUTIONS", "FULL", "GRAPHS", "NOISE", "QUICK", "TRANSFER_PAIRS",
            "Budgets", "authors_graphs", "execute_step", "method_steps", "search_column"]
@@ -270,18 +272,19 @@ for _name, _tab, _cluster, _columns, _minutes in (
          {**_ONE, **_CP, "Placeto": "placeto", "DOPPLER-SYS": "doppler"}, 3.5),
         ("doppler-table9", "table9", "v100x8", {**_ONE, **_CP, "DOPPLER-SYS": "doppler"}, 3.0)):
     _steps, _build = _table(_cluster, _columns)
-    register(Reproduction(_name, f"DOPPLER {_tab.replace('table', 'Table ')}: the App. D graphs on {_cluster}, "
-                          "mean ± std of 10 noisy executions", "doppler", _tab, _steps, _build,
-                          quick_minutes=_minutes, reference="Critical path",
-                          requires=("doppler", *(("gdp",) if "GDP" in _columns else ()), f"cluster:{_cluster}"),
-                          published=authors_graphs(AUTHORS_FILES_8GPU if _cluster == "v100x8" else AUTHORS_FILES),
-                          search=search_column(_cluster)))
+    REPRODUCTIONS.append(Reproduction(
+        _name, f"DOPPLER {_tab.replace('table', 'Table ')}: the App. D graphs on {_cluster}, "
+        "mean ± std of 10 noisy executions", "doppler", _tab, _steps, _build,
+        quick_minutes=_minutes, reference="Critical path",
+        requires=("doppler", *(("gdp",) if "GDP" in _columns else ()), f"cluster:{_cluster}"),
+        published=authors_graphs(AUTHORS_FILES_8GPU if _cluster == "v100x8" else AUTHORS_FILES),
+        search=search_column(_cluster)))
 
 _t3_steps, _t3_build = _table("p100x4", {"SYS": "doppler", "SEL": "doppler-sel", "PLC": "doppler-plc"})
-register(Reproduction("doppler-table3", "DOPPLER Table 3: DOPPLER vs its SEL-only / PLC-only ablations on p100x4",
-                      "doppler", "table3", _t3_steps, _t3_build, quick_minutes=5.0, reference="SYS",
-                      requires=("doppler", "cluster:p100x4"), published=authors_graphs(),
-                      search=search_column("p100x4")))
+REPRODUCTIONS.append(Reproduction(
+    "doppler-table3", "DOPPLER Table 3: DOPPLER vs its SEL-only / PLC-only ablations on p100x4",
+    "doppler", "table3", _t3_steps, _t3_build, quick_minutes=5.0, reference="SYS",
+    requires=("doppler", "cluster:p100x4"), published=authors_graphs(), search=search_column("p100x4")))
 
 
 # ------------------------------------------------------------------------------------ Table 4
@@ -325,6 +328,7 @@ def table4_build(out: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool) 
         "Placeto and DOPPLER-SYS on the targets are Table 2's cells: run doppler-table2.", _NOTE])
 
 
-register(Reproduction("doppler-table4", "DOPPLER Table 4: transfer — zero-shot and k-shot fine-tuning on a new graph",
-                      "doppler", "table4", table4_steps, table4_build, quick_minutes=1.5, reference="Critical path",
-                      requires=("doppler", "cluster:p100x4"), published=authors_graphs()))
+REPRODUCTIONS.append(Reproduction(
+    "doppler-table4", "DOPPLER Table 4: transfer — zero-shot and k-shot fine-tuning on a new graph",
+    "doppler", "table4", table4_steps, table4_build, quick_minutes=1.5, reference="Critical path",
+    requires=("doppler", "cluster:p100x4"), published=authors_graphs()))

@@ -42,8 +42,11 @@ from typing import Any
 
 import numpy as np
 
-from placelab.reproduce.core import Build, Cell, Reproduction, Step, register, steps_for
+from placelab.reproduce.core import Build, Cell, Reproduction, Step, steps_for
 from placelab.reproduce.reading import curve, error_cell
+
+#: This module's reproductions (listed in :mod:`placelab.reproduce.registry`).
+REPRODUCTIONS: list[Reproduction] = []
 
 __all__ = ["FULL", "GOAL", "LIST_SCHEDULERS", "PLACERS", "QUICK", "QUICK_EPISODES", "SUMMARY", "Grid", "best_list",
            "build", "episodes", "graph_cells", "graphs", "steps", "summary_cells"]
@@ -230,7 +233,7 @@ def build(out: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool) -> Buil
         "of as many uniformly random placements as the training evaluated."])
 
 
-register(Reproduction(
+REPRODUCTIONS.append(Reproduction(
     "heldout-learning", "Held-out learning: the four learned placers from scratch on random layered DAGs (50–500 ops, "
     "2/4/8 K80s, each mode) against the list schedulers and random search",
     "heldout", "learning", steps, build, quick_minutes=5.0, requires=(*PLACERS, "cluster:k80x8")))

@@ -20,8 +20,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.errors import PlacelabError
-from placelab.reproduce.core import Build, Cell, Reproduction, Step, register, steps_for
+from placelab.reproduce.core import Build, Cell, Reproduction, Step, steps_for
 from placelab.reproduce.reading import compare_cells, device_profile, train_cells
+
+#: This module's reproductions (listed in :mod:`placelab.reproduce.registry`).
+REPRODUCTIONS: list[Reproduction] = []
 
 __all__: list[str] = []
 
@@ -82,6 +85,6 @@ def build(out: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool) -> Buil
         "Ratios normalised by the Expert column compare each row's shape (speed-ups over the expert placement)."])
 
 
-register(Reproduction(
+REPRODUCTIONS.append(Reproduction(
     "mirhoseini-table2", "Mirhoseini Table 2 (+ Fig. 8–9 profiles): RNNLM, NMT, Inception-V3 on 1 CPU + 2/4 K80s",
     "mirhoseini", "table2", steps, build, quick_minutes=6.0, reference="Expert"))

@@ -18,9 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from placelab.reproduce.core import Build, Cell, Reproduction, Step, register, steps_for
+from placelab.reproduce.core import Build, Cell, Reproduction, Step, steps_for
 from placelab.reproduce.papers import paper_table
 from placelab.reproduce.reading import compare_cells, curve, error_cell, median_ratio, train_cells
+
+#: This module's reproductions (listed in :mod:`placelab.reproduce.registry`).
+REPRODUCTIONS: list[Reproduction] = []
 
 __all__: list[str] = []
 
@@ -97,7 +100,7 @@ def table1_build(out: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool) 
     ])
 
 
-register(Reproduction(
+REPRODUCTIONS.append(Reproduction(
     "placeto-table1", "Placeto Table 1: Inception-V3, NMT, NASNet on 2/4 K80s — baselines, Placeto, RNN placer",
     "placeto", "table1", table1_steps, table1_build, quick_minutes=1.0, reference="RNN-based"))
 
@@ -143,7 +146,7 @@ def fig5_build(out: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool) ->
         "Figure 5 prints no values; the paper's numbers here stand for its stated relations (ratios close to 1)."])
 
 
-register(Reproduction(
+REPRODUCTIONS.append(Reproduction(
     "placeto-fig5", "Placeto Fig. 5: Zero-Shot / Optimized / Random CDFs for Placeto and the RNN placer",
     "placeto", "fig5", fig5_steps, fig5_build, quick_minutes=8.0))
 
@@ -207,6 +210,6 @@ def ablation_build(out: Mapping[str, dict[str, Any]], runs_dir: str, quick: bool
     return Build(cells, figures)
 
 
-register(Reproduction(
+REPRODUCTIONS.append(Reproduction(
     "placeto-ablations", "Placeto §4.3 simple aggregator / partitioner and App. A.4 intermediate vs terminal rewards",
     "placeto", "ablations", ablation_steps, ablation_build, quick_minutes=5.0))

@@ -46,8 +46,8 @@ from placelab.reproduce.core import (
     PublishedGraphs,
     Reproduction,
     Step,
-    all_reproductions,
 )
+from placelab.reproduce.registry import all_reproductions
 
 __all__ = ["GRAPHS_VAR", "GraphSources", "GraphUse", "graph_records", "graphs_label", "resolve"]
 

@@ -2,7 +2,7 @@
 
 ``python -m placelab.reproduce.results_doc [--runs-dir runs] [-o docs/results.md]`` (``make
 docs-results``) writes one Markdown file. It has a section per registered reproduction
-(:func:`placelab.reproduce.core.all_reproductions`, in registration order). Each section shows the
+(:func:`placelab.reproduce.registry.all_reproductions`, in registration order). Each section shows the
 table of the newest finished ``reproduce`` run of each setting (full first, then quick) as the
 runner stored it (``table.csv``, CONTRACTS §7, built by :func:`placelab.reproduce.papers.join`).
 Every cell gets the agreement label of :func:`placelab.reproduce.papers.agreement`, judged as the
@@ -33,9 +33,10 @@ from typing import Any, NoReturn
 from engine.errors import PlacelabError, RunError, one_line
 from engine.jsonio import atomic_write_text, check_write_target
 from engine.store.runs import Run, RunStore
-from placelab.reproduce.core import Reproduction, all_reproductions
+from placelab.reproduce.core import Reproduction
 from placelab.reproduce.papers import agreement, lower_is_better, paper_table
 from placelab.reproduce.published import graphs_label
+from placelab.reproduce.registry import all_reproductions
 
 __all__ = ["FINDINGS", "FINDINGS_HEADING", "findings_sections", "latest_runs", "main", "read_findings",
            "results_markdown", "resumed_versions", "table_rows", "write_results"]

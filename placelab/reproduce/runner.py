@@ -45,9 +45,10 @@ from engine.errors import PlacelabError, RunError, SpecError, one_line, quote
 from engine.parallel.tasks import ParallelMap
 from engine.store.meta import code_version, iso_timestamp
 from engine.store.runs import Run, RunStore, user_runs_dir
-from placelab.reproduce.core import REF, Reproduction, Step, all_reproductions, get, search_column_name
+from placelab.reproduce.core import REF, Reproduction, Step, search_column_name
 from placelab.reproduce.papers import TABLE_COLUMNS, agreement, join, lower_is_better, paper_table
 from placelab.reproduce.published import GraphSources, graph_records, resolve
+from placelab.reproduce.registry import all_reproductions, get
 
 __all__ = ["JOURNAL", "CommandRunner", "reproduce", "run_step"]
 

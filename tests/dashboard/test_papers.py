@@ -20,7 +20,7 @@ from dashboard.figures.papers import (
 )
 from placelab.cli import run_command
 from placelab.reproduce import doppler
-from placelab.reproduce.core import all_reproductions
+from placelab.reproduce.registry import all_reproductions
 from placelab.reproduce.runner import reproduce
 from tests.placelab.tiny import tiny_reproduction  # noqa: F401
 
@@ -334,7 +334,7 @@ def test_every_reproduction_ships_a_quick_run_that_renders(name, tmp_path, monke
     bundled run left behind by a change to the steps fails here (``make bundled-runs``)."""
     import json
 
-    from placelab.reproduce import core
+    from placelab.reproduce import registry
 
     app = bundled_papers_app(name, tmp_path, monkeypatch)
     df = app.dataframe[0].value
@@ -342,7 +342,7 @@ def test_every_reproduction_ships_a_quick_run_that_renders(name, tmp_path, monke
     assert f"placelab reproduce {name} --quick" in app.code[0].value
     run_dir = _bundled_runs(name, "quick")[-1]
     stored = json.loads((run_dir / "commands.json").read_text())["steps"]
-    assert {s["key"]: tuple(s["argv"][1:]) for s in stored} == {s.key: s.argv for s in core.get(name).steps(True)}
+    assert {s["key"]: tuple(s["argv"][1:]) for s in stored} == {s.key: s.argv for s in registry.get(name).steps(True)}
     assert all(s["command"] in app.code[1].value for s in stored)
 
 

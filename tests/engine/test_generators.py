@@ -8,9 +8,10 @@ import pytest
 
 from engine import generators
 from engine.errors import SpecError
-from engine.generators import from_spec, generator_descriptions, random_dag, register
+from engine.generators import from_spec, generator_descriptions, random_dag
 from engine.graph.compgraph import CompGraph
 from engine.limits import Bound
+from engine.workloads.card import cards_of, generator
 
 
 def spec_error(spec: str) -> str:
@@ -77,10 +78,12 @@ def test_bool_and_str_parameters(monkeypatch):
     monkeypatch.setattr(generators, "GENERATORS", dict(generators.GENERATORS))
     seen = {}
 
-    @register("flagged", "test generator")
+    @generator("flagged", "test generator")
     def flagged(flag: bool = False, label: str = "x") -> CompGraph:
         seen.update(flag=flag, label=label)
         return CompGraph(label, ["o"], compute_any=[1.0])
+
+    generators.GENERATORS[flagged.card.name] = flagged.card
 
     for text, value in [("1", True), ("true", True), ("YES", True), ("0", False), ("False", False), ("no", False)]:
         from_spec(f"gen:flagged?flag={text}&label=L")
@@ -179,11 +182,13 @@ def test_bounds_are_checked_before_the_generator_runs_on_every_call(monkeypatch)
     monkeypatch.setattr(generators, "GENERATORS", dict(generators.GENERATORS))
     calls = []
 
-    @register("bounded", "test generator",
+    @generator("bounded", "test generator",
               {"n": Bound(1, 10, app=5, structure=True), "m": Bound(1, 10, structure=True)})
     def bounded(n: int = 2, m: int = 2) -> CompGraph:
         calls.append((n, m))
         return CompGraph("b", ["o"], compute_any=[1.0])
+
+    generators.GENERATORS[bounded.card.name] = bounded.card
 
     assert spec_error("gen:bounded?n=11") == "gen:bounded: n=11 is beyond the limit of 10"
     with pytest.raises(SpecError, match=r"^gen:bounded: n must be >= 1, got 0$"):
@@ -199,7 +204,7 @@ def test_bounds_are_checked_before_the_generator_runs_on_every_call(monkeypatch)
 def test_a_generator_must_declare_every_numeric_parameters_bound(monkeypatch):
     monkeypatch.setattr(generators, "GENERATORS", dict(generators.GENERATORS))
     with pytest.raises(TypeError, match="bounds must name each numeric parameter"):
-        @register("unbounded", "test generator", {"n": Bound(1, 10)})
+        @generator("unbounded", "test generator", {"n": Bound(1, 10)})
         def unbounded(n: int = 1, batch: int = 1, label: str = "", flag: bool = False) -> CompGraph:
             raise AssertionError
     assert "unbounded" not in generators.GENERATORS
@@ -208,3 +213,19 @@ def test_a_generator_must_declare_every_numeric_parameters_bound(monkeypatch):
 def test_a_huge_integer_is_one_short_line():
     msg = spec_error("gen:nmt?batch=" + "9" * 400)
     assert msg.startswith("gen:nmt: batch=99") and msg.endswith("is beyond the limit of 65,536") and len(msg) < 160
+
+
+def test_the_registry_lists_every_workload_modules_cards_once():
+    import types
+
+    from engine.workloads import doppler, keras_models, placeto_families, recurrent
+    listed = {name for m in (doppler, keras_models, placeto_families, recurrent) for name in cards_of(m)}
+    assert set(generators.GENERATORS) == listed | {"random"}
+    assert random_dag.card is generators.GENERATORS["random"]
+    twice = types.ModuleType("twice")
+    for fn in ("a", "b"):
+        made = generator("same", "test generator")(lambda: CompGraph("x", ["o"], compute_any=[1.0]))
+        made.__module__ = "twice"
+        setattr(twice, fn, made)
+    with pytest.raises(ValueError, match="two generators are called gen:same"):
+        cards_of(twice)

@@ -16,7 +16,7 @@ from engine.sim.simulator import Simulator
 from engine.specs import load_graph
 from engine.store.runs import RunStore
 from placelab.cli import run_command
-from placelab.reproduce import core, doppler
+from placelab.reproduce import doppler, registry
 from placelab.reproduce.published import resolve
 from placelab.reproduce.results_doc import latest_runs
 from placelab.reproduce.runner import reproduce
@@ -134,13 +134,13 @@ def test_a_missing_file_falls_back_to_our_graph_and_is_marked(tmp_path):
 def test_table9_takes_the_8gpu_files_and_ours_where_none_was_published(tmp_path):
     for name in doppler.AUTHORS_FILES_8GPU["LLAMA-BLOCK"] + doppler.AUTHORS_FILES["CHAINMM"]:
         (tmp_path / name).write_text(published_text(typed=False))
-    sources = resolve(core.get("doppler-table9"), str(tmp_path))
+    sources = resolve(registry.get("doppler-table9"), str(tmp_path))
     assert [(u.row, u.file) for u in sources.uses] == [("CHAINMM", None), ("FFNN", None),
                                                        ("LLAMA-BLOCK", "8gpu_transformer_block.txt"),
                                                        ("LLAMA-LAYER", None)]
     assert sources.uses[0].why == "the authors published no file for this row"  # the 4-GPU file is not taken
     assert "LLAMA-LAYER: 8gpu_full_transformer.txt not found" in sources.lines
-    steps = {s.key: sources.substitute(s).argv for s in core.get("doppler-table9").steps(True)}
+    steps = {s.key: sources.substitute(s).argv for s in registry.get("doppler-table9").steps(True)}
     assert steps["find/critical-path/LLAMA-BLOCK"][1] == str(tmp_path / "8gpu_transformer_block.txt")
     assert steps["find/critical-path/CHAINMM"][1] == "gen:chainmm"
     assert steps["find/critical-path/LLAMA-BLOCK"][3] == "v100x8"
@@ -189,7 +189,7 @@ def test_every_doppler_reproduction_runs_each_step_on_the_files_given(tmp_path, 
     for files in doppler.AUTHORS_FILES_8GPU.values():
         for f in files:
             (tmp_path / f).write_text(published_text(typed=False))
-    rep = core.get(name)
+    rep = registry.get(name)
     sources = resolve(rep, str(tmp_path))
     ours = {"gen:chainmm", "gen:ffnn"} if name == "doppler-table9" else set()  # no 8-GPU file published
     for quick in (True, False):

@@ -13,7 +13,7 @@ from engine.sim.simulator import Simulator
 from engine.specs import load_graph
 from engine.store.runs import RunStore
 from placelab.cli import app, run_command
-from placelab.reproduce import core, doppler
+from placelab.reproduce import doppler, registry
 from placelab.reproduce.core import Build, Reproduction, Step
 from placelab.reproduce.papers import paper_table
 from placelab.reproduce.reading import execution_cell
@@ -36,7 +36,7 @@ def _parses(argv: tuple[str, ...]) -> None:
 @pytest.mark.parametrize("name", DOPPLER)
 @pytest.mark.parametrize("quick", [True, False])
 def test_declared_commands_parse_and_reference_earlier_steps(name, quick):
-    steps = core.get(name).steps(quick)
+    steps = registry.get(name).steps(quick)
     seen: set[str] = set()
     for s in steps:
         _parses(s.argv)
@@ -48,7 +48,7 @@ def test_declared_commands_parse_and_reference_earlier_steps(name, quick):
 
 
 def test_full_setting_uses_the_papers_budgets():
-    steps = {s.key: s.argv for s in core.get("doppler-table2").steps(False)}
+    steps = {s.key: s.argv for s in registry.get("doppler-table2").steps(False)}
 
     def episodes(key: str) -> int:
         argv = steps[key]
@@ -64,15 +64,15 @@ def test_full_setting_uses_the_papers_budgets():
                                                "lr_final=0.001")
     assert steps["find/gdp/FFNN"][-7:-3] == ("--init-from", "{run:gdp-stage1/FFNN}", "--param", "decay_episodes=4000")
     for table in ("doppler-table8", "doppler-table9"):  # the paper's Tables 8-9 have no GDP column, nor do ours
-        assert not any(s.key.startswith(("find/gdp/", "gdp-stage1/")) for s in core.get(table).steps(False))
-        assert "GDP" not in {c.column for c in core.get(table).build({}, "/nonexistent", False).cells}
-    assert not any(n.startswith("GDP:") for n in core.get("doppler-table2").build({}, "/nonexistent", False).notes)
+        assert not any(s.key.startswith(("find/gdp/", "gdp-stage1/")) for s in registry.get(table).steps(False))
+        assert "GDP" not in {c.column for c in registry.get(table).build({}, "/nonexistent", False).cells}
+    assert not any(n.startswith("GDP:") for n in registry.get("doppler-table2").build({}, "/nonexistent", False).notes)
     assert steps["find/doppler-sel/FFNN"][-9:-3] == ("--init-from", "{run:stage1/FFNN}", "--param", "variant=sel-only",
                                                      "--param", "decay_episodes=4000")  # ε: 0.2 → 0 over training
-    t4 = {s.key: s.argv for s in core.get("doppler-table4").steps(False)}
+    t4 = {s.key: s.argv for s in registry.get("doppler-table4").steps(False)}
     assert len([k for k in t4 if k.startswith("find/zero-shot/")]) == 4
     assert "{run:find/k1/FFNN -> LLAMA-BLOCK}" in t4["find/k2/FFNN -> LLAMA-BLOCK"]
-    quick4 = [s.key for s in core.get("doppler-table4").steps(True) if s.key.startswith("find/zero-shot/")]
+    quick4 = [s.key for s in registry.get("doppler-table4").steps(True) if s.key.startswith("find/zero-shot/")]
     assert quick4 == ["find/zero-shot/FFNN -> LLAMA-BLOCK", "find/zero-shot/CHAINMM -> LLAMA-LAYER"]
 
 
@@ -97,7 +97,7 @@ def chain_reproduction(tiny_reproduction, monkeypatch):
                       execution_cell("tiny / 2 GPUs", "Round robin", out.get("exec-bad"))])
 
     rep = Reproduction("tiny-table", "chained", "tiny", "t1", lambda quick: steps, build, quick_minutes=0.1)
-    monkeypatch.setitem(core.REPRODUCTIONS, "tiny-table", rep)
+    monkeypatch.setitem(registry.REPRODUCTIONS, "tiny-table", rep)
     return rep
 
 
@@ -166,7 +166,7 @@ def test_g1_cells_are_the_work_conserving_correlations_of_validate():
     the other modes and the median error in the note; a failed step or a constant series say so."""
     from placelab.reproduce import doppler_fidelity
 
-    rep = core.get("doppler-g1")
+    rep = registry.get("doppler-g1")
     (step,) = rep.steps(True)
     assert step.argv[:4] == ("validate", "gen:chainmm", "-c", "local") and "--placements" in step.argv
     assert step.argv[step.argv.index("--sample") + 1] == "perturbed"  # good to random, as a training visits them

@@ -4,7 +4,7 @@ written by hand, every ratio worked out beside it."""
 import pytest
 
 from engine.store.runs import RunStore
-from placelab.reproduce import core, heldout
+from placelab.reproduce import heldout, registry
 from placelab.reproduce.papers import join, paper_table
 from placelab.reproduce.results_doc import table_rows
 from tests.cli.cli_run import run_cli
@@ -24,7 +24,7 @@ def _opt(argv: tuple[str, ...], name: str) -> str:
 def test_quick_steps_are_as_specified():
     """Quick: 2 sizes × 2 device counts × 1 mode × 3 seeds = 12 graphs; per graph one compare of the five list
     schedulers and a training of each of the four learned placers, 20 episodes each, from scratch."""
-    steps = core.get("heldout-learning").steps(True)
+    steps = registry.get("heldout-learning").steps(True)
     assert len(steps) == 12 * 5
     assert [s.key for s in steps if s.key.startswith("list/")] == [f"list/{g}" for g in QUICK_GRAPHS]
     for s in steps:
@@ -47,7 +47,7 @@ def test_quick_steps_are_as_specified():
 
 def test_full_setting_covers_the_issue_and_the_papers_budgets():
     """Full: 50/200/500 ops × 2/4/8 K80s × the three modes × 3 seeds, DOPPLER §6.1's 4k / 8k episodes."""
-    steps = core.get("heldout-learning").steps(False)
+    steps = registry.get("heldout-learning").steps(False)
     trains = [s for s in steps if s.argv[0] == "train"]
     assert len(steps) == 3 * 3 * 3 * 3 * 5 and len(trains) == 81 * 4
     assert {_opt(s.argv, "-c") for s in steps} == {"k80x2", "k80x4", "k80x8"}
@@ -63,7 +63,7 @@ def test_full_setting_covers_the_issue_and_the_papers_budgets():
 def test_declared_commands_parse(quick):
     """The commands of the first quick graph, and of the full setting's largest graph of seed 0 on 8 GPUs in each
     mode, are ones the CLI accepts (the others differ from them in numbers only)."""
-    steps = core.get("heldout-learning").steps(quick)
+    steps = registry.get("heldout-learning").steps(quick)
     shown = [s for s in steps if s.key.endswith("50 ops / 2 GPUs / default / seed 0" if quick else "seed 0")
              and (quick or "500 ops / 8 GPUs" in s.key)]
     assert len(shown) == (5 if quick else 15)

@@ -4,8 +4,9 @@ import math
 
 import pytest
 
-from placelab.reproduce.core import Cell, all_reproductions
+from placelab.reproduce.core import Cell
 from placelab.reproduce.papers import PAPERS_DIR, agreement, join, paper_table, paper_value
+from placelab.reproduce.registry import all_reproductions
 
 
 def test_paper_value_forms():
@@ -114,12 +115,12 @@ def test_placeto_reproductions_set_only_the_variant_and_the_reward():
     discount=0 was dropped on 2026-11-28); only the ablations' variant and reward are set, and
     those are parameters Placeto's config takes."""
     from placelab.cli_common import parse_params
-    from placelab.reproduce import core
+    from placelab.reproduce import registry
     from policies.rl.core.registry import make_config
 
     for quick in (True, False):
         steps = {s.key: list(s.argv) for name in ("placeto-fig5", "placeto-ablations")
-                 for s in core.get(name).steps(quick)}
+                 for s in registry.get(name).steps(quick)}
         params = {k: [a[i + 1] for i, x in enumerate(a) if x == "--param"] for k, a in steps.items()}
         assert params.pop("variant/simple aggregator (nmt test)") == ["variant=simple-aggregator"]
         assert params.pop("variant/simple partitioner (nmt test)") == ["variant=simple-partitioner"]
@@ -138,14 +139,14 @@ def test_table1_gives_each_learned_placer_the_papers_placements_and_nmt_32_group
     (docs/budgets.md) —, with no episode limit of ours besides the stopping rule and 900 s; the NMT
     rows' steps, and only those, group into 32 (both placers)."""
     from placelab.cli_common import parse_params
-    from placelab.reproduce import core
+    from placelab.reproduce import registry
     from policies.rl.core.registry import make_config
 
     def arg(argv, flag):
         return [argv[i + 1] for i, x in enumerate(argv) if x == flag]
 
     rows = paper_table("placeto", "table1")["rows"]
-    full = [s for s in core.get("placeto-table1").steps(False) if s.argv[0] == "train"]
+    full = [s for s in registry.get("placeto-table1").steps(False) if s.argv[0] == "train"]
     assert len(full) == 12
     for s in full:
         placer, row = s.key.split("/", 1)
@@ -154,7 +155,7 @@ def test_table1_gives_each_learned_placer_the_papers_placements_and_nmt_32_group
         assert not arg(s.argv, "--episodes") and arg(s.argv, "--max-seconds") == ["900"], s.key
         assert arg(s.argv, "--param") == (["groups=32"] if row.startswith("NMT") else []), s.key
     assert arg(next(s for s in full if s.key == "placeto/NMT / 2 GPUs").argv, "--max-placements") == ["20400"]
-    for s in core.get("placeto-table1").steps(True):
+    for s in registry.get("placeto-table1").steps(True):
         assert not arg(s.argv, "--max-placements"), s.key
     for placer in ("placeto", "rnn"):
         assert make_config(placer, parse_params(["groups=32"])).groups == 32
@@ -195,12 +196,12 @@ def test_mirhoseini_table2_trains_the_rnn_placer_on_the_papers_grouping():
     from engine.presets import PRESETS
     from engine.workloads.recurrent import nmt, rnnlm
     from placelab.cli_common import parse_params
-    from placelab.reproduce import core
+    from placelab.reproduce import registry
     from policies.rl.core.registry import make_config
     from policies.rl.core.task import task_for
 
     for quick in (True, False):
-        trains = [s for s in core.get("mirhoseini-table2").steps(quick) if s.argv[0] == "train"]
+        trains = [s for s in registry.get("mirhoseini-table2").steps(quick) if s.argv[0] == "train"]
         assert len(trains) == 6 and all(s.key.startswith("rnn/") for s in trains)
         for s in trains:
             params = parse_params([s.argv[i + 1] for i, x in enumerate(s.argv) if x == "--param"])
@@ -211,17 +212,17 @@ def test_mirhoseini_table2_trains_the_rnn_placer_on_the_papers_grouping():
     for g, groups in small:
         assert task_for(g, c, units).num_groups == groups
         assert task_for(g, c, default).num_groups == 128
-    for s in core.get("placeto-table1").steps(False):
+    for s in registry.get("placeto-table1").steps(False):
         assert "grouping=units" not in s.argv, s.key
 
 
 def test_fig5_cells_by_hand_and_the_rows_a_partial_run_left_out():
-    from placelab.reproduce import core
+    from placelab.reproduce import registry
 
     per = [{"zero_shot_s": 1.0, "optimized_s": 0.8, "random_s": 2.0},
            {"zero_shot_s": 3.0, "optimized_s": 3.0, "random_s": 2.0}]
     out = {"placeto/nmt": {"per_graph": per}, "rnn/ptb": {"error": "boom"}, "rnn/cifar10": {"per_graph": []}}
-    cells = {(c.row, c.column): c for c in core.get("placeto-fig5").build(out, "/nonexistent", False).cells}
+    cells = {(c.row, c.column): c for c in registry.get("placeto-fig5").build(out, "/nonexistent", False).cells}
     # per-graph ratios 1.25 and 1.0 (median 1.125); 0.5 and 1.5 (median 1.0)
     assert cells[("Placeto / nmt", "Zero-Shot / Optimized")].value == pytest.approx(1.125)
     assert cells[("Placeto / nmt", "Zero-Shot / Random")].value == pytest.approx(1.0)

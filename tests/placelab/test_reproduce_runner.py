@@ -101,9 +101,9 @@ def test_unknown_and_unready_reproductions(tiny_reproduction, tmp_path, monkeypa
         reproduce("nope", command=run_command, runs_dir=str(tmp_path))
     from dataclasses import replace
 
-    from placelab.reproduce import core
+    from placelab.reproduce import registry
 
-    monkeypatch.setitem(core.REPRODUCTIONS, "tiny-table",
+    monkeypatch.setitem(registry.REPRODUCTIONS, "tiny-table",
                         replace(tiny_reproduction, requires=("no-such-placer", "module:no_such_module")))
     with pytest.raises(SpecError, match="needs placer no-such-placer, module:no_such_module"):
         reproduce("tiny-table", command=run_command, runs_dir=str(tmp_path))

@@ -10,7 +10,7 @@ from engine.presets import PRESETS
 from engine.specs import load_graph
 from engine.store.runs import RunStore
 from placelab.cli import run_command
-from placelab.reproduce import core
+from placelab.reproduce import registry
 from placelab.reproduce.core import Cell, SearchColumn, Step, search_column_name
 from placelab.reproduce.papers import join
 from placelab.reproduce.runner import reproduce
@@ -47,7 +47,7 @@ def _tiny_cells(out, runs_dir, column):
 
 
 def test_reproduction_with_search_adds_the_column_and_x_search(tiny_reproduction, tmp_path, monkeypatch):
-    monkeypatch.setitem(core.REPRODUCTIONS, "tiny-table",
+    monkeypatch.setitem(registry.REPRODUCTIONS, "tiny-table",
                         replace(tiny_reproduction, search=SearchColumn(_tiny_search, _tiny_cells)))
     root = tmp_path / "runs"
     res = reproduce("tiny-table", command=run_command, quick=True, runs_dir=str(root), search=300)
@@ -73,7 +73,7 @@ def test_reproduction_with_search_adds_the_column_and_x_search(tiny_reproduction
 def test_the_command_prints_x_search_and_the_budget(tiny_reproduction, tmp_path, monkeypatch, capsys):
     from placelab.cli import main
 
-    monkeypatch.setitem(core.REPRODUCTIONS, "tiny-table",
+    monkeypatch.setitem(registry.REPRODUCTIONS, "tiny-table",
                         replace(tiny_reproduction, search=SearchColumn(_tiny_search, _tiny_cells)))
     main(["reproduce", "tiny-table", "--quick", "--search", "300", "--runs-dir", str(tmp_path / "runs")])
     out = capsys.readouterr().out
@@ -91,7 +91,7 @@ def test_search_is_refused_where_a_reproduction_has_no_search_column(tiny_reprod
 
 @pytest.mark.parametrize("name", ["doppler-table2", "doppler-table3", "doppler-table8", "doppler-table9"])
 def test_doppler_search_steps_parse_and_execute_as_the_methods_do(name):
-    rep = core.get(name)
+    rep = registry.get(name)
     steps = rep.search.steps(20_000)
     for s in steps:
         _parses(s.argv)
@@ -100,4 +100,4 @@ def test_doppler_search_steps_parse_and_execute_as_the_methods_do(name):
     assert all(s.argv[4:8] == ("--placer", "anneal", "--param", "evaluations=20000") for s in finds)
     executions = [s for s in steps if s.key.startswith("exec/search/")]
     assert [s.references() for s in executions] == [[s.key] for s in finds]
-    assert core.get("doppler-table4").search is None
+    assert registry.get("doppler-table4").search is None

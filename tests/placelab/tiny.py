@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from placelab.reproduce import core, papers
+from placelab.reproduce import papers, registry
 from placelab.reproduce.core import Build, Reproduction, steps_for
 from placelab.reproduce.reading import compare_cells
 
@@ -33,9 +33,9 @@ def tiny_reproduction(tmp_path, monkeypatch):
     (d / "tiny.json").write_text(json.dumps(PAPER))
     monkeypatch.setattr(papers, "PAPERS_DIR", d)
     papers._paper.cache_clear()
-    core.all_reproductions()
+    registry.all_reproductions()
     rep = Reproduction("tiny-table", "a tiny table", "tiny", "t1", tiny_steps, tiny_build, quick_minutes=0.1,
                        reference="Single")
-    monkeypatch.setitem(core.REPRODUCTIONS, "tiny-table", rep)
+    monkeypatch.setitem(registry.REPRODUCTIONS, "tiny-table", rep)
     yield rep
     papers._paper.cache_clear()

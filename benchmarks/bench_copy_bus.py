@@ -86,7 +86,7 @@ def _runs_by_state(ex, cluster, args, say) -> dict:
     from bench_executor import _scaled
 
     from engine.sim.simulator import Simulator
-    from policies import make_placer
+    from policies.registry import make_placer
 
     g = _scaled(args.graph, cluster, args)
     rand = make_placer("random")

@@ -19,7 +19,7 @@ import json
 from engine.presets import PRESETS
 from engine.sim.simulator import simulate
 from engine.specs import load_graph
-from policies import make_placer
+from policies.registry import make_placer
 
 PLACERS = ("critical-path", "heft", "m-etf", "m-topo", "m-sct")
 GRAPHS = ("gen:chainmm", "gen:ffnn", "gen:llama-block", "gen:llama-layer", "gen:nmt", "bench:resnet50_training")

@@ -70,7 +70,7 @@ from engine.graph.compgraph import CompGraph
 from engine.sim.simulator import Simulator
 from engine.specs import load_graph
 from placelab.fidelity import SAMPLES, Validation, validate
-from policies import make_placer
+from policies.registry import make_placer
 
 GRAPHS = ("gen:chainmm", "gen:ffnn", "gen:family-cifar10")
 

@@ -36,7 +36,7 @@ from engine.executor import Executor, scale_graph
 from engine.executor.calibration import machine_cluster
 from engine.sim.schedule import Schedule
 from engine.specs import load_graph
-from policies import make_placer
+from policies.registry import make_placer
 
 
 def parts(s: Schedule, planned: np.ndarray, pred: list[list[int]], num_devices: int) -> dict[str, float]:

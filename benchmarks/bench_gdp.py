@@ -36,10 +36,10 @@ from engine.presets import PRESETS
 from engine.specs import load_graph
 from placelab.cli_common import parse_params
 from placelab.reproduce.doppler import GRAPHS as ROWS
-from policies.rl.core.registry import make_agent
 from policies.rl.core.reinforce import Budget, StoppingRule
 from policies.rl.core.task import make_task
 from policies.rl.core.trainer import Trainer
+from policies.rl.registry import make_agent
 
 GRAPHS = tuple(ROWS.values())
 PLACERS = ("gdp", "doppler")

@@ -32,10 +32,10 @@ import torch
 
 from engine.presets import PRESETS
 from engine.specs import load_graph
-from policies.rl.core.registry import make_agent, make_config
 from policies.rl.core.reinforce import Budget, StoppingRule
 from policies.rl.core.task import make_task
 from policies.rl.core.trainer import Trainer
+from policies.rl.registry import make_agent, make_config
 
 GRAPHS = ("gen:family-cifar10?index=0&seed=0", "gen:family-nmt?index=0&seed=0", "gen:family-ptb?index=0&seed=0")
 SETUPS = (("placeto", {"batch": 8}), ("placeto", {"batch": 16}), ("placeto", {"batch": 1}), ("rnn", {}))

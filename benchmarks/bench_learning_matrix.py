@@ -34,7 +34,7 @@ from engine.presets import PRESETS
 from engine.sim.simulator import Simulator
 from engine.specs import load_graph
 from learning_runs import parse_params, train_alone, window_medians
-from policies import make_placer
+from policies.registry import make_placer
 from policies.rl.core.reinforce import Budget
 
 GRAPHS = ("gen:random?ops=200&seed=1", "gen:family-cifar10?index=0&seed=0",

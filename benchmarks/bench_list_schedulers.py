@@ -34,8 +34,7 @@ from engine.graph.io import load_graph_json, save_graph
 from engine.presets import PRESETS
 from engine.sim.simulator import Simulator
 from engine.specs import load_graph
-from policies import make_placer
-from policies.base import placer_parameters
+from policies.registry import make_placer, placer_parameters
 
 PLACERS = ("heft", "m-etf", "m-topo", "m-sct", "critical-path")
 PRESET_NAMES = ("k80x2", "p100x4", "v100x8")

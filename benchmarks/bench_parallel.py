@@ -118,10 +118,10 @@ def measure(workers: int, repeat: int, tasks: int) -> dict:
 
 def _training_rate(task, workers: int | None, updates: int, batch: int) -> float:
     """Placeto episodes per minute over ``updates`` updates (rollouts in-process, or on ``workers``)."""
-    from policies.rl.core.registry import make_agent, make_config
     from policies.rl.core.reinforce import Budget, StoppingRule
     from policies.rl.core.trainer import Trainer
     from policies.rl.core.workers import RolloutWorkers
+    from policies.rl.registry import make_agent, make_config
 
     config = make_config("placeto", {"groups": 128, "batch": batch})
     agent = make_agent("placeto", task.num_devices, config.to_dict(), seed=0, tasks=[task])

@@ -40,7 +40,7 @@ def child(placer: str, ops: int, cluster: str) -> None:
     sys.path.insert(0, str(ROOT))
     from engine.generators import random_dag
     from engine.presets import PRESETS
-    from policies import make_placer
+    from policies.registry import make_placer
 
     c = PRESETS[cluster]()
     t0 = time.perf_counter()

@@ -29,7 +29,7 @@ from engine.generators import random_dag
 from engine.presets import PRESETS
 from engine.sim.objectives import lower_bound
 from engine.sim.simulator import Simulator
-from policies import make_placer
+from policies.registry import make_placer
 
 PLACERS = ("single-device", "critical-path", "heft", "m-etf", "m-topo", "m-sct", "local-search")
 TARGET_S = {"m-etf": 2.0, "critical-path": 10.0, "heft": 10.0, "m-topo": 10.0, "m-sct": 10.0}

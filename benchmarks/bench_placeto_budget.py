@@ -86,8 +86,8 @@ def placeto_task(graph_spec: str, cluster_name: str):
     """The graph grouped as Placeto's defaults group it, on the preset ``cluster_name``."""
     from engine.presets import PRESETS
     from engine.specs import load_graph
-    from policies.rl.core.registry import make_config
     from policies.rl.core.task import task_for
+    from policies.rl.registry import make_config
 
     return task_for(load_graph(graph_spec), PRESETS[cluster_name](), make_config("placeto", {}))
 

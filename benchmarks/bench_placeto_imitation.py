@@ -41,10 +41,10 @@ import numpy as np
 import torch
 
 from learning_runs import learning_setting, parse_params, train_agent, window_medians
-from policies.base import make_placer
+from policies.registry import make_placer
 from policies.rl.core.health import random_search
-from policies.rl.core.registry import make_agent
 from policies.rl.core.reinforce import Budget
+from policies.rl.registry import make_agent
 
 
 def _teacher_groups(task, op_devices: np.ndarray) -> np.ndarray:

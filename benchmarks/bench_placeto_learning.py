@@ -50,10 +50,10 @@ import torch
 from engine.cluster import Cluster
 from learning_runs import learning_setting, parse_params, train_agent
 from policies.rl.core.health import random_search
-from policies.rl.core.registry import make_agent
 from policies.rl.core.reinforce import Budget
 from policies.rl.placeto.agent import PlacetoAgent
 from policies.rl.placeto.net import NEG
+from policies.rl.registry import make_agent
 
 #: name → (graph spec, cluster, simulation mode or None for the cluster's own)
 SETTINGS = {

@@ -38,8 +38,8 @@ from engine.sim.simulator import Simulator
 from engine.specs import load_graph
 from placelab.reproduce.published import resolve
 from placelab.reproduce.registry import get
-from policies import PLACERS, make_placer
 from policies.list_scheduling import memory_penalized
+from policies.registry import PLACERS, make_placer
 from policies.simulated_annealing import Anneal
 
 CLUSTER = "p100x4"

@@ -15,10 +15,10 @@ from typing import Any
 from engine.cluster import Cluster
 from engine.graph.compgraph import CompGraph
 from engine.specs import load_cluster, load_graph
-from policies.rl.core.registry import make_agent, make_config
 from policies.rl.core.reinforce import Budget, StoppingRule
 from policies.rl.core.task import PlacementTask, task_for
 from policies.rl.core.trainer import Trainer
+from policies.rl.registry import make_agent, make_config
 
 __all__ = ["learning_setting", "parse_params", "train_agent", "train_alone", "window_medians"]
 

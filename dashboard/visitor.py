@@ -100,7 +100,7 @@ def check_generator(spec: str) -> None:
 
 def check_budget(placer: str, budget: int | None) -> None:
     """Refuse a placer's budget beyond the app's: training episodes (learned) or simulator evaluations."""
-    from policies import PLACERS
+    from policies.registry import PLACERS
 
     if budget is None:
         return
@@ -273,7 +273,7 @@ PATH_PARAMS = ("policy", "runs_dir", "split")
 def placer_params(placer: str, seed: int, budget: int | None, params: dict[str, Any]) -> dict[str, Any]:
     """``params`` of ``placer`` as the app runs them: paths refused or resolved in the app's stores, numbers
     within the app's limits (SpecError otherwise, before any work)."""
-    from policies.base import placer_parameters
+    from policies.registry import placer_parameters
 
     check_seed("seed", seed)
     check_budget(placer, budget)
@@ -344,7 +344,7 @@ def simulation_setting(preset: str, mode: str | None, name: str, text: str) -> b
 
 def check_placers(names: Iterable[str]) -> list[str]:
     """Registered placers named in a link (in their order, once each)."""
-    from policies import PLACERS
+    from policies.registry import PLACERS
 
     out = list(dict.fromkeys(n.strip() for n in names if n.strip()))
     unknown = [n for n in out if n not in PLACERS]

@@ -258,7 +258,7 @@ def _estimate_line(row: dict[str, Any]) -> str:
 def default_compare_placers() -> list[str]:
     """``compare``'s placers when ``--placers`` is not given: every registered placer but the learned ones, which
     train with their default budgets (minutes to hours each); a note on stderr names those left out."""
-    from policies.base import PLACERS
+    from policies.registry import PLACERS
 
     learned = [name for name, info in PLACERS.items() if info.family == "learned"]
     typer.echo(f"note: comparing every placer but the learned ones ({', '.join(learned)}), which train for minutes "
@@ -296,7 +296,7 @@ def bench_simulate(graph: GraphArg, cluster: ClusterOpt, placement: Annotated[st
 @app.command()
 def placers(as_json: JsonOpt = False) -> None:
     """Registered placers with one-line descriptions."""
-    from policies import placer_descriptions
+    from policies.registry import placer_descriptions
 
     d = placer_descriptions()
     emit(d, as_json, text_table([[k, v] for k, v in d.items()], ["placer", "description"]))

@@ -198,7 +198,7 @@ def experiment(family: Annotated[str, typer.Option(help="graph family: nmt, ptb 
     """Placeto §4.2 generalization: Zero-Shot vs Optimized vs Random on a family's test graphs."""
     from engine.parallel.tasks import ParallelMap
     from policies.rl.core.experiment import generalization
-    from policies.rl.core.registry import make_config
+    from policies.rl.registry import make_config
 
     make_config(placer, parse_params(param or []))  # a wrong placer or parameter fails before any training
     _threads(threads)

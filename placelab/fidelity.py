@@ -87,7 +87,7 @@ from engine.sim.schedule import Schedule
 from engine.sim.simulator import Simulator
 from engine.store.records import write_placement_files, write_schedule_tables
 from engine.store.runs import RunStore
-from policies.base import make_placer
+from policies.registry import make_placer
 
 __all__ = ["DEFAULT_PLACERS", "SAMPLES", "Validation", "validate"]
 

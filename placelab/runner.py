@@ -28,7 +28,8 @@ from engine.store.records import (
     write_placement_files,
 )
 from engine.store.runs import RunStore
-from policies.base import PLACERS, budget_words, make_placer, placer_parameters
+from policies.base import budget_words
+from policies.registry import PLACERS, make_placer, placer_parameters
 
 __all__ = ["PlaceFailed", "PlaceResult", "compare", "place_and_simulate", "place_task", "result_row", "search_budget",
            "single_device_makespan", "store_result", "with_measurement", "with_single_device"]

@@ -53,7 +53,7 @@ from engine.sim.simulator import Simulator
 from engine.specs import expand_graph_specs, load_cluster, load_graph
 from engine.store.runs import Run, RunStore
 from placelab.runner import PlaceFailed, PlaceResult, place_task, store_result
-from policies.base import PLACERS, make_placer
+from policies.registry import PLACERS, make_placer
 from policies.simulated_annealing import budget_text
 
 __all__ = ["SEARCH_PLACER", "SWEEP_COLUMNS", "SweepSpec", "drop_orphans", "resume_sweep", "run_sweep", "search_caption",

@@ -44,7 +44,7 @@ def compile_job(name: str) -> float:
     start = time.perf_counter()
     graph, cluster = _tiny()
     if name == "list-scheduling":
-        from policies.base import make_placer
+        from policies.registry import make_placer
 
         for placer in LIST_SCHEDULERS:
             make_placer(placer).place(graph, cluster, seed=0)

@@ -1,15 +1,6 @@
-"""Placers: heuristics, partitioners, list schedulers, search and learned policies.
+"""Placers: heuristics, partitioners, list schedulers, search and learned policies (``rl/``).
 
-Importing this package registers every built-in placer (see :data:`policies.base.PLACERS`):
-each module here registers its placers with :func:`policies.base.register` when imported.
-Modules with heavy dependencies (torch) must import them inside their functions.
+The registry is :mod:`policies.registry` (every placer by name, built with
+:func:`policies.registry.make_placer`); the protocol and a placer's card are in :mod:`policies.base`.
+Importing this package imports nothing else.
 """
-
-import sys as _sys
-
-from engine._discover import import_submodules as _import_submodules
-from policies.base import PLACERS, make_placer, placer_descriptions
-
-_import_submodules(_sys.modules[__name__], skip=("base", "runner"))
-
-__all__ = ["PLACERS", "make_placer", "placer_descriptions"]

@@ -1,7 +1,8 @@
-"""The placer protocol and registry: one ``place(graph, cluster, ...)`` for every placer.
+"""The placer protocol and its card: one ``place(graph, cluster, ...)`` for every placer.
 
-Placers register by name with :func:`register`; the CLI and the app list them with
-:func:`placer_descriptions` and build them with :func:`make_placer`. Every placer honours
+A placer's class carries its card (:func:`placer`: name, description, family, parameters), the one place its
+name is written; :mod:`policies.registry` lists the placer modules and collects their cards, and the CLI and
+the app list and build placers from there. Every placer honours
 pins and colocation groups through :class:`PlacementUnits`: the ops of a colocation group
 are one unit, placed on one device that can run all of them, and a pinned unit goes to its
 pin.
@@ -17,22 +18,19 @@ from typing import Any, Protocol
 import numpy as np
 
 from engine.cluster import Cluster
-from engine.errors import PlacementError, SpecError, quote
+from engine.errors import PlacementError, quote
 from engine.graph.compgraph import CompGraph
 from engine.grouping.contract import colocation_groups
 from engine.placement import Placement, compute_matrix
 from engine.sim.simulator import Simulator
 
 __all__ = [
-    "PLACERS",
     "PlacementUnits",
     "Placer",
     "PlacerInfo",
     "Progress",
     "budget_words",
-    "make_placer",
-    "placer_descriptions",
-    "register",
+    "placer",
     "relieve_memory",
     "unit_footprint",
 ]
@@ -62,38 +60,19 @@ class PlacerInfo:
     parameters: dict[str, Any]
 
 
-PLACERS: dict[str, PlacerInfo] = {}
-
-
-def register(name: str, description: str, family: str, parameters: dict[str, Any] | None = None,
-             ) -> Callable[[Callable[..., Placer]], Callable[..., Placer]]:
-    """Class decorator: register a placer factory. Its parameters are its keyword arguments with their
-    defaults, or ``parameters`` for a factory that takes ``**params`` (the learned placers' configs)."""
+def placer(name: str, description: str, family: str, parameters: dict[str, Any] | None = None,
+           ) -> Callable[[Callable[..., Placer]], Callable[..., Placer]]:
+    """Class decorator: the placer's card, ``factory.card`` (a :class:`PlacerInfo`). Its parameters are the
+    factory's keyword arguments with their defaults, or ``parameters`` for a factory that takes ``**params``
+    (the learned placers' configs)."""
 
     def deco(factory: Callable[..., Placer]) -> Callable[..., Placer]:
         given = parameters if parameters is not None else {
             k: p.default for k, p in inspect.signature(factory).parameters.items()}
-        PLACERS[name] = PlacerInfo(name, description, factory, family, dict(given))
+        factory.card = PlacerInfo(name, description, factory, family, dict(given))  # type: ignore[attr-defined]
         return factory
 
     return deco
-
-
-def placer_descriptions() -> dict[str, str]:
-    return {p.name: p.description for p in PLACERS.values()}
-
-
-def make_placer(name: str, **params: Any) -> Placer:
-    """Build a registered placer; unknown names or parameters raise one-sentence errors."""
-    info = PLACERS.get(name)
-    if info is None:
-        raise SpecError(f"unknown placer {quote(name)} (available: {', '.join(sorted(PLACERS))})")
-    accepted = info.parameters
-    for key in params:
-        if key not in accepted:
-            raise SpecError(f"placer {quote(name)} has no parameter {quote(key)}"
-                            + (f" (parameters: {', '.join(accepted)})" if accepted else ""))
-    return info.factory(**params)
 
 
 class PlacementUnits:
@@ -144,11 +123,6 @@ class PlacementUnits:
             u = int(np.argmin(self.feasible[np.arange(self.num_units), ud]))
             raise PlacementError(f"unit {u} was put on a device that cannot run it")
         return Placement(ud[self.op_unit])
-
-
-def placer_parameters(name: str) -> dict[str, Any]:
-    """A registered placer's parameters and their defaults (for the CLI and the app)."""
-    return {k: (None if d is inspect.Parameter.empty else d) for k, d in PLACERS[name].parameters.items()}
 
 
 def unit_footprint(graph: CompGraph, units: PlacementUnits) -> np.ndarray:

@@ -52,7 +52,7 @@ from engine.cluster import Cluster
 from engine.errors import PlacementError, SpecError, quote
 from engine.graph.compgraph import CompGraph
 from engine.placement import Placement, compute_matrix
-from policies.base import PlacementUnits, Progress, register
+from policies.base import PlacementUnits, Progress, placer
 from policies.meta_ops import META_OP_SOURCES, meta_ops_of
 
 __all__ = ["Enumerative"]
@@ -178,7 +178,7 @@ class _Assigner:
         return self.units.to_placement(self.unit_dev)
 
 
-@register("enumerative", "DOPPLER EnumerativeOptimizer: meta-op by meta-op, the shard and reduce assignment with "
+@placer("enumerative", "DOPPLER EnumerativeOptimizer: meta-op by meta-op, the shard and reduce assignment with "
           "the least input transfer time (DOPPLER App. B, Alg. 4)", family="search")
 class Enumerative:
     """DOPPLER App. B, Alg. 4 (see the module docstring for the cost, candidates and deviations).

@@ -37,7 +37,7 @@ from engine.cluster import Cluster
 from engine.errors import PlacementError
 from engine.graph.compgraph import CompGraph
 from engine.placement import Placement, check_placement
-from policies.base import PlacementUnits, Progress, register
+from policies.base import PlacementUnits, Progress, placer
 
 __all__ = ["Expert", "expert_keys"]
 
@@ -162,7 +162,7 @@ def _follow_neighbours(graph: CompGraph, dev: np.ndarray) -> None:
     dev[dev < 0] = 0
 
 
-@register("expert", "human-expert placement from layer scopes: one LSTM layer per GPU, branches on their own "
+@placer("expert", "human-expert placement from layer scopes: one LSTM layer per GPU, branches on their own "
           "GPU, or equal contiguous layer runs (Mirhoseini §4.2, Placeto §3.2)", family="expert")
 class Expert:
     """Mirhoseini §4.2 / Placeto §3.2 expert placement (rules in the module docstring).

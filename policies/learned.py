@@ -1,4 +1,5 @@
-"""Every learned placer of :mod:`policies.rl.core.registry` as a placer (``placelab place``, the Place page).
+"""Every learned placer of :mod:`policies.rl.registry` as a placer (``placelab place``, the Place page):
+:func:`learned_placer_cards`, which :mod:`policies.registry` lists.
 
 Its parameters are ``policy``, ``episodes`` and ``runs_dir`` followed by the fields of its
 registered config, with the config's defaults. As placers they work two ways:
@@ -23,11 +24,11 @@ from engine.errors import SpecError, quote
 from engine.graph.compgraph import CompGraph
 from engine.placement import Placement
 from engine.store.runs import resolve_run
-from policies.base import Progress, register
+from policies.base import PlacerInfo, Progress
 from policies.rl.core.config import LearnedPlacerInfo
-from policies.rl.core.registry import learned_placers
+from policies.rl.registry import learned_placers
 
-__all__ = ["LearnedPlacer", "placer_factory"]
+__all__ = ["LearnedPlacer", "learned_placer_cards", "placer_factory"]
 
 
 class LearnedPlacer:
@@ -46,10 +47,10 @@ class LearnedPlacer:
     def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
               progress: Progress | None = None) -> Placement:
         from policies.rl.core.jobs import load_policy, policy_place
-        from policies.rl.core.registry import make_agent, make_config
         from policies.rl.core.reinforce import Budget
         from policies.rl.core.task import task_for
         from policies.rl.core.trainer import Trainer
+        from policies.rl.registry import make_agent, make_config
 
         if self.policy:
             agent, doc = load_policy(resolve_run(self.policy, self.runs_dir))
@@ -79,6 +80,10 @@ def placer_factory(info: LearnedPlacerInfo) -> tuple[Callable[..., LearnedPlacer
     return factory, {"policy": None, "episodes": info.episodes, "runs_dir": None, **config}
 
 
-for _info in learned_placers().values():
-    _factory, _parameters = placer_factory(_info)
-    register(_info.name, _info.description, family="learned", parameters=_parameters)(_factory)
+def learned_placer_cards() -> dict[str, PlacerInfo]:
+    """The placer card of every learned placer, by name (family ``learned``)."""
+    cards = {}
+    for info in learned_placers().values():
+        factory, parameters = placer_factory(info)
+        cards[info.name] = PlacerInfo(info.name, info.description, factory, "learned", parameters)
+    return cards

@@ -76,7 +76,7 @@ from engine.sim import _plankernels as _p
 from engine.sim.estimator import TIE_OP, PlanInputs, plan_inputs
 from engine.sim.simulator import Simulator
 from policies import _listsched_kernels as _k
-from policies.base import PlacementUnits, Progress, register, relieve_memory
+from policies.base import PlacementUnits, Progress, placer, relieve_memory
 
 __all__ = ["ListScheduling", "favourite_children", "mean_transfer_time", "memory_penalized"]
 
@@ -197,7 +197,7 @@ class ListScheduling:
 # ---------------------------------------------------------------------------------------- placers
 
 
-@register("critical-path", "largest b-level first, earliest-start device, random ties; best of 50 runs "
+@placer("critical-path", "largest b-level first, earliest-start device, random ties; best of 50 runs "
           "(DOPPLER §6.1)", family="list scheduling")
 class CriticalPath:
     """DOPPLER §6.1 baseline. ``budget`` (if given) replaces ``runs``."""
@@ -250,7 +250,7 @@ class _OnePass:
         return ls.placement(dev, repair_memory=self.memory_aware, guard=self.guard)
 
 
-@register("heft", "HEFT: upward rank with mean costs, earliest finish time with insertion (Topcuoglu 2002)",
+@placer("heft", "HEFT: upward rank with mean costs, earliest finish time with insertion (Topcuoglu 2002)",
           family="list scheduling")
 class Heft(_OnePass):
     name = "heft"
@@ -259,7 +259,7 @@ class Heft(_OnePass):
     device = _k.DEVICE_EFT_INSERT
 
 
-@register("m-etf", "memory-aware earliest task first: the ready op and device that start soonest (Baechi)",
+@placer("m-etf", "memory-aware earliest task first: the ready op and device that start soonest (Baechi)",
           family="list scheduling")
 class MEtf(_OnePass):
     name = "m-etf"
@@ -268,7 +268,7 @@ class MEtf(_OnePass):
     device = _k.DEVICE_EST
 
 
-@register("m-topo", "memory-aware topological order: fill devices in turn up to a balanced memory share (Baechi)",
+@placer("m-topo", "memory-aware topological order: fill devices in turn up to a balanced memory share (Baechi)",
           family="list scheduling")
 class MTopo:
     name = "m-topo"
@@ -292,7 +292,7 @@ class MTopo:
         return ls.placement(dev, repair_memory=self.memory_aware, guard=self.guard)
 
 
-@register("m-sct", "memory-aware smallest communication time: LP favourite children (HiGHS) + ETF (Baechi)",
+@placer("m-sct", "memory-aware smallest communication time: LP favourite children (HiGHS) + ETF (Baechi)",
           family="list scheduling")
 class MSct:
     name = "m-sct"

@@ -51,7 +51,7 @@ from engine.cluster import Cluster
 from engine.errors import PlacementError, SpecError, quote
 from engine.graph.compgraph import CompGraph
 from engine.placement import Placement
-from policies.base import PlacementUnits, Progress, register, relieve_memory
+from policies.base import PlacementUnits, Progress, placer, relieve_memory
 
 __all__ = ["Kahip", "Metis", "MinCut", "Scotch", "UnitGraph", "unit_graph"]
 
@@ -187,7 +187,7 @@ class _Partitioner:
         raise NotImplementedError
 
 
-@register("metis", "METIS k-way partition of the unit graph: balanced compute, minimum bytes cut",
+@placer("metis", "METIS k-way partition of the unit graph: balanced compute, minimum bytes cut",
           family="partitioner")
 class Metis(_Partitioner):
     """METIS (Karypis & Kumar 1998) via pymetis; ``ufactor`` = 1000·imbalance, ``tpwgts`` = shares."""
@@ -214,7 +214,7 @@ def _block_counts(share: np.ndarray, max_blocks: int) -> np.ndarray:
     return np.maximum(1, np.round(share / share.max() * max_blocks / len(share) * 2)).astype(np.int64)
 
 
-@register("kahip", "KaHIP (KaFFPa) k-way partition of the unit graph: balanced compute, minimum bytes cut",
+@placer("kahip", "KaHIP (KaFFPa) k-way partition of the unit graph: balanced compute, minimum bytes cut",
           family="partitioner")
 class Kahip(_Partitioner):
     """KaHIP's KaFFPa (Sanders & Schulz 2013).
@@ -296,7 +296,7 @@ def _first_appearance_labels(parts: np.ndarray) -> np.ndarray:
     return label[parts]
 
 
-@register("scotch", "Scotch static mapping onto the cluster as a target architecture (Mirhoseini §4.2, "
+@placer("scotch", "Scotch static mapping onto the cluster as a target architecture (Mirhoseini §4.2, "
           "Placeto §3.2)", family="partitioner")
 class Scotch(_Partitioner):
     """Scotch (Pellegrini 2009) mapping onto the cluster's architecture graph.
@@ -351,7 +351,7 @@ class Scotch(_Partitioner):
         return _best_relabelling(ug, parts, cost)
 
 
-@register("mincut", "Scotch over the GPUs only; ops without a GPU kernel on the CPU (Mirhoseini §4.2 MinCut)",
+@placer("mincut", "Scotch over the GPUs only; ops without a GPU kernel on the CPU (Mirhoseini §4.2 MinCut)",
           family="partitioner")
 class MinCut(Scotch):
     """Mirhoseini §4.2 "MinCut": "the same Scotch optimizer, but eliminate the CPU from the

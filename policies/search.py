@@ -31,14 +31,14 @@ from engine.cluster import Cluster
 from engine.graph.compgraph import CompGraph
 from engine.placement import Placement
 from engine.sim.simulator import Simulator
-from policies.base import PlacementUnits, Progress, register
+from policies.base import PlacementUnits, Progress, placer
 from policies.list_scheduling import CriticalPath, MEtf, memory_penalized
 from policies.trivial import SingleDevice
 
 __all__ = ["LocalSearch"]
 
 
-@register("local-search", "simulated annealing over unit moves and swaps, scored by the simulator; "
+@placer("local-search", "simulated annealing over unit moves and swaps, scored by the simulator; "
           "starts from the best list schedule", family="search")
 class LocalSearch:
     """Simulated annealing / hill climbing; ``budget`` = simulator evaluations (default ``evaluations``)."""

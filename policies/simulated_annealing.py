@@ -52,7 +52,7 @@ from engine.graph.compgraph import CompGraph
 from engine.graph.dag import b_level
 from engine.placement import Placement
 from engine.sim.simulator import Simulator
-from policies.base import PlacementUnits, Progress, budget_words, register
+from policies.base import PlacementUnits, Progress, budget_words, placer
 from policies.list_scheduling import CriticalPath, Heft, MEtf, MTopo, memory_penalized
 from policies.trivial import SingleDevice
 
@@ -108,7 +108,7 @@ def _check(name: str, value: object, low: float, high: float | None = None, *, i
                         f"got {quote(value)}")
 
 
-@register("anneal", "simulated annealing from the best list schedule: neighbour, random, swap and critical-path "
+@placer("anneal", "simulated annealing from the best list schedule: neighbour, random, swap and critical-path "
           "segment moves, calibrated temperature, restarts from the best; the strong search reference",
           family="search")
 class Anneal:

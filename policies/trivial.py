@@ -15,7 +15,7 @@ from engine.cluster import Cluster
 from engine.errors import PlacementError, quote
 from engine.graph.compgraph import CompGraph
 from engine.placement import Placement
-from policies.base import PlacementUnits, Progress, register
+from policies.base import PlacementUnits, Progress, placer
 
 
 def _first_feasible(units: PlacementUnits, preferred: list[int]) -> np.ndarray:
@@ -29,7 +29,7 @@ def _first_feasible(units: PlacementUnits, preferred: list[int]) -> np.ndarray:
     return out
 
 
-@register("single-device", "all ops on the first GPU; ops a GPU cannot run on the CPU (Mirhoseini §4.2)",
+@placer("single-device", "all ops on the first GPU; ops a GPU cannot run on the CPU (Mirhoseini §4.2)",
           family="trivial")
 class SingleDevice:
     name = "single-device"
@@ -43,7 +43,7 @@ class SingleDevice:
         return units.to_placement(_first_feasible(units, order))
 
 
-@register("cpu-only", "all ops on the first CPU device", family="trivial")
+@placer("cpu-only", "all ops on the first CPU device", family="trivial")
 class CpuOnly:
     name = "cpu-only"
 
@@ -60,7 +60,7 @@ class CpuOnly:
         return units.to_placement(np.full(units.num_units, cpu))
 
 
-@register("random", "each op (colocation group) on a uniformly random device that can run it", family="trivial")
+@placer("random", "each op (colocation group) on a uniformly random device that can run it", family="trivial")
 class RandomPlacer:
     name = "random"
 
@@ -73,7 +73,7 @@ class RandomPlacer:
         return units.to_placement(np.argmax(keys, axis=1))
 
 
-@register("round-robin", "ops in topological order dealt to the devices in turn", family="trivial")
+@placer("round-robin", "ops in topological order dealt to the devices in turn", family="trivial")
 class RoundRobin:
     name = "round-robin"
 

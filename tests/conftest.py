@@ -72,7 +72,8 @@ def estimating_placer(monkeypatch):
     simulation or be far off it (issue 55). Returns the placer's name."""
     from dataclasses import replace
 
-    from policies.base import PLACERS, PlacerInfo, make_placer
+    from policies.base import PlacerInfo
+    from policies.registry import PLACERS, make_placer
 
     def register(predicted_s: float | None, name: str = "estimating") -> str:
         class Estimating:

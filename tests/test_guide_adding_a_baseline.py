@@ -1,14 +1,17 @@
-"""``docs/guide/adding-a-baseline.md`` followed as written: its placer file registered (for this test only), every
-``placelab`` command of its "Where it shows" block with the exit codes and messages the guide states, then the
-tests of its "Tests to add" file. A guide whose code or commands stop working fails here."""
+"""``docs/guide/adding-a-baseline.md`` followed as written: its placer file listed in the registry (for this test
+only), every ``placelab`` command of its "Where it shows" block with the exit codes and messages the guide states,
+then the tests of its "Tests to add" file. A guide whose code or commands stop working fails here."""
 
 from __future__ import annotations
 
 import re
 import shlex
+import types
 from pathlib import Path
 
-import policies.base
+from engine._discover import cards_of
+from policies import registry
+from policies.base import PlacerInfo
 from tests.cli.cli_run import run_cli
 
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guide" / "adding-a-baseline.md"
@@ -24,9 +27,12 @@ def test_the_baseline_guide_runs_as_written(tmp_path, monkeypatch, capsys):
     tests = re.findall(r"```python\n(.*?)```", section(text, "Tests to add"), flags=re.S)[0]
     shows = section(text, "Where it shows")
     commands = [line.split("#")[0].strip() for line in re.findall(r"```\n(.*?)```", shows, flags=re.S)[0].splitlines()]
-    monkeypatch.setitem(policies.base.PLACERS, "least-loaded", None)  # taken out of the registry afterwards
+    module = types.ModuleType("policies.least_loaded")
+    exec(compile(placer, "policies/least_loaded.py", "exec"), module.__dict__)
+    assert "from policies import enumerative, expert, least_loaded," in section(text, "How placelab finds it")
+    for name, card in cards_of([module], PlacerInfo, "placers").items():  # its line in MODULES
+        monkeypatch.setitem(registry.PLACERS, name, card)  # taken out of the registry afterwards
     monkeypatch.setenv("PLACELAB_RUNS_DIR", str(tmp_path / "runs"))
-    exec(compile(placer, "policies/least_loaded.py", "exec"), {"__name__": "policies.least_loaded"})
 
     results = [run_cli(capsys, *shlex.split(c)[1:]) for c in commands]
     assert [code for code, _, _ in results] == [0, 0, 0, 2, 0], results

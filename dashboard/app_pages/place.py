@@ -19,7 +19,7 @@ from dashboard.widgets.place_form import placer_settings, run_placers
 from dashboard.widgets.place_results import show_results
 from dashboard.widgets.whatif import edits_param, restore_edits
 from engine.errors import PlacelabError
-from policies import PLACERS, placer_descriptions
+from policies.registry import PLACERS, placer_descriptions
 
 
 def _from_link() -> None:

@@ -140,7 +140,7 @@ def check_training_input(placer: str, graphs: str, params: dict[str, Any]) -> st
     """Raise a PlacelabError (one sentence) for input the app or the training process would refuse; else the
     graph spec the process gets (an upload as its file in the app's upload folder)."""
     from engine.specs import expand_graph_specs
-    from policies.rl.core.registry import make_config
+    from policies.rl.registry import make_config
 
     job_graphs = graphs_spec(graphs, example_sources().values())
     expand_graph_specs(job_graphs)

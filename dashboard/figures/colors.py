@@ -5,7 +5,7 @@ colour has a WCAG contrast ratio of at least 3:1 (the ratio for graphics, WCAG 2
 against the dark backgrounds (#0E1117, #171614); a memcpy lane's lighter tint is opaque, so it never sinks
 into a dark canvas as a translucent bar did (issue 57).
 
-A placer's colour is fixed by the registry (:data:`policies.base.PLACERS`): placers in order of family
+A placer's colour is fixed by the registry (:data:`policies.registry.PLACERS`): placers in order of family
 (:data:`FAMILY_ORDER`) and name take :data:`PLACER_PALETTE` in order, so a placer has one colour in every
 figure, page and export of one version of the app, whichever other placers are shown beside it (issue 58).
 The palette was picked greedily for distance (CIEDE2000 at least 12 between any two) inside the contrast
@@ -93,7 +93,7 @@ def _extra_color(i: int) -> str:
 def placer_colors() -> dict[str, str]:
     """Every registered placer's colour: :data:`PLACER_PALETTE` in the registry's order of family
     (:data:`FAMILY_ORDER`) and name."""
-    from policies import PLACERS  # registers every built-in placer; the registry holds torch-free modules only
+    from policies.registry import PLACERS  # every placer; listing them loads no torch
 
     rank = {family: i for i, family in enumerate(FAMILY_ORDER)}
     ordered = sorted(PLACERS.values(), key=lambda p: (rank.get(p.family, len(rank)), p.family, p.name))

@@ -20,8 +20,7 @@ from engine.errors import PlacelabError
 from engine.limits import exhaustion
 from engine.sim.simulator import Simulator
 from placelab.runner import place_and_simulate
-from policies import PLACERS
-from policies.base import placer_parameters
+from policies.registry import PLACERS, placer_parameters
 
 __all__ = ["parameter_widgets", "placer_settings", "run_placers"]
 

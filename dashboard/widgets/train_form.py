@@ -54,7 +54,7 @@ def _parameter_widget(container: Any, placer: str, f: Any) -> Any:
 
 def _hyper_parameters(placer: str) -> dict[str, Any]:
     """Widgets for the placer's registered config fields; returns those that differ from its defaults."""
-    from policies.rl.core.registry import config_fields, make_config
+    from policies.rl.registry import config_fields, make_config
 
     fields = config_fields(placer)
     defaults = make_config(placer, {}).to_dict()
@@ -95,7 +95,7 @@ def _graph_suggestions() -> dict[str, str]:
 
 
 def start_form(store: RunStore) -> None:
-    from policies.rl.core.registry import learned_placers
+    from policies.rl.registry import learned_placers
 
     st.subheader("New training run")
     placers = learned_placers()

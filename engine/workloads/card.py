@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from engine._discover import cards_of as collect_cards
 from engine.errors import SpecError, quote
 from engine.graph.compgraph import CompGraph
 from engine.limits import GENERATOR_STRUCTURE, Bound
@@ -70,23 +71,8 @@ def generator(name: str, description: str, bounds: Mapping[str, Bound] | None = 
 
 
 def cards_of(*modules: ModuleType) -> dict[str, Generator]:
-    """The cards of the generators each module defines, by name, module by module in definition order.
-
-    Raises
-    ------
-    ValueError
-        Two generators with one name.
-    """
-    cards: dict[str, Generator] = {}
-    for module in modules:
-        for value in vars(module).values():
-            card = getattr(value, "card", None)
-            if not isinstance(card, Generator) or value.__module__ != module.__name__:
-                continue
-            if card.name in cards:
-                raise ValueError(f"two generators are called gen:{card.name}")
-            cards[card.name] = card
-    return cards
+    """The cards of the generators each module defines, by name (ValueError for two with one name)."""
+    return collect_cards(modules, Generator, "generators")
 
 
 def _shown(x: float) -> str:

@@ -173,7 +173,7 @@ class Reproduction:
     def missing(self) -> list[str]:
         """The requirements this installation lacks (empty when the reproduction can run)."""
         from engine.presets import PRESETS
-        from policies import placer_descriptions
+        from policies.registry import placer_descriptions
 
         placers = placer_descriptions()
         out = []

@@ -5,7 +5,7 @@ Layout (torch is imported only inside the functions that need it, never by a pac
 * ``core/`` — what every learned placer shares:
   :mod:`~policies.rl.core.agent` (the :class:`~policies.rl.core.agent.Agent` base class: what a placer
   writes, and hooks with do-nothing defaults), :mod:`~policies.rl.core.config` (config fields that cite
-  their sources; a placer's card), :mod:`~policies.rl.core.registry` (the explicit list of placers),
+  their sources; a placer's card), :mod:`~policies.rl.registry` (the explicit list of placers),
   :mod:`~policies.rl.core.task` (a graph grouped and featurised for learning), :mod:`~policies.rl.core.reinforce`
   (returns, baselines, schedules, budgets), :mod:`~policies.rl.core.trainer` (collect → update; checkpoints,
   resume), :mod:`~policies.rl.core.workers` (rollouts on Ray), :mod:`~policies.rl.core.jobs` (stored

@@ -100,7 +100,7 @@ def test_train_reports_its_learning_health(capsys, files):
 def test_params_take_true_and_false_as_bools():
     """``--param`` turns true/false (any case) into bools, numbers into numbers, anything else stays text."""
     from placelab.cli_common import parse_params
-    from policies.rl.core.registry import make_config
+    from policies.rl.registry import make_config
 
     assert parse_params(["a=true", "b=FALSE", "c=False", "d=1", "e=0.5", "f=full", "g=yes"]) == {
         "a": True, "b": False, "c": False, "d": 1, "e": 0.5, "f": "full", "g": "yes"}

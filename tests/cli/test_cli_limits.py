@@ -142,7 +142,7 @@ EXHAUSTION = {
 
 
 def test_learned_config_integers_are_bounded_without_a_declared_high():
-    from policies.rl.core.registry import make_config
+    from policies.rl.registry import make_config
 
     with pytest.raises(SpecError, match=r"'failing_grace_steps' must be <= 1,000,000 \(placelab's limit MAX_COUNT\)"):
         make_config("rnn", {"failing_grace_steps": MAX_COUNT + 1})

@@ -19,7 +19,7 @@ from dashboard.figures.colors import (
     run_colors,
     shade,
 )
-from policies import PLACERS
+from policies.registry import PLACERS
 
 #: White (slides, the light theme) and the dark backgrounds: Streamlit's dark theme and the app's own.
 BACKGROUNDS = {"white": "#FFFFFF", "dark": "#0E1117", "app dark": "#171614"}

@@ -486,12 +486,12 @@ def test_runs_downloads(stored_runs):
 
 
 def test_place_every_registered_placer_with_its_parameter_widgets(empty_runs):
-    from policies import PLACERS
+    from policies.registry import PLACERS
 
     app = page_app("place", "gen:random?ops=200&seed=1").run()
     app.multiselect(key="place_placers").set_value(list(PLACERS)).run()
     assert not app.exception
-    from policies.rl.core.registry import learned_placers, make_config
+    from policies.rl.registry import learned_placers, make_config
 
     for name in learned_placers():  # the learned placers train on the graph: a few episodes (on 8 groups)
         app.number_input(key=f"place_budget_{name}").set_value(2)

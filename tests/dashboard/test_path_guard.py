@@ -376,7 +376,7 @@ def test_every_text_box_of_every_page_is_guarded_or_harmless(name, learning_runs
     if name == "graphs":
         app.radio(key="graphs_source").set_value("Generator spec").run()
     if name == "place":
-        from policies import PLACERS
+        from policies.registry import PLACERS
 
         app.multiselect(key="place_placers").set_value(list(PLACERS)).run()
     assert not app.exception

@@ -61,7 +61,7 @@ def test_train_page_without_runs(empty_runs):
     assert not app.exception
     assert app.number_input(key="train_rnn_samples").value == 8  # RNNConfig's default K
     # the form is the registered config: one widget per field, keyed by it, with the config's defaults
-    from policies.rl.core.registry import config_fields, make_config
+    from policies.rl.registry import config_fields, make_config
 
     defaults = make_config("rnn", {}).to_dict()
     shown = {w.key: w.value for kind in ("number_input", "selectbox", "checkbox", "text_input")
@@ -163,8 +163,8 @@ def _old_uniform_run(store: RunStore) -> str:
 
     from engine.cluster import cluster_to_dict
     from engine.presets import PRESETS
-    from policies.rl.core.registry import make_config
     from policies.rl.core.run_files import CURVE, POLICY
+    from policies.rl.registry import make_config
 
     run = store.create("train", graph_name="random-60-s1", graph_hash="0", cluster="k80x2", placer="placeto",
                        parameters={"graphs": TINY_GRAPH}, seed=0, name="old uniform")

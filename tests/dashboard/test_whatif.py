@@ -200,7 +200,7 @@ def expected_after(moves: dict[str, int]):
     """Round-robin's placement of SPEC on k80x2 with ``moves`` (op name → device) applied, simulated here."""
     from engine.presets import PRESETS
     from engine.specs import load_graph
-    from policies.base import make_placer
+    from policies.registry import make_placer
 
     graph, cluster = load_graph(SPEC), PRESETS["k80x2"]()
     base = make_placer("round-robin").place(graph, cluster).devices.copy()

@@ -39,7 +39,7 @@ from engine.sim.simulator import Simulator
 from engine.store.records import load_placement_run
 from engine.store.runs import RunStore
 from placelab.fidelity import validate
-from policies import make_placer
+from policies.registry import make_placer
 from tests.clusters import uniform_cluster
 
 

@@ -227,5 +227,5 @@ def test_the_registry_lists_every_workload_modules_cards_once():
         made = generator("same", "test generator")(lambda: CompGraph("x", ["o"], compute_any=[1.0]))
         made.__module__ = "twice"
         setattr(twice, fn, made)
-    with pytest.raises(ValueError, match="two generators are called gen:same"):
+    with pytest.raises(ValueError, match="two generators are called 'same'"):
         cards_of(twice)

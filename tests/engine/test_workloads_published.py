@@ -18,7 +18,7 @@ from engine.workloads.published import (
     expert_split_for,
     expert_split_path,
 )
-from policies.base import make_placer
+from policies.registry import make_placer
 
 
 def test_every_workload_file_and_split_is_in_the_repository():

@@ -20,7 +20,7 @@ from placelab.reproduce import doppler, registry
 from placelab.reproduce.published import resolve
 from placelab.reproduce.results_doc import latest_runs
 from placelab.reproduce.runner import reproduce
-from policies import make_placer
+from policies.registry import make_placer
 from tests.cli.cli_run import run_cli
 from tests.placelab.doppler_files import DST, published_text, write_authors_dir
 

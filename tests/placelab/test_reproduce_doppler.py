@@ -153,7 +153,7 @@ def test_quick_table_on_a_tiny_budget_has_the_tables_shape(monkeypatch, tmp_path
     assert table[("FFNN", "GDP")]["note"] == "error: step did not run"
     # ms: the critical-path placement executed 10 times, computed directly (critical-path is deterministic)
     g, c = load_graph("gen:chainmm"), PRESETS["p100x4"]()
-    from policies.base import make_placer
+    from policies.registry import make_placer
 
     p = make_placer("critical-path").place(g, c, seed=0)
     st = Simulator(g, c.with_simulation(noise=doppler.NOISE, runs=10, seed=0)).makespan_stats(p.devices)

@@ -116,7 +116,7 @@ def test_placeto_reproductions_set_only_the_variant_and_the_reward():
     those are parameters Placeto's config takes."""
     from placelab.cli_common import parse_params
     from placelab.reproduce import registry
-    from policies.rl.core.registry import make_config
+    from policies.rl.registry import make_config
 
     for quick in (True, False):
         steps = {s.key: list(s.argv) for name in ("placeto-fig5", "placeto-ablations")
@@ -140,7 +140,7 @@ def test_table1_gives_each_learned_placer_the_papers_placements_and_nmt_32_group
     rows' steps, and only those, group into 32 (both placers)."""
     from placelab.cli_common import parse_params
     from placelab.reproduce import registry
-    from policies.rl.core.registry import make_config
+    from policies.rl.registry import make_config
 
     def arg(argv, flag):
         return [argv[i + 1] for i, x in enumerate(argv) if x == flag]
@@ -197,8 +197,8 @@ def test_mirhoseini_table2_trains_the_rnn_placer_on_the_papers_grouping():
     from engine.workloads.recurrent import nmt, rnnlm
     from placelab.cli_common import parse_params
     from placelab.reproduce import registry
-    from policies.rl.core.registry import make_config
     from policies.rl.core.task import task_for
+    from policies.rl.registry import make_config
 
     for quick in (True, False):
         trains = [s for s in registry.get("mirhoseini-table2").steps(quick) if s.argv[0] == "train"]

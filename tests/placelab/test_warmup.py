@@ -9,7 +9,7 @@ from pathlib import Path
 
 from engine.sim.simulator import KERNELS
 from placelab import warmup
-from policies.base import PLACERS
+from policies.registry import PLACERS
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,7 +18,7 @@ from engine.placement import check_placement
 from engine.presets import PRESETS
 from engine.sim.simulator import simulate
 from engine.workloads.doppler import chainmm, ffnn, meta_ops
-from policies import make_placer
+from policies.registry import make_placer
 from tests.placelab.doppler_files import published_text
 
 GB = 1e9

@@ -13,8 +13,8 @@ from engine.graph.compgraph import CompGraph
 from engine.graph.io import graph_from_dict
 from engine.placement import check_placement
 from engine.presets import PRESETS
-from policies import make_placer
 from policies.expert import expert_keys
+from policies.registry import make_placer
 
 
 def graph(ops: list[dict], edges: list[tuple[str, str]]) -> CompGraph:

@@ -8,7 +8,7 @@ import torch
 from rl_graphs import cluster, two_chains
 
 from engine.errors import SpecError
-from policies import make_placer
+from policies.registry import make_placer
 
 torch.set_num_threads(1)
 
@@ -42,8 +42,8 @@ def test_learned_placers_place_mirhoseini_units(placer, params):
     from engine.generators import from_spec
     from engine.grouping.rules import unit_groups
     from engine.presets import PRESETS
-    from policies.rl.core.registry import make_config
     from policies.rl.core.task import task_for
+    from policies.rl.registry import make_config
 
     g = from_spec("gen:rnnlm?steps=3&units=64&batch=4&vocab=100")
     c = PRESETS["k80x2"]()

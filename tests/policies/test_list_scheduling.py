@@ -22,8 +22,8 @@ from engine.sim import _plankernels as _p
 from engine.sim import estimator
 from engine.sim.simulator import simulate
 from policies import _listsched_kernels as _k
-from policies import make_placer
 from policies.list_scheduling import ListScheduling, favourite_children
+from policies.registry import make_placer
 
 GB = 1e9
 LIST = ("critical-path", "heft", "m-etf", "m-topo", "m-sct")

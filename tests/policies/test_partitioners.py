@@ -16,9 +16,9 @@ from engine.graph.io import graph_from_dict
 from engine.placement import check_placement
 from engine.presets import PRESETS
 from engine.sim.simulator import Simulator
-from policies import make_placer
 from policies.base import PlacementUnits
 from policies.partitioners import link_costs, unit_graph
+from policies.registry import make_placer
 
 PARTITIONERS = ["metis", "kahip", "scotch", "mincut"]
 CPU, GPU0, GPU1 = 0, 1, 2

@@ -15,8 +15,8 @@ from engine.graph.compgraph import CompGraph
 from engine.graph.io import graph_from_dict
 from engine.presets import PRESETS
 from engine.sim.simulator import simulate
-from policies import make_placer
 from policies.list_scheduling import ListScheduling
+from policies.registry import make_placer
 
 MS = 1e-3
 LIST = ("critical-path", "heft", "m-etf", "m-topo", "m-sct")

@@ -1,12 +1,12 @@
-"""Tests for the placer registry (policies.base): listing, building, error messages."""
+"""Tests for the placer registry (policies.registry): listing, building, error messages."""
 
 from __future__ import annotations
 
 import pytest
 
 from engine.errors import SpecError
-from policies import PLACERS, make_placer, placer_descriptions
-from policies.base import PlacerInfo, placer_parameters
+from policies.base import PlacerInfo
+from policies.registry import PLACERS, make_placer, placer_descriptions, placer_parameters
 
 TRIVIAL = ("single-device", "cpu-only", "random", "round-robin")
 
@@ -59,3 +59,23 @@ def test_parameters_of_a_registered_factory(monkeypatch):
     with pytest.raises(SpecError) as err:
         make_placer("dummy", beta=1)
     assert str(err.value) == "placer 'dummy' has no parameter 'beta' (parameters: alpha, steps)"
+
+
+def test_the_registry_holds_each_listed_modules_cards_and_every_learned_placer():
+    import types
+
+    from engine._discover import cards_of
+    from policies import registry, trivial
+    from policies.base import placer
+    from policies.rl.registry import learned_placers
+
+    listed = {name for m in registry.MODULES for name in cards_of([m], PlacerInfo, "placers")}
+    assert set(PLACERS) == listed | set(learned_placers()) and not listed & set(learned_placers())
+    assert PLACERS["round-robin"] is trivial.RoundRobin.card and PLACERS["round-robin"].family == "trivial"
+    assert {PLACERS[n].family for n in learned_placers()} == {"learned"}
+    twice = types.ModuleType("twice")
+    for attr in ("A", "B"):
+        cls = placer("same", "for this test", "test")(type(attr, (), {"__module__": "twice"}))
+        setattr(twice, attr, cls)
+    with pytest.raises(ValueError, match="two placers are called 'same'"):
+        cards_of([twice], PlacerInfo, "placers")

@@ -13,8 +13,8 @@ from engine.graph.io import graph_from_dict
 from engine.placement import Placement, check_placement
 from engine.presets import PRESETS
 from engine.sim.simulator import simulate
-from policies import make_placer
 from policies.list_scheduling import memory_penalized
+from policies.registry import make_placer
 from policies.search import LocalSearch
 
 GB = 1e9

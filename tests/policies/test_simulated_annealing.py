@@ -15,8 +15,8 @@ from engine.graph.compgraph import CompGraph
 from engine.placement import check_placement
 from engine.presets import PRESETS
 from engine.sim.simulator import Simulator, simulate
-from policies import PLACERS, make_placer
 from policies.list_scheduling import MEtf
+from policies.registry import PLACERS, make_placer
 from policies.simulated_annealing import Anneal, budget_text
 from tests.policies.test_search import cluster, cost, graph
 

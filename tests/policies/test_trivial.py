@@ -17,7 +17,7 @@ from engine.graph.compgraph import CompGraph
 from engine.graph.io import graph_from_dict
 from engine.placement import check_placement
 from engine.presets import PRESETS
-from policies import make_placer
+from policies.registry import make_placer
 
 CPU, GPU0, GPU1 = 0, 1, 2
 

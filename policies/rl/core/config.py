@@ -76,7 +76,7 @@ class LearnedConfig:
 
 @dataclass(frozen=True)
 class LearnedPlacerInfo:
-    """A learned placer's card: what :mod:`policies.rl.core.registry` lists (its package's ``PLACER``)."""
+    """A learned placer's card: what :mod:`policies.rl.registry` lists (its package's ``PLACER``)."""
 
     name: str
     description: str

@@ -45,7 +45,6 @@ from engine.store.records import write_placement_files
 from engine.store.runs import Run, RunStore
 from policies.rl.core.config import LearnedConfig
 from policies.rl.core.measured import REWARDS, check_executable, rewards_for
-from policies.rl.core.registry import make_agent, make_config, stored_params
 from policies.rl.core.reinforce import Budget, StoppingRule
 from policies.rl.core.run_files import CHECKPOINT, CURVE, POLICY, STOP_REQUEST
 from policies.rl.core.run_safety import (
@@ -59,6 +58,7 @@ from policies.rl.core.run_safety import (
 )
 from policies.rl.core.task import PlacementTask, graphs_hash, same_graphs, task_for
 from policies.rl.core.trainer import Trainer, read_checkpoint
+from policies.rl.registry import make_agent, make_config, stored_params
 
 __all__ = ["TrainOutcome", "evaluate_policy", "load_policy", "load_tasks", "policy_place", "resume_training",
            "start_training"]

@@ -10,10 +10,10 @@ from typing import Any
 from engine.cluster import cluster_from_dict
 from engine.specs import load_graph
 from policies.rl.core.health import VERSION, LearningHealth, rejudge
-from policies.rl.core.registry import make_config
 from policies.rl.core.run_files import CURVE, POLICY
 from policies.rl.core.task import PlacementTask, same_graphs, task_for
 from policies.rl.core.training_health import assess, no_choice, placer_exploration
+from policies.rl.registry import make_config
 
 __all__ = ["stored_health"]
 

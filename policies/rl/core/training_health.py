@@ -27,7 +27,7 @@ def uniform_entropy(task: PlacementTask) -> float:
 
 
 def _card(placer: str | None) -> Any:
-    from policies.rl.core.registry import learned_placers  # lazy: imports every placer's package
+    from policies.rl.registry import learned_placers  # lazy: imports every placer's package
 
     return learned_placers().get(placer) if placer else None
 

@@ -71,8 +71,8 @@ class RolloutWorker:
     def __init__(self, placer: str, cluster: Cluster, config: dict[str, Any], graphs: dict[str, CompGraph]) -> None:
         import torch
 
-        from policies.rl.core.registry import make_agent
         from policies.rl.core.task import task_for
+        from policies.rl.registry import make_agent
 
         torch.set_num_threads(1)  # one CPU per worker
         self.agent = make_agent(placer, cluster.num_devices, config)

@@ -1,7 +1,7 @@
 """GDP (Zhou et al. 2019), as the DOPPLER authors ran it as a baseline: :mod:`.config`, :mod:`.agent`, its
 network (:mod:`.net`: GraphSAGE embedding, segment-recurrent attention placement) and its inputs
-(:mod:`.features`). Added through the learned-placer kit: ``policies/rl/template/`` copied, plus one
-line in :data:`policies.rl.core.registry.PACKAGES`."""
+(:mod:`.features`). Added through the learned-placer kit: ``policies/rl/template/`` copied, plus its
+entry in :data:`policies.rl.registry.PACKAGES`."""
 
 from policies.rl.core.config import LearnedPlacerInfo
 

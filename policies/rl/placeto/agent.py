@@ -64,7 +64,7 @@ Deviations, each measured with ``benchmarks/bench_placeto_learning.py`` (docs/la
    ``devices=separate`` is theirs). With their output layer the policy did not beat random search
    on ``gen:chainmm`` / ``p100x4``; scoring devices alike is what made it learn there.
 
-torch is imported inside the functions that need it (see :mod:`policies.rl.core.registry`).
+torch is imported inside the functions that need it (see :mod:`policies.rl.registry`).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ Our readings where §3.1 is silent, and deviations:
 
 All randomness comes from the numpy generator passed in: devices are drawn with the Gumbel-max
 trick on the detached log-probabilities, so a resumed run samples exactly what it would have.
-torch is imported inside the functions that need it (see :mod:`policies.rl.core.registry`).
+torch is imported inside the functions that need it (see :mod:`policies.rl.registry`).
 """
 
 from __future__ import annotations

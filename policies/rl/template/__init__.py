@@ -2,8 +2,8 @@
 
 To add a learned placer: copy this folder to ``policies/rl/<name>/``, change the card's name and
 description below (the card is the only place the name is written: the trainer, the stored runs and
-the learning-health check take it from there), and add ``"policies.rl.<name>",`` to ``PACKAGES`` in
-:mod:`policies.rl.core.registry` — one line. Imports inside the folder are relative, so the copy
+the learning-health check take it from there), and list the package in :data:`policies.rl.registry.PACKAGES`
+(``from policies.rl import <name>`` and its entry in the tuple). Imports inside the folder are relative, so the copy
 works as it is; then replace the toy's policy with your paper's (``agent.py``), cite every
 config default's source (``config.py``) and move the network into ``net.py`` as it grows.
 """

@@ -11,8 +11,8 @@ from rl_graphs import cluster
 
 from engine.specs import load_graph
 from policies.rl.core.agent import PerTask
-from policies.rl.core.registry import make_agent
 from policies.rl.core.task import PlacementTask, make_task
+from policies.rl.registry import make_agent
 
 
 def test_per_task_builds_once_per_task_and_forgets_freed_tasks():

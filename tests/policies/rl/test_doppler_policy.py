@@ -12,13 +12,13 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch_geometric.nn import NNConv
 
 from policies.rl.core.agent import train_step
-from policies.rl.core.registry import make_config
 from policies.rl.core.reinforce import Budget, RunningMeanBaseline, StoppingRule
 from policies.rl.core.task import make_task
 from policies.rl.core.trainer import Trainer
 from policies.rl.doppler.agent import DopplerAgent, teacher_placement
 from policies.rl.doppler.config import DopplerConfig
 from policies.rl.doppler.net import EdgeNetworkConv, PlcPolicy, episode_loss
+from policies.rl.registry import make_config
 
 from .test_doppler_features import hand_graph, two_gpus
 

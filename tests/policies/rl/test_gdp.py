@@ -16,7 +16,6 @@ from rl_graphs import cluster, diamond, graph, graph_file, two_chains
 from engine.store.runs import RunStore
 from placelab.cli import run_command
 from policies.rl.core.agent import Advantages, backward
-from policies.rl.core.registry import learned_placers, make_agent, make_config
 from policies.rl.core.reinforce import Budget, RunningMeanBaseline, StoppingRule
 from policies.rl.core.task import make_task
 from policies.rl.core.trainer import Trainer
@@ -26,6 +25,7 @@ from policies.rl.gdp.agent import GdpAgent
 from policies.rl.gdp.config import GdpConfig
 from policies.rl.gdp.features import GdpInputs, type_bucket
 from policies.rl.gdp.net import GraphSage, SegmentAttention
+from policies.rl.registry import learned_placers, make_agent, make_config
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -8,7 +8,7 @@ from rl_graphs import cluster, cluster_file, diamond, graph_file, two_chains
 
 from engine.errors import PlacelabError, RunError, SpecError
 from engine.store.runs import RunStore
-from policies import make_placer
+from policies.registry import make_placer
 from policies.rl.core.jobs import evaluate_policy, load_policy, resume_training, start_training
 from policies.rl.core.reinforce import Budget
 from policies.rl.core.run_files import CURVE, request_stop

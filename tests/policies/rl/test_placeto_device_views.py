@@ -10,13 +10,13 @@ import torch
 from rl_graphs import GB, cluster, graph, two_chains
 
 from engine.cluster import Cluster, Device, Link, SimulationSettings
-from policies.rl.core.registry import stored_params
 from policies.rl.core.task import make_task
 from policies.rl.placeto.agent import PlacetoAgent
 from policies.rl.placeto.config import PlacetoConfig
 from policies.rl.placeto.device_views import VIEW_COLUMNS, SharedDeviceSweepNet, device_view
 from policies.rl.placeto.state import sweep_batch, union_group
 from policies.rl.placeto.sweep_net import GROUP_COLUMNS, SweepBatch
+from policies.rl.registry import stored_params
 
 torch.set_num_threads(1)
 

@@ -1,4 +1,4 @@
-"""policies.rl.core.registry: every learned placer's config cites its sources and validates its values;
+"""policies.rl.registry: every learned placer's config cites its sources and validates its values;
 a learned placer listed in ``PACKAGES`` becomes a placer with its config's parameters; no torch is
 loaded to list them or to name a run's files."""
 
@@ -13,12 +13,12 @@ from dataclasses import dataclass
 import pytest
 
 from engine.errors import SpecError
-from policies.base import make_placer, placer_parameters
 from policies.learned import placer_factory
-from policies.rl.core import registry
+from policies.registry import make_placer, placer_parameters
+from policies.rl import registry
 from policies.rl.core.agent import Agent
 from policies.rl.core.config import LearnedConfig, LearnedPlacerInfo, param
-from policies.rl.core.registry import config_fields, learned_placers, make_config
+from policies.rl.registry import config_fields, learned_placers, make_config
 
 CITATION = re.compile(r"§|App\. A|Fig\. \d|^ours: \S|\w\.(py|txt|json):\d")
 
@@ -76,7 +76,7 @@ PLACER = LearnedPlacerInfo("toy", "a toy: for the test", ToyConfig, ToyAgent, ep
 
 
 def test_a_new_placer_is_one_line_in_packages(monkeypatch):
-    monkeypatch.setattr(registry, "PACKAGES", [*registry.PACKAGES, __name__])
+    monkeypatch.setattr(registry, "PACKAGES", (*registry.PACKAGES, sys.modules[__name__]))
     assert learned_placers()["toy"].config is ToyConfig
     assert make_config("toy", {"width": 9}).width == 9
     with pytest.raises(SpecError, match="'width' must be >= 1"):
@@ -100,7 +100,7 @@ def test_a_learned_placer_takes_its_config_fields_as_placer_parameters():
 
 
 def test_listing_placers_and_naming_run_files_load_no_torch():
-    code = ("import sys, policies, policies.rl.core.run_files, policies.rl.core.registry as r; r.learned_placers(); "
-            "assert 'placeto' in policies.PLACERS; print('torch' in sys.modules)")
+    code = ("import sys, policies.registry, policies.rl.core.run_files, policies.rl.registry as r; "
+            "r.learned_placers(); assert 'placeto' in policies.registry.PLACERS; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -4,6 +4,7 @@ compares its entropy with uniform's: the health check finds it by that name), an
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import shutil
@@ -14,7 +15,7 @@ import pytest
 
 import policies.rl.template
 from placelab.cli import run_command
-from policies.rl.core import registry
+from policies.rl import registry
 
 TEMPLATE = Path(policies.rl.template.__file__).parent
 
@@ -22,14 +23,14 @@ TEMPLATE = Path(policies.rl.template.__file__).parent
 @pytest.fixture
 def fourth_placer(tmp_path, monkeypatch):
     """The template copied to a package of its own, its card renamed (the guide's one edit besides the
-    description: the card is the only place a placer's name is written), registered by one line in ``PACKAGES``."""
+    description: the card is the only place a placer's name is written), listed in the registry's ``PACKAGES``."""
     copy = tmp_path / "fourth_placer"
     shutil.copytree(TEMPLATE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     card = copy / "__init__.py"
     assert [p.name for p in copy.glob("*.py") if '"template"' in p.read_text()] == ["__init__.py"]
     card.write_text(card.read_text().replace('LearnedPlacerInfo("template"', 'LearnedPlacerInfo("fourth"'))
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(registry, "PACKAGES", [*registry.PACKAGES, "fourth_placer"])  # the one line
+    monkeypatch.setattr(registry, "PACKAGES", (*registry.PACKAGES, importlib.import_module("fourth_placer")))
     yield "fourth"
     for name in [m for m in sys.modules if m == "fourth_placer" or m.startswith("fourth_placer.")]:
         del sys.modules[name]

@@ -18,7 +18,6 @@ from engine.graph.io import save_graph
 from engine.store.runs import RunStore
 from policies.rl.core.agent import backward
 from policies.rl.core.jobs import resume_training, start_training
-from policies.rl.core.registry import make_agent
 from policies.rl.core.reinforce import Budget, StoppingRule
 from policies.rl.core.run_files import CHECKPOINT, CURVE
 from policies.rl.core.task import make_task
@@ -27,6 +26,7 @@ from policies.rl.doppler.agent import DopplerAgent
 from policies.rl.doppler.config import DopplerConfig
 from policies.rl.placeto.agent import PlacetoAgent
 from policies.rl.placeto.config import PlacetoConfig
+from policies.rl.registry import make_agent
 from policies.rl.rnn.agent import RNNAgent
 from policies.rl.rnn.config import RNNConfig
 

@@ -2,13 +2,14 @@
 
 Everything else reads this registry: ``placelab train / eval / experiment`` and ``--param``
 validation (:func:`make_config`), ``placelab place --placer NAME`` and the app's Place page
-(:mod:`policies.learned` registers every learned placer as a placer), the Train page's
+(:mod:`policies.learned` makes every learned placer a placer of :mod:`policies.registry`), the Train page's
 parameter form (:func:`config_fields`), and stored runs (``policy.json`` holds the config's
 ``to_dict()``; :func:`make_agent` rebuilds the agent from it).
 
-Adding a learned placer: copy ``policies/rl/template/`` to ``policies/rl/<name>/``, rename
-its placer, and add one line to :data:`PACKAGES` (what to change: the template's package docstring,
-``policies/rl/template/__init__.py``, and ``docs/guide/learned-placers.md``, "Adding a learned placer").
+Adding a learned placer: copy ``policies/rl/template/`` to ``policies/rl/<name>/``, rename its placer, and
+add the package to :data:`PACKAGES` (its import and one entry; what to change: the template's package
+docstring, ``policies/rl/template/__init__.py``, and ``docs/guide/learned-placers.md``, "Adding a learned
+placer").
 A placer's package provides
 
 1. ``config.py``: a config dataclass deriving from :class:`~policies.rl.core.config.LearnedConfig`,
@@ -19,8 +20,8 @@ A placer's package provides
    it writes back into ``agent.config`` so the stored config rebuilds the same network;
 3. ``__init__.py``: ``PLACER = LearnedPlacerInfo(name, description, Config, Agent, episodes)``.
 
-**No torch at import time**: the registry imports every listed package whenever ``policies`` is
-imported (``placelab placers``, the app); torch (and a network module ``net.py``) is imported inside
+**No torch at import time**: the registry imports every listed package whenever the placers are
+listed (``placelab placers``, the app); torch (and a network module ``net.py``) is imported inside
 functions. ``tests/policies/rl/test_registry.py`` checks every registered config (sources cited,
 defaults within their ranges, a round trip through ``to_dict``).
 """
@@ -28,28 +29,24 @@ defaults within their ranges, a round trip through ``to_dict``).
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Sequence
+from types import ModuleType
 from typing import Any
 
 from engine.errors import SpecError, quote
+from policies.rl import doppler, gdp, placeto, rnn
 from policies.rl.core.config import LearnedConfig, LearnedPlacerInfo
 from policies.rl.core.task import PlacementTask
 
 __all__ = ["PACKAGES", "config_fields", "learned_placers", "make_agent", "make_config", "stored_params"]
 
 #: The learned placers, one package each; each package's ``PLACER`` is its card.
-PACKAGES = [
-    "policies.rl.placeto",
-    "policies.rl.rnn",
-    "policies.rl.doppler",
-    "policies.rl.gdp",
-]
+PACKAGES: tuple[ModuleType, ...] = (placeto, rnn, doppler, gdp)
 
 
 def learned_placers() -> dict[str, LearnedPlacerInfo]:
     """Every learned placer of :data:`PACKAGES`, by name."""
-    cards = [importlib.import_module(p).PLACER for p in PACKAGES]
+    cards = [p.PLACER for p in PACKAGES]
     return {c.name: c for c in sorted(cards, key=lambda c: c.name)}
 
 

@@ -59,7 +59,7 @@ from engine.specs import expand_graph_specs, load_cluster
 from engine.store.runs import Run, RunStore
 from learning_runs import window_medians
 from policies.registry import make_placer
-from policies.rl.core.jobs import evaluate_policy, load_policy, load_tasks, policy_place
+from policies.rl.core.training_runs import evaluate_policy, load_policy, load_tasks, policy_place
 
 LIST_SCHEDULERS = ("m-etf", "heft", "critical-path")
 

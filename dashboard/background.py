@@ -28,13 +28,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.jsonio import atomic_write_json
 from engine.store.runs import Run
 
-__all__ = ["JOBS_DIR", "RAY_ADDRESS_ENV", "Job", "job_of_run", "launch", "list_jobs", "made_by", "resume_command",
-           "train_command"]
+if TYPE_CHECKING:  # pragma: no cover
+    from policies.rl.core.request import TrainingRequest
+
+__all__ = ["JOBS_DIR", "RAY_ADDRESS_ENV", "Job", "job_of_run", "launch", "launch_training", "list_jobs", "made_by",
+           "ray_address", "resume_command", "train_command"]
 
 JOBS_DIR = ".jobs"
 #: The Ray cluster (``HOST:PORT``) whose CPUs the app's trainings with rollout workers use (``--address``), read
@@ -86,14 +89,24 @@ class Job:
         return "\n".join(text.replace("\r", "\n").strip().splitlines()[-lines:])
 
     def forget(self) -> None:
-        """Delete the job's record and log (the run it made, if any, stays)."""
+        """Delete the job's record, log and training request (the run it made, if any, stays)."""
         self.record.unlink(missing_ok=True)
         self.log.unlink(missing_ok=True)
+        if "--request" in self.command[:-1]:
+            request = Path(self.command[self.command.index("--request") + 1])
+            if request.parent == self.record.parent:
+                request.unlink(missing_ok=True)
 
     def cancel(self) -> None:
         """Interrupt the process (SIGINT: a training that already runs checkpoints and ends as interrupted)."""
         if self.alive:
             os.kill(self.pid, signal.SIGINT)
+
+
+def ray_address() -> str | None:
+    """The Ray cluster the app's rollout workers run on: ``$PLACELAB_RAY_ADDRESS`` when set, else None (a local
+    Ray runtime)."""
+    return os.environ.get(RAY_ADDRESS_ENV, "").strip() or None
 
 
 def train_command(placer: str, graphs: str, cluster: str, *, episodes: int, params: Mapping[str, Any], seed: int,
@@ -109,10 +122,20 @@ def train_command(placer: str, graphs: str, cluster: str, *, episodes: int, para
         cmd += ["--name", name]
     if workers:
         cmd += ["--workers", str(workers)]
-        address = os.environ.get(RAY_ADDRESS_ENV, "").strip()
-        if address:
-            cmd += ["--address", address]
+        if ray_address():
+            cmd += ["--address", ray_address()]
     return [*cmd, "--save", "--runs-dir", str(runs_dir), "--threads", "1"]
+
+
+def launch_training(runs_dir: Path, request: TrainingRequest, *, label: str) -> Job:
+    """Start ``placelab train --request FILE`` on ``request`` (checked, written beside the job records): the
+    process trains it as it is, without parsing or checking it again."""
+    folder = Path(runs_dir) / JOBS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"request-{secrets.token_hex(6)}.json"
+    request.write(path)
+    command = [sys.executable, "-m", "placelab.cli", "train", "--request", str(path), "--threads", "1"]
+    return launch(runs_dir, command, label=label)
 
 
 def resume_command(run_id: str, *, episodes: int, runs_dir: Path) -> list[str]:

@@ -1,7 +1,7 @@
 """Where the app's runs live: the user's store (the only one it writes to, with its hidden scratch store of
 the Place results in hand) and the bundled examples.
 
-No streamlit here: the guard (:mod:`dashboard.visitor`) and the pages both read these.
+No streamlit here: the guard (:mod:`dashboard.input_guard`) and the pages both read these.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The registry of generators: :data:`GENERATORS` lists the workload modules and co
 lists them; :func:`from_spec` parses a spec, converts parameters to the generator's annotated types and
 reports unknown names or parameters in one sentence. Every numeric parameter of every generator declares its
 range on its card (:class:`~engine.limits.Bound`): checked on every call before anything is built, and by the
-app's guard (``dashboard/visitor.py``) with the app's ceilings (:func:`check_parameters`).
+app's guard (``dashboard/input_guard.py``) with the app's ceilings (:func:`check_parameters`).
 """
 
 from __future__ import annotations

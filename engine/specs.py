@@ -25,6 +25,7 @@ from engine.presets import PRESETS
 from engine.spec_params import keyword_only_parameters, spec_kwargs
 
 __all__ = [
+    "check_graph_spec",
     "detect_format",
     "expand_graph_specs",
     "load_cluster",
@@ -57,24 +58,42 @@ def detect_format(path: str | os.PathLike) -> GraphFormat:
 
 def load_graph(spec: str | os.PathLike) -> CompGraph:
     """A graph from a file path (any registered format), a ``gen:NAME?k=v`` or a ``bench:NAME`` spec."""
-    s = os.fspath(spec)
+    return _resolve(os.fspath(spec), build=True)
+
+
+def check_graph_spec(spec: str) -> None:
+    """Raise the one-sentence error :func:`load_graph` would for ``spec`` where it can be told without building
+    the graph: a ``gen:`` spec's generator and its parameters (within their bounds), a ``bench:`` name, a file's
+    format and its import options. What only building finds (a model that fails to import) surfaces when the
+    graph is loaded."""
+    _resolve(spec, build=False)
+
+
+def _resolve(s: str, *, build: bool) -> CompGraph | None:
+    """:func:`load_graph` (``build``) or :func:`check_graph_spec`: one reading of a spec for both."""
     if s.startswith("bench:"):
-        from engine.workloads.published import bench_graph  # lazy: reads bundled files
+        from engine.workloads.published import bench_graph, workload  # lazy: reads bundled files
 
-        return bench_graph(s)
+        if build:
+            return bench_graph(s)
+        workload(s)  # an unknown name: the message lists the bundled ones
+        return None
     if s.startswith("gen:"):
-        from engine.generators import from_spec  # lazy: generator modules are many
+        from engine.generators import check_parameters, from_spec, spec_arguments  # lazy: generator modules are many
 
-        return from_spec(s)
+        if build:
+            return from_spec(s)
+        check_parameters(*spec_arguments(s))
+        return None
     path, query = _split_options(s)
     if os.path.isdir(path) and os.path.isfile(os.path.join(path, "saved_model.pb")):
         path = os.path.join(path, "saved_model.pb")  # a SavedModel folder: its graph file
     fmt = detect_format(path)
-    if not query:
-        return fmt.load(path)
-    options = keyword_only_parameters(fmt.load)
-    where = f"{quote(os.path.basename(path), bare=True)} ({fmt.name} format)"
-    return fmt.load(path, **spec_kwargs(query, options, where))
+    options = {}
+    if query:
+        where = f"{quote(os.path.basename(path), bare=True)} ({fmt.name} format)"
+        options = spec_kwargs(query, keyword_only_parameters(fmt.load), where)
+    return fmt.load(path, **options) if build else None
 
 
 def _split_options(spec: str) -> tuple[str, str]:

@@ -75,6 +75,11 @@ def _threads(n: int | None) -> None:
         torch.set_num_threads(n)
 
 
+def _given(options: dict[str, object]) -> list[str]:
+    """The command-line names of the options given (not None)."""
+    return ["--" + k.replace("_", "-") for k, v in options.items() if v is not None]
+
+
 def train(placer: Annotated[str | None, typer.Option(help="a learned placer (placelab placers)")] = None,
           graphs: Annotated[str | None, typer.Option("--graphs", "-g", help=_GRAPHS_HELP)] = None,
           cluster: Annotated[str | None, typer.Option("--cluster", "-c", help="preset name or cluster file")] = None,
@@ -106,23 +111,33 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
           health_max_random: Annotated[int | None, typer.Option(
               help="learning health: compare with at most this many random placements per graph (default: as many "
                    "as the training evaluated)")] = None,
+          request: Annotated[str | None, typer.Option(
+              help="train as this request file says (the app's Train page writes one; it holds every option)")] = None,
           runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Train a learned placer (Placeto, the RNN placer or DOPPLER) on one or many graphs.
 
     Every training ends with its learning-health verdict (policies/rl/core/health.py): entropy, the greedy placement
     (runtime at equal exploration) and the weights' movement, first vs last window, and the best found vs the best
     of as many uniformly random placements."""
-    from policies.rl.core.jobs import resume_training, start_training
     from policies.rl.core.reinforce import Budget, StoppingRule
+    from policies.rl.core.request import TrainingRequest, build_request
+    from policies.rl.core.training_runs import resume_training, run_training
 
     _threads(threads)
     if health_max_random is not None and health_max_random < 0:
         raise SpecError("--health-max-random must be at least 0")
+    training = {"placer": placer, "graphs": graphs, "cluster": cluster, "param": param, "stage": stage,
+                "init_from": init_from, "mode": mode, "sim_param": sim_param, "reward": reward}
+    if request is not None and (given := _given({**training, "episodes": episodes, "max_placements": max_placements,
+                                                 "max_seconds": max_seconds, "resume": resume, "name": name,
+                                                 "tag": tag, "workers": workers, "address": address})):
+        raise SpecError(f"--request holds the whole training: leave out {', '.join(given)}")
     bar = ProgressLine("episodes")
     try:
-        if resume is not None:  # `--resume ''` is refused as a run id, not taken as no --resume
-            if (placer or graphs or cluster or param or mode or sim_param or stage or init_from
-                    or reward is not None):
+        if request is not None:
+            out = run_training(TrainingRequest.read(request), progress=bar)
+        elif resume is not None:  # `--resume ''` is refused as a run id, not taken as no --resume
+            if _given(training):
                 raise SpecError("--resume continues a stored run: leave out --placer, --graphs, --cluster, --param, "
                                 "--stage, --init-from, --mode, --sim-param, --reward")
             out = resume_training(RunStore(runs_dir), resume, episodes=episodes, seconds=max_seconds, progress=bar,
@@ -133,19 +148,16 @@ def train(placer: Annotated[str | None, typer.Option(help="a learned placer (pla
                 raise SpecError(f"train needs {', '.join(missing)} (or --resume RUN)")
             if episodes is None and max_placements is None and max_seconds is None:
                 episodes = 1000
-            for what, v in (("--episodes", episodes), ("--max-placements", max_placements),
-                            ("--max-seconds", max_seconds)):
-                if v is not None and v <= 0:
-                    raise SpecError(f"{what} must be positive")
             c = simulation_cluster(cluster, mode, sim_param) if mode or sim_param else cluster
             params = parse_params(param or [])
             if stage is not None:
                 params["stage"] = stage
-            out = start_training(placer, graphs, c, params=params, seed=seed, init_from=init_from, runs_dir=runs_dir,
-                                 budget=Budget(episodes, max_placements, max_seconds),
-                                 stopping=StoppingRule(stop_window, stop_tolerance),
-                                 store=RunStore(runs_dir) if save else None, tags=tag, name=name, progress=bar,
-                                 reward=reward, workers=workers, address=address, max_random=health_max_random)
+            checked = build_request(placer, graphs, c, params=params, seed=seed, init_from=init_from,
+                                    runs_dir=runs_dir, budget=Budget(episodes, max_placements, max_seconds),
+                                    stopping=StoppingRule(stop_window, stop_tolerance),
+                                    store=runs_dir if save else None, tags=tag or (), name=name, reward=reward,
+                                    workers=workers, address=address, max_random=health_max_random)
+            out = run_training(checked, progress=bar)
     finally:
         bar.close()
     res = out.to_dict()
@@ -168,7 +180,7 @@ def evaluate(run: Annotated[str, typer.Argument(help="a stored training run")], 
              mode: ModeOpt = None, sim_param: SimParamOpt = None,
              runs_dir: RunsDirOpt = USER_RUNS_DIR, as_json: JsonOpt = False) -> None:
     """Apply a trained policy to graphs without retraining (zero-shot)."""
-    from policies.rl.core.jobs import evaluate_policy
+    from policies.rl.core.training_runs import evaluate_policy
 
     _threads(threads)
     if (mode or sim_param) and not cluster:

@@ -46,10 +46,10 @@ class LearnedPlacer:
 
     def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
               progress: Progress | None = None) -> Placement:
-        from policies.rl.core.jobs import load_policy, policy_place
         from policies.rl.core.reinforce import Budget
         from policies.rl.core.task import task_for
         from policies.rl.core.trainer import Trainer
+        from policies.rl.core.training_runs import load_policy, policy_place
         from policies.rl.registry import make_agent, make_config
 
         if self.policy:

@@ -31,7 +31,7 @@ def fmt_ms(s: float | None) -> str:
     return "-" if s is None else f"{s * 1e3:.4g} ms"
 
 
-#: An upload as the app keeps it (dashboard.visitor.keep_upload): ``.uploads/<graph name>-<12 hex>.json``.
+#: An upload as the app keeps it (dashboard.input_guard.keep_upload): ``.uploads/<graph name>-<12 hex>.json``.
 _UPLOAD = re.compile(r"(?P<name>.+)-[0-9a-f]{12}\.json")
 
 

@@ -29,7 +29,7 @@ _uploads_lock = threading.Lock()
 @lru_cache(maxsize=16)
 def graph_from_spec(spec: str) -> CompGraph:
     """The graph of a single-graph spec (file or ``gen:``), cached across reruns, pages and sessions. A spec a
-    visitor typed goes through :func:`dashboard.visitor.graph_spec` first."""
+    visitor typed goes through :func:`dashboard.input_guard.graph_spec` first."""
     from engine.specs import load_graph
 
     return load_graph(spec)

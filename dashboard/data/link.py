@@ -17,7 +17,7 @@ from the preset's own). A page adds its own (:data:`PAGE_PARAMS`):
 
 A page checks its own against what it offers (:mod:`dashboard.widgets.link`).
 
-A link is typed by a visitor: every value goes through :mod:`dashboard.visitor`, the app's one guard. A
+A link is typed by a visitor: every value goes through :mod:`dashboard.input_guard`, the app's one guard. A
 value it refuses becomes one warning line and is ignored, the rest of the link still applies.
 """
 
@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard import visitor
+from dashboard import input_guard
 from dashboard.data import whatif
 from dashboard.data.graphs import example_sources, graph_from_spec
 from dashboard.data.whatif import Edit
@@ -126,7 +126,7 @@ def _graph(text: str) -> tuple[CompGraph, str, str]:
     else:
         spec = text
         label = next((lb for lb, s in examples.items() if s == text), text)
-    loaded = visitor.graph_spec(spec, examples.values())
+    loaded = input_guard.graph_spec(spec, examples.values())
     return graph_from_spec(loaded), label, spec
 
 
@@ -140,9 +140,9 @@ def read_link(params: Mapping[str, str]) -> LinkView:
             if name == GRAPH:
                 view.graph = _graph(value.strip())
             elif name == CLUSTER:
-                view.cluster = visitor.check_preset(value.strip())
+                view.cluster = input_guard.check_preset(value.strip())
             elif name == MODE:
-                view.mode = visitor.check_mode(value.strip())
+                view.mode = input_guard.check_mode(value.strip())
             elif name in PAGE_PARAMS:
                 view.pages[name] = value
             elif not name.startswith(SIM) and name not in STREAMLIT_PARAMS:
@@ -155,7 +155,7 @@ def read_link(params: Mapping[str, str]) -> LinkView:
     for name, value in params.items():
         if name.startswith(SIM):
             try:
-                view.settings[name[len(SIM):]] = visitor.simulation_setting(preset, view.mode, name[len(SIM):],
+                view.settings[name[len(SIM):]] = input_guard.simulation_setting(preset, view.mode, name[len(SIM):],
                                                                             value.strip()[:MAX_VALUE])
             except PlacelabError as exc:
                 view.warnings.append(_refused(name[:40], exc))
@@ -164,7 +164,7 @@ def read_link(params: Mapping[str, str]) -> LinkView:
 
 def read_placers(text: str) -> list[str]:
     """The placers a link's ``placers`` names (SpecError for one not registered)."""
-    return visitor.check_placers(text.split(","))
+    return input_guard.check_placers(text.split(","))
 
 
 def read_edits(text: str) -> tuple[dict[int, list[Edit]], list[str]]:
@@ -194,7 +194,7 @@ def read_runs(text: str, stores: Iterable[RunStore], kinds: Iterable[str] = (), 
         warnings.append(f"Ignored the link's {name} after the first {MAX_IDS} run ids")
     for ref in dict.fromkeys(ids[:MAX_IDS]):
         try:
-            runs.append(visitor.stored_run(ref, stores, kinds))
+            runs.append(input_guard.stored_run(ref, stores, kinds))
         except PlacelabError as exc:
             warnings.append(_refused(name, exc))
     return runs, warnings

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard import visitor
+from dashboard import input_guard
 from dashboard.data.format import UNKNOWN
 from dashboard.data.runs import replay, run_metrics
 from engine.cluster import Cluster
@@ -27,7 +27,7 @@ __all__ = ["DEFAULT_PLACERS", "HIDDEN_PARAMETERS", "SCRATCH_KEPT", "UNKNOWN_SIZE
            "results_table", "save_result"]
 
 DEFAULT_PLACERS = ("single-device", "round-robin")
-#: Placer parameters without a widget: the app reads runs from its own store only (dashboard/visitor.py).
+#: Placer parameters without a widget: the app reads runs from its own store only (dashboard/input_guard.py).
 HIDDEN_PARAMETERS = ("runs_dir",)
 #: Results kept in the scratch store (the newest; older ones are deleted when new ones come).
 SCRATCH_KEPT = 200
@@ -42,13 +42,13 @@ def parse_param(text: str) -> Any:
 
 
 def checked_params(chosen: list[str], settings: dict[str, dict]) -> tuple[dict[str, dict], list[str]]:
-    """Each placer's parameters as it runs them (dashboard/visitor.py), and one error line per refused placer."""
+    """Each placer's parameters as it runs them (dashboard/input_guard.py), and one error line per refused placer."""
     checked: dict[str, dict] = {}
     errors: list[str] = []
     for name in chosen:
         s = settings[name]
         try:
-            checked[name] = visitor.placer_params(name, s["seed"], s["budget"], s["params"])
+            checked[name] = input_guard.placer_params(name, s["seed"], s["budget"], s["params"])
         except (PlacelabError, TypeError, ValueError) as exc:
             errors.append(f"{name}: {exc}")
     return checked, errors

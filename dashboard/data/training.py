@@ -10,11 +10,10 @@ from typing import Any
 
 from dashboard.background import Job, job_of_run, list_jobs, made_by
 from dashboard.data.format import fmt_ms
-from dashboard.data.graphs import example_sources, graph_from_spec
-from dashboard.visitor import graphs_spec, shown_spec
+from dashboard.input_guard import shown_spec
 from engine.store.runs import Run, RunStore
 
-__all__ = ["ACTIVE", "KEY_PARAMETERS", "STOP_PHRASES", "SUGGESTED_GRAPHS", "TrainingState", "check_training_input",
+__all__ = ["ACTIVE", "KEY_PARAMETERS", "STOP_PHRASES", "SUGGESTED_GRAPHS", "TrainingState",
            "command_text", "episode_progress", "graphs_of", "progress_text", "run_row", "shown_status",
            "stop_phrase", "training_state"]
 
@@ -134,18 +133,3 @@ def progress_text(run: Run, status: str) -> tuple[float, str]:
     if reason and status not in ACTIVE:
         parts.append(stop_phrase(reason))
     return (min(done / total, 1.0) if total else 0.0), " · ".join(parts)
-
-
-def check_training_input(placer: str, graphs: str, params: dict[str, Any]) -> str:
-    """Raise a PlacelabError (one sentence) for input the app or the training process would refuse; else the
-    graph spec the process gets (an upload as its file in the app's upload folder)."""
-    from engine.specs import expand_graph_specs
-    from policies.rl.registry import make_config
-
-    job_graphs = graphs_spec(graphs, example_sources().values())
-    expand_graph_specs(job_graphs)
-    make_config(placer, params)
-    for part in (p.strip() for p in job_graphs.split(",")):
-        if part and not part.startswith("family:"):
-            graph_from_spec(part)
-    return job_graphs

@@ -60,7 +60,7 @@ def graph_picker() -> bool:
 
     Returns False when the last attempt failed (the error is shown; the current graph is unchanged).
     """
-    from dashboard.visitor import graph_spec as visitor_spec
+    from dashboard.input_guard import graph_spec as visitor_spec
 
     source = st.radio("Graph source", SOURCES, horizontal=True,
                       key=keep(keys.GRAPHS_SOURCE, SOURCES[0], options=SOURCES))

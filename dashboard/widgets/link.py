@@ -5,7 +5,7 @@ simulation settings the view before the sidebar is drawn, and keeps its page par
 shown (:func:`take`, :func:`linked_runs`) during that first run. :func:`write_link` puts the view back into
 the link at the end of every run, the page's own parameters (:func:`set_page_params`) with it, in one
 change (Streamlit adds a browser-history entry per change of the link). :mod:`dashboard.data.link` reads and
-writes the parameters, through the app's guard (:mod:`dashboard.visitor`).
+writes the parameters, through the app's guard (:mod:`dashboard.input_guard`).
 
 Besides the runs a page names (``run``, ``runs``, ``results``), a page keeps in the link every other choice that
 changes what it draws (Compare's pair of timelines and its toggles, ...; :data:`dashboard.data.link.PAGE_PARAMS`
@@ -24,8 +24,8 @@ import streamlit as st
 from dashboard import state as keys
 from dashboard.context import current_cluster, current_graph, graph_label, graph_spec, set_cluster, set_graph
 from dashboard.data import link
+from dashboard.input_guard import keep_upload
 from dashboard.stores import example_runs_dir, run_store, scratch_store
-from dashboard.visitor import keep_upload
 from dashboard.widgets.graph_picker import show_in_picker
 from engine.errors import PlacelabError
 from engine.store.runs import Run, RunStore

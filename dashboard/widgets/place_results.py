@@ -12,8 +12,8 @@ from dashboard.data.measured import execution_problem, start_execution
 from dashboard.data.place import UNKNOWN_SIZES, default_run_name, results_table, save_result
 from dashboard.data.runs import estimate_warnings
 from dashboard.figures import makespan_bars
+from dashboard.input_guard import APP_MAX_STEP_MS, check_jobs, check_number
 from dashboard.stores import run_store
-from dashboard.visitor import APP_MAX_STEP_MS, check_jobs, check_number
 from dashboard.widgets.measured import execution_panel
 from dashboard.widgets.schedule import show_graph_view, show_metrics, show_schedule_figures
 from dashboard.widgets.ui import guard, show_figure, show_table, table_downloads

@@ -11,10 +11,11 @@ from typing import Any
 import streamlit as st
 
 from dashboard import state as keys
-from dashboard.background import launch, train_command
+from dashboard.background import launch_training, ray_address, train_command
 from dashboard.context import current_cluster, current_graph, graph_spec, keep
-from dashboard.data.training import KEY_PARAMETERS, SUGGESTED_GRAPHS, check_training_input, command_text
-from dashboard.visitor import check_training, keep_upload
+from dashboard.data.graphs import example_sources
+from dashboard.data.training import KEY_PARAMETERS, SUGGESTED_GRAPHS, command_text
+from dashboard.input_guard import check_training, graphs_spec, keep_upload
 from dashboard.widgets.ui import guard
 from engine.store.runs import RunStore
 
@@ -95,6 +96,8 @@ def _graph_suggestions() -> dict[str, str]:
 
 
 def start_form(store: RunStore) -> None:
+    from policies.rl.core.reinforce import Budget
+    from policies.rl.core.request import build_request
     from policies.rl.registry import learned_placers
 
     st.subheader("New training run")
@@ -131,9 +134,10 @@ def start_form(store: RunStore) -> None:
     if cols[4].button("Start training", type="primary", key=keys.TRAIN_START):
         with guard("Cannot start training"), st.spinner("Checking the graphs ..."):
             check_training(episodes, workers, store.root)
-            job_graphs = check_training_input(placer, graphs, params)
-            command = train_command(placer, job_graphs, cluster, episodes=episodes, params=params, seed=seed,
-                                    name=name or None, runs_dir=store.root, workers=workers)
-            job = launch(store.root, command, label=name or f"{placer} on {graphs}")
+            request = build_request(placer, graphs_spec(graphs, example_sources().values()), current_cluster(),
+                                    params=params, seed=seed, budget=Budget(episodes=episodes), store=store.root,
+                                    runs_dir=str(store.root), name=name or None, workers=workers or None,
+                                    address=ray_address() if workers else None)
+            job = launch_training(store.root, request, label=name or f"{placer} on {graphs}")
             st.success(f"Started training {job.label} (process {job.pid}); it appears below once its graphs "
                        "are loaded.")

@@ -24,7 +24,7 @@ from dashboard.data.learning import (
 )
 from dashboard.data.training import ACTIVE, TrainingState, graphs_of, progress_text, run_row, training_state
 from dashboard.figures import learning_curves
-from dashboard.visitor import check_training
+from dashboard.input_guard import check_training
 from dashboard.widgets.schedule import curve_controls
 from dashboard.widgets.ui import guard, show_error, show_figure, show_table
 from engine.store.runs import Run, RunStore

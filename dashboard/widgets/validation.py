@@ -9,8 +9,8 @@ import streamlit as st
 from dashboard import state as keys
 from dashboard.context import cluster_label, current_cluster, current_graph, keep
 from dashboard.data.measured import execution_problem, failure_message, start_validation, validation_job
+from dashboard.input_guard import APP_MAX_STEP_MS, check_jobs, check_number
 from dashboard.stores import run_store
-from dashboard.visitor import APP_MAX_STEP_MS, check_jobs, check_number
 from dashboard.widgets.measured import POLL_S
 from dashboard.widgets.ui import guard, show_error
 

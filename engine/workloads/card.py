@@ -3,7 +3,7 @@
 A workload module marks each generator function with :func:`generator`; :mod:`engine.generators` lists the
 modules and collects their cards (:func:`cards_of`), so the name is written once, on the card. Every numeric
 parameter declares its range on the card (:class:`~engine.limits.Bound`): checked on every call before anything
-is built, and by the app's guard (``dashboard/visitor.py``) with the app's ceilings.
+is built, and by the app's guard (``dashboard/input_guard.py``) with the app's ceilings.
 """
 
 from __future__ import annotations

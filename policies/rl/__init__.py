@@ -8,7 +8,7 @@ Layout (torch is imported only inside the functions that need it, never by a pac
   their sources; a placer's card), :mod:`~policies.rl.registry` (the explicit list of placers),
   :mod:`~policies.rl.core.task` (a graph grouped and featurised for learning), :mod:`~policies.rl.core.reinforce`
   (returns, baselines, schedules, budgets), :mod:`~policies.rl.core.trainer` (collect → update; checkpoints,
-  resume), :mod:`~policies.rl.core.workers` (rollouts on Ray), :mod:`~policies.rl.core.jobs` (stored
+  resume), :mod:`~policies.rl.core.workers` (rollouts on Ray), :mod:`~policies.rl.core.training_runs` (stored
   trainings and evaluations), :mod:`~policies.rl.core.health` (the learning-health verdict's rule; its
   record and words: :mod:`~policies.rl.core.health_record`, :mod:`~policies.rl.core.health_words`; its
   inputs: :mod:`~policies.rl.core.training_health`, :mod:`~policies.rl.core.random_search`,

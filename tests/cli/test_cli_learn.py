@@ -149,8 +149,8 @@ def test_eval_on_sixteen_graphs_of_different_sizes(capsys, files):
 
     from engine.specs import load_cluster, load_graph
     from engine.store.runs import RunStore
-    from policies.rl.core.jobs import load_policy, policy_place
     from policies.rl.core.task import task_for
+    from policies.rl.core.training_runs import load_policy, policy_place
 
     code, out, err = _train(capsys, files, "--save", "--param", "groups=6")
     assert code == 0, err

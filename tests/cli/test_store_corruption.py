@@ -150,8 +150,8 @@ def test_bundled_example_runs_all_read(capsys):
 @pytest.fixture(scope="module")
 def trained_template(tmp_path_factory):
     """One 4-episode Placeto training run, built once (copied by each test that damages it)."""
-    from policies.rl.core.jobs import start_training
     from policies.rl.core.reinforce import Budget
+    from policies.rl.core.training_runs import start_training
 
     root = tmp_path_factory.mktemp("trained") / "runs"
     with pytest.MonkeyPatch.context() as mp:

@@ -60,8 +60,8 @@ TINY_PARAMS = {"groups": 8, "batch": 2}
 @pytest.fixture(scope="session")
 def _learning_template(tmp_path_factory):
     """Built once: a failed training run, a finished 4-episode Placeto run, an experiment run."""
-    from policies.rl.core.jobs import start_training
     from policies.rl.core.reinforce import Budget
+    from policies.rl.core.training_runs import start_training
 
     store = RunStore(tmp_path_factory.mktemp("learning") / "runs")
     broken = store.create("train", graph_name="random-60-s1", graph_hash="0", cluster="k80x2", placer="rnn",

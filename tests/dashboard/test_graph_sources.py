@@ -18,9 +18,9 @@ def test_spec_box_refuses_a_server_path(empty_runs, tmp_path):
     app.text_input(key="graphs_spec").set_value(str(secret)).run()
     app.button(key="graphs_use").click().run()
     assert not app.exception
-    from dashboard.visitor import PATH_REFUSED
+    from dashboard.input_guard import PATH_REFUSED
 
-    assert [e.value for e in app.error] == [PATH_REFUSED]  # the app's one answer to a path (dashboard/visitor.py)
+    assert [e.value for e in app.error] == [PATH_REFUSED]  # the app's one answer to a path (dashboard/input_guard.py)
     # before: the file was loaded and summarized; now the page shows no graph of it
     assert all("secret" not in h.value for h in app.subheader)
     assert all("secret" not in m.value for m in [*app.markdown, *app.caption])

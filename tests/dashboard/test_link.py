@@ -408,7 +408,7 @@ def test_a_linked_generator_beyond_its_bounds_is_one_warning_and_never_built(emp
 
 @pytest.mark.parametrize(("name", "page"), [(link.RUN, "runs"), (link.RUNS, "compare"), (link.RESULTS, "place")])
 def test_a_refused_run_id_says_what_is_wrong_for_its_parameter(stored_runs, name, page):
-    from dashboard.visitor import RUN_REFUSED
+    from dashboard.input_guard import RUN_REFUSED
 
     app = app_with_link({name: "../../etc/passwd"}, page).run()
     assert not app.exception and not app.error

@@ -1,6 +1,6 @@
 """Issue 33: no input of the app reads the server's files or run stores, and no size or budget runs away.
 
-The guard (``dashboard/visitor.py``) on its own, then every page's inputs headless (AppTest): server paths
+The guard (``dashboard/input_guard.py``) on its own, then every page's inputs headless (AppTest): server paths
 (``/etc/passwd``, ``/``, ``/root``, ``../../etc``, a real graph file, a real run store outside the app's, a
 symlink out of the upload folder) all get the same message; oversized generator specs and budgets are
 refused before any work, as one line with no traceback.
@@ -17,9 +17,9 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import visitor
+from dashboard import input_guard
 from dashboard.background import list_jobs
-from dashboard.visitor import PATH_REFUSED, POLICY_REFUSED, RUNS_DIR_REFUSED
+from dashboard.input_guard import PATH_REFUSED, POLICY_REFUSED, RUNS_DIR_REFUSED
 from engine.errors import SpecError
 from engine.generators import random_dag
 from engine.graph.io import save_graph
@@ -75,42 +75,42 @@ def errors(app: AppTest) -> list[str]:
 
 def test_every_server_path_gets_the_same_message(empty_runs, outside):
     for probe in _probes(outside):
-        for check in (visitor.graph_spec, visitor.graphs_spec):
+        for check in (input_guard.graph_spec, input_guard.graphs_spec):
             with pytest.raises(SpecError) as err:
                 check(probe)
             assert str(err.value) == PATH_REFUSED, probe  # existing or not, file or folder: one answer
     with pytest.raises(SpecError, match="not a graph the app serves"):
-        visitor.graphs_spec(f"gen:random?ops=5, {outside[0]}")
+        input_guard.graphs_spec(f"gen:random?ops=5, {outside[0]}")
 
 
 def test_generator_specs_examples_bench_and_families_pass(empty_runs):
-    assert visitor.graph_spec(" gen:random?ops=5 ") == "gen:random?ops=5"
-    assert visitor.graph_spec("/srv/listed.json", ["/srv/listed.json"]) == "/srv/listed.json"
+    assert input_guard.graph_spec(" gen:random?ops=5 ") == "gen:random?ops=5"
+    assert input_guard.graph_spec("/srv/listed.json", ["/srv/listed.json"]) == "/srv/listed.json"
     from engine.workloads.published import bench_descriptions
 
     bench = next(iter(bench_descriptions()))
-    assert visitor.graph_spec(bench) == bench
-    assert visitor.graphs_spec("gen:random?ops=5, family:cifar10:train") == "gen:random?ops=5,family:cifar10:train"
+    assert input_guard.graph_spec(bench) == bench
+    assert input_guard.graphs_spec("gen:random?ops=5, family:cifar10:train") == "gen:random?ops=5,family:cifar10:train"
     with pytest.raises(SpecError, match="names no graph"):
-        visitor.graphs_spec(" , ")
+        input_guard.graphs_spec(" , ")
 
 
 def test_uploads_resolve_inside_the_upload_folder_only(empty_runs, tmp_path):
     g = random_dag(ops=7, seed=3, name="my graph/../x")
-    spec = visitor.keep_upload(g)
+    spec = input_guard.keep_upload(g)
     assert spec.startswith("upload:") and "/" not in spec
-    path = visitor.graph_spec(spec)
-    assert os.path.dirname(path) == str(visitor.uploads_dir())
-    assert visitor.keep_upload(g) == spec  # once per content
-    assert visitor.shown_spec(f"{path},gen:random?ops=5") == f"{spec},gen:random?ops=5"
+    path = input_guard.graph_spec(spec)
+    assert os.path.dirname(path) == str(input_guard.uploads_dir())
+    assert input_guard.keep_upload(g) == spec  # once per content
+    assert input_guard.shown_spec(f"{path},gen:random?ops=5") == f"{spec},gen:random?ops=5"
     secret = tmp_path / "secret.json"
     save_graph(random_dag(ops=5, seed=0), secret)
-    (visitor.uploads_dir() / "evil.json").symlink_to(secret)  # a symlink out of the upload folder
-    (visitor.uploads_dir() / "sub.json").mkdir()
+    (input_guard.uploads_dir() / "evil.json").symlink_to(secret)  # a symlink out of the upload folder
+    (input_guard.uploads_dir() / "sub.json").mkdir()
     for probe in ["upload:evil", "upload:../../etc/passwd", "upload:/etc/passwd", "upload:.hidden", "upload:sub",
                   "upload:nothing-here", "upload:"]:
         with pytest.raises(SpecError) as err:
-            visitor.graph_spec(probe)
+            input_guard.graph_spec(probe)
         assert str(err.value) == PATH_REFUSED, probe
 
 
@@ -139,45 +139,45 @@ def test_oversized_generator_specs_are_refused_before_building(spec, limit, monk
 
     monkeypatch.setitem(generators.GENERATORS, gen.name, dataclasses.replace(gen, make=never))
     with pytest.raises(SpecError) as err:
-        visitor.check_generator(spec)
+        input_guard.check_generator(spec)
     assert str(err.value).startswith(limit)
 
 
 def test_generator_limits_leave_ordinary_specs_alone():
     for spec in ["gen:random?ops=200&seed=1", "gen:nmt", "gen:family-ptb?index=3", "gen:chainmm?gpus=8",
                  "gen:nasnet?variant=large&batch=4096", "gen:inception-v3"]:
-        visitor.check_generator(spec)
+        input_guard.check_generator(spec)
     with pytest.raises(SpecError, match="has no parameter 'nodes'"):
-        visitor.check_generator("gen:random?nodes=5")  # the engine's own message
+        input_guard.check_generator("gen:random?nodes=5")  # the engine's own message
     with pytest.raises(SpecError, match="unknown generator 'nope'"):
-        visitor.check_generator("gen:nope")
+        input_guard.check_generator("gen:nope")
 
 
 def test_training_runs_come_from_the_app_store_only(learning_runs, outside, tmp_path):
     store, ids = learning_runs
     trained = ids["trained"]
-    assert visitor.training_run(trained).path == store.root / trained
-    assert visitor.training_run(trained[:-2]).id == trained  # a unique prefix
+    assert input_guard.training_run(trained).path == store.root / trained
+    assert input_guard.training_run(trained[:-2]).id == trained  # a unique prefix
     _graph, foreign = outside
     for probe in [*SERVER_PATHS, str(foreign.path), str(store.root / trained), f"../{trained}", ".jobs"]:
         with pytest.raises(SpecError) as err:
-            visitor.training_run(probe)
+            input_guard.training_run(probe)
         assert str(err.value) == POLICY_REFUSED, probe
     with pytest.raises(SpecError, match="no run of the app's run store has the id"):
-        visitor.training_run(foreign.id)  # a run of another store, by its id
+        input_guard.training_run(foreign.id)  # a run of another store, by its id
     with pytest.raises(SpecError, match="is a place run"):
-        visitor.training_run(store.list(kind="place")[0].id)
+        input_guard.training_run(store.list(kind="place")[0].id)
     (store.root / "escape").symlink_to(foreign.path)  # a run folder that leads out of the store
     with pytest.raises(SpecError) as err:
-        visitor.training_run("escape")
+        input_guard.training_run("escape")
     assert str(err.value) == POLICY_REFUSED
 
 
 def test_placer_parameters_paths_and_budgets(learning_runs, outside):
     store, ids = learning_runs
-    out = visitor.placer_params("placeto", 0, 5, {"policy": ids["trained"], "groups": 8})
+    out = input_guard.placer_params("placeto", 0, 5, {"policy": ids["trained"], "groups": 8})
     assert out == {"policy": str(store.root / ids["trained"]), "groups": 8, "runs_dir": str(store.root)}
-    assert visitor.placer_params("placeto", 0, None, {})["runs_dir"] == str(store.root)
+    assert input_guard.placer_params("placeto", 0, None, {})["runs_dir"] == str(store.root)
     graph, foreign = outside
     refusals = [
         ("placeto", None, {"policy": str(foreign.path)}, POLICY_REFUSED),
@@ -197,21 +197,21 @@ def test_placer_parameters_paths_and_budgets(learning_runs, outside):
     ]
     for placer, budget, params, message in refusals:
         with pytest.raises(SpecError, match=re.escape(message)):
-            visitor.placer_params(placer, 0, budget, params)
+            input_guard.placer_params(placer, 0, budget, params)
     with pytest.raises(SpecError, match="MAX_SEED"):
-        visitor.placer_params("random", 2**40, None, {})
-    assert visitor.placer_params("expert", 0, None, {"split": ""}) == {"split": None}
+        input_guard.placer_params("random", 2**40, None, {})
+    assert input_guard.placer_params("expert", 0, None, {"split": ""}) == {"split": None}
 
 
 def test_background_jobs_and_training_sizes_are_bounded(empty_runs, monkeypatch):
-    visitor.check_training(500, 0, empty_runs)
+    input_guard.check_training(500, 0, empty_runs)
     with pytest.raises(SpecError, match="MAX_COUNT"):
-        visitor.check_training(10**7, 0, empty_runs)
+        input_guard.check_training(10**7, 0, empty_runs)
     with pytest.raises(SpecError, match="APP_MAX_WORKERS"):
-        visitor.check_training(5, 10**6, empty_runs)
-    monkeypatch.setattr(visitor, "APP_MAX_JOBS", 0)
+        input_guard.check_training(5, 10**6, empty_runs)
+    monkeypatch.setattr(input_guard, "APP_MAX_JOBS", 0)
     with pytest.raises(SpecError, match="APP_MAX_JOBS"):
-        visitor.check_jobs(empty_runs)
+        input_guard.check_jobs(empty_runs)
 
 
 # -- every page's inputs -----------------------------------------------------------------------
@@ -228,7 +228,7 @@ def test_graphs_page_refuses_paths_and_oversized_specs(empty_runs, outside):
     app.text_input(key="graphs_spec").set_value("gen:random?ops=10000000&degree=1000").run()
     app.button(key="graphs_use").click().run()
     assert errors(app) == ["gen:random: ops=10000000 is beyond the app's limit of 200,000"]
-    app.text_input(key="graphs_spec").set_value(visitor.keep_upload(random_dag(ops=7, seed=1))).run()
+    app.text_input(key="graphs_spec").set_value(input_guard.keep_upload(random_dag(ops=7, seed=1))).run()
     app.button(key="graphs_use").click().run()  # a graph uploaded earlier, by its upload: name
     assert errors(app) == [] and {m.label: m.value for m in app.metric}["Ops"] == "7"
 
@@ -270,8 +270,8 @@ def test_train_page_refuses_an_oversized_resume(learning_runs):
 
 def test_train_page_refuses_a_symlink_out_of_the_upload_folder(empty_runs, outside):
     graph, _run = outside
-    visitor.uploads_dir().mkdir(parents=True)
-    (visitor.uploads_dir() / "evil.json").symlink_to(graph)
+    input_guard.uploads_dir().mkdir(parents=True)
+    (input_guard.uploads_dir() / "evil.json").symlink_to(graph)
     app = page_app("train").run()
     app.text_input(key="train_graphs").set_value("upload:evil").run()
     app.button(key="train_start").click().run()
@@ -414,12 +414,14 @@ def test_train_page_defaults_to_the_current_graph(empty_runs):
 def test_training_on_an_uploaded_graph_end_to_end(empty_runs, kill_jobs_after, tmp_path):
     import time
 
+    from policies.rl.core.request import TrainingRequest
+
     kill_jobs_after(empty_runs)
     app, graph = _upload_app(tmp_path)
     app.run()
     spec = app.text_input(key="train_graphs").value
     assert spec == f"upload:my-upload-{graph.content_hash[:12]}"
-    assert (visitor.uploads_dir() / f"{spec[7:]}.json").is_file()
+    assert (input_guard.uploads_dir() / f"{spec[7:]}.json").is_file()
     app.selectbox(key="train_placer").set_value("placeto").run()
     app.number_input(key="train_placeto_groups").set_value(8)
     app.number_input(key="train_placeto_batch").set_value(2)
@@ -430,7 +432,8 @@ def test_training_on_an_uploaded_graph_end_to_end(empty_runs, kill_jobs_after, t
     app.button(key="train_start").click().run()
     assert errors(app) == []
     [job] = list_jobs(empty_runs)
-    assert job.command[job.command.index("--graphs") + 1] == str(visitor.uploads_dir() / f"{spec[7:]}.json")
+    request = TrainingRequest.read(job.command[job.command.index("--request") + 1])  # what the process trains
+    assert request.graphs == str(input_guard.uploads_dir() / f"{spec[7:]}.json")
     store = RunStore(empty_runs)
     deadline = time.monotonic() + TIMEOUT
     while not store.list(kind="train", status="done") and time.monotonic() < deadline:

@@ -30,9 +30,9 @@ from engine.parallel.tasks import ParallelMap
 from engine.specs import load_cluster
 from engine.store.runs import RunStore
 from engine.workloads.placeto_families import family
-from policies.rl.core.jobs import load_policy, load_tasks, policy_place, start_training
 from policies.rl.core.reinforce import Budget, StoppingRule
 from policies.rl.core.trainer import Trainer
+from policies.rl.core.training_runs import load_policy, load_tasks, policy_place, start_training
 from policies.rl.registry import make_agent, make_config
 
 __all__ = ["METHODS", "generalization"]

@@ -361,7 +361,7 @@ def test_an_update_reaches_exactly_the_policies_in_use(variant):
 def test_stages_chain_through_stored_runs(tmp_path):
     from engine.errors import SpecError
     from engine.store.runs import RunStore
-    from policies.rl.core.jobs import start_training
+    from policies.rl.core.training_runs import start_training
 
     store = RunStore(tmp_path)
     spec, params = "gen:random?ops=8&seed=1", {k: v for k, v in SMALL.items()}
@@ -389,7 +389,7 @@ def test_a_run_stored_with_the_earlier_defaults_keeps_its_own(tmp_path):
     edge width is refused with the setting that matches it."""
     from engine.errors import SpecError
     from engine.store.runs import RunStore
-    from policies.rl.core.jobs import load_policy, start_training
+    from policies.rl.core.training_runs import load_policy, start_training
 
     store = RunStore(tmp_path)
     spec, small = "gen:random?ops=8&seed=1", {"hidden": 16, "rounds": 2, "head": 8}

@@ -253,7 +253,7 @@ def test_trains_resumes_and_places_graphs_it_never_saw_from_the_cli(tmp_path, ca
 
 
 def test_stage_two_starts_from_stage_one_through_init_from(tmp_path):
-    from policies.rl.core.jobs import start_training
+    from policies.rl.core.training_runs import start_training
 
     store, spec = RunStore(tmp_path), "gen:random?ops=8&seed=1"
     first = start_training("gdp", spec, "k80x2", params={**SMALL, "stage": "imitation"}, store=store,

@@ -292,8 +292,8 @@ def test_assess_evaluates_as_many_random_placements_as_the_training(tmp_path):
 
 
 def test_stored_runs_new_and_old(tmp_path):
-    from policies.rl.core.jobs import start_training
     from policies.rl.core.reinforce import Budget
+    from policies.rl.core.training_runs import start_training
 
     store = RunStore(tmp_path / "runs")
     out = start_training("placeto", graph_file(tmp_path), cluster_file(tmp_path), params={"groups": None, "batch": 4},

@@ -13,11 +13,11 @@ from engine.graph.compgraph import CompGraph
 from engine.graph.io import save_graph
 from engine.sim.simulator import Simulator
 from engine.store.runs import RunStore
-from policies.rl.core.jobs import start_training
 from policies.rl.core.measured import measured_rewards, rewards_for
 from policies.rl.core.reinforce import Budget, StoppingRule
 from policies.rl.core.task import make_task
 from policies.rl.core.trainer import Trainer
+from policies.rl.core.training_runs import start_training
 from policies.rl.placeto.agent import PlacetoAgent
 from policies.rl.placeto.config import PlacetoConfig
 

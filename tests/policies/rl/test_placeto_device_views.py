@@ -124,9 +124,9 @@ def test_a_run_stored_before_devices_existed_reloads_and_starts_a_new_stage_as_i
     that matches it, and runs with that setting."""
     from engine.errors import SpecError
     from engine.store.runs import RunStore
-    from policies.rl.core.jobs import load_policy, start_training
     from policies.rl.core.reinforce import Budget, StoppingRule
     from policies.rl.core.run_files import POLICY
+    from policies.rl.core.training_runs import load_policy, start_training
     from policies.rl.placeto.sweep_net import SweepNet
 
     store = RunStore(tmp_path)

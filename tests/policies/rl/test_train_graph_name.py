@@ -9,8 +9,8 @@ from rl_graphs import cluster_file, diamond, two_chains
 
 from engine.graph.io import save_graph
 from engine.store.runs import RunStore
-from policies.rl.core.jobs import start_training
 from policies.rl.core.reinforce import Budget
+from policies.rl.core.training_runs import start_training
 
 
 def test_a_training_on_graph_files_stores_their_names(tmp_path, one_torch_thread):

@@ -17,10 +17,10 @@ from engine.cluster import save_cluster
 from engine.graph.io import save_graph
 from engine.store.runs import RunStore
 from policies.rl.core.agent import backward
-from policies.rl.core.jobs import resume_training, start_training
 from policies.rl.core.reinforce import Budget, StoppingRule
 from policies.rl.core.run_files import CHECKPOINT, CURVE
 from policies.rl.core.task import make_task
+from policies.rl.core.training_runs import resume_training, start_training
 from policies.rl.core.workers import RolloutWorker, RolloutWorkers
 from policies.rl.doppler.agent import DopplerAgent
 from policies.rl.doppler.config import DopplerConfig

@@ -207,6 +207,18 @@ def graphs_spec(text: str, examples: Iterable[str] = ()) -> str:
 # -- runs and placer parameters ----------------------------------------------------------------
 
 
+def _load_inside(store: RunStore, run_id: str, refused: str) -> Run:
+    """Run ``run_id`` of ``store``; ``refused`` when its folder is a link or leads out of the store, one line when
+    it cannot be read."""
+    path = store.root / run_id
+    if path.is_symlink() or path.resolve().parent != store.root.resolve():
+        raise SpecError(refused)
+    try:
+        return store.load(run_id)
+    except PlacelabError:
+        raise SpecError(f"run {run_id} cannot be read (see the Runs page)") from None
+
+
 def _stores() -> list[RunStore]:
     from dashboard.stores import example_runs_dir, runs_dir
 
@@ -232,13 +244,7 @@ def training_run(ref: str) -> Run:
     if len(found) > 1:
         raise SpecError(f"run prefix {quote(ref)} is ambiguous: it matches {', '.join(i for _, i in found[:5])}")
     store, run_id = found[0]
-    path = store.root / run_id
-    if path.is_symlink() or path.resolve().parent != store.root.resolve():
-        raise SpecError(POLICY_REFUSED)
-    try:
-        run = store.load(run_id)
-    except PlacelabError:
-        raise SpecError(f"run {run_id} cannot be read (see the Runs page)") from None
+    run = _load_inside(store, run_id, POLICY_REFUSED)
     kind = run.meta.get("kind")
     if kind != "train":
         raise SpecError(f"run {run_id} is a {kind} run: a policy comes from a training run")
@@ -361,15 +367,9 @@ def stored_run(ref: str, stores: Iterable[RunStore], kinds: Iterable[str] = ()) 
     if not _NAME.fullmatch(ref):
         raise SpecError(RUN_REFUSED)
     for store in stores:
-        path = store.root / ref
-        if not path.is_dir():
+        if not (store.root / ref).is_dir():
             continue
-        if path.is_symlink() or path.resolve().parent != store.root.resolve():
-            raise SpecError(RUN_REFUSED)
-        try:
-            run = store.load(ref)
-        except PlacelabError:
-            raise SpecError(f"run {ref} cannot be read (see the Runs page)") from None
+        run = _load_inside(store, ref, RUN_REFUSED)
         kinds = tuple(kinds)
         if kinds and run.meta.get("kind") not in kinds:
             raise SpecError(f"run {ref} is a {run.meta.get('kind')} run, not a {' or '.join(kinds)} run")

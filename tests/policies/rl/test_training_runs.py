@@ -1,4 +1,4 @@
-"""Training runs (policies.rl.core.jobs): run files, resume, stop requests, zero-shot eval, errors."""
+"""Training runs (policies.rl.core.training_runs): run files, resume, stop requests, zero-shot eval, errors."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from rl_graphs import cluster, cluster_file, diamond, graph_file, two_chains
 from engine.errors import PlacelabError, RunError, SpecError
 from engine.store.runs import RunStore
 from policies.registry import make_placer
-from policies.rl.core.jobs import evaluate_policy, load_policy, resume_training, start_training
 from policies.rl.core.reinforce import Budget
 from policies.rl.core.run_files import CURVE, request_stop
+from policies.rl.core.training_runs import evaluate_policy, load_policy, resume_training, start_training
 from policies.rl.placeto.agent import PlacetoAgent
 
 torch.set_num_threads(1)

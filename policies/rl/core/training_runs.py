@@ -43,9 +43,9 @@ from engine.sim.simulator import Simulator
 from engine.specs import expand_graph_specs, load_cluster, load_graph
 from engine.store.records import write_placement_files
 from engine.store.runs import Run, RunStore
-from policies.rl.core.config import LearnedConfig
-from policies.rl.core.measured import REWARDS, check_executable, rewards_for
+from policies.rl.core.measured import check_executable, rewards_for
 from policies.rl.core.reinforce import Budget, StoppingRule
+from policies.rl.core.request import TrainingRequest, build_request
 from policies.rl.core.run_files import CHECKPOINT, CURVE, POLICY, STOP_REQUEST
 from policies.rl.core.run_safety import (
     fail_run,
@@ -61,7 +61,7 @@ from policies.rl.core.trainer import Trainer, read_checkpoint
 from policies.rl.registry import make_agent, make_config, stored_params
 
 __all__ = ["TrainOutcome", "evaluate_policy", "load_policy", "load_tasks", "policy_place", "resume_training",
-           "start_training"]
+           "run_training", "start_training"]
 
 Progress = Callable[[int, int, str], None]
 
@@ -100,15 +100,6 @@ class _CurveKeepingTrainer(Trainer):
                 self.curve.setdefault(k, []).append(v)
 
 
-def _default_groups(placer: str, spec: str, params: dict[str, Any]) -> dict[str, Any]:
-    """A family's own group count (Placeto §4: nmt 160, ptb/cifar10 128) unless ``groups`` is given."""
-    if "groups" in params or not spec.strip().startswith("family:"):
-        return params
-    from engine.workloads.placeto_families import family
-
-    return {**params, "groups": family(spec.strip().split(":")[1]).groups}
-
-
 def load_tasks(specs: list[str], cluster: Cluster, config: Any) -> dict[str, PlacementTask]:
     """Load and group every graph spec for a learned placer (key = the spec)."""
     return {spec: task_for(load_graph(spec), cluster, config) for spec in specs}
@@ -118,76 +109,47 @@ def _budget_doc(b: Budget) -> dict[str, Any]:
     return {"episodes": b.episodes, "placements": b.placements, "seconds": b.seconds}
 
 
-def start_training(placer: str, graphs: str, cluster: str | Cluster, *, params: dict[str, Any] | None = None,
-                   seed: int = 0, budget: Budget | None = None, stopping: StoppingRule | None = None,
-                   store: RunStore | None = None, tags: list[str] | None = None, name: str | None = None,
-                   progress: Progress | None = None, init_from: str | None = None,
-                   runs_dir: str | None = None, reward: str | None = None,
-                   workers: int | None = None, address: str | None = None,
-                   max_random: int | None = None) -> TrainOutcome:
-    """Train learned placer ``placer`` on the graphs of ``graphs`` (a multi-graph spec) and store the run.
+def start_training(placer: str, graphs: str, cluster: str | Cluster, *, store: RunStore | None = None,
+                   progress: Progress | None = None, **options: Any) -> TrainOutcome:
+    """Train learned placer ``placer`` on the graphs of ``graphs`` (a multi-graph spec), stored in ``store``
+    when given: :func:`run_training` of :func:`~policies.rl.core.request.build_request` (``options`` are its
+    keyword arguments)."""
+    request = build_request(placer, graphs, cluster, store=None if store is None else store.root, **options)
+    return run_training(request, progress=progress)
 
-    ``init_from``: a stored training run of the same placer (an id or unique prefix in ``runs_dir``; anything
-    else — a path, ``..``, ``''`` — is refused up front, as ``eval`` and ``--resume`` refuse it) whose weights the
-    new policy starts from — DOPPLER's next stage (§5) and
-    transfer to another graph or cluster (Tables 4, 10, 11). ``reward="measured"`` executes
-    every evaluated placement on the cluster's devices and rewards its measured makespan
-    (:mod:`policies.rl.core.measured`); None: ``simulated``, except DOPPLER's stage ``real`` (Stage III),
-    which is always ``measured``. ``workers``/``address``: collect the rollouts on Ray workers
-    (:mod:`policies.rl.core.workers`). ``max_random``: cap the random placements per graph of the
-    learning-health comparison (None: as many as the training evaluated; :mod:`policies.rl.core.health`).
-    """
-    if reward is not None and reward not in REWARDS:
-        raise SpecError(f"reward must be one of {', '.join(REWARDS)}, got {quote(reward)}")
-    if store is not None:
-        store.check_writable()  # a read-only or full store: one line before the graphs load
-    source_run = RunStore(runs_dir).load(init_from) if init_from is not None else None  # before any work
-    specs = expand_graph_specs(graphs)
-    params = _default_groups(placer, graphs, dict(params or {}))
-    config = make_config(placer, params)
-    reward = _reward_kind(config, reward)
-    if reward != "simulated" and (workers is not None or address is not None):
-        raise SpecError("--reward measured executes placements on this machine's devices, one at a time: "
-                        "it cannot be combined with --workers or --address")
-    c = cluster if isinstance(cluster, Cluster) else load_cluster(cluster)
-    if reward == "measured":
-        check_executable(c)  # before the run is created: one sentence, nothing stored
-    budget = budget or Budget(episodes=1000)
-    stopping = stopping or StoppingRule()
-    tasks = load_tasks(specs, c, config)
-    agent = make_agent(placer, c.num_devices, config.to_dict(), seed=seed, tasks=list(tasks.values()))
-    source = _init_weights(agent, placer, source_run) if source_run is not None else None
-    rollouts = _workers(placer, agent, tasks, workers, address)  # bad worker options: refused before the run
+
+def run_training(request: TrainingRequest, *, progress: Progress | None = None) -> TrainOutcome:
+    """Train as ``request`` says (checked when it was built: nothing here parses or checks it again)."""
+    r = request
+    c = r.cluster
+    config = make_config(r.placer, r.params)
+    tasks = load_tasks(list(r.specs), c, config)
+    agent = make_agent(r.placer, c.num_devices, config.to_dict(), seed=r.seed, tasks=list(tasks.values()))
+    source = _init_weights(agent, r.placer, RunStore(r.runs_dir).load(r.init_from)) if r.init_from else None
+    rollouts = _workers(r.placer, agent, tasks, r.workers, r.address)  # bad worker options: refused before the run
     run = None
-    if store is not None:
+    if r.store is not None:
         # each single graph by its name, never by its file's path (an upload lives in the app's server folder)
-        graph_name = ",".join(tasks[p].graph.name if p in tasks else p for p in (s.strip() for s in graphs.split(","))
+        graph_name = ",".join(tasks[p].graph.name if p in tasks else p for p in (s.strip() for s in r.graphs.split(","))
                               if p)
-        run = store.create("train", graph_name=graph_name, graph_hash=graphs_hash([t.graph for t in tasks.values()]),
-                           cluster=c.name, placer=placer,
-                           parameters={**config.to_dict(), "graphs": graphs, "budget": _budget_doc(budget),
-                                       "reward": reward, **({"init_from": source} if source else {})},
-                           seed=seed, tags=list(tags or []), name=name)
+        run = RunStore(r.store).create(
+            "train", graph_name=graph_name, graph_hash=graphs_hash([t.graph for t in tasks.values()]),
+            cluster=c.name, placer=r.placer,
+            parameters={**config.to_dict(), "graphs": r.graphs, "budget": _budget_doc(r.budget), "reward": r.reward,
+                        **({"init_from": source} if source else {})},
+            seed=r.seed, tags=list(r.tags), name=r.name)
         try:
-            run.write_json(POLICY, {"placer": placer, "config": agent.config.to_dict(),
-                                    "num_devices": c.num_devices, "cluster": cluster_to_dict(c), "graphs": specs,
-                                    "seed": seed, "budget": _budget_doc(budget), "reward": reward,
-                                    "stopping": {"window": stopping.window, "tolerance": stopping.tolerance}})
+            run.write_json(POLICY, {"placer": r.placer, "config": agent.config.to_dict(), "num_devices": c.num_devices,
+                                    "cluster": cluster_to_dict(c), "graphs": list(r.specs), "seed": r.seed,
+                                    "budget": _budget_doc(r.budget), "reward": r.reward,
+                                    "stopping": {"window": r.stopping[0], "tolerance": r.stopping[1]}})
         except BaseException as exc:
             fail_run(run, exc)
             raise
     trainer = (Trainer if run is not None else _CurveKeepingTrainer)(
-        agent, tasks, seed=seed, budget=budget, stopping=stopping, run=run, progress=progress, rollouts=rollouts)
-    return _train_and_finish(trainer, run, placer, reward, seed=seed, max_random=max_random)
-
-
-def _reward_kind(config: LearnedConfig, reward: str | None) -> str:
-    """The reward a training uses: the config's answer to ``reward`` as asked (default ``simulated``;
-    DOPPLER's stage fixes it, :meth:`~policies.rl.core.config.LearnedConfig.reward_kind`)."""
-    try:
-        return config.reward_kind(reward)
-    except ValueError as exc:
-        raise SpecError(str(exc)) from None
+        agent, tasks, seed=r.seed, budget=r.budget, stopping=r.stopping_rule(), run=run, progress=progress,
+        rollouts=rollouts)
+    return _train_and_finish(trainer, run, r.placer, r.reward, seed=r.seed, max_random=r.max_random)
 
 
 def _workers(placer: str, agent: Any, tasks: dict[str, PlacementTask], workers: int | None,

@@ -75,7 +75,7 @@ def random_dag(ops: int = 1000, degree: float = 2.0, seed: int = 0, window: int 
     name is ``op{i:07d}`` so names sort in index order. Seeded: the same parameters always
     give the same graph.
     """
-    # ~ops × degree edges are drawn before any is kept (ops=10^7: degree=1e15 was "array is too big", 1000 74.5 GiB)
+    # ~ops × degree edges are drawn before any is kept: bounded before any is drawn
     if ops * degree > MAX_GENERATED_EDGES:
         raise SpecError(f"gen:random: degree {degree:g} is too large: ops × degree = {ops * degree:.3g} edges, "
                         f"beyond the limit of {MAX_GENERATED_EDGES:,}")

@@ -217,4 +217,9 @@ def atomic_write_json(path: str | os.PathLike, obj: Any, *, indent: int | None =
     TypeError, ValueError
         ``obj`` cannot be encoded (NaN and infinities are refused).
     """
-    atomic_write_text(path, dumps(obj, indent=indent) + "\n")
+    atomic_write_text(path, json_text(obj, indent=indent))
+
+
+def json_text(obj: Any, *, indent: int | None = 1) -> str:
+    """``obj`` as the text :func:`atomic_write_json` writes (NaN and infinities refused: ValueError)."""
+    return dumps(obj, indent=indent) + "\n"

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -13,7 +11,6 @@ from typing import Any
 from engine.cluster import Cluster
 from engine.errors import PlacelabError
 from engine.graph.compgraph import CompGraph
-from engine.jsonio import atomic_write_bytes
 from engine.limits import MAX_COUNT, check_at_most, check_seed, check_simulations
 from engine.parallel.tasks import ParallelMap
 from engine.placement import Placement
@@ -22,10 +19,10 @@ from engine.sim.simulator import Simulator
 from engine.store.records import (
     SINGLE_DEVICE_KEYS,
     estimate_warning,
+    placement_file_bytes,
     placement_metrics,
     save_placement_run,
     single_device_metrics,
-    write_placement_files,
 )
 from engine.store.runs import RunStore
 from policies.base import budget_words
@@ -34,7 +31,6 @@ from policies.registry import PLACERS, make_placer, placer_parameters
 __all__ = ["PlaceFailed", "PlaceResult", "compare", "place_and_simulate", "place_task", "result_row", "search_budget",
            "single_device_makespan", "store_result", "with_measurement", "with_single_device"]
 
-_SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # see _encoded_files
 
 
 Measure = Callable[[CompGraph, Placement], tuple[Schedule, dict[str, Any]]]
@@ -120,7 +116,7 @@ def place_task(graph: CompGraph, cluster: Cluster, placer: str, seed: int, budge
         res = _place(graph, cluster, placer, seed, budget, params, None)
     except PlacelabError as exc:
         return PlaceFailed(placer, str(exc))
-    return replace(res, files=_encoded_files(graph, cluster, res)) if encode else res
+    return replace(res, files=placement_file_bytes(graph, cluster, res.placement, res.schedule)) if encode else res
 
 
 #: The reference placer of the ×single-device ratio.
@@ -150,20 +146,6 @@ def with_measurement(graph: CompGraph, res: PlaceResult, measure: Measure) -> Pl
     return replace(res, measured=measured, metrics={**res.metrics, **measured_metrics}, files=None)
 
 
-def _encoded_files(graph: CompGraph, cluster: Cluster, res: PlaceResult) -> dict[str, bytes]:
-    """A placement run's files as :func:`~engine.store.records.write_placement_files` writes them, as bytes.
-
-    They are written into a scratch run in a temporary directory and read back, so a stored
-    run's files are the same whichever process encoded them. The scratch goes to memory
-    (``/dev/shm``) where there is one: its durable writes then cost no disk flushes.
-    """
-    with tempfile.TemporaryDirectory(prefix="placelab-", dir=_SCRATCH) as tmp:
-        scratch = RunStore(tmp).create("scratch", graph_name=graph.name, graph_hash="", cluster=cluster.name,
-                                       placer=res.placer, parameters={}, seed=None)
-        write_placement_files(scratch, graph, cluster, res.placement, res.schedule)
-        return {name: (scratch.path / name).read_bytes() for name in scratch.files() if name != "run.json"}
-
-
 def store_result(store: RunStore, graph: CompGraph, cluster: Cluster, res: PlaceResult, *, seed: int,
                  budget: int | None, params: dict[str, Any] | None, kind: str,
                  tags: list[str] | None = None) -> PlaceResult:
@@ -185,7 +167,7 @@ def store_result(store: RunStore, graph: CompGraph, cluster: Cluster, res: Place
                        placer=res.placer, parameters=parameters, seed=seed, tags=list(tags or []))
     with run:
         for name, data in res.files.items():
-            atomic_write_bytes(run.path / name, data)
+            run.write_bytes(name, data)
         run.finish("done", {**res.metrics, "seconds_to_place": res.seconds_to_place, **startup})
     return replace(res, run_id=run.id, files=None)
 

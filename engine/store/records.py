@@ -24,14 +24,28 @@ from engine.cluster import Cluster, cluster_from_dict, cluster_to_dict
 from engine.errors import RunError
 from engine.graph.compgraph import CompGraph
 from engine.graph.io import graph_from_dict, graph_to_dict
+from engine.jsonio import json_text
 from engine.placement import Placement, placement_from_dict
 from engine.sim.objectives import lower_bound
 from engine.sim.schedule import Schedule
 from engine.store.runs import Run, RunStore
+from engine.store.tables import csv_text
 
-__all__ = ["ESTIMATE_TOLERANCE", "SINGLE_DEVICE_KEYS", "PlacementRun", "estimate_error", "estimate_warning",
-           "export_trace", "load_placement_run", "placement_metrics", "save_placement_run", "single_device_metrics",
-           "write_placement_files", "write_schedule_tables"]
+__all__ = [
+    "ESTIMATE_TOLERANCE",
+    "SINGLE_DEVICE_KEYS",
+    "PlacementRun",
+    "estimate_error",
+    "estimate_warning",
+    "export_trace",
+    "load_placement_run",
+    "placement_file_bytes",
+    "placement_metrics",
+    "save_placement_run",
+    "single_device_metrics",
+    "write_placement_files",
+    "write_schedule_tables",
+]
 
 #: A placer's own estimate further than this (relative) from the simulated makespan is shown as a warning.
 ESTIMATE_TOLERANCE = 0.05
@@ -113,33 +127,52 @@ def write_placement_files(run: Run, graph: CompGraph, cluster: Cluster, placemen
                           schedule: Schedule) -> dict[str, Any]:
     """Write a placement and its schedule into ``run`` (replayable by the app); returns its metrics (with the
     placement's ``predicted_makespan_s``)."""
-    run.write_json("graph.json", graph_to_dict(graph))
-    run.write_json("cluster.json", cluster_to_dict(cluster))
-    run.write_json("placement.json", placement.to_dict(graph, cluster))
-    write_schedule_tables(run, graph, cluster, schedule)
+    for name, data in placement_file_bytes(graph, cluster, placement, schedule).items():
+        run.write_bytes(name, data)
     return placement_metrics(graph, cluster, schedule, placement.predicted_makespan_s, placement.note)
+
+
+def placement_file_bytes(graph: CompGraph, cluster: Cluster, placement: Placement,
+                         schedule: Schedule) -> dict[str, bytes]:
+    """The files of a placement run, encoded: what :func:`write_placement_files` writes, by name (a worker
+    encodes them and the process that stores the run writes the same bytes)."""
+    docs = {"graph.json": graph_to_dict(graph), "cluster.json": cluster_to_dict(cluster),
+            "placement.json": placement.to_dict(graph, cluster)}
+    out = {name: json_text(doc).encode("utf-8") for name, doc in docs.items()}
+    out.update({name: csv_text(columns, name).encode("utf-8")
+                for name, columns in schedule_tables(graph, cluster, schedule).items()})
+    return out
 
 
 def write_schedule_tables(run: Run, graph: CompGraph, cluster: Cluster, schedule: Schedule,
                           prefix: str = "schedule") -> None:
     """Write ``{prefix}_ops.csv`` and ``{prefix}_transfers.csv`` (``measured_`` for executed runs)."""
+    for name, columns in schedule_tables(graph, cluster, schedule, prefix).items():
+        run.write_table(name, columns)
+
+
+def schedule_tables(graph: CompGraph, cluster: Cluster, schedule: Schedule,
+                    prefix: str = "schedule") -> dict[str, dict[str, list]]:
+    """The columns of ``{prefix}_ops.csv`` and ``{prefix}_transfers.csv``, by file name."""
     devs = [d.name for d in cluster.devices]
-    run.write_table(f"{prefix}_ops.csv", {
-        "op": list(graph.op_names),
-        "index": list(range(graph.num_ops)),
-        "device": [devs[d] for d in schedule.op_device.tolist()],
-        "start_s": schedule.op_start.tolist(),
-        "end_s": schedule.op_end.tolist(),
-        "phase": [p or "" for p in graph.phase],
-    })
-    run.write_table(f"{prefix}_transfers.csv", {
-        "op": [graph.op_names[i] for i in schedule.transfer_op.tolist()],
-        "src": [devs[d] for d in schedule.transfer_src.tolist()],
-        "dst": [devs[d] for d in schedule.transfer_dst.tolist()],
-        "bytes": schedule.transfer_bytes.tolist(),
-        "start_s": schedule.transfer_start.tolist(),
-        "end_s": schedule.transfer_end.tolist(),
-    })
+    return {
+        f"{prefix}_ops.csv": {
+            "op": list(graph.op_names),
+            "index": list(range(graph.num_ops)),
+            "device": [devs[d] for d in schedule.op_device.tolist()],
+            "start_s": schedule.op_start.tolist(),
+            "end_s": schedule.op_end.tolist(),
+            "phase": [p or "" for p in graph.phase],
+        },
+        f"{prefix}_transfers.csv": {
+            "op": [graph.op_names[i] for i in schedule.transfer_op.tolist()],
+            "src": [devs[d] for d in schedule.transfer_src.tolist()],
+            "dst": [devs[d] for d in schedule.transfer_dst.tolist()],
+            "bytes": schedule.transfer_bytes.tolist(),
+            "start_s": schedule.transfer_start.tolist(),
+            "end_s": schedule.transfer_end.tolist(),
+        },
+    }
 
 
 @dataclass(frozen=True)

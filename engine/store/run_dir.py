@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import RunError, quote
-from engine.jsonio import atomic_write_json, file_kind, special_file
+from engine.jsonio import atomic_write_bytes, atomic_write_json, file_kind, json_text, special_file
 from engine.store.locks import (
     LIVE_LOCK,
     META_LOCK,
@@ -25,7 +25,7 @@ from engine.store.locks import (
     release_live_lock,
 )
 from engine.store.meta import RUN_JSON, STATUSES, iso_timestamp, read_meta
-from engine.store.tables import append_csv_rows, append_json_line, read_csv, read_json_lines, write_csv
+from engine.store.tables import append_csv_rows, append_json_line, csv_text, read_csv, read_json_lines, write_csv
 
 __all__ = ["Run", "lock_file_error"]
 
@@ -90,10 +90,14 @@ class Run:
 
     def write_json(self, name: str, obj: Any) -> Path:
         """Atomically write ``obj`` as JSON to the run file ``name``; returns its path."""
+        return self.write_bytes(name, json_text(obj).encode("utf-8"))
+
+    def write_bytes(self, name: str, data: bytes) -> Path:
+        """Atomically write ``data`` to the run file ``name``; returns its path."""
         if name == _RUN_JSON:
             raise ValueError("run.json is managed by the run; use Run.update()")
         path = self._file(name, create=True)
-        atomic_write_json(path, obj)
+        atomic_write_bytes(path, data)
         return path
 
     def read_json(self, name: str) -> Any:
@@ -121,9 +125,7 @@ class Run:
         ValueError
             The columns do not all have the same length.
         """
-        path = self._file(name, create=True)
-        write_csv(path, columns)
-        return path
+        return self.write_bytes(name, csv_text(columns, name).encode("utf-8"))
 
     def append_row(self, name: str, row: Mapping[str, Any]) -> None:
         """Append one row to the CSV table ``name`` and ``fsync`` it (for learning curves).

@@ -24,28 +24,33 @@ import numpy as np
 
 from engine.jsonio import atomic_write_text
 
-__all__ = ["append_csv_rows", "append_json_line", "read_csv", "read_json_lines", "write_csv"]
+__all__ = ["append_csv_rows", "append_json_line", "csv_text", "read_csv", "read_json_lines", "write_csv"]
 
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(nan|inf|infinity)", re.I)
 
 
 def write_csv(path: Path, columns: Mapping[str, Sequence]) -> None:
-    """Atomically write ``columns`` as a table (header = the keys).
+    """Atomically write ``columns`` as a table (header = the keys; :func:`csv_text`)."""
+    atomic_write_text(path, csv_text(columns, path.name))
+
+
+def csv_text(columns: Mapping[str, Sequence], name: str = "table") -> str:
+    """``columns`` as the CSV text of a table (header = the keys).
 
     Raises
     ------
     ValueError
-        The columns do not all have the same length.
+        The columns do not all have the same length (the message names the table ``name``).
     """
     lengths = {key: len(values) for key, values in columns.items()}
     if len(set(lengths.values())) > 1:
-        raise ValueError(f"table {path.name}: columns differ in length: {lengths}")
+        raise ValueError(f"table {name}: columns differ in length: {lengths}")
     buf = io.StringIO()
     writer = csv.writer(buf)
     writer.writerow(columns.keys())
     writer.writerows([_cell(v) for v in row] for row in zip(*columns.values(), strict=True))
-    atomic_write_text(path, buf.getvalue())
+    return buf.getvalue()
 
 
 def append_csv_rows(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:

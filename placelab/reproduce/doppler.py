@@ -118,9 +118,8 @@ class Budgets:
 _PAPER = {"CHAINMM": 4000, "FFNN": 4000, "LLAMA-BLOCK": 8000, "LLAMA-LAYER": 8000}  # §6.1
 FULL = Budgets(_PAPER, {r: n // 4 for r, n in _PAPER.items()}, _PAPER, kshot=2000, pairs=4)
 QUICK = Budgets(dict.fromkeys(_PAPER, 200), dict.fromkeys(_PAPER, 200), dict.fromkeys(_PAPER, 50), kshot=50, pairs=2)
-#: Stage I's learning rate, constant (ours: §5 gives none; at §6.1's RL rate, 1e-4 → 1e-7, 100 imitation
-#: episodes do not bring llama-layer's greedy placement to the teacher's makespan, at 1e-3 they do:
-#: docs/lab/2026-11-23-doppler-table2-full.md)
+#: Stage I's learning rate, constant (ours: §5 gives none, and §6.1's RL rate is too small for imitation;
+#: the measurement: docs/lab/2026-11-23-doppler-table2-full.md)
 IMITATION_LR = 1e-3
 #: GDP's imitation learning rate, constant: the DOPPLER authors' GDP imitation config (xinyuyao/Doppler@87dda0d
 #: config_files/run_gdp/imitation_learning.json:4, learning_rate 0.001)

@@ -48,12 +48,8 @@ def _rows():
 # ------------------------------------------------------------------------------------ Table 1
 # Op groups per model where the learned placers do better with fewer than the default 128
 # (Merge-and-Colocate's target N, which App. A.6 leaves per graph; Placeto §4 hands the same
-# grouped graph to Placeto and the RNN placer, so both get it). On ``gen:nmt`` (2 layers,
-# ``k80x2``) Placeto's policy did not leave the uniform one within 20,400 placements *evaluated*
-# (docs/lab/2026-11-24-placeto-table1-full.md, ``benchmarks/bench_placeto_budget.py``; about 320 episodes at 128
-# groups — Table 1 counts 20.4 K episodes, ``docs/budgets.md``), so its best was the best of its
-# random re-placements, and over 32 groups those found 400.9–406.7 ms on seeds 0–2 where 128
-# groups found 441.4–461.2 ms.
+# grouped graph to Placeto and the RNN placer, so both get it). Why NMT has 32, with the
+# measurements: docs/lab/2026-11-24-placeto-table1-full.md.
 TABLE1_PARAMS: dict[str, tuple[str, ...]] = {"NMT": ("--param", "groups=32")}
 #: Table 1's column of each learned placer; "<column> placements" is its placement count.
 TABLE1_LEARNED = {"placeto": "Placeto", "rnn": "RNN-based"}
@@ -106,10 +102,8 @@ REPRODUCTIONS.append(Reproduction(
 
 
 # ------------------------------------------------------------------------------------ Figure 5
-# Every family trains with Placeto's defaults. Until 2026-11-28 the nmt steps (here and the §4.3
-# variants below) set discount=0, chosen (App. A.7 tunes per model) with the former network, whose
-# policy stayed uniform on nmt with undiscounted returns. With the network that scores devices alike
-# (devices=shared) it no longer helps: docs/lab/2026-11-28-placeto-fig5-shared-devices.md.
+# Every family trains with Placeto's defaults (the nmt steps' former discount and why it went:
+# docs/lab/2026-11-28-placeto-fig5-shared-devices.md).
 
 
 def fig5_steps(quick: bool) -> list[Step]:

@@ -25,7 +25,7 @@ def test_the_list_scheduling_job_covers_every_placer_of_the_kernels_module():
     tree = ast.parse((REPO / "policies" / "list_scheduling.py").read_text())
     registered = {d.args[0].value for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.ClassDef)
                   for d in node.decorator_list
-                  if isinstance(d, ast.Call) and getattr(d.func, "id", None) == "register"}
+                  if isinstance(d, ast.Call) and getattr(d.func, "id", None) == "placer"}
     assert registered and registered <= set(warmup.LIST_SCHEDULERS)
 
 

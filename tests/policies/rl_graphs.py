@@ -50,3 +50,13 @@ def cluster_file(tmp_path, n: int = 2) -> str:
     path = tmp_path / f"c{n}.json"
     save_cluster(cluster(n), path)
     return str(path)
+
+
+def train_step(agent, tasks, keys, rng, *, entropy_coef: float, step: int):
+    """Roll out one episode per key in this process and accumulate the gradient (no optimizer step): one
+    update's first half, as the trainer does it, for tests that step an agent by hand."""
+    from policies.rl.core.agent import backward
+
+    rollout = agent.rollout([tasks[k] for k in keys], keys, rng)
+    backward(agent, rollout, tasks, entropy_coef=entropy_coef, step=step)
+    return rollout.episodes

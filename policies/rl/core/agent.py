@@ -14,7 +14,7 @@ import numpy as np
 from engine.errors import quote
 from policies.rl.core.task import Evaluation, PlacementTask
 
-__all__ = ["Advantages", "Agent", "EpisodeStats", "PerTask", "Rollout", "backward", "record_entropies", "train_step"]
+__all__ = ["Advantages", "Agent", "EpisodeStats", "PerTask", "Rollout", "backward", "record_entropies"]
 
 T = TypeVar("T")
 
@@ -215,10 +215,3 @@ def record_entropies(rollout: Rollout, entropies: list[float] | None) -> None:
         for st, h in zip(rollout.episodes, entropies, strict=True):
             st.entropy = h
 
-
-def train_step(agent: Agent, tasks: Mapping[str, PlacementTask], keys: list[str], rng: np.random.Generator, *,
-               entropy_coef: float, step: int) -> list[EpisodeStats]:
-    """Roll out one episode per key in this process and accumulate the gradient (no optimizer step)."""
-    rollout = agent.rollout([tasks[k] for k in keys], keys, rng)
-    backward(agent, rollout, tasks, entropy_coef=entropy_coef, step=step)
-    return rollout.episodes

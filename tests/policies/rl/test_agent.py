@@ -58,9 +58,9 @@ def test_a_rollout_travels_between_processes_and_gives_the_same_gradient(placer)
     import pickle
 
     import torch
-    from rl_graphs import two_chains
+    from rl_graphs import train_step, two_chains
 
-    from policies.rl.core.agent import backward, train_step
+    from policies.rl.core.agent import backward
 
     task = make_task(two_chains(0.1e9), cluster(2), groups=None)
     params: dict = {"groups": None, "batch": 4} if placer == "placeto" else \

@@ -8,10 +8,10 @@ import copy
 import numpy as np
 import pytest
 import torch
+from rl_graphs import train_step
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch_geometric.nn import NNConv
 
-from policies.rl.core.agent import train_step
 from policies.rl.core.reinforce import Budget, RunningMeanBaseline, StoppingRule
 from policies.rl.core.task import make_task
 from policies.rl.core.trainer import Trainer

@@ -11,10 +11,10 @@ import math
 import numpy as np
 import pytest
 import torch
+from rl_graphs import train_step
 
 from engine.cluster import Device
 from engine.graph.compgraph import CompGraph
-from policies.rl.core.agent import train_step
 from policies.rl.core.task import make_task
 from policies.rl.rnn.agent import RNNAgent, advantages, max_group_count, vocabulary
 from policies.rl.rnn.config import RNNConfig

@@ -62,14 +62,16 @@ class PlacerInfo:
 
 def placer(name: str, description: str, family: str, parameters: dict[str, Any] | None = None,
            ) -> Callable[[Callable[..., Placer]], Callable[..., Placer]]:
-    """Class decorator: the placer's card, ``factory.card`` (a :class:`PlacerInfo`). Its parameters are the
-    factory's keyword arguments with their defaults, or ``parameters`` for a factory that takes ``**params``
-    (the learned placers' configs)."""
+    """Class decorator: the placer's card, ``factory.card`` (a :class:`PlacerInfo`), and a class's ``name``. Its
+    parameters are the factory's keyword arguments with their defaults, or ``parameters`` for a factory that
+    takes ``**params`` (the learned placers' configs)."""
 
     def deco(factory: Callable[..., Placer]) -> Callable[..., Placer]:
         given = parameters if parameters is not None else {
             k: p.default for k, p in inspect.signature(factory).parameters.items()}
         factory.card = PlacerInfo(name, description, factory, family, dict(given))  # type: ignore[attr-defined]
+        if isinstance(factory, type):
+            factory.name = name  # a placer class's instances carry the card's name (the Placer protocol)
         return factory
 
     return deco

@@ -193,7 +193,6 @@ class Enumerative:
         inferred (``auto``); the tags only; inferred only.
     """
 
-    name = "enumerative"
 
     def __init__(self, max_enumerate: int = 50_000, meta_ops: str = "auto") -> None:
         if meta_ops not in META_OP_SOURCES:

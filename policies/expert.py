@@ -173,7 +173,6 @@ class Expert:
         A dnn-partitioning human-expert split file; when given, it is loaded instead.
     """
 
-    name = "expert"
 
     def __init__(self, split: str | None = None) -> None:
         self.split = split

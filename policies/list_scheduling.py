@@ -202,7 +202,6 @@ class ListScheduling:
 class CriticalPath:
     """DOPPLER §6.1 baseline. ``budget`` (if given) replaces ``runs``."""
 
-    name = "critical-path"
 
     def __init__(self, runs: int = 50, memory_aware: bool = True, guard: bool = True) -> None:
         self.runs = runs
@@ -253,7 +252,6 @@ class _OnePass:
 @placer("heft", "HEFT: upward rank with mean costs, earliest finish time with insertion (Topcuoglu 2002)",
           family="list scheduling")
 class Heft(_OnePass):
-    name = "heft"
     priority = "rank"
     select = _k.SELECT_PRIORITY
     device = _k.DEVICE_EFT_INSERT
@@ -262,7 +260,6 @@ class Heft(_OnePass):
 @placer("m-etf", "memory-aware earliest task first: the ready op and device that start soonest (Baechi)",
           family="list scheduling")
 class MEtf(_OnePass):
-    name = "m-etf"
     priority = "static_level"
     select = _k.SELECT_ETF
     device = _k.DEVICE_EST
@@ -271,7 +268,6 @@ class MEtf(_OnePass):
 @placer("m-topo", "memory-aware topological order: fill devices in turn up to a balanced memory share (Baechi)",
           family="list scheduling")
 class MTopo:
-    name = "m-topo"
 
     def __init__(self, slack: float = 0.05, memory_aware: bool = True, guard: bool = True) -> None:
         self.slack = slack
@@ -295,7 +291,6 @@ class MTopo:
 @placer("m-sct", "memory-aware smallest communication time: LP favourite children (HiGHS) + ETF (Baechi)",
           family="list scheduling")
 class MSct:
-    name = "m-sct"
 
     def __init__(self, memory_aware: bool = True, lp_time_limit_s: float = 5.0, guard: bool = True) -> None:
         self.memory_aware = memory_aware

@@ -192,7 +192,6 @@ class _Partitioner:
 class Metis(_Partitioner):
     """METIS (Karypis & Kumar 1998) via pymetis; ``ufactor`` = 1000·imbalance, ``tpwgts`` = shares."""
 
-    name = "metis"
 
     def _partition(self, ug, share, cluster, devices, seed):
         import pymetis
@@ -225,7 +224,6 @@ class Kahip(_Partitioner):
     the merged blocks are not chosen to be adjacent.
     """
 
-    name = "kahip"
     _MODES: ClassVar[dict[str, str]] = {"fast": "FAST", "eco": "ECO", "strong": "STRONG"}
 
     def __init__(self, imbalance: float = 0.05, memory_aware: bool = True, mode: str = "eco") -> None:
@@ -310,7 +308,6 @@ class Scotch(_Partitioner):
     balance ratio.
     """
 
-    name = "scotch"
     interchangeable_parts = False
 
     def _partition(self, ug, share, cluster, devices, seed):
@@ -357,5 +354,4 @@ class MinCut(Scotch):
     """Mirhoseini §4.2 "MinCut": "the same Scotch optimizer, but eliminate the CPU from the
     list of available devices"; ops with no GPU implementation run on the CPU (step 4)."""
 
-    name = "mincut"
     gpus_only = True

@@ -43,7 +43,6 @@ __all__ = ["LocalSearch"]
 class LocalSearch:
     """Simulated annealing / hill climbing; ``budget`` = simulator evaluations (default ``evaluations``)."""
 
-    name = "local-search"
 
     def __init__(self, evaluations: int = 2000, time_limit_s: float | None = None, t0: float = 0.01,
                  swap_prob: float = 0.3, start_runs: int = 10) -> None:

@@ -114,7 +114,6 @@ def _check(name: str, value: object, low: float, high: float | None = None, *, i
 class Anneal:
     """Simulated annealing; ``budget`` (simulator evaluations) replaces ``evaluations``. See the module docstring."""
 
-    name = "anneal"
 
     def __init__(self, evaluations: int = 20_000, time_limit_s: float | None = None, restarts: int = 3,
                  start_runs: int = 10, accept0: float = 0.05, cooling_to: float = 1e-3, swap_prob: float = 0.2,

@@ -32,7 +32,6 @@ def _first_feasible(units: PlacementUnits, preferred: list[int]) -> np.ndarray:
 @placer("single-device", "all ops on the first GPU; ops a GPU cannot run on the CPU (Mirhoseini §4.2)",
           family="trivial")
 class SingleDevice:
-    name = "single-device"
 
     def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
               progress: Progress | None = None) -> Placement:
@@ -45,7 +44,6 @@ class SingleDevice:
 
 @placer("cpu-only", "all ops on the first CPU device", family="trivial")
 class CpuOnly:
-    name = "cpu-only"
 
     def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
               progress: Progress | None = None) -> Placement:
@@ -62,7 +60,6 @@ class CpuOnly:
 
 @placer("random", "each op (colocation group) on a uniformly random device that can run it", family="trivial")
 class RandomPlacer:
-    name = "random"
 
     def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
               progress: Progress | None = None) -> Placement:
@@ -75,7 +72,6 @@ class RandomPlacer:
 
 @placer("round-robin", "ops in topological order dealt to the devices in turn", family="trivial")
 class RoundRobin:
-    name = "round-robin"
 
     def place(self, graph: CompGraph, cluster: Cluster, *, seed: int = 0, budget: int | None = None,
               progress: Progress | None = None) -> Placement:

@@ -122,11 +122,22 @@ _finished = 0
 
 
 def pytest_collection_modifyitems(config, items):
-    """Every property test runs under the active hypothesis profile (``hypothesis_profiles.py``)."""
+    """Every property test runs under the active hypothesis profile (``hypothesis_profiles.py``); the longest
+    tests run first (:func:`_start_order`)."""
     for item in items:
         test = getattr(item, "obj", None)
         if getattr(test, "is_hypothesis_test", False):
             apply_profile(test)
+    items.sort(key=_start_order)
+
+
+def _start_order(item) -> int:
+    """Browser walks first, then tests marked slow, then the rest, each in collection order (a stable sort): with
+    ``-n 2`` the workers hand out tests in this order, so the longest ones no longer start last and leave one
+    worker running alone at the end. Only the start order changes, never what a test does or sees."""
+    if item.get_closest_marker("e2e") is not None:
+        return 0
+    return 1 if item.get_closest_marker("slow") is not None else 2
 
 
 def pytest_collection_finish(session):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.cluster import Cluster, cluster_from_dict, cluster_to_dict
-from engine.errors import PlacelabError, SpecError, quote
+from engine.errors import PlacelabError, SpecError, first_line, quote
 from engine.jsonio import atomic_write_json, read_json_file
 from engine.specs import check_graph_spec, expand_graph_specs, load_cluster
 from engine.store.runs import RunStore
@@ -74,7 +74,7 @@ class TrainingRequest:
                           "cluster": cluster_from_dict(doc["cluster"]), "budget": Budget(**doc["budget"]),
                           "stopping": tuple(doc["stopping"]), "tags": tuple(doc["tags"])})
         except (TypeError, ValueError, PlacelabError) as exc:
-            raise SpecError(f"{where}: not a {REQUEST_SCHEMA} document ({exc})") from None
+            raise SpecError(f"{where}: not a {REQUEST_SCHEMA} document ({quote(first_line(exc), bare=True)})") from None
 
     def write(self, path: str | os.PathLike) -> None:
         atomic_write_json(path, self.to_dict())

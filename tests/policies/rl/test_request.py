@@ -75,7 +75,9 @@ def test_a_request_round_trips_through_its_file(tmp_path, unbuildable):
 
 def test_a_damaged_request_file_is_one_line(tmp_path):
     path = tmp_path / "request.json"
-    for text in ("{", json.dumps({"schema": "placelab.train-request/1"}), json.dumps([1, 2])):
+    good = build_request("placeto", "gen:random?ops=10", "k80x2").to_dict()
+    for text in ("{", json.dumps({"schema": "placelab.train-request/1"}), json.dumps([1, 2]),
+                 json.dumps({**good, "budget": {"episodes": 5, "bogus\nkey": 1}}), json.dumps({**good, "cluster": {}})):
         path.write_text(text)
         with pytest.raises(SpecError, match=r"request\.json") as err:
             TrainingRequest.read(path)

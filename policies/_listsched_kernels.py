@@ -381,6 +381,7 @@ def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_
     m = n if etf else 0
     ready, pos = np.empty(m, np.int64), np.empty(m, np.int64)  # ETF: the ready ops, each one's slot
     nready = 0
+    byprio, byprio_n = np.empty(m, np.int64), 0  # ETF: the ready ops by priority, for when nothing fits anywhere
     pendh, relh = np.empty((nd, m), np.int64), np.empty((nd, m), np.int64)
     pendn, reln = np.zeros(nd, np.int64), np.zeros(nd, np.int64)
     aside = np.empty(m, np.int64)
@@ -394,6 +395,7 @@ def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_
                 continue
             ready[nready], pos[i] = i, nready
             nready += 1
+            byprio_n = _h.push(byprio, byprio_n, i, 0, drt, prio, noise, False)
             _room.became_ready(i, unit_dev, op_unit, dur, unit_persist, temp_bytes, out_bytes, need, least, forced,
                                inready, counted)
             to = unit_dev[op_unit[i]]
@@ -406,11 +408,10 @@ def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_
             i, d = _select_etf(pendh, pendn, relh, reln, aside, ready, nready, avail, drt, prio, noise, dev_noise,
                                op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist, temp_bytes,
                                out_bytes, need, capacity, fifo, least, forced)
-            if i < 0:  # nothing fits anywhere: the highest-priority ready op goes below
-                i = ready[0]
-                for r in range(1, nready):
-                    if _h.heap_less(ready[r], i, prio, noise):
-                        i = ready[r]
+            if i < 0:  # nothing fits anywhere: the highest-priority ready op goes below (placed ones dropped)
+                i, byprio_n = _h.pop(byprio, byprio_n, 0, drt, prio, noise, False)
+                while dev[i] >= 0:
+                    i, byprio_n = _h.pop(byprio, byprio_n, 0, drt, prio, noise, False)
             nready -= 1  # out of the ready list: the last one takes its slot
             ready[pos[i]], pos[ready[nready]] = ready[nready], pos[i]
         else:
@@ -447,6 +448,7 @@ def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_
                 else:
                     ready[nready], pos[s] = s, nready
                     nready += 1
+                    byprio_n = _h.push(byprio, byprio_n, s, 0, drt, prio, noise, False)
                     _room.became_ready(s, unit_dev, op_unit, dur, unit_persist, temp_bytes, out_bytes, need, least,
                                        forced, inready, counted)
                     to = unit_dev[op_unit[s]]

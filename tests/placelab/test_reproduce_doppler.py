@@ -4,7 +4,6 @@ import re
 from pathlib import Path
 
 import pytest
-import typer
 
 from engine.errors import SpecError
 from engine.placement import load_placement
@@ -12,7 +11,7 @@ from engine.presets import PRESETS
 from engine.sim.simulator import Simulator
 from engine.specs import load_graph
 from engine.store.runs import RunStore
-from placelab.cli import app, run_command
+from placelab.cli import click_command, run_command
 from placelab.reproduce import doppler, registry
 from placelab.reproduce.core import Build, Reproduction, Step
 from placelab.reproduce.papers import paper_table
@@ -26,7 +25,7 @@ DOPPLER = ("doppler-table2", "doppler-table3", "doppler-table4", "doppler-table8
 
 def _parses(argv: tuple[str, ...]) -> None:
     """The CLI accepts ``argv`` (every option exists and takes its value), without running it."""
-    group = typer.main.get_command(app)
+    group = click_command()
     with group.make_context("placelab", [*argv, "--json"], resilient_parsing=True) as ctx:
         cmd = group.get_command(ctx, argv[0])
         assert cmd is not None, argv

@@ -33,6 +33,7 @@ Each policy has its own MPNN; each runs once per episode (§4.3, App. G.3).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -75,6 +76,9 @@ class EdgeNetworkConv(MessagePassing):
     so indexing costs types² × in × out per round in the backward pass, where ``unbind``'s backward stacks
     the per-type gradients once (types × in × out). Same products, gradients equal bit for bit. It matters
     where most edges carry their own cost, as on random DAGs (docs/lab/2026-11-29-doppler-episode-cost.md).
+    ``theta`` may also come split already (a sequence of the per-type matrices): :class:`MPNN` splits it
+    once for its K rounds, so each type's gradient sums over the rounds and is stacked once per pass, not
+    once per round (the same sums in the same order: gradients equal bit for bit).
     """
 
     def __init__(self, channels: int) -> None:
@@ -84,11 +88,11 @@ class EdgeNetworkConv(MessagePassing):
         self.bias = nn.Parameter(torch.zeros(channels))
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_type: torch.Tensor,
-                theta: torch.Tensor, pairs: EdgePairs | None = None) -> torch.Tensor:
-        p = pairs if pairs is not None else EdgePairs.of(edge_index, edge_type, x.size(0), theta.size(0))
-        parts = [x[p.node[a:b]] @ theta_k for theta_k, (a, b) in zip(theta.unbind(0), itertools.pairwise(p.bounds),
-                                                                      strict=True)]
-        xw = torch.cat(parts) if parts else x.new_zeros((0, theta.size(2)))  # a graph without edges has no types
+                theta: torch.Tensor | Sequence[torch.Tensor], pairs: EdgePairs | None = None) -> torch.Tensor:
+        mats = theta.unbind(0) if isinstance(theta, torch.Tensor) else theta
+        p = pairs if pairs is not None else EdgePairs.of(edge_index, edge_type, x.size(0), len(mats))
+        parts = [x[p.node[a:b]] @ theta_k for theta_k, (a, b) in zip(mats, itertools.pairwise(p.bounds), strict=True)]
+        xw = torch.cat(parts) if parts else x.new_zeros((0, self.channels))  # a graph without edges has no types
         msg = xw[p.edge_pair]
         return self.propagate(edge_index, msg=msg, size=(x.size(0), x.size(0))) + self.root(x) + self.bias
 
@@ -113,8 +117,9 @@ class MPNN(nn.Module):
         h = self.inp(x)
         theta = self.edge_net(type_attr).view(-1, self.hidden, self.hidden)
         pairs = EdgePairs.of(edge_index, edge_type, x.size(0), theta.size(0))  # once for the K rounds
+        mats = theta.unbind(0)  # once for the K rounds: Θ's gradient is stacked once (EdgeNetworkConv)
         for _ in range(self.rounds):
-            m = torch.relu(self.conv(h, edge_index, edge_type, theta, pairs))
+            m = torch.relu(self.conv(h, edge_index, edge_type, mats, pairs))
             h = self.gru(m, h)
         return h
 

@@ -24,6 +24,7 @@ import numpy as np
 from numba import njit
 
 from engine.sim import _plankernels as _p
+from engine.sim.estimator import CHANNEL_NONE, CHANNEL_SENDER, TIE_EVENT
 from policies import _listsched_heaps as _h
 from policies import _listsched_room as _room
 
@@ -177,15 +178,17 @@ def _scan_pairs(ready, nready, avail, drt, prio, noise, dev_noise, op_unit, fav_
 @njit(cache=True, _nrt=False)
 def _select_etf(pendh, pendn, relh, reln, aside, ready, nready, avail, drt, prio, noise, dev_noise, op_unit,
                 fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist, temp_bytes, out_bytes, need, capacity,
-                fifo, least, forced):
+                fifo, least, forced, cand_o, cand_t):
     """ETF's choice (Hwang et al. 1989; Baechi's m-ETF): the ready (op, device) pair that starts earliest; ties
     by higher priority, then lower op noise, then (the same op) lower device noise. ``(op, device)``, with
     device -1 when no ready op fits anywhere. One pick per device from its
     heaps (:func:`_etf_device_pick`), so a step costs O(devices · log ops), not O(ready ops · devices) — except
     where memory is tight and a device's heaps hold more than ``ASIDE_LIMIT`` ops that do not fit: then one scan
     of every ready pair (:func:`_scan_pairs`), as before the heaps. A device that can take no ready op
-    (:mod:`policies._listsched_room`) is skipped."""
+    (:mod:`policies._listsched_room`) is skipped. Each device's pick and its start are left in ``cand_o`` and
+    ``cand_t`` (-1: none), for :func:`_event_order`."""
     best_o, best_d, best_t = -1, -1, np.inf
+    cand_o[:] = -1
     for d in range(dur.shape[1]):
         if memory_aware and _room.nothing_for(d, mem, capacity, least, forced):
             continue
@@ -198,12 +201,72 @@ def _select_etf(pendh, pendn, relh, reln, aside, ready, nready, avail, drt, prio
                                dur, memory_aware, mem, unit_persist, temp_bytes, out_bytes, need, capacity)
         if o < 0:
             continue
+        cand_o[d], cand_t[d] = o, t
         better = best_o < 0 or t < best_t
         if not better and t == best_t:  # the same op on two devices: device noise; two ops: priority, noise
             better = dev_noise[o, d] < dev_noise[o, best_d] if o == best_o else _h.heap_less(o, best_o, prio, noise)
         if better:
             best_o, best_d, best_t = o, d, t
     return best_o, best_d
+
+
+@njit(cache=True, _nrt=False)
+def _last_input(o, d, t, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, start):
+    """Of op ``o``'s inputs that are on device ``d`` at ``t``, the event of the one the work-conserving simulator
+    handles last, as ``(the time it was made, the placement order of its op)``: a local input's op ending (made
+    when that op started), a transfer landing (made when it left: its op's end, or later behind its channel);
+    ``(-1, -1)`` for none. The simulator handles the events of an instant in the order they were made."""
+    ct, sq = -1.0, -1
+    for k in range(tp.pred_ptr[o], tp.pred_ptr[o + 1]):
+        p = tp.pred_idx[k]
+        if dev[p] == d:
+            if out_t[p] != t:
+                continue
+            c = start[p]
+        else:
+            land = _p.arrival(p, dev[p], d, tp.pred_edge[k], o, False, tp, pi, tr, dev, unit_dev, op_unit, out_t,
+                              avail)
+            if land != t:
+                continue
+            busy, extra = _p.group_time(p, dev[p], d, tp.pred_edge[k], o, False, tp, pi, dev, unit_dev, op_unit)
+            c = out_t[p] if pi.channel == CHANNEL_NONE else land - busy - extra  # made when it left its channel
+        if c > ct or (c == ct and tr.seq[p] > sq):
+            ct, sq = c, tr.seq[p]
+    return ct, sq
+
+
+@njit(cache=True, _nrt=False)
+def _trigger(o, d, t, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, start, last_op):
+    """The event that lets op ``o`` start on device ``d`` at ``t`` in the work-conserving simulator, as
+    :func:`_last_input` gives it: the device's previous op ending (made when that op started; when it owes an
+    overhead, when it ended) or the input that came last, the later of the two when both happen at ``t``;
+    ``(-1, -1)`` for an op with neither (a source on an idle device)."""
+    ct, sq = _last_input(o, d, t, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, start)
+    prev = last_op[d]
+    if prev >= 0 and avail[d] == t:
+        c = out_t[prev] if pi.hold[prev, d] > pi.compute[prev, d] else start[prev]
+        if c > ct or (c == ct and tr.seq[prev] > sq):
+            ct, sq = c, tr.seq[prev]
+    return ct, sq
+
+
+@njit(cache=True, _nrt=False)
+def _event_order(i, d, cand_o, cand_t, prio, noise, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, start,
+                 last_op):
+    """Among the devices whose pick starts at the same instant as ETF's choice ``(i, d)``, the one the
+    work-conserving simulator starts first: it handles the events of an instant in the order they were made
+    (:func:`_trigger`), where ETF would break the tie by priority and noise (issue 55: the estimate of a finished
+    placement, in FIFO order)."""
+    t = cand_t[d]
+    bc, bs = _trigger(i, d, t, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, start, last_op)
+    for dd in range(len(cand_o)):
+        o = cand_o[dd]
+        if dd == d or o < 0 or cand_t[dd] != t:
+            continue
+        c, sq = _trigger(o, dd, t, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, start, last_op)
+        if c < bc or (c == bc and (sq < bs or (sq == bs and _h.heap_less(o, i, prio, noise)))):
+            i, d, bc, bs = o, dd, c, sq
+    return i, d
 
 
 @njit(cache=True, _nrt=False)
@@ -307,10 +370,12 @@ def _account_memory(i, d, pred_ptr, pred_idx, pred_edge, edge_bytes, dev, copies
 
 
 @njit(cache=True, _nrt=False)
-def _data_ready(s, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, copies, drt, need, noise, fifo):
+def _data_ready(s, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, copies, drt, need, prio, noise, fifo, start):
     """A newly ready op ``s``: on every device it may go to, when its inputs would be there (transfers already
     made, or started when their channels are next free) and the bytes it would receive; with ``fifo`` its tie
-    key (``noise``, :func:`_tie`) on its committed device."""
+    key on its committed device: ``noise`` by :func:`engine.sim._plankernels.tie`, or where the simulator orders
+    by events (work-conserving), ``prio`` = − the time its last input's event was made and ``noise`` its order
+    then (:func:`_last_input`)."""
     forced = unit_dev[op_unit[s]]
     for dd in range(drt.shape[1]):
         if (forced >= 0 and dd != forced) or pi.hold[s, dd] == np.inf:
@@ -322,7 +387,11 @@ def _data_ready(s, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, copies, drt
             if dev[p] != dd and copies[p, dd] == 0.0:
                 r_b += pi.edge_bytes[tp.pred_edge[kk]]
         need[s, dd] = r_b
-    if fifo and forced >= 0:
+    if fifo and forced >= 0 and pi.tie == TIE_EVENT and pi.channel != CHANNEL_SENDER:
+        ct, sq = _last_input(s, forced, drt[s, forced], tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, start)
+        prio[s] = -ct
+        noise[s] = float(sq) * len(dev) + s
+    elif fifo and forced >= 0:
         noise[s] = _p.tie(s, forced, drt[s, forced], tp, pi, tr, dev, unit_dev, op_unit, out_t, avail)
 
 
@@ -388,6 +457,9 @@ def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_
     least, forced = np.full(nd, np.inf), np.zeros(nd, np.int64)  # policies/_listsched_room.py
     inready, counted = np.zeros(m, np.bool_), np.zeros(m, np.bool_)
     uptr, uops = _room.unit_members(op_unit, len(unit_dev))
+    cand_o, cand_t = np.full(nd, -1, np.int64), np.zeros(nd)  # each device's ETF pick and its start
+    event_ties = etf and fifo and pi.tie == TIE_EVENT and pi.channel != CHANNEL_SENDER  # sender copies: not modelled
+    last_op = np.full(nd, -1, np.int64)  # the op placed last on each device
     for i in range(n):
         if indeg[i] == 0:
             if not etf:
@@ -407,7 +479,10 @@ def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_
         if etf:  # select and place at once
             i, d = _select_etf(pendh, pendn, relh, reln, aside, ready, nready, avail, drt, prio, noise, dev_noise,
                                op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist, temp_bytes,
-                               out_bytes, need, capacity, fifo, least, forced)
+                               out_bytes, need, capacity, fifo, least, forced, cand_o, cand_t)
+            if event_ties and i >= 0:
+                i, d = _event_order(i, d, cand_o, cand_t, prio, noise, tp, pi, tr, dev, unit_dev, op_unit, out_t,
+                                    avail, start, last_op)
             if i < 0:  # nothing fits anywhere: the highest-priority ready op goes below (placed ones dropped)
                 i, byprio_n = _h.pop(byprio, byprio_n, 0, drt, prio, noise, False)
                 while dev[i] >= 0:
@@ -435,6 +510,7 @@ def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_
         if etf:
             _room.placed(i, d, forced, inready, counted)
         start[i] = _commit(i, d, device_rule, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, istart, iend, icnt)
+        last_op[d] = i
         filled[d] += static_mem[i]
         _account_memory(i, d, tp.pred_ptr, tp.pred_idx, tp.pred_edge, pi.edge_bytes, dev, copies, rem, mem,
                         out_bytes)
@@ -442,7 +518,8 @@ def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_
             s = tp.succ_idx[k]
             indeg[s] -= 1
             if indeg[s] == 0:
-                _data_ready(s, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, copies, drt, need, noise, fifo)
+                _data_ready(s, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, copies, drt, need, prio, noise, fifo,
+                            start)
                 if not etf:
                     hsize = _h.push(heap, hsize, s, 0, drt, prio, noise, False)
                 else:

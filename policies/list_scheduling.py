@@ -144,7 +144,8 @@ class ListScheduling:
 
     def predict(self, op_dev: np.ndarray) -> float:
         """This estimator's makespan of a finished placement: one ETF pass with every unit committed to its
-        device, each device serving its ops in the order their inputs got there (FIFO, ties by op index) and
+        device, each device serving its ops in the order their inputs got there (FIFO, ties as the mode orders
+        simultaneous events: ``policies/_listsched_kernels.py``, :func:`engine.sim._plankernels.tie`) and
         every output sent the moment it is ready — the order the simulator runs it in, not the order a
         scheduler decided it in (HEFT's ranks, m-TOPO's topological order)."""
         n = self.graph.num_ops

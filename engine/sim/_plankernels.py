@@ -201,17 +201,30 @@ def inputs_on(i, d, commit, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail):
 @njit(cache=True, _nrt=False)
 def tie(s, d, r, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail):
     """Op ``s``'s place among the ops whose inputs are all on device ``d`` at the same instant ``r``, by the
-    mode's rule (:data:`engine.sim.estimator.TIE_OP` ...): the key of the input that came last (the latest-placed
-    producer among those arriving at ``r``), then the op index."""
+    mode's rule (:data:`engine.sim.estimator.TIE_OP` ...; the list-scheduling kernel's ``_last_input`` orders
+    work-conserving events without sender copies): the op index, or the largest producer key among the inputs
+    arriving at ``r`` (placeto's, or the producers' placement order), then the op index."""
     n = len(dev)
     if pi.tie == TIE_OP:
         return float(s)
     best = -1
     for k in range(tp.pred_ptr[s], tp.pred_ptr[s + 1]):
         p = tp.pred_idx[k]
-        t = out_t[p] if dev[p] == d else arrival(p, dev[p], d, tp.pred_edge[k], s, False, tp, pi, tr, dev, unit_dev,
-                                                  op_unit, out_t, avail)
-        key = p if pi.tie == TIE_PRODUCER else tr.seq[p]
-        if t >= r and key > best:
+        local = dev[p] == d
+        t = out_t[p] if local else arrival(p, dev[p], d, tp.pred_edge[k], s, False, tp, pi, tr, dev, unit_dev,
+                                           op_unit, out_t, avail)
+        if t < r:
+            continue
+        # an input created within its instant (a zero-time op or transfer) comes after the ones queued before it,
+        # in the order it was made (the placeto kernel's tie_now)
+        if local:
+            now = pi.compute[p, d] == 0.0
+        else:
+            busy, extra = group_time(p, dev[p], d, tp.pred_edge[k], s, False, tp, pi, dev, unit_dev, op_unit)
+            now = busy + extra == 0.0
+        key = n + tr.seq[p] if now else p
+        if pi.tie != TIE_PRODUCER:  # work-conserving with sender copies: the order its producers were placed in
+            key = tr.seq[p]
+        if key > best:
             best = key
     return float(best) * n + s

@@ -144,3 +144,43 @@ def test_the_guard_says_why_in_the_run_and_in_compare(tmp_path):
     assert p.note == "guard: everything on gpu:1 (7000 ms by its own estimate; its schedule 8000 ms)"
     (row,) = compare(g, c, ["heft"], store=RunStore(tmp_path))
     assert row["placer_note"] == p.note
+
+
+def _doc(name: str, ops: list[tuple[str, float]], edges: list[tuple[str, str]]) -> CompGraph:
+    """A graph of ``(name, compute ms)`` ops and 1000-byte edges (1 ms on a 1 MB/s link)."""
+    return graph_from_dict({"schema": "placelab.graph/1", "name": name,
+                            "ops": [{"name": o, "compute": ms * MS, "output_bytes": 1000} for o, ms in ops],
+                            "edges": [{"src": a, "dst": b, "bytes": 1000} for a, b in edges]})
+
+
+def four_devices(**simulation) -> Cluster:
+    devs = tuple(Device(f"gpu:{i}", "gpu", 1e12) for i in range(4))
+    return Cluster("t4", devs, Link(1e6, 0.0), (), SimulationSettings()).with_simulation(**simulation)
+
+
+def test_simultaneous_starts_on_several_devices_are_ordered_as_the_simulator_makes_its_events():
+    # work-conserving: x0..x3 run first on gpu:0, 3, 1, 2 (sources start in op order), so at 1 ms the w's start in
+    # that device order, w0, w3, w2, w1 (each device's op-end event was made when its x started), and end at 2 ms
+    # in that order. ca (inputs w0, w2) and cb (w1, w3) on gpu:3 both have their last input landing at 3 ms; the
+    # simulator handles the landings in the order they were made (w2's before w1's), so ca [3, 4], its output to
+    # gpu:0 lands at 5, d [5, 15]; an estimate ordering the w's by op index would run cb first (d ends at 16)
+    g = _doc("order", [*((f"x{i}", 1) for i in range(4)), *((f"w{i}", 1) for i in range(4)), ("ca", 1), ("cb", 1),
+                       ("d", 10)],
+             [("w0", "ca"), ("w2", "ca"), ("w1", "cb"), ("w3", "cb"), ("ca", "d")])
+    c = four_devices(mode="work_conserving")
+    dev = np.array([0, 3, 1, 2, 0, 2, 1, 3, 3, 3, 0])
+    assert simulate(g, c, dev).makespan == pytest.approx(15 * MS)
+    assert ListScheduling(g, c).predict(dev) == pytest.approx(15 * MS, rel=1e-12)
+
+
+def test_an_input_made_within_its_instant_comes_after_those_on_their_way_placeto():
+    # placeto, no overheads, all on gpu:0 but v: y [0, 1]; z (zero time) and x wait for y, z first (lower index);
+    # z's output is made at 1 ms, within the instant, so x (its input queued when y started) goes before w:
+    # x [1, 2], its output to gpu:1 lands at 3, v [3, 8]. Keyed by producer index alone (z < y), w would go first
+    # and v end at 9
+    g = _doc("now", [("z", 0), ("w", 1), ("x", 1), ("y", 1), ("v", 5)],
+             [("y", "z"), ("y", "x"), ("z", "w"), ("x", "v")])
+    c = four_devices(mode="placeto", op_overhead_s=0.0, transfer_gap_s=0.0)
+    dev = np.array([0, 0, 0, 0, 1])
+    assert simulate(g, c, dev).makespan == pytest.approx(8 * MS)
+    assert ListScheduling(g, c).predict(dev) == pytest.approx(8 * MS, rel=1e-12)

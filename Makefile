@@ -13,7 +13,7 @@ KERNEL_STAMP := $(VENV)/.kernels.sha256
 # setup deletes every cached kernel before compiling them again (a stale one would load and run the old code)
 KERNEL_SOURCES := engine/sim/_layout.py engine/sim/_core.py engine/sim/_kernel_*.py engine/graph/_kernels.py \
   engine/sim/_plankernels.py engine/sim/estimator.py policies/_listsched_kernels.py policies/_listsched_heaps.py \
-  policies/_listsched_room.py \
+  policies/_listsched_room.py policies/_listsched_events.py \
   policies/rl/doppler/_assign_kernel.py
 CHROMIUM := /usr/bin/chromium
 

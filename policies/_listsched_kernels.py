@@ -24,7 +24,8 @@ import numpy as np
 from numba import njit
 
 from engine.sim import _plankernels as _p
-from engine.sim.estimator import CHANNEL_NONE, CHANNEL_SENDER, TIE_EVENT
+from engine.sim.estimator import CHANNEL_SENDER, TIE_EVENT
+from policies import _listsched_events as _events
 from policies import _listsched_heaps as _h
 from policies import _listsched_room as _room
 
@@ -186,7 +187,7 @@ def _select_etf(pendh, pendn, relh, reln, aside, ready, nready, avail, drt, prio
     where memory is tight and a device's heaps hold more than ``ASIDE_LIMIT`` ops that do not fit: then one scan
     of every ready pair (:func:`_scan_pairs`), as before the heaps. A device that can take no ready op
     (:mod:`policies._listsched_room`) is skipped. Each device's pick and its start are left in ``cand_o`` and
-    ``cand_t`` (-1: none), for :func:`_event_order`."""
+    ``cand_t`` (-1: none), for :func:`policies._listsched_events.event_order`."""
     best_o, best_d, best_t = -1, -1, np.inf
     cand_o[:] = -1
     for d in range(dur.shape[1]):
@@ -208,65 +209,6 @@ def _select_etf(pendh, pendn, relh, reln, aside, ready, nready, avail, drt, prio
         if better:
             best_o, best_d, best_t = o, d, t
     return best_o, best_d
-
-
-@njit(cache=True, _nrt=False)
-def _last_input(o, d, t, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, start):
-    """Of op ``o``'s inputs that are on device ``d`` at ``t``, the event of the one the work-conserving simulator
-    handles last, as ``(the time it was made, the placement order of its op)``: a local input's op ending (made
-    when that op started), a transfer landing (made when it left: its op's end, or later behind its channel);
-    ``(-1, -1)`` for none. The simulator handles the events of an instant in the order they were made."""
-    ct, sq = -1.0, -1
-    for k in range(tp.pred_ptr[o], tp.pred_ptr[o + 1]):
-        p = tp.pred_idx[k]
-        if dev[p] == d:
-            if out_t[p] != t:
-                continue
-            c = start[p]
-        else:
-            land = _p.arrival(p, dev[p], d, tp.pred_edge[k], o, False, tp, pi, tr, dev, unit_dev, op_unit, out_t,
-                              avail)
-            if land != t:
-                continue
-            busy, extra = _p.group_time(p, dev[p], d, tp.pred_edge[k], o, False, tp, pi, dev, unit_dev, op_unit)
-            c = out_t[p] if pi.channel == CHANNEL_NONE else land - busy - extra  # made when it left its channel
-        if c > ct or (c == ct and tr.seq[p] > sq):
-            ct, sq = c, tr.seq[p]
-    return ct, sq
-
-
-@njit(cache=True, _nrt=False)
-def _trigger(o, d, t, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, start, last_op):
-    """The event that lets op ``o`` start on device ``d`` at ``t`` in the work-conserving simulator, as
-    :func:`_last_input` gives it: the device's previous op ending (made when that op started; when it owes an
-    overhead, when it ended) or the input that came last, the later of the two when both happen at ``t``;
-    ``(-1, -1)`` for an op with neither (a source on an idle device)."""
-    ct, sq = _last_input(o, d, t, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, start)
-    prev = last_op[d]
-    if prev >= 0 and avail[d] == t:
-        c = out_t[prev] if pi.hold[prev, d] > pi.compute[prev, d] else start[prev]
-        if c > ct or (c == ct and tr.seq[prev] > sq):
-            ct, sq = c, tr.seq[prev]
-    return ct, sq
-
-
-@njit(cache=True, _nrt=False)
-def _event_order(i, d, cand_o, cand_t, prio, noise, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, start,
-                 last_op):
-    """Among the devices whose pick starts at the same instant as ETF's choice ``(i, d)``, the one the
-    work-conserving simulator starts first: it handles the events of an instant in the order they were made
-    (:func:`_trigger`), where ETF would break the tie by priority and noise (issue 55: the estimate of a finished
-    placement, in FIFO order)."""
-    t = cand_t[d]
-    bc, bs = _trigger(i, d, t, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, start, last_op)
-    for dd in range(len(cand_o)):
-        o = cand_o[dd]
-        if dd == d or o < 0 or cand_t[dd] != t:
-            continue
-        c, sq = _trigger(o, dd, t, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, start, last_op)
-        if c < bc or (c == bc and (sq < bs or (sq == bs and _h.heap_less(o, i, prio, noise)))):
-            i, d, bc, bs = o, dd, c, sq
-    return i, d
 
 
 @njit(cache=True, _nrt=False)
@@ -375,7 +317,7 @@ def _data_ready(s, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, copies, drt
     made, or started when their channels are next free) and the bytes it would receive; with ``fifo`` its tie
     key on its committed device: ``noise`` by :func:`engine.sim._plankernels.tie`, or where the simulator orders
     by events (work-conserving), ``prio`` = − the time its last input's event was made and ``noise`` its order
-    then (:func:`_last_input`)."""
+    then (:func:`policies._listsched_events.last_input`)."""
     forced = unit_dev[op_unit[s]]
     for dd in range(drt.shape[1]):
         if (forced >= 0 and dd != forced) or pi.hold[s, dd] == np.inf:
@@ -388,11 +330,27 @@ def _data_ready(s, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, copies, drt
                 r_b += pi.edge_bytes[tp.pred_edge[kk]]
         need[s, dd] = r_b
     if fifo and forced >= 0 and pi.tie == TIE_EVENT and pi.channel != CHANNEL_SENDER:
-        ct, sq = _last_input(s, forced, drt[s, forced], tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, start)
+        ct, sq = _events.last_input(s, forced, drt[s, forced], tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, start)
         prio[s] = -ct
         noise[s] = float(sq) * len(dev) + s
     elif fifo and forced >= 0:
         noise[s] = _p.tie(s, forced, drt[s, forced], tp, pi, tr, dev, unit_dev, op_unit, out_t, avail)
+
+
+@njit(cache=True, _nrt=False)
+def _etf_ready(o, ready, pos, nready, byprio, byprio_n, pendh, pendn, unit_dev, op_unit, dur, unit_persist, temp_bytes,
+               out_bytes, need, least, forced, inready, counted, drt, prio, noise):
+    """ETF: op ``o`` is ready: in the ready list, the by-priority heap and the pending heap of every device it may
+    go to, and counted by :mod:`policies._listsched_room`. Returns the ready list's and the heap's new sizes."""
+    ready[nready], pos[o] = o, nready
+    byprio_n = _h.push(byprio, byprio_n, o, 0, drt, prio, noise, False)
+    _room.became_ready(o, unit_dev, op_unit, dur, unit_persist, temp_bytes, out_bytes, need, least, forced, inready,
+                       counted)
+    to = unit_dev[op_unit[o]]
+    for dd in range(dur.shape[1]):
+        if dur[o, dd] < np.inf and (to < 0 or dd == to):
+            pendn[dd] = _h.push(pendh[dd], pendn[dd], o, dd, drt, prio, noise, True)
+    return nready + 1, byprio_n
 
 
 @njit(cache=True, _nrt=False)
@@ -465,15 +423,9 @@ def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_
             if not etf:
                 hsize = _h.push(heap, hsize, i, 0, drt, prio, noise, False)
                 continue
-            ready[nready], pos[i] = i, nready
-            nready += 1
-            byprio_n = _h.push(byprio, byprio_n, i, 0, drt, prio, noise, False)
-            _room.became_ready(i, unit_dev, op_unit, dur, unit_persist, temp_bytes, out_bytes, need, least, forced,
-                               inready, counted)
-            to = unit_dev[op_unit[i]]
-            for dd in range(nd):
-                if dur[i, dd] < np.inf and (to < 0 or dd == to):
-                    pendn[dd] = _h.push(pendh[dd], pendn[dd], i, dd, drt, prio, noise, True)
+            nready, byprio_n = _etf_ready(i, ready, pos, nready, byprio, byprio_n, pendh, pendn, unit_dev, op_unit, dur,
+                                          unit_persist, temp_bytes, out_bytes, need, least, forced, inready, counted,
+                                          drt, prio, noise)
     for _step in range(n):
         d = -1
         if etf:  # select and place at once
@@ -481,7 +433,7 @@ def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_
                                op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist, temp_bytes,
                                out_bytes, need, capacity, fifo, least, forced, cand_o, cand_t)
             if event_ties and i >= 0:
-                i, d = _event_order(i, d, cand_o, cand_t, prio, noise, tp, pi, tr, dev, unit_dev, op_unit, out_t,
+                i, d = _events.event_order(i, d, cand_o, cand_t, prio, noise, tp, pi, tr, dev, unit_dev, op_unit, out_t,
                                     avail, start, last_op)
             if i < 0:  # nothing fits anywhere: the highest-priority ready op goes below (placed ones dropped)
                 i, byprio_n = _h.pop(byprio, byprio_n, 0, drt, prio, noise, False)
@@ -523,15 +475,9 @@ def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_
                 if not etf:
                     hsize = _h.push(heap, hsize, s, 0, drt, prio, noise, False)
                 else:
-                    ready[nready], pos[s] = s, nready
-                    nready += 1
-                    byprio_n = _h.push(byprio, byprio_n, s, 0, drt, prio, noise, False)
-                    _room.became_ready(s, unit_dev, op_unit, dur, unit_persist, temp_bytes, out_bytes, need, least,
-                                       forced, inready, counted)
-                    to = unit_dev[op_unit[s]]
-                    for dd in range(nd):
-                        if dur[s, dd] < np.inf and (to < 0 or dd == to):
-                            pendn[dd] = _h.push(pendh[dd], pendn[dd], s, dd, drt, prio, noise, True)
+                    nready, byprio_n = _etf_ready(s, ready, pos, nready, byprio, byprio_n, pendh, pendn, unit_dev,
+                                                  op_unit, dur, unit_persist, temp_bytes, out_bytes, need, least,
+                                                  forced, inready, counted, drt, prio, noise)
     if not pi.trailing:
         return dev, start, out_t, out_t.max() if n else 0.0
     last = tr.last[0]

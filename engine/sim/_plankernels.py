@@ -201,7 +201,7 @@ def inputs_on(i, d, commit, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail):
 @njit(cache=True, _nrt=False)
 def tie(s, d, r, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail):
     """Op ``s``'s place among the ops whose inputs are all on device ``d`` at the same instant ``r``, by the
-    mode's rule (:data:`engine.sim.estimator.TIE_OP` ...; the list-scheduling kernel's ``_last_input`` orders
+    mode's rule (:data:`engine.sim.estimator.TIE_OP` ...; ``policies._listsched_events.last_input`` orders
     work-conserving events without sender copies): the op index, or the largest producer key among the inputs
     arriving at ``r`` (placeto's, or the producers' placement order), then the op index."""
     n = len(dev)

@@ -123,6 +123,9 @@ class ListScheduling:
         self.rank = b_level(graph, node_cost=self.mean_compute, edge_cost=self.edge_comm)
         self.static_level = b_level(graph, node_cost=self.mean_compute)
         self.capacity = cluster.memory.astype(np.float64)
+        # writable copies, as plan_inputs makes them: the kernel is compiled for one set of array types
+        self.out_bytes = np.array(graph.output_bytes, dtype=np.float64)
+        self.temp_bytes = np.array(graph.temp_bytes, dtype=np.float64)
 
     def run(self, prio: np.ndarray, noise: np.ndarray, dev_noise: np.ndarray, *, select: int, device: int,
             memory_aware: bool = True, fav_parent: np.ndarray | None = None,
@@ -138,7 +141,7 @@ class ListScheduling:
         dev, start, out_t, makespan = _k.list_schedule(
             self.topology, self.plan, _p.transfers(n, g.num_edges, nd), self.units.op_unit,
             self.unit_dev0 if unit_dev is None else np.asarray(unit_dev, np.int64), self.unit_persist,
-            g.output_bytes, g.temp_bytes, self.capacity, np.asarray(prio, np.float64), np.asarray(noise, np.float64),
+            self.out_bytes, self.temp_bytes, self.capacity, np.asarray(prio, np.float64), np.asarray(noise, np.float64),
             np.ascontiguousarray(dev_noise, np.float64), select, device, memory_aware, fav, cap, static_mem, fifo)
         return dev, start, out_t, float(makespan)
 

@@ -118,7 +118,7 @@ def plan_inputs(graph: CompGraph, cluster: Cluster, feasible: np.ndarray | None 
         lat = np.zeros((nd, nd))
         send, channel = SEND_OUTPUT, CHANNEL_DEVICE
     else:
-        bw, lat = cluster.bandwidth, np.ascontiguousarray(cluster.latency, dtype=np.float64)
+        bw, lat = cluster.bandwidth, cluster.latency
         if s.mode == "default":
             send, channel = SEND_DEVICE, CHANNEL_DEVICE
         elif s.copy_occupies_sender:
@@ -126,16 +126,20 @@ def plan_inputs(graph: CompGraph, cluster: Cluster, feasible: np.ndarray | None 
         else:
             send = SEND_EDGE
             channel = {"none": CHANNEL_NONE, "per_device": CHANNEL_DEVICE, "per_link": CHANNEL_LINK}[s.contention]
-    bw = np.ascontiguousarray(bw, dtype=np.float64)
-    given = np.ascontiguousarray(given_transfer_times(graph, cluster), dtype=np.float64)
+    # every array a fresh, writable copy: whether a cluster's or a graph's arrays are read-only varies (presets,
+    # placeto's own bandwidth matrix, a copy curve), and each variant would make numba compile the planning kernel
+    # once more (about 20 s) instead of loading the one placelab.warmup compiled
+    bw = np.array(bw, dtype=np.float64, order="C")
+    lat = np.array(lat, dtype=np.float64, order="C")
+    given = np.array(given_transfer_times(graph, cluster), dtype=np.float64, order="C")
     timed = ~np.isnan(given)
     out_untimed = np.zeros(graph.num_ops, dtype=bool)
     out_untimed[graph.edge_src[~timed]] = True
     out_given = np.full(graph.num_ops, -1.0)
     np.maximum.at(out_given, graph.edge_src[timed], given[timed])
     return PlanInputs(
-        hold=hold, compute=compute, edge_bytes=np.ascontiguousarray(graph.edge_bytes, dtype=np.float64),
-        edge_given=given, out_bytes=np.ascontiguousarray(graph.output_bytes, dtype=np.float64),
+        hold=hold, compute=compute, edge_bytes=np.array(graph.edge_bytes, dtype=np.float64, order="C"),
+        edge_given=given, out_bytes=np.array(graph.output_bytes, dtype=np.float64, order="C"),
         out_untimed=out_untimed, out_given=out_given, bw=bw, latency=lat,
         gap=float(s.transfer_gap_s) if s.mode != "work_conserving" else 0.0, send=send, channel=channel,
         trailing=s.mode != "work_conserving",

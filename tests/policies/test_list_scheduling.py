@@ -344,7 +344,8 @@ def test_the_etf_kernel_picks_what_a_scan_of_every_ready_pair_picks(case):
             case["dev_noise"])
     nd = case["dur"].shape[1]
     plan = estimator.PlanInputs(  # work-conserving without contention: latency + bytes / bandwidth per edge
-        hold=case["dur"], compute=case["dur"], edge_bytes=g.edge_bytes, edge_given=np.full(g.num_edges, np.nan),
+        hold=case["dur"], compute=case["dur"], edge_bytes=np.array(g.edge_bytes),
+        edge_given=np.full(g.num_edges, np.nan),
         out_bytes=case["out_bytes"], out_untimed=np.ones(case["n"], bool), out_given=np.full(case["n"], -1.0),
         bw=np.divide(1.0, case["bw_inv"], out=np.full((nd, nd), np.inf), where=case["bw_inv"] > 0),
         latency=case["lat"], gap=0.0, send=estimator.SEND_EDGE,

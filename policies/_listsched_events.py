@@ -37,8 +37,10 @@ def last_input(o, d, t, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, start)
                               avail)
             if land != t:
                 continue
-            busy, extra = _p.group_time(p, dev[p], d, tp.pred_edge[k], o, False, tp, pi, dev, unit_dev, op_unit)
-            c = out_t[p] if pi.channel == CHANNEL_NONE else land - busy - extra  # made when it left its channel
+            c = out_t[p]
+            if pi.channel != CHANNEL_NONE:  # made when it left its channel
+                busy, extra = _p.group_time(p, dev[p], d, tp.pred_edge[k], o, False, tp, pi, dev, unit_dev, op_unit)
+                c = land - busy - extra
         if c > ct or (c == ct and tr.seq[p] > sq):
             ct, sq = c, tr.seq[p]
     return ct, sq

@@ -312,12 +312,13 @@ def _account_memory(i, d, pred_ptr, pred_idx, pred_edge, edge_bytes, dev, copies
 
 
 @njit(cache=True, _nrt=False)
-def _data_ready(s, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, copies, drt, need, prio, noise, fifo, start):
+def _data_ready(s, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, copies, drt, need, prio, noise, fifo,
+                event_ties, start):
     """A newly ready op ``s``: on every device it may go to, when its inputs would be there (transfers already
     made, or started when their channels are next free) and the bytes it would receive; with ``fifo`` its tie
-    key on its committed device: ``noise`` by :func:`engine.sim._plankernels.tie`, or where the simulator orders
-    by events (work-conserving), ``prio`` = − the time its last input's event was made and ``noise`` its order
-    then (:func:`policies._listsched_events.last_input`)."""
+    key on its committed device: ``noise`` by :func:`engine.sim._plankernels.tie`, or with ``event_ties`` (the
+    simulator orders by events: :func:`list_schedule`), ``prio`` = − the time its last input's event was made and
+    ``noise`` its order then (:func:`policies._listsched_events.last_input`)."""
     forced = unit_dev[op_unit[s]]
     for dd in range(drt.shape[1]):
         if (forced >= 0 and dd != forced) or pi.hold[s, dd] == np.inf:
@@ -329,7 +330,7 @@ def _data_ready(s, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, copies, drt
             if dev[p] != dd and copies[p, dd] == 0.0:
                 r_b += pi.edge_bytes[tp.pred_edge[kk]]
         need[s, dd] = r_b
-    if fifo and forced >= 0 and pi.tie == TIE_EVENT and pi.channel != CHANNEL_SENDER:
+    if event_ties and forced >= 0:
         ct, sq = _events.last_input(s, forced, drt[s, forced], tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, start)
         prio[s] = -ct
         noise[s] = float(sq) * len(dev) + s
@@ -433,8 +434,8 @@ def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_
                                op_unit, fav_parent, unit_dev, dev, dur, memory_aware, mem, unit_persist, temp_bytes,
                                out_bytes, need, capacity, fifo, least, forced, cand_o, cand_t)
             if event_ties and i >= 0:
-                i, d = _events.event_order(i, d, cand_o, cand_t, prio, noise, tp, pi, tr, dev, unit_dev, op_unit, out_t,
-                                    avail, start, last_op)
+                i, d = _events.event_order(i, d, cand_o, cand_t, prio, noise, tp, pi, tr, dev, unit_dev, op_unit,
+                                           out_t, avail, start, last_op)
             if i < 0:  # nothing fits anywhere: the highest-priority ready op goes below (placed ones dropped)
                 i, byprio_n = _h.pop(byprio, byprio_n, 0, drt, prio, noise, False)
                 while dev[i] >= 0:
@@ -471,7 +472,7 @@ def list_schedule(tp, pi, tr, op_unit, unit_dev0, unit_persist, out_bytes, temp_
             indeg[s] -= 1
             if indeg[s] == 0:
                 _data_ready(s, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail, copies, drt, need, prio, noise, fifo,
-                            start)
+                            event_ties, start)
                 if not etf:
                     hsize = _h.push(heap, hsize, s, 0, drt, prio, noise, False)
                 else:

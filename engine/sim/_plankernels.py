@@ -215,16 +215,15 @@ def tie(s, d, r, tp, pi, tr, dev, unit_dev, op_unit, out_t, avail):
                                            op_unit, out_t, avail)
         if t < r:
             continue
-        # an input created within its instant (a zero-time op or transfer) comes after the ones queued before it,
-        # in the order it was made (the placeto kernel's tie_now)
-        if local:
-            now = pi.compute[p, d] == 0.0
-        else:
-            busy, extra = group_time(p, dev[p], d, tp.pred_edge[k], s, False, tp, pi, dev, unit_dev, op_unit)
-            now = busy + extra == 0.0
-        key = n + tr.seq[p] if now else p
         if pi.tie != TIE_PRODUCER:  # work-conserving with sender copies: the order its producers were placed in
             key = tr.seq[p]
+        else:  # an input created within its instant (a zero-time op or transfer) comes after the ones queued
+            if local:  # before it, in the order it was made (the placeto kernel's tie_now)
+                now = pi.compute[p, d] == 0.0
+            else:
+                busy, extra = group_time(p, dev[p], d, tp.pred_edge[k], s, False, tp, pi, dev, unit_dev, op_unit)
+                now = busy + extra == 0.0
+            key = n + tr.seq[p] if now else p
         if key > best:
             best = key
     return float(best) * n + s

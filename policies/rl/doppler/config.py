@@ -76,6 +76,10 @@ class DopplerConfig(LearnedConfig):
                                        "DOPPLER §6.1: both decay linearly over the 4k–8k episodes of a training",
                                        low=1)
     batch: int = param(1, "episodes per update", "ours: the paper does not batch episodes", low=1, high=MAX_BATCH)
+    baseline_window: int = param(0, "episodes the advantage's baseline averages (0: all previous ones)",
+                                 "DOPPLER §4.1: the running mean of all previous makespans; a window is ours, an "
+                                 "option (measured on held-out graphs: docs/lab/2026-11-29-heldout-learning-why.md)",
+                                 low=0, high=100_000)
     reward_unit_s: float = param(1e-3, "the time unit of the reward −makespan (s)",
                                  "DOPPLER §4.1: R = −ExecTime in the authors' simulator's milliseconds; against "
                                  "β = 1e-2 the advantages must be on that scale (in lower-bound units, ~1/200 of "

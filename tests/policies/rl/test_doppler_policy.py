@@ -131,6 +131,20 @@ def test_advantage_is_the_baselined_makespan_in_milliseconds():
     assert seen == pytest.approx([0.0, (m1 - m2) * 1e3, ((m1 + m2) / 2 - m3) * 1e3])
 
 
+def test_baseline_window_averages_the_last_episodes_only():
+    """``baseline_window=1``: the baseline is the previous episode's makespan, not the mean of all of them."""
+    task = _task()
+    agent = DopplerAgent(2, DopplerConfig(epsilon=1.0, epsilon_final=1.0, baseline_window=1, **SMALL), seed=0)
+    assert agent.baseline.window == 1 and DopplerAgent(2, DopplerConfig(**SMALL), seed=0).baseline.window == 0
+    seen, real = [], agent._loss
+    agent._loss = lambda p, ep, scores, hz, adv, beta: (seen.append(adv), real(p, ep, scores, hz, adv, beta))[1]
+    rng = np.random.default_rng(0)
+    m1, m2, m3 = [train_step(agent, {"g": task}, ["g"], rng, entropy_coef=0.01, step=k)[0].final.makespan
+                  for k in range(3)]
+    assert m1 != m2  # else the window and the running mean would agree
+    assert seen == pytest.approx([0.0, (m1 - m2) * 1e3, (m2 - m3) * 1e3])
+
+
 def _task():
     return make_task(hand_graph(), two_gpus(), groups=None)
 

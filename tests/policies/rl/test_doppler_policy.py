@@ -120,29 +120,31 @@ def test_running_mean_baseline_by_hand():
 
 
 def test_advantage_is_the_baselined_makespan_in_milliseconds():
-    task = _task()
-    agent = DopplerAgent(2, DopplerConfig(epsilon=1.0, epsilon_final=1.0, **SMALL), seed=0)
-    seen, real = [], agent._loss
-    agent._loss = lambda p, ep, scores, hz, adv, beta: (seen.append(adv), real(p, ep, scores, hz, adv, beta))[1]
-    rng = np.random.default_rng(0)
-    makespans = [train_step(agent, {"g": task}, ["g"], rng, entropy_coef=0.01, step=k)[0].final.makespan
-                 for k in range(3)]
-    m1, m2, m3 = makespans  # §4.1: r = −m − (−mean of the previous m), in ms
+    seen, (m1, m2, m3) = _three_episodes_advantages()
+    # §4.1: r = −m − (−mean of the previous m), in ms
     assert seen == pytest.approx([0.0, (m1 - m2) * 1e3, ((m1 + m2) / 2 - m3) * 1e3])
 
 
 def test_baseline_window_averages_the_last_episodes_only():
     """``baseline_window=1``: the baseline is the previous episode's makespan, not the mean of all of them."""
+    assert DopplerAgent(2, DopplerConfig(**SMALL), seed=0).baseline.window == 0
+    seen, (m1, m2, m3) = _three_episodes_advantages(baseline_window=1)
+    assert m1 != m2  # else the window and the running mean would agree
+    assert seen == pytest.approx([0.0, (m1 - m2) * 1e3, (m2 - m3) * 1e3])
+
+
+def _three_episodes_advantages(**config):
+    """Three uniformly random (ε = 1) training steps on the hand graph: the advantage each loss got, and the
+    episodes' makespans."""
     task = _task()
-    agent = DopplerAgent(2, DopplerConfig(epsilon=1.0, epsilon_final=1.0, baseline_window=1, **SMALL), seed=0)
-    assert agent.baseline.window == 1 and DopplerAgent(2, DopplerConfig(**SMALL), seed=0).baseline.window == 0
+    agent = DopplerAgent(2, DopplerConfig(epsilon=1.0, epsilon_final=1.0, **config, **SMALL), seed=0)
+    assert agent.baseline.window == config.get("baseline_window", 0)
     seen, real = [], agent._loss
     agent._loss = lambda p, ep, scores, hz, adv, beta: (seen.append(adv), real(p, ep, scores, hz, adv, beta))[1]
     rng = np.random.default_rng(0)
-    m1, m2, m3 = [train_step(agent, {"g": task}, ["g"], rng, entropy_coef=0.01, step=k)[0].final.makespan
-                  for k in range(3)]
-    assert m1 != m2  # else the window and the running mean would agree
-    assert seen == pytest.approx([0.0, (m1 - m2) * 1e3, (m2 - m3) * 1e3])
+    makespans = [train_step(agent, {"g": task}, ["g"], rng, entropy_coef=0.01, step=k)[0].final.makespan
+                 for k in range(3)]
+    return seen, makespans
 
 
 def _task():
